@@ -1,0 +1,88 @@
+#pragma once
+/// \file dense.hpp
+/// The two dense containers every module shares.
+///
+/// - ssdr::Dense: a small matrix replicated on every rank (d×d scatter matrices, d×m
+///   projections), column-major so it goes straight to BLAS/LAPACK.
+/// - ssdr::DistMatrix: an n×cols matrix distributed by samples (rows). Rank r holds the
+///   contiguous block of global rows [row_start, row_start + n_local), stored row-major; in
+///   LAPACK terms the local block is the cols×n_local column-major matrix X_localᵀ (so the
+///   paper's X = [x_1 … x_n] ∈ R^{d×n} is exactly the concatenation of the local blocks).
+///   No rank ever holds more than its block.
+#include <mpi.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace ssdr {
+
+/// Contiguous block distribution of n items over the ranks of a communicator, the same
+/// rule as PetscSplitOwnership: the first (n mod p) ranks get one item more.
+struct Layout {
+  int64_t n_global = 0;
+  int64_t start = 0;
+  int64_t n_local = 0;
+};
+
+/// Block layout of n items over `comm`. Not collective (pure arithmetic on rank and size).
+Layout block_layout(int64_t n, MPI_Comm comm);
+/// Layout given the local count on every rank. Collective (MPI_Exscan + MPI_Allreduce).
+Layout layout_from_local(int64_t n_local, MPI_Comm comm);
+
+/// Replicated column-major dense matrix (rows×cols), the same on every rank that holds it.
+struct Dense {
+  int64_t rows = 0;
+  int64_t cols = 0;
+  std::vector<double> v;  ///< column-major, v[i + j*rows]
+
+  Dense() = default;
+  Dense(int64_t r, int64_t c) : rows(r), cols(c), v(static_cast<size_t>(r * c), 0.0) {}
+  double& operator()(int64_t i, int64_t j) { return v[static_cast<size_t>(i + j * rows)]; }
+  double operator()(int64_t i, int64_t j) const { return v[static_cast<size_t>(i + j * rows)]; }
+  double* data() { return v.data(); }
+  const double* data() const { return v.data(); }
+  double* col(int64_t j) { return v.data() + j * rows; }
+  const double* col(int64_t j) const { return v.data() + j * rows; }
+  static Dense identity(int64_t n);
+};
+
+/// Sample-distributed dense matrix (n_global×cols, rows distributed, row-major locally).
+struct DistMatrix {
+  MPI_Comm comm = MPI_COMM_WORLD;
+  int64_t n_global = 0;   ///< n: total rows (samples)
+  int64_t row_start = 0;  ///< first global row held here
+  int64_t n_local = 0;    ///< rows held here
+  int64_t cols = 0;       ///< d (or m, or c+1)
+  std::vector<double> v;  ///< row-major local block, v[i*cols + j]
+
+  double* row(int64_t i) { return v.data() + i * cols; }
+  const double* row(int64_t i) const { return v.data() + i * cols; }
+  double& operator()(int64_t i, int64_t j) { return v[static_cast<size_t>(i * cols + j)]; }
+  double operator()(int64_t i, int64_t j) const { return v[static_cast<size_t>(i * cols + j)]; }
+  Layout layout() const { return Layout{n_global, row_start, n_local}; }
+};
+
+/// Zero n×cols DistMatrix with the block layout over `comm`. Not collective.
+DistMatrix make_dist(MPI_Comm comm, int64_t n_global, int64_t cols);
+/// Zero DistMatrix with `n_local` rows here. Collective (computes the layout).
+DistMatrix make_dist_local(MPI_Comm comm, int64_t n_local, int64_t cols);
+
+/// The rows of X whose local flag keep[i] is non-zero, in their global order, as a new
+/// DistMatrix that keeps them on the rank that holds them (no data moves; its layout is
+/// generally not balanced). keep.size() must be X.n_local. Collective over X.comm.
+/// \throws ssdr::Error when keep has the wrong length (on that rank).
+DistMatrix select_rows(const DistMatrix& X, const std::vector<char>& keep);
+
+/// Y = X · W for a sample-distributed X (n×d) and a replicated W (d×m): local GEMM, no
+/// communication. Result n×m with X's layout. Not collective.
+/// \throws ssdr::Error when X.cols != W.rows.
+DistMatrix multiply(const DistMatrix& X, const Dense& W);
+
+/// Gathers a DistMatrix on every rank as a Dense (n×cols). Only for small matrices (tests,
+/// n·cols doubles on every rank). Collective.
+Dense allgather(const DistMatrix& X);
+
+/// Sum over ranks of a Dense in place (MPI_Allreduce, MPI_SUM). Collective.
+void allreduce_sum(Dense& A, MPI_Comm comm);
+
+}  // namespace ssdr

@@ -1,0 +1,66 @@
+#pragma once
+/// \file error.hpp
+/// Errors raised by ssdr. Every error carries a one-line user message (what()) and the
+/// source file and line that raised it (where()), as Ginkgo's exceptions do.
+#include <mpi.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace ssdr {
+
+/// The one exception type of ssdr. what() is a single line meant for the user
+/// ("digits.csv:17: expected 65 fields, found 64"); where() is "file.cpp:123" for developers.
+class Error : public std::runtime_error {
+ public:
+  Error(const std::string& message, const char* file, int line);
+  /// Source location that raised the error, "file:line".
+  std::string where() const;
+  const char* file() const { return file_; }
+  int line() const { return line_; }
+
+ private:
+  const char* file_;
+  int line_;
+};
+
+/// Collective check. Every rank of `comm` must call it. If `ok` is false on any rank,
+/// every rank throws ssdr::Error with the message of the lowest failing rank, so all
+/// ranks leave the collective code path together and nobody hangs.
+/// \throws ssdr::Error on every rank when any rank passed ok == false.
+void check_collective(MPI_Comm comm, bool ok, const std::string& message, const char* file,
+                      int line);
+
+/// Formats "what: expected A×B, got C×D" for shape mismatches.
+std::string shape_message(const std::string& what, int64_t rows_a, int64_t cols_a,
+                          int64_t rows_b, int64_t cols_b);
+
+}  // namespace ssdr
+
+#define SSDR_THROW(msg) throw ::ssdr::Error((msg), __FILE__, __LINE__)
+#define SSDR_CHECK(cond, msg) \
+  do {                        \
+    if (!(cond)) SSDR_THROW(msg); \
+  } while (0)
+/// Collective check (see ssdr::check_collective); `msg` is only evaluated where it is needed.
+#define SSDR_CHECK_COLLECTIVE(comm, ok, msg)                                   \
+  do {                                                                          \
+    const bool ssdr_ok_ = static_cast<bool>(ok);                                \
+    ::ssdr::check_collective((comm), ssdr_ok_, ssdr_ok_ ? std::string() : std::string(msg), \
+                             __FILE__, __LINE__);                               \
+  } while (0)
+/// Throws when two shapes differ: SSDR_CHECK_SHAPE("Sb vs Sw", r1, c1, r2, c2).
+#define SSDR_CHECK_SHAPE(what, ra, ca, rb, cb)                                      \
+  do {                                                                              \
+    if ((ra) != (rb) || (ca) != (cb))                                               \
+      SSDR_THROW(::ssdr::shape_message((what), (ra), (ca), (rb), (cb)));            \
+  } while (0)
+/// Wraps a PETSc/SLEPc call: a non-zero error code becomes ssdr::Error naming the call.
+#define SSDR_PETSC(call)                                                            \
+  do {                                                                              \
+    const int ssdr_ierr_ = static_cast<int>(call);                                  \
+    if (ssdr_ierr_ != 0)                                                            \
+      SSDR_THROW(std::string("PETSc/SLEPc call failed (error ") +                   \
+                 std::to_string(ssdr_ierr_) + "): " #call);                          \
+  } while (0)

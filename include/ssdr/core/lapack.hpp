@@ -1,0 +1,41 @@
+#pragma once
+/// \file lapack.hpp
+/// Thin C++ wrappers over the Fortran BLAS/LAPACK symbols (OpenBLAS through Debian's
+/// libblas.so.3/liblapack.so.3 alternatives). Column-major, Fortran conventions; every
+/// wrapper is local (not collective).
+#include <cstdint>
+#include <vector>
+
+namespace ssdr::blas {
+
+/// C = alpha·op(A)·op(B) + beta·C (dgemm).
+void gemm(char transa, char transb, int64_t m, int64_t n, int64_t k, double alpha,
+          const double* a, int64_t lda, const double* b, int64_t ldb, double beta, double* c,
+          int64_t ldc);
+/// C = alpha·op(A)·op(A)ᵀ + beta·C, upper or lower triangle (dsyrk); trans='N': A is n×k.
+void syrk(char uplo, char trans, int64_t n, int64_t k, double alpha, const double* a,
+          int64_t lda, double beta, double* c, int64_t ldc);
+/// Copies the `uplo` triangle of the n×n matrix c into the other one.
+void symmetrize(char uplo, int64_t n, double* c, int64_t ldc);
+
+}  // namespace ssdr::blas
+
+namespace ssdr::lapack {
+
+/// All eigenvalues (ascending) and eigenvectors of the symmetric n×n matrix a (overwritten
+/// by the eigenvectors, column-major). dsyevd. Throws ssdr::Error when LAPACK fails.
+void syev(int64_t n, double* a, int64_t lda, double* w);
+/// Generalized symmetric-definite problem A x = λ B x (dsygvd, itype 1); b must be SPD.
+/// Eigenvalues ascending in w, eigenvectors (B-orthonormal) in a.
+void sygv(int64_t n, double* a, int64_t lda, double* b, int64_t ldb, double* w);
+/// Thin SVD of the m×n matrix a (dgesdd, jobz='S'); u is m×min, vt is min×n.
+void gesvd(int64_t m, int64_t n, double* a, int64_t lda, double* s, double* u, int64_t ldu,
+           double* vt, int64_t ldvt);
+/// Thin QR: a (m×n, m ≥ n) is replaced by Q with orthonormal columns (dgeqrf + dorgqr).
+void orthonormalize(int64_t m, int64_t n, double* a, int64_t lda);
+/// Cholesky factorization of the SPD n×n matrix a (lower). Returns false when not SPD.
+bool potrf(int64_t n, double* a, int64_t lda);
+/// Solves A X = B with the symmetric positive definite A (dposv); A, B overwritten.
+void posv(int64_t n, int64_t nrhs, double* a, int64_t lda, double* b, int64_t ldb);
+
+}  // namespace ssdr::lapack

@@ -1,0 +1,62 @@
+#pragma once
+/// \file petsc.hpp
+/// Owning handles for PETSc/SLEPc objects (destroyed when they go out of scope) and the
+/// conversions between ssdr's dense containers and PETSc objects.
+#include <petscksp.h>
+#include <petscmat.h>
+#include <slepceps.h>
+
+#include <utility>
+
+#include "ssdr/core/dense.hpp"
+
+namespace ssdr {
+
+inline void petsc_destroy(Mat& h) { MatDestroy(&h); }
+inline void petsc_destroy(Vec& h) { VecDestroy(&h); }
+inline void petsc_destroy(KSP& h) { KSPDestroy(&h); }
+inline void petsc_destroy(EPS& h) { EPSDestroy(&h); }
+
+/// Owning PETSc handle: Owned<Mat> A; MatCreate(comm, A.out()); ... destroyed at scope end.
+template <class H>
+class Owned {
+ public:
+  Owned() = default;
+  explicit Owned(H h) : h_(h) {}
+  Owned(const Owned&) = delete;
+  Owned& operator=(const Owned&) = delete;
+  Owned(Owned&& o) noexcept : h_(std::exchange(o.h_, nullptr)) {}
+  Owned& operator=(Owned&& o) noexcept {
+    if (this != &o) {
+      reset();
+      h_ = std::exchange(o.h_, nullptr);
+    }
+    return *this;
+  }
+  ~Owned() { reset(); }
+  void reset() {
+    if (h_) petsc_destroy(h_);
+    h_ = nullptr;
+  }
+  H get() const { return h_; }
+  operator H() const { return h_; }  // NOLINT: pass straight to PETSc calls
+  H* out() {
+    reset();
+    return &h_;
+  }
+
+ private:
+  H h_ = nullptr;
+};
+
+/// Replicated Dense (d×d) → parallel MATDENSE on `comm` with the block row layout; each rank
+/// copies its rows. Collective.
+Owned<Mat> to_petsc_dense(const Dense& A, MPI_Comm comm);
+/// Column j of a DistMatrix as a PETSc Vec with the same row layout (copy). Collective.
+Owned<Vec> column_to_vec(const DistMatrix& X, int64_t j);
+/// Copies a Vec with X's row layout into column j of X. Not collective.
+void vec_to_column(Vec v, DistMatrix& X, int64_t j);
+/// Gathers a parallel Vec to a std::vector on every rank. Collective.
+std::vector<double> vec_allgather(Vec v);
+
+}  // namespace ssdr

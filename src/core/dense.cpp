@@ -1,0 +1,115 @@
+#include "ssdr/core/dense.hpp"
+
+#include <algorithm>
+
+#include "ssdr/core/error.hpp"
+#include "ssdr/core/lapack.hpp"
+
+namespace ssdr {
+
+Layout block_layout(int64_t n, MPI_Comm comm) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  const int64_t base = n / size, extra = n % size;
+  Layout l;
+  l.n_global = n;
+  l.n_local = base + (rank < extra ? 1 : 0);
+  l.start = rank * base + std::min<int64_t>(rank, extra);
+  return l;
+}
+
+Layout layout_from_local(int64_t n_local, MPI_Comm comm) {
+  Layout l;
+  l.n_local = n_local;
+  int64_t start = 0;
+  MPI_Exscan(&n_local, &start, 1, MPI_INT64_T, MPI_SUM, comm);
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  l.start = rank == 0 ? 0 : start;
+  MPI_Allreduce(&n_local, &l.n_global, 1, MPI_INT64_T, MPI_SUM, comm);
+  return l;
+}
+
+Dense Dense::identity(int64_t n) {
+  Dense I(n, n);
+  for (int64_t i = 0; i < n; ++i) I(i, i) = 1.0;
+  return I;
+}
+
+DistMatrix make_dist(MPI_Comm comm, int64_t n_global, int64_t cols) {
+  const Layout l = block_layout(n_global, comm);
+  DistMatrix X;
+  X.comm = comm;
+  X.n_global = n_global;
+  X.row_start = l.start;
+  X.n_local = l.n_local;
+  X.cols = cols;
+  X.v.assign(static_cast<size_t>(l.n_local * cols), 0.0);
+  return X;
+}
+
+DistMatrix make_dist_local(MPI_Comm comm, int64_t n_local, int64_t cols) {
+  const Layout l = layout_from_local(n_local, comm);
+  DistMatrix X;
+  X.comm = comm;
+  X.n_global = l.n_global;
+  X.row_start = l.start;
+  X.n_local = n_local;
+  X.cols = cols;
+  X.v.assign(static_cast<size_t>(n_local * cols), 0.0);
+  return X;
+}
+
+DistMatrix select_rows(const DistMatrix& X, const std::vector<char>& keep) {
+  SSDR_CHECK(static_cast<int64_t>(keep.size()) == X.n_local,
+             "select_rows: mask has " + std::to_string(keep.size()) + " entries for " +
+                 std::to_string(X.n_local) + " local rows");
+  int64_t count = 0;
+  for (char k : keep) count += k ? 1 : 0;
+  DistMatrix Y = make_dist_local(X.comm, count, X.cols);
+  int64_t r = 0;
+  for (int64_t i = 0; i < X.n_local; ++i)
+    if (keep[static_cast<size_t>(i)]) std::copy(X.row(i), X.row(i) + X.cols, Y.row(r++));
+  return Y;
+}
+
+DistMatrix multiply(const DistMatrix& X, const Dense& W) {
+  SSDR_CHECK_SHAPE("multiply: W", W.rows, W.cols, X.cols, W.cols);
+  DistMatrix Y;
+  Y.comm = X.comm;
+  Y.n_global = X.n_global;
+  Y.row_start = X.row_start;
+  Y.n_local = X.n_local;
+  Y.cols = W.cols;
+  Y.v.assign(static_cast<size_t>(X.n_local * W.cols), 0.0);
+  if (X.n_local == 0 || W.cols == 0 || X.cols == 0) return Y;
+  // Row-major Y (n_local×m) is column-major Yᵀ (m×n_local) = Wᵀ (m×d) · Xᵀ (d×n_local).
+  blas::gemm('T', 'N', W.cols, X.n_local, X.cols, 1.0, W.data(), W.rows, X.v.data(), X.cols,
+             0.0, Y.v.data(), Y.cols);
+  return Y;
+}
+
+Dense allgather(const DistMatrix& X) {
+  int size = 1;
+  MPI_Comm_size(X.comm, &size);
+  std::vector<int> counts(static_cast<size_t>(size)), displs(static_cast<size_t>(size));
+  int mine = static_cast<int>(X.n_local * X.cols);
+  MPI_Allgather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, X.comm);
+  for (int r = 1; r < size; ++r) displs[r] = displs[r - 1] + counts[r - 1];
+  std::vector<double> rowmajor(static_cast<size_t>(X.n_global * X.cols));
+  MPI_Allgatherv(X.v.data(), mine, MPI_DOUBLE, rowmajor.data(), counts.data(), displs.data(),
+                 MPI_DOUBLE, X.comm);
+  Dense A(X.n_global, X.cols);
+  for (int64_t i = 0; i < X.n_global; ++i)
+    for (int64_t j = 0; j < X.cols; ++j) A(i, j) = rowmajor[static_cast<size_t>(i * X.cols + j)];
+  return A;
+}
+
+void allreduce_sum(Dense& A, MPI_Comm comm) {
+  if (!A.v.empty())
+    MPI_Allreduce(MPI_IN_PLACE, A.v.data(), static_cast<int>(A.v.size()), MPI_DOUBLE, MPI_SUM,
+                  comm);
+}
+
+}  // namespace ssdr

@@ -1,0 +1,37 @@
+#include "ssdr/core/error.hpp"
+
+#include <vector>
+
+namespace ssdr {
+
+Error::Error(const std::string& message, const char* file, int line)
+    : std::runtime_error(message), file_(file), line_(line) {}
+
+std::string Error::where() const { return std::string(file_) + ":" + std::to_string(line_); }
+
+void check_collective(MPI_Comm comm, bool ok, const std::string& message, const char* file,
+                      int line) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  int size = 1;
+  MPI_Comm_size(comm, &size);
+  // Lowest failing rank (or size when nobody failed).
+  int mine = ok ? size : rank;
+  int first = size;
+  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm);
+  if (first == size) return;
+  int len = (rank == first) ? static_cast<int>(message.size()) : 0;
+  MPI_Bcast(&len, 1, MPI_INT, first, comm);
+  std::string text(static_cast<size_t>(len), '\0');
+  if (rank == first) text = message;
+  if (len > 0) MPI_Bcast(text.data(), len, MPI_CHAR, first, comm);
+  throw Error(text, file, line);
+}
+
+std::string shape_message(const std::string& what, int64_t rows_a, int64_t cols_a,
+                          int64_t rows_b, int64_t cols_b) {
+  return what + ": expected " + std::to_string(rows_b) + "x" + std::to_string(cols_b) +
+         ", got " + std::to_string(rows_a) + "x" + std::to_string(cols_a);
+}
+
+}  // namespace ssdr

@@ -1,0 +1,60 @@
+#include "ssdr/core/petsc.hpp"
+
+#include "ssdr/core/error.hpp"
+
+namespace ssdr {
+
+Owned<Mat> to_petsc_dense(const Dense& A, MPI_Comm comm) {
+  const Layout l = block_layout(A.rows, comm);
+  Owned<Mat> M;
+  SSDR_PETSC(MatCreateDense(comm, static_cast<PetscInt>(l.n_local), PETSC_DECIDE,
+                            static_cast<PetscInt>(A.rows), static_cast<PetscInt>(A.cols), nullptr,
+                            M.out()));
+  PetscScalar* a = nullptr;
+  SSDR_PETSC(MatDenseGetArray(M, &a));
+  PetscInt lda = 0;
+  SSDR_PETSC(MatDenseGetLDA(M, &lda));
+  for (int64_t j = 0; j < A.cols; ++j)
+    for (int64_t i = 0; i < l.n_local; ++i) a[i + j * lda] = A(l.start + i, j);
+  SSDR_PETSC(MatDenseRestoreArray(M, &a));
+  SSDR_PETSC(MatAssemblyBegin(M, MAT_FINAL_ASSEMBLY));
+  SSDR_PETSC(MatAssemblyEnd(M, MAT_FINAL_ASSEMBLY));
+  return M;
+}
+
+Owned<Vec> column_to_vec(const DistMatrix& X, int64_t j) {
+  Owned<Vec> v;
+  SSDR_PETSC(VecCreateMPI(X.comm, static_cast<PetscInt>(X.n_local),
+                          static_cast<PetscInt>(X.n_global), v.out()));
+  PetscScalar* a = nullptr;
+  SSDR_PETSC(VecGetArray(v, &a));
+  for (int64_t i = 0; i < X.n_local; ++i) a[i] = X(i, j);
+  SSDR_PETSC(VecRestoreArray(v, &a));
+  return v;
+}
+
+void vec_to_column(Vec v, DistMatrix& X, int64_t j) {
+  const PetscScalar* a = nullptr;
+  SSDR_PETSC(VecGetArrayRead(v, &a));
+  for (int64_t i = 0; i < X.n_local; ++i) X(i, j) = a[i];
+  SSDR_PETSC(VecRestoreArrayRead(v, &a));
+}
+
+std::vector<double> vec_allgather(Vec v) {
+  VecScatter ctx = nullptr;
+  Vec all = nullptr;
+  SSDR_PETSC(VecScatterCreateToAll(v, &ctx, &all));
+  SSDR_PETSC(VecScatterBegin(ctx, v, all, INSERT_VALUES, SCATTER_FORWARD));
+  SSDR_PETSC(VecScatterEnd(ctx, v, all, INSERT_VALUES, SCATTER_FORWARD));
+  PetscInt n = 0;
+  SSDR_PETSC(VecGetSize(all, &n));
+  const PetscScalar* a = nullptr;
+  SSDR_PETSC(VecGetArrayRead(all, &a));
+  std::vector<double> out(a, a + n);
+  SSDR_PETSC(VecRestoreArrayRead(all, &a));
+  VecScatterDestroy(&ctx);
+  VecDestroy(&all);
+  return out;
+}
+
+}  // namespace ssdr
