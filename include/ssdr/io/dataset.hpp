@@ -1,0 +1,52 @@
+#pragma once
+/// \file dataset.hpp
+/// Reading labeled data sets into a sample-distributed matrix.
+#include <mpi.h>
+
+#include <string>
+#include <vector>
+
+#include "ssdr/core/dense.hpp"
+
+namespace ssdr::io {
+
+/// On-disk formats. `automatic` guesses from the path: a directory or a name containing
+/// "idx3-ubyte" → idx; ".libsvm", ".svm", ".svmlight" (optionally + ".gz") → libsvm; else csv.
+enum class Format { automatic, csv, libsvm, idx };
+
+/// Parses "csv", "libsvm", "idx" or "auto". \throws ssdr::Error naming the bad value.
+Format parse_format(const std::string& name);
+/// The format `automatic` resolves to for `path`. Not collective.
+Format detect_format(const std::string& path);
+
+/// A labeled data set: X is n×d distributed by rows in the block layout of `comm` (rank r
+/// holds rows [X.row_start, X.row_start + X.n_local)); labels are replicated (n ints on
+/// every rank: O(n) memory, never O(n·d)).
+struct Dataset {
+  DistMatrix X;             ///< n×d raw feature values, rows in file order
+  std::vector<int> labels;  ///< n labels in 0..c-1, replicated on every rank
+  int classes = 0;          ///< c = largest label + 1
+  std::string source;       ///< the path as given
+};
+
+/// Reads a data set. Collective over `comm`.
+///
+/// - csv: no header; each line `label,x_1,...,x_d`; every line must have the same number of
+///   fields; label an integer ≥ 0; values finite.
+/// - libsvm/SVMlight: `label idx:val ...`, 1-based strictly increasing indices, zeros
+///   omitted; d = the largest index seen; may be gzip-compressed (".gz").
+/// - idx: `--data DIR` (reads DIR/train-images-idx3-ubyte[.gz] then DIR/t10k-images-…, each
+///   with its labels file, e.g. Fashion-MNIST: 60 000 + 10 000 = 70 000 samples, d = 784,
+///   pixel values 0..255 as doubles) or one `*-images-idx3-ubyte[.gz]` file (labels from
+///   the matching `*-labels-idx1-ubyte[.gz]`).
+///
+/// Text formats stream through rank 0 in chunks of rows that are sent to their owners; no
+/// rank ever buffers the whole file or holds more than its block of rows.
+///
+/// \throws ssdr::Error on every rank (collectively) with a one-line message naming the
+///   file and line for: missing/unreadable file, ragged CSV row, unparsable number,
+///   NaN/Inf, negative or non-integer label, bad libsvm index, truncated or wrong-magic IDX,
+///   an empty file.
+Dataset read_dataset(const std::string& path, Format format, MPI_Comm comm);
+
+}  // namespace ssdr::io
