@@ -1,1 +1,222 @@
-int main() { return 0; }
+// ssdr command line: parses and validates the options, then calls the driver. PETSc/SLEPc
+// options (-log_view, -lp_ksp_type gmres, -tr_eps_type scalapack, ...) may follow the ssdr
+// options; they are handed to SlepcInitialize untouched.
+#include <slepcsys.h>
+
+#include <boost/program_options.hpp>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ssdr/core/error.hpp"
+#include "ssdr/core/progress.hpp"
+#include "ssdr/core/version.hpp"
+#include "ssdr/driver/commands.hpp"
+
+namespace po = boost::program_options;
+using namespace ssdr;
+
+namespace {
+
+const char* kUsage =
+    "usage: ssdr <command> [options] [PETSc/SLEPc options]\n"
+    "\n"
+    "commands:\n"
+    "  fit        learn a projection on one split, evaluate it (1-NN), write report/model/embedding\n"
+    "  evaluate   fit over --splits R random splits (seeds S..S+R-1), report mean and std\n"
+    "  transform  apply a saved --model to --data and write the --embedding\n"
+    "  methods    list the methods\n"
+    "\n"
+    "Run 'ssdr <command> --help' for the options of a command. PETSc/SLEPc options go after the\n"
+    "ssdr options, e.g. -lp_ksp_type gmres -tr_eps_type lapack -log_view.\n";
+
+bool is_petsc_option(const char* a) {
+  if (std::strcmp(a, "-q") == 0 || std::strcmp(a, "-h") == 0) return false;  // ssdr's short options
+  return a[0] == '-' && a[1] != '-' && a[1] != '\0' && !(a[1] >= '0' && a[1] <= '9') && a[1] != '.';
+}
+
+std::string methods_help() {
+  std::ostringstream s;
+  for (const auto& m : methods::method_table())
+    s << "  " << m.name << std::string(m.name.size() < 8 ? 8 - m.name.size() : 1, ' ') << m.summary << "\n"
+      << "          [" << m.source << "]\n";
+  return s.str();
+}
+
+po::options_description fit_options(driver::FitCommand& c, std::string& format, std::string& scaling,
+                                    std::string& weight, bool evaluate) {
+  po::options_description d(evaluate ? "ssdr evaluate options" : "ssdr fit options");
+  auto& mo = c.config.method_options;
+  // clang-format off
+  d.add_options()
+    ("help,h", "show this help")
+    ("method", po::value(&c.config.method)->required(), ("method name: " + methods::method_names()).c_str())
+    ("data", po::value(&c.data)->required(), "data file (CSV, LIBSVM[.gz]) or IDX file/directory")
+    ("format", po::value(&format)->default_value("auto"), "csv | libsvm | idx | auto")
+    ("split", po::value(&c.split_file), "split file: one role per line (labeled/unlabeled/unseen)")
+    ("labeled-per-class", po::value(&c.split.labeled_per_class), "p labeled samples per class (random split)")
+    ("unlabeled-per-class", po::value(&c.split.unlabeled_per_class), "q unlabeled samples per class; rest unseen")
+    ("transductive-fraction", po::value(&c.split.transductive_fraction), "fraction F of each class in the transductive set; rest unseen")
+    ("seed", po::value(&c.split.seed)->default_value(0), "random seed of the split")
+    ("dim", po::value(&mo.dim)->default_value(0), "projected dimension m (0: c-1)")
+    ("knn", po::value(&mo.graph.k)->default_value(8), "neighbors k of the graph")
+    ("weight", po::value(&weight)->default_value("heat"), "graph weights: heat | cosine | binary")
+    ("sigma-s", po::value(&mo.graph.sigma_s)->default_value(0), "s of eq. (42), sigma = sqrt(-dbar/ln s) (0: 1e-3/k)")
+    ("alpha-u", po::value(&mo.propagation.alpha_unlabeled)->default_value(0.99), "propagation alpha on unlabeled samples")
+    ("mu-scale", po::value(&mo.mu_scale)->default_value(0.1), "mu = R * largest diagonal of Sw")
+    ("scaling", po::value(&scaling)->default_value("none"), "none | minmax | standardize | global")
+    ("pca-energy", po::value(&c.config.preprocess.pca_energy)->default_value(-1), "PCA variance fraction in (0,1] (default: drop only the null space)")
+    ("no-pca", "center only, no PCA")
+    ("report", po::value(&c.report), "JSON report file")
+    ("quiet,q", "no progress output");
+  if (evaluate)
+    d.add_options()("splits", po::value(&c.splits)->default_value(10), "number of random splits R");
+  else
+    d.add_options()
+      ("model", po::value(&c.model), "model file to write (Boost archive)")
+      ("embedding", po::value(&c.embedding), "embedding of every sample, .csv or .npy");
+  // clang-format on
+  return d;
+}
+
+/// Parses `fit`/`evaluate` options. Every rank parses the same argv, so errors are
+/// replicated (collective).
+driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate, bool& help) {
+  driver::FitCommand c;
+  std::string format, scaling, weight;
+  auto desc = fit_options(c, format, scaling, weight, evaluate);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(desc).run(), vm);
+  if (vm.count("help")) {
+    help = true;
+    std::ostringstream s;
+    s << desc << "\nmethods:\n" << methods_help();
+    ssdr::say(s.str());
+    return c;
+  }
+  po::notify(vm);
+  set_quiet(vm.count("quiet") > 0);
+  c.format = io::parse_format(format);
+  c.config.preprocess.scaling = data::parse_scaling(scaling);
+  c.config.preprocess.pca = vm.count("no-pca") == 0;
+  if (weight == "heat") c.config.method_options.graph.weight = graph::EdgeWeight::heat;
+  else if (weight == "cosine") c.config.method_options.graph.weight = graph::EdgeWeight::cosine;
+  else if (weight == "binary") c.config.method_options.graph.weight = graph::EdgeWeight::binary;
+  else SSDR_REQUIRE(false, "--weight: expected heat, cosine or binary, got '" + weight + "'");
+  methods::find_method(c.config.method);
+  const bool has_split = vm.count("split") > 0, has_p = vm.count("labeled-per-class") > 0;
+  SSDR_REQUIRE(has_split != has_p, "give either --split FILE or --labeled-per-class P");
+  if (has_split)
+    SSDR_REQUIRE(!vm.count("unlabeled-per-class") && !vm.count("transductive-fraction"),
+                 "--unlabeled-per-class/--transductive-fraction go with --labeled-per-class, not --split");
+  SSDR_REQUIRE(!(vm.count("unlabeled-per-class") && vm.count("transductive-fraction")),
+               "--unlabeled-per-class and --transductive-fraction are mutually exclusive");
+  SSDR_REQUIRE(c.config.method_options.graph.k >= 1, "--knn must be at least 1");
+  SSDR_REQUIRE(c.config.method_options.dim >= 0, "--dim must be >= 0");
+  SSDR_REQUIRE(c.config.method_options.mu_scale >= 0, "--mu-scale must be >= 0");
+  auto& mo = c.config.method_options;
+  c.config.parameters = {{"method", c.config.method},
+                         {"dim", mo.dim},
+                         {"knn", mo.graph.k},
+                         {"weight", weight},
+                         {"sigma_s", mo.graph.sigma_s > 0 ? mo.graph.sigma_s : 1e-3 / mo.graph.k},
+                         {"alpha_u", mo.propagation.alpha_unlabeled},
+                         {"mu_scale", mo.mu_scale},
+                         {"scaling", scaling},
+                         {"pca", c.config.preprocess.pca},
+                         {"pca_energy", c.config.preprocess.pca_energy},
+                         {"labeled_per_class", c.split.labeled_per_class},
+                         {"unlabeled_per_class", c.split.unlabeled_per_class},
+                         {"transductive_fraction", c.split.transductive_fraction},
+                         {"seed", c.split.seed},
+                         {"split_file", c.split_file}};
+  return c;
+}
+
+driver::TransformCommand parse_transform(const std::vector<std::string>& args, bool& help) {
+  driver::TransformCommand c;
+  std::string format;
+  po::options_description d("ssdr transform options");
+  d.add_options()("help,h", "show this help")("model", po::value(&c.model)->required(), "model file from fit --model")(
+      "data", po::value(&c.data)->required(), "data to project")("format", po::value(&format)->default_value("auto"),
+                                                                 "csv | libsvm | idx | auto")(
+      "embedding", po::value(&c.embedding)->required(), "output, .csv or .npy")("quiet,q", "no progress output");
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(d).run(), vm);
+  if (vm.count("help")) {
+    help = true;
+    std::ostringstream s;
+    s << d;
+    ssdr::say(s.str());
+    return c;
+  }
+  po::notify(vm);
+  set_quiet(vm.count("quiet") > 0);
+  c.format = io::parse_format(format);
+  return c;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // ssdr arguments: argv[1..k); PETSc arguments: from the first single-dash option on.
+  std::vector<std::string> ssdr_args;
+  std::vector<char*> petsc_argv = {argv[0]};
+  int i = 1;
+  for (; i < argc && !is_petsc_option(argv[i]); ++i) ssdr_args.emplace_back(argv[i]);
+  for (; i < argc; ++i) petsc_argv.push_back(argv[i]);
+  int petsc_argc = static_cast<int>(petsc_argv.size());
+  petsc_argv.push_back(nullptr);
+  char** pargv = petsc_argv.data();
+  if (SlepcInitialize(&petsc_argc, &pargv, nullptr, nullptr) != 0) {
+    std::fprintf(stderr, "ssdr: error: PETSc/SLEPc initialization failed\n");
+    return 1;
+  }
+  MPI_Comm comm = PETSC_COMM_WORLD;
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  int code = 0;
+  try {
+    const std::string command = ssdr_args.empty() ? "" : ssdr_args.front();
+    std::vector<std::string> rest(ssdr_args.begin() + (ssdr_args.empty() ? 0 : 1), ssdr_args.end());
+    bool help = false;
+    if (command == "" || command == "--help" || command == "-h" || command == "help") {
+      if (rank == 0) std::fputs(kUsage, command.empty() ? stderr : stdout);
+      code = command.empty() ? 2 : 0;
+    } else if (command == "--version" || command == "version") {
+      if (rank == 0) std::printf("ssdr %s\n", version());
+    } else if (command == "methods") {
+      if (rank == 0) std::fputs(methods_help().c_str(), stdout);
+    } else if (command == "fit" || command == "evaluate") {
+      auto c = parse_fit(rest, command == "evaluate", help);
+      if (!help) code = command == "fit" ? driver::run_fit(c, comm) : driver::run_evaluate(c, comm);
+    } else if (command == "transform") {
+      auto c = parse_transform(rest, help);
+      if (!help) code = driver::run_transform(c, comm);
+    } else {
+      throw Error("unknown command '" + command + "'; expected fit, evaluate, transform or methods", __FILE__,
+                  __LINE__, true);
+    }
+  } catch (const po::error& e) {
+    // Option errors are the same on every rank (same argv).
+    if (rank == 0) std::fprintf(stderr, "ssdr: error: %s\n", e.what());
+    code = 2;
+  } catch (const Error& e) {
+    if (!e.collective()) {
+      std::fprintf(stderr, "ssdr: error: %s (rank %d, %s)\n", e.what(), rank, e.where().c_str());
+      std::fflush(stderr);
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    if (rank == 0) std::fprintf(stderr, "ssdr: error: %s\n", e.what());
+    code = 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ssdr: error: %s (rank %d)\n", e.what(), rank);
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  SlepcFinalize();
+  return code;
+}

@@ -4,8 +4,8 @@
 
 namespace ssdr {
 
-Error::Error(const std::string& message, const char* file, int line)
-    : std::runtime_error(message), file_(file), line_(line) {}
+Error::Error(const std::string& message, const char* file, int line, bool collective)
+    : std::runtime_error(message), file_(file), line_(line), collective_(collective) {}
 
 std::string Error::where() const { return std::string(file_) + ":" + std::to_string(line_); }
 
@@ -25,7 +25,7 @@ void check_collective(MPI_Comm comm, bool ok, const std::string& message, const 
   std::string text(static_cast<size_t>(len), '\0');
   if (rank == first) text = message;
   if (len > 0) MPI_Bcast(text.data(), len, MPI_CHAR, first, comm);
-  throw Error(text, file, line);
+  throw Error(text, file, line, true);
 }
 
 std::string shape_message(const std::string& what, int64_t rows_a, int64_t cols_a,

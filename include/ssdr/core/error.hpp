@@ -14,7 +14,11 @@ namespace ssdr {
 /// ("digits.csv:17: expected 65 fields, found 64"); where() is "file.cpp:123" for developers.
 class Error : public std::runtime_error {
  public:
-  Error(const std::string& message, const char* file, int line);
+  /// `collective` is true when every rank of the communicator raises the same error at
+  /// the same point (check_collective, or a check on replicated data such as options), so
+  /// the program can exit cleanly on every rank instead of aborting.
+  Error(const std::string& message, const char* file, int line, bool collective = false);
+  bool collective() const { return collective_; }
   /// Source location that raised the error, "file:line".
   std::string where() const;
   const char* file() const { return file_; }
@@ -23,6 +27,7 @@ class Error : public std::runtime_error {
  private:
   const char* file_;
   int line_;
+  bool collective_;
 };
 
 /// Collective check. Every rank of `comm` must call it. If `ok` is false on any rank,
@@ -39,6 +44,12 @@ std::string shape_message(const std::string& what, int64_t rows_a, int64_t cols_
 }  // namespace ssdr
 
 #define SSDR_THROW(msg) throw ::ssdr::Error((msg), __FILE__, __LINE__)
+/// Check of a condition that every rank evaluates identically (options, replicated labels
+/// or split): the error is marked collective, so main() exits cleanly on every rank.
+#define SSDR_REQUIRE(cond, msg)                                              \
+  do {                                                                       \
+    if (!(cond)) throw ::ssdr::Error((msg), __FILE__, __LINE__, true);       \
+  } while (0)
 #define SSDR_CHECK(cond, msg) \
   do {                        \
     if (!(cond)) SSDR_THROW(msg); \

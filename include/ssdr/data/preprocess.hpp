@@ -1,0 +1,49 @@
+#pragma once
+/// \file preprocess.hpp
+/// Scaling, centering and PCA, fitted on the transductive samples (labeled + unlabeled)
+/// only and applied to all samples, as the papers do before LDA-type methods
+/// (soda-nie2009 §5.2: "PCA as the preprocessing step to eliminate the null space").
+#include <string>
+#include <vector>
+
+#include "ssdr/core/dense.hpp"
+
+namespace ssdr::data {
+
+enum class Scaling {
+  none,         ///< raw values
+  unit_range,   ///< per feature to [0, 1] with the min/max of the fit samples
+  standardize,  ///< per feature zero mean, unit variance over the fit samples
+  global_unit   ///< one global factor so the centered fit samples have unit mean ‖x‖²
+};
+/// Parses "none", "minmax"/"unit-range", "standardize", "global". \throws ssdr::Error.
+Scaling parse_scaling(const std::string& name);
+std::string to_string(Scaling s);
+
+struct PreprocessOptions {
+  Scaling scaling = Scaling::none;
+  bool pca = true;          ///< false: center only (basis = identity)
+  double pca_energy = -1;   ///< in (0,1]: keep the fewest components reaching this fraction
+                            ///< of the variance; ≤ 0: keep eigenvalues > 1e-10·largest
+};
+
+/// The fitted map x ↦ Pᵀ((x − shift) ∘ scale − mean) (d → d').
+struct Preprocessor {
+  std::vector<double> shift, scale;  ///< d each (empty = none)
+  std::vector<double> mean;          ///< d, mean of the scaled fit samples
+  Dense basis;                       ///< d×d' orthonormal PCA basis (eigenvalues descending)
+  std::vector<double> eigenvalues;   ///< d' kept covariance eigenvalues (of Σ(x−m)(x−m)ᵀ/n_fit)
+};
+
+/// Fits the preprocessor on the rows of X whose local flag fit[i] != 0. The covariance
+/// d×d is reduced over the ranks (local DSYRK + MPI_Allreduce) and eigen-decomposed with
+/// LAPACK on every rank (identical input → identical result); eigenvector signs are fixed
+/// (largest-magnitude entry positive). Memory d² per rank. Collective over X.comm.
+/// \throws ssdr::Error when no rank has a fit row or pca_energy > 1.
+Preprocessor fit_preprocessor(const DistMatrix& X, const std::vector<char>& fit,
+                              const PreprocessOptions& options);
+
+/// Applies the map to every row of X: n×d → n×d'. Local (no communication).
+DistMatrix apply(const Preprocessor& p, const DistMatrix& X);
+
+}  // namespace ssdr::data

@@ -1,0 +1,45 @@
+#pragma once
+/// \file pipeline.hpp
+/// One fit, as the papers evaluate it: preprocessing fitted on the transductive samples,
+/// the method on the transductive samples, the model, the embedding of every sample and
+/// the 1-NN accuracy on the unlabeled and unseen samples.
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "ssdr/data/preprocess.hpp"
+#include "ssdr/data/split.hpp"
+#include "ssdr/evaluation/one_nn.hpp"
+#include "ssdr/io/dataset.hpp"
+#include "ssdr/methods/method.hpp"
+#include "ssdr/model/model.hpp"
+
+namespace ssdr::driver {
+
+struct FitConfig {
+  std::string method = "soda";
+  methods::MethodOptions method_options;
+  data::PreprocessOptions preprocess;
+  nlohmann::json parameters = nlohmann::json::object();  ///< recorded in model and report
+};
+
+struct FitOutcome {
+  evaluation::Accuracy accuracy;
+  double trace_ratio = std::numeric_limits<double>::quiet_NaN();
+  int64_t d_reduced = 0;  ///< d' after PCA
+  int64_t dim = 0;        ///< m (0 for transductive-only methods)
+  methods::Timings timings;
+  nlohmann::json info = nlohmann::json::object();
+  model::Model model;
+  DistMatrix embedding;  ///< n×m, every sample in file order (empty unless kept)
+};
+
+/// Runs one fit on the data set `ds` with the split `roles` (replicated, n entries).
+/// Timings keys: preprocess, knn_graph, propagation, scatter, eigensolve, evaluate.
+/// Collective over ds.X.comm. \throws ssdr::Error (collectively) on invalid options or
+/// data, e.g. a class without a labeled sample or k ≥ number of transductive samples.
+FitOutcome fit_and_evaluate(const io::Dataset& ds, const std::vector<data::Role>& roles,
+                            const FitConfig& config, bool keep_embedding);
+
+}  // namespace ssdr::driver

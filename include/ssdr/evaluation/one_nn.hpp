@@ -1,0 +1,41 @@
+#pragma once
+/// \file one_nn.hpp
+/// The papers' evaluation: 1-nearest-neighbor classification in the projected space,
+/// trained on the labeled samples, accuracy on the unlabeled (transductive) and on the
+/// unseen samples.
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "ssdr/core/dense.hpp"
+#include "ssdr/data/split.hpp"
+
+namespace ssdr::evaluation {
+
+struct Accuracy {
+  double unlabeled = std::numeric_limits<double>::quiet_NaN();  ///< NaN when there are none
+  double unseen = std::numeric_limits<double>::quiet_NaN();
+  int64_t n_unlabeled = 0, n_unseen = 0;
+  int64_t correct_unlabeled = 0, correct_unseen = 0;
+};
+
+/// 1-NN predictions for the local rows of Y (n×m, all samples, block layout): the label
+/// of the nearest labeled sample by exact squared Euclidean distance; a distance tie goes
+/// to the labeled sample with the smaller global index. The labeled rows (l×m, l small)
+/// are gathered on every rank (MPI_Allgatherv); each rank classifies its own rows.
+/// Labeled samples get their own label. Collective over Y.comm.
+/// \param labels, roles  replicated, n entries each
+std::vector<int> one_nn_predict(const DistMatrix& Y, const std::vector<int>& labels,
+                                const std::vector<data::Role>& roles);
+
+/// Accuracy of local predictions (one per local row of a block-layout n-row matrix that
+/// starts at global row `row_start`) on the unlabeled and unseen samples. Collective.
+Accuracy accuracy(const std::vector<int>& predicted, int64_t row_start,
+                  const std::vector<int>& labels, const std::vector<data::Role>& roles,
+                  MPI_Comm comm);
+
+/// one_nn_predict + accuracy. Collective over Y.comm.
+Accuracy one_nn_accuracy(const DistMatrix& Y, const std::vector<int>& labels,
+                         const std::vector<data::Role>& roles);
+
+}  // namespace ssdr::evaluation

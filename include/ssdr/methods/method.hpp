@@ -1,0 +1,80 @@
+#pragma once
+/// \file method.hpp
+/// The methods: each one is a class behind the Method interface, registered by name in one
+/// table (method_table) that drives the help text, validation and dispatch.
+#include <nlohmann/json.hpp>
+
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ssdr/core/dense.hpp"
+#include "ssdr/graph/knn.hpp"
+#include "ssdr/propagation/label_propagation.hpp"
+
+namespace ssdr::methods {
+
+/// Seconds per named stage ("knn_graph", "propagation", "scatter", "eigensolve", ...).
+using Timings = std::map<std::string, double>;
+
+/// Parameters shared by the methods (each uses the ones it needs; paper defaults).
+struct MethodOptions {
+  int64_t dim = 0;                              ///< m; 0 → the method's default (c − 1)
+  graph::GraphOptions graph;                    ///< k = 8, heat kernel, s = 1e-3/k
+  propagation::PropagationOptions propagation;  ///< α_u = 0.99, prefix lp_
+  double mu_scale = 0.1;                        ///< μ = mu_scale·μ₀ (soda-nie2009 §5.2)
+  double lda_regularization = 1e-3;             ///< LDA: S_t + r·tr(S_t)/d·I
+  std::string trace_ratio_prefix = "tr_";       ///< SLEPc prefix of the trace-ratio solves
+  std::string eigen_prefix = "eig_";            ///< SLEPc prefix of the other eigen-solves
+};
+
+/// What a method learns from: the transductive samples (labeled + unlabeled) after
+/// preprocessing, rows distributed (n_t × d', any layout), with one label per local row
+/// (class in 0..c−1, or −1 when the label is hidden).
+struct TrainingData {
+  const DistMatrix& X;
+  const std::vector<int>& labels;
+  int classes;
+};
+
+struct FitResult {
+  Dense W;  ///< d'×m projection (0×0 for purely transductive methods such as lp)
+  double trace_ratio = std::numeric_limits<double>::quiet_NaN();
+  /// Transductive predictions per local row of TrainingData::X (lp only; empty otherwise).
+  std::vector<int> transductive_prediction;
+  nlohmann::json info = nlohmann::json::object();  ///< σ, iterations, μ, ...
+};
+
+/// A dimensionality-reduction (or transductive) method. fit() is collective over X.comm.
+class Method {
+ public:
+  virtual ~Method() = default;
+  /// \throws ssdr::Error (collectively) on invalid options for this data (e.g. m > d').
+  virtual FitResult fit(const TrainingData& data, const MethodOptions& options, Timings& timings) = 0;
+};
+
+/// One row of the method table.
+struct MethodInfo {
+  std::string name;      ///< --method NAME
+  std::string summary;   ///< one line for --help
+  std::string source;    ///< paper and equations
+  bool uses_unlabeled;   ///< learns from the unlabeled samples (graph-based)
+  bool projects;         ///< produces W (false: transductive classifier only)
+  std::unique_ptr<Method> (*make)();
+};
+
+/// All methods, in help order.
+const std::vector<MethodInfo>& method_table();
+/// The entry for `name`. \throws ssdr::Error (collective: same on every rank) listing the
+/// valid names when unknown.
+const MethodInfo& find_method(const std::string& name);
+/// "soda, oda, lda, lp" for help and error texts.
+std::string method_names();
+
+/// The m a method uses: options.dim, or c−1 by default; checked against d'.
+/// \throws ssdr::Error (collective) when m ∉ [1, d'].
+int64_t resolve_dim(int64_t requested, int classes, int64_t d);
+
+}  // namespace ssdr::methods

@@ -1,0 +1,267 @@
+#include "ssdr/driver/commands.hpp"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "ssdr/core/error.hpp"
+#include "ssdr/core/progress.hpp"
+#include "ssdr/core/version.hpp"
+#include "ssdr/io/output.hpp"
+#include "ssdr/model/model.hpp"
+
+namespace ssdr::driver {
+
+namespace {
+
+int comm_rank(MPI_Comm comm) {
+  int r = 0;
+  MPI_Comm_rank(comm, &r);
+  return r;
+}
+int comm_size(MPI_Comm comm) {
+  int s = 1;
+  MPI_Comm_size(comm, &s);
+  return s;
+}
+
+nlohmann::json number_or_null(double v) { return std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v); }
+
+std::string fmt_acc(double v) {
+  if (std::isnan(v)) return "     -";
+  char b[32];
+  std::snprintf(b, sizeof b, "%6.4f", v);
+  return b;
+}
+
+/// Rank 0 runs `write`; any failure is raised on every rank.
+template <class F>
+void write_on_root(MPI_Comm comm, F&& write) {
+  bool ok = true;
+  std::string msg;
+  if (comm_rank(comm) == 0) {
+    try {
+      write();
+    } catch (const std::exception& e) {
+      ok = false;
+      msg = e.what();
+    }
+  }
+  SSDR_CHECK_COLLECTIVE(comm, ok, msg);
+}
+
+std::vector<data::Role> make_roles(const FitCommand& cmd, const io::Dataset& ds, uint64_t seed, MPI_Comm comm) {
+  if (!cmd.split_file.empty()) return data::read_split(cmd.split_file, ds.X.n_global, comm);
+  data::SplitSpec spec = cmd.split;
+  spec.seed = seed;
+  return data::make_split(ds.labels, ds.classes, spec);
+}
+
+io::Dataset read_data(const std::string& path, io::Format format, MPI_Comm comm, methods::Timings& t) {
+  Phase phase("read", &t);
+  io::Dataset ds = io::read_dataset(path, format, comm);
+  say("read " + std::to_string(ds.X.n_global) + " samples x " + std::to_string(ds.X.cols) +
+      " features, " + std::to_string(ds.classes) + " classes from " + path);
+  return ds;
+}
+
+nlohmann::json base_report(const FitCommand& cmd, const io::Dataset& ds, MPI_Comm comm) {
+  nlohmann::json r;
+  r["ssdr_version"] = version();
+  r["command"] = cmd.splits > 1 ? "evaluate" : "fit";
+  r["method"] = cmd.config.method;
+  r["ranks"] = comm_size(comm);
+  r["data"] = cmd.data;
+  r["n"] = ds.X.n_global;
+  r["d"] = ds.X.cols;
+  r["classes"] = ds.classes;
+  r["parameters"] = cmd.config.parameters;
+  return r;
+}
+
+nlohmann::json timings_json(const methods::Timings& t, double total) {
+  nlohmann::json j;
+  for (const char* k : {"read", "preprocess", "knn_graph", "propagation", "scatter", "eigensolve", "evaluate"}) {
+    auto it = t.find(k);
+    j[k] = it == t.end() ? 0.0 : it->second;
+  }
+  j["total"] = total;
+  return j;
+}
+
+void print_table_header() {
+  std::printf("%-8s %5s %7s %7s %9s %7s %4s %9s %9s %9s\n", "method", "ranks", "n", "labeled", "unlabeled",
+              "unseen", "dim", "acc_unlab", "acc_unsee", "time_s");
+}
+
+}  // namespace
+
+void check_outputs(const FitCommand& cmd, MPI_Comm comm) {
+  bool ok = true;
+  std::string msg;
+  if (comm_rank(comm) == 0) {
+    for (auto [opt, path] : {std::pair<const char*, std::string>{"--report", cmd.report},
+                             {"--model", cmd.model}, {"--embedding", cmd.embedding}}) {
+      if (path.empty()) continue;
+      const auto slash = path.find_last_of('/');
+      const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+      if (access(dir.c_str(), W_OK) != 0) {
+        ok = false;
+        msg = std::string(opt) + " " + path + ": directory '" + dir + "' does not exist or is not writable";
+        break;
+      }
+    }
+  }
+  SSDR_CHECK_COLLECTIVE(comm, ok, msg);
+}
+
+int run_fit(const FitCommand& cmd, MPI_Comm comm) {
+  const double t0 = MPI_Wtime();
+  check_outputs(cmd, comm);
+  methods::Timings timings;
+  io::Dataset ds = read_data(cmd.data, cmd.format, comm, timings);
+  const auto roles = make_roles(cmd, ds, cmd.split.seed, comm);
+  const auto counts = data::count_roles(roles);
+  FitOutcome out = fit_and_evaluate(ds, roles, cmd.config, !cmd.embedding.empty());
+  for (auto& [k, v] : out.timings) timings[k] += v;
+  const double total = MPI_Wtime() - t0;
+
+  nlohmann::json r = base_report(cmd, ds, comm);
+  r["dim"] = out.dim;
+  r["d_reduced"] = out.d_reduced;
+  r["split"] = {{"labeled", counts.labeled}, {"unlabeled", counts.unlabeled}, {"unseen", counts.unseen},
+                {"seed", cmd.split.seed}, {"file", cmd.split_file}};
+  r["accuracy"] = {{"unlabeled", number_or_null(out.accuracy.unlabeled)},
+                   {"unseen", number_or_null(out.accuracy.unseen)}};
+  r["trace_ratio"] = number_or_null(out.trace_ratio);
+  r["info"] = out.info;
+  r["timings_s"] = timings_json(timings, total);
+
+  if (!cmd.embedding.empty()) {
+    Phase phase("write embedding");
+    io::write_embedding(out.embedding, cmd.embedding);
+  }
+  if (!cmd.model.empty()) write_on_root(comm, [&] { model::save(out.model, cmd.model); });
+  if (!cmd.report.empty()) write_on_root(comm, [&] { io::write_text_atomic(cmd.report, r.dump(2) + "\n"); });
+
+  if (comm_rank(comm) == 0) {
+    print_table_header();
+    std::printf("%-8s %5d %7lld %7lld %9lld %7lld %4lld %9s %9s %9.2f\n", cmd.config.method.c_str(), comm_size(comm),
+                static_cast<long long>(ds.X.n_global), static_cast<long long>(counts.labeled),
+                static_cast<long long>(counts.unlabeled), static_cast<long long>(counts.unseen),
+                static_cast<long long>(out.dim), fmt_acc(out.accuracy.unlabeled).c_str(),
+                fmt_acc(out.accuracy.unseen).c_str(), total);
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+int run_evaluate(const FitCommand& cmd, MPI_Comm comm) {
+  const double t0 = MPI_Wtime();
+  SSDR_REQUIRE(cmd.splits >= 1, "--splits must be at least 1");
+  SSDR_REQUIRE(cmd.split_file.empty(), "evaluate draws random splits: use --labeled-per-class, not --split");
+  SSDR_REQUIRE(cmd.embedding.empty(), "evaluate writes no embedding; use fit --embedding");
+  check_outputs(cmd, comm);
+  methods::Timings timings;
+  io::Dataset ds = read_data(cmd.data, cmd.format, comm, timings);
+  std::vector<double> unl, uns, ratio;
+  nlohmann::json per_split = nlohmann::json::array();
+  int64_t dim = 0, d_reduced = 0;
+  data::SplitCounts counts;
+  for (int s = 0; s < cmd.splits; ++s) {
+    const uint64_t seed = cmd.split.seed + static_cast<uint64_t>(s);
+    say("split " + std::to_string(s + 1) + "/" + std::to_string(cmd.splits) + " (seed " + std::to_string(seed) + ")");
+    const auto roles = make_roles(cmd, ds, seed, comm);
+    counts = data::count_roles(roles);
+    FitOutcome out = fit_and_evaluate(ds, roles, cmd.config, false);
+    for (auto& [k, v] : out.timings) timings[k] += v;
+    dim = out.dim;
+    d_reduced = out.d_reduced;
+    unl.push_back(out.accuracy.unlabeled);
+    uns.push_back(out.accuracy.unseen);
+    ratio.push_back(out.trace_ratio);
+    per_split.push_back({{"seed", seed},
+                         {"accuracy", {{"unlabeled", number_or_null(out.accuracy.unlabeled)},
+                                       {"unseen", number_or_null(out.accuracy.unseen)}}},
+                         {"trace_ratio", number_or_null(out.trace_ratio)},
+                         {"info", out.info}});
+    const double elapsed = MPI_Wtime() - t0;
+    char b[128];
+    std::snprintf(b, sizeof b, "split %d/%d done: unlabeled %s, unseen %s; ETA %.0f s", s + 1, cmd.splits,
+                  fmt_acc(out.accuracy.unlabeled).c_str(), fmt_acc(out.accuracy.unseen).c_str(),
+                  elapsed / (s + 1) * (cmd.splits - s - 1));
+    say(b);
+  }
+  auto stats = [](const std::vector<double>& v) {
+    double mean = 0, sq = 0;
+    int n = 0;
+    for (double x : v)
+      if (!std::isnan(x)) { mean += x; ++n; }
+    if (n == 0) return std::pair<double, double>{NAN, NAN};
+    mean /= n;
+    for (double x : v)
+      if (!std::isnan(x)) sq += (x - mean) * (x - mean);
+    return std::pair<double, double>{mean, n > 1 ? std::sqrt(sq / (n - 1)) : 0.0};
+  };
+  const auto [mu_u, sd_u] = stats(unl);
+  const auto [mu_t, sd_t] = stats(uns);
+  const double total = MPI_Wtime() - t0;
+  nlohmann::json r = base_report(cmd, ds, comm);
+  r["dim"] = dim;
+  r["d_reduced"] = d_reduced;
+  r["splits"] = cmd.splits;
+  r["split"] = {{"labeled", counts.labeled}, {"unlabeled", counts.unlabeled}, {"unseen", counts.unseen},
+                {"first_seed", cmd.split.seed}};
+  nlohmann::json vu = nlohmann::json::array(), vt = nlohmann::json::array();
+  for (double x : unl) vu.push_back(number_or_null(x));
+  for (double x : uns) vt.push_back(number_or_null(x));
+  r["accuracy"] = {{"unlabeled", {{"mean", number_or_null(mu_u)}, {"std", number_or_null(sd_u)}, {"values", vu}}},
+                   {"unseen", {{"mean", number_or_null(mu_t)}, {"std", number_or_null(sd_t)}, {"values", vt}}}};
+  const auto [mu_r, sd_r] = stats(ratio);
+  r["trace_ratio"] = number_or_null(mu_r);
+  r["per_split"] = per_split;
+  r["timings_s"] = timings_json(timings, total);
+  if (!cmd.report.empty()) write_on_root(comm, [&] { io::write_text_atomic(cmd.report, r.dump(2) + "\n"); });
+  if (comm_rank(comm) == 0) {
+    std::printf("%-8s %5s %7s %7s %9s %7s %4s %15s %15s %9s\n", "method", "ranks", "n", "labeled", "unlabeled",
+                "unseen", "dim", "acc_unlabeled", "acc_unseen", "time_s");
+    auto ms = [](double m, double s) {
+      if (std::isnan(m)) return std::string("              -");
+      char b[40];
+      std::snprintf(b, sizeof b, "%6.4f ± %6.4f", m, s);
+      return std::string(b);
+    };
+    std::printf("%-8s %5d %7lld %7lld %9lld %7lld %4lld %15s %15s %9.2f\n", cmd.config.method.c_str(), comm_size(comm),
+                static_cast<long long>(ds.X.n_global), static_cast<long long>(counts.labeled),
+                static_cast<long long>(counts.unlabeled), static_cast<long long>(counts.unseen),
+                static_cast<long long>(dim), ms(mu_u, sd_u).c_str(), ms(mu_t, sd_t).c_str(), total);
+    std::fflush(stdout);
+  }
+  (void)sd_r;
+  return 0;
+}
+
+int run_transform(const TransformCommand& cmd, MPI_Comm comm) {
+  SSDR_REQUIRE(!cmd.embedding.empty(), "transform needs --embedding FILE");
+  FitCommand probe;
+  probe.embedding = cmd.embedding;
+  check_outputs(probe, comm);
+  model::Model m = model::load_collective(cmd.model, comm);
+  methods::Timings t;
+  io::Dataset ds = read_data(cmd.data, cmd.format, comm, t);
+  SSDR_REQUIRE(ds.X.cols == m.d_input, "--data " + cmd.data + " has " + std::to_string(ds.X.cols) +
+                                           " features but the model '" + cmd.model + "' expects " +
+                                           std::to_string(m.d_input));
+  DistMatrix Y;
+  {
+    Phase phase("transform");
+    Y = model::project(m, ds.X);
+  }
+  io::write_embedding(Y, cmd.embedding);
+  say("wrote " + std::to_string(Y.n_global) + " x " + std::to_string(Y.cols) + " embedding to " + cmd.embedding);
+  return 0;
+}
+
+}  // namespace ssdr::driver

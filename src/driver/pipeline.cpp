@@ -1,0 +1,74 @@
+#include "ssdr/driver/pipeline.hpp"
+
+#include "ssdr/core/error.hpp"
+#include "ssdr/core/progress.hpp"
+#include "ssdr/core/version.hpp"
+
+namespace ssdr::driver {
+
+FitOutcome fit_and_evaluate(const io::Dataset& ds, const std::vector<data::Role>& roles,
+                            const FitConfig& config, bool keep_embedding) {
+  const methods::MethodInfo& info = methods::find_method(config.method);
+  data::validate_split(ds.labels, ds.classes, roles);
+  FitOutcome out;
+  const DistMatrix& X = ds.X;
+
+  std::vector<char> transductive(static_cast<size_t>(X.n_local));
+  std::vector<int> labels;  // per transductive local row: class or −1
+  for (int64_t i = 0; i < X.n_local; ++i) {
+    const size_t g = static_cast<size_t>(X.row_start + i);
+    transductive[static_cast<size_t>(i)] = roles[g] != data::Role::unseen;
+    if (roles[g] == data::Role::labeled) labels.push_back(ds.labels[g]);
+    else if (roles[g] == data::Role::unlabeled) labels.push_back(-1);
+  }
+
+  data::Preprocessor pre;
+  DistMatrix Xt;
+  {
+    Phase phase("preprocess", &out.timings);
+    pre = data::fit_preprocessor(X, transductive, config.preprocess);
+    Xt = data::apply(pre, select_rows(X, transductive));
+  }
+  out.d_reduced = Xt.cols;
+  say("training on " + std::to_string(Xt.n_global) + " transductive samples, d' = " +
+      std::to_string(Xt.cols) + " after preprocessing");
+
+  auto method = info.make();
+  methods::TrainingData training{Xt, labels, ds.classes};
+  methods::FitResult fit = method->fit(training, config.method_options, out.timings);
+  out.trace_ratio = fit.trace_ratio;
+  out.info = fit.info;
+
+  model::Model& m = out.model;
+  m.method = config.method;
+  m.ssdr_version = version();
+  m.parameters_json = config.parameters.dump();
+  m.d_input = X.cols;
+  m.classes = ds.classes;
+  m.shift = pre.shift;
+  m.scale = pre.scale;
+  m.mean = pre.mean;
+  m.basis = pre.basis;
+  m.W = fit.W;
+  out.dim = fit.W.cols;
+
+  Phase phase("evaluate", &out.timings);
+  if (info.projects) {
+    DistMatrix Y = model::project(m, X);
+    out.accuracy = evaluation::one_nn_accuracy(Y, ds.labels, roles);
+    if (keep_embedding) out.embedding = std::move(Y);
+  } else {
+    // Transductive classifier: predictions exist for the transductive samples only.
+    std::vector<int> predicted(static_cast<size_t>(X.n_local), -1);
+    size_t t = 0;
+    for (int64_t i = 0; i < X.n_local; ++i)
+      if (transductive[static_cast<size_t>(i)])
+        predicted[static_cast<size_t>(i)] = fit.transductive_prediction.at(t++);
+    out.accuracy = evaluation::accuracy(predicted, X.row_start, ds.labels, roles, X.comm);
+    out.accuracy.unseen = std::numeric_limits<double>::quiet_NaN();
+    out.accuracy.correct_unseen = 0;
+  }
+  return out;
+}
+
+}  // namespace ssdr::driver

@@ -1,0 +1,93 @@
+#include "ssdr/evaluation/one_nn.hpp"
+
+#include "ssdr/core/error.hpp"
+
+namespace ssdr::evaluation {
+
+std::vector<int> one_nn_predict(const DistMatrix& Y, const std::vector<int>& labels,
+                                const std::vector<data::Role>& roles) {
+  const int64_t m = Y.cols;
+  SSDR_CHECK(static_cast<int64_t>(labels.size()) == Y.n_global &&
+                 static_cast<int64_t>(roles.size()) == Y.n_global,
+             "one_nn_predict: labels/roles must have one entry per sample");
+  // Gather the labeled rows (in global order) on every rank.
+  std::vector<double> mine;
+  int64_t mine_count = 0;
+  for (int64_t i = 0; i < Y.n_local; ++i)
+    if (roles[static_cast<size_t>(Y.row_start + i)] == data::Role::labeled) {
+      mine.insert(mine.end(), Y.row(i), Y.row(i) + m);
+      ++mine_count;
+    }
+  int size = 1;
+  MPI_Comm_size(Y.comm, &size);
+  std::vector<int> counts(static_cast<size_t>(size)), displs(static_cast<size_t>(size), 0);
+  int my = static_cast<int>(mine.size());
+  MPI_Allgather(&my, 1, MPI_INT, counts.data(), 1, MPI_INT, Y.comm);
+  for (int r = 1; r < size; ++r) displs[static_cast<size_t>(r)] = displs[static_cast<size_t>(r - 1)] + counts[static_cast<size_t>(r - 1)];
+  const int total = displs.back() + counts.back();
+  std::vector<double> L(static_cast<size_t>(total));
+  MPI_Allgatherv(mine.data(), my, MPI_DOUBLE, L.data(), counts.data(), displs.data(), MPI_DOUBLE, Y.comm);
+  std::vector<int> lab;  // labels of the gathered rows, global order (blocks are in rank order)
+  for (size_t i = 0; i < roles.size(); ++i)
+    if (roles[i] == data::Role::labeled) lab.push_back(labels[i]);
+  const int64_t l = static_cast<int64_t>(lab.size());
+  SSDR_CHECK(l * m == total, "one_nn_predict: labeled rows mismatch");
+
+  std::vector<int> pred(static_cast<size_t>(Y.n_local), -1);
+  for (int64_t i = 0; i < Y.n_local; ++i) {
+    const size_t g = static_cast<size_t>(Y.row_start + i);
+    if (roles[g] == data::Role::labeled) {
+      pred[static_cast<size_t>(i)] = labels[g];
+      continue;
+    }
+    const double* y = Y.row(i);
+    double best = std::numeric_limits<double>::infinity();
+    int64_t arg = -1;
+    for (int64_t j = 0; j < l; ++j) {
+      const double* z = L.data() + j * m;
+      double s = 0;
+      for (int64_t t = 0; t < m; ++t) {
+        const double e = y[t] - z[t];
+        s += e * e;
+      }
+      if (s < best) {  // strict: on a tie the earlier (smaller global index) sample stays
+        best = s;
+        arg = j;
+      }
+    }
+    pred[static_cast<size_t>(i)] = arg >= 0 ? lab[static_cast<size_t>(arg)] : -1;
+  }
+  return pred;
+}
+
+Accuracy accuracy(const std::vector<int>& predicted, int64_t row_start, const std::vector<int>& labels,
+                  const std::vector<data::Role>& roles, MPI_Comm comm) {
+  int64_t c[4] = {0, 0, 0, 0};  // n_unlabeled, correct_unlabeled, n_unseen, correct_unseen
+  for (size_t i = 0; i < predicted.size(); ++i) {
+    const size_t g = static_cast<size_t>(row_start) + i;
+    const bool right = predicted[i] == labels[g];
+    if (roles[g] == data::Role::unlabeled) {
+      ++c[0];
+      c[1] += right;
+    } else if (roles[g] == data::Role::unseen) {
+      ++c[2];
+      c[3] += right;
+    }
+  }
+  MPI_Allreduce(MPI_IN_PLACE, c, 4, MPI_INT64_T, MPI_SUM, comm);
+  Accuracy a;
+  a.n_unlabeled = c[0];
+  a.correct_unlabeled = c[1];
+  a.n_unseen = c[2];
+  a.correct_unseen = c[3];
+  if (c[0] > 0) a.unlabeled = static_cast<double>(c[1]) / static_cast<double>(c[0]);
+  if (c[2] > 0) a.unseen = static_cast<double>(c[3]) / static_cast<double>(c[2]);
+  return a;
+}
+
+Accuracy one_nn_accuracy(const DistMatrix& Y, const std::vector<int>& labels,
+                         const std::vector<data::Role>& roles) {
+  return accuracy(one_nn_predict(Y, labels, roles), Y.row_start, labels, roles, Y.comm);
+}
+
+}  // namespace ssdr::evaluation

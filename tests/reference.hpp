@@ -1,0 +1,27 @@
+#pragma once
+// Serial dense references (LAPACK) of the SODA stages, written from the paper's
+// definitions (soda-nie2009), independent of the distributed implementation.
+#include <vector>
+
+#include "ssdr/core/dense.hpp"
+
+namespace ssdr::ref {
+
+/// Brute-force symmetrized kNN heat-kernel graph, eq. (24) and (42): n×n dense A.
+Dense knn_heat_graph(const Dense& X, int k, double s, double* sigma_out = nullptr);
+/// F = (I − I_α P)⁻¹ I_β Y, eq. (27), solved by eliminating the labeled rows (dense SPD solve).
+Dense propagate(const Dense& A, const std::vector<int>& labels, int classes, double alpha_u);
+/// Scatter matrices by their definitional sums, eq. (28)–(30).
+void scatter(const Dense& X, const Dense& F, int classes, Dense& Sw, Dense& Sb, Dense& St);
+/// Trace ratio by the algorithm of §2.3.1 (top-m eigenvectors of Sb − λSw, repeated).
+Dense trace_ratio(const Dense& Sb, const Dense& Sw, int m, double* ratio = nullptr);
+/// Trace ratio value tr(WᵀSbW)/tr(WᵀSwW).
+double ratio(const Dense& Sb, const Dense& Sw, const Dense& W);
+/// W Wᵀ (basis-independent comparison of subspaces).
+Dense projector(const Dense& W);
+/// A with the rows i where keep[i] is true.
+Dense rows(const Dense& X, const std::vector<char>& keep);
+/// Distribute a replicated Dense over comm in the block layout.
+DistMatrix distribute(const Dense& X, MPI_Comm comm);
+
+}  // namespace ssdr::ref
