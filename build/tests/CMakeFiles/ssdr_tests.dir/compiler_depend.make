@@ -1,2 +1,0 @@
-# Empty compiler generated dependencies file for ssdr_tests.
-# This may be replaced when dependencies are built.
