@@ -10,5 +10,5 @@ function(ssdr_add_mpi_test)
   set_tests_properties(${T_NAME} PROPERTIES
     PROCESSORS ${T_RANKS}
     TIMEOUT 600
-    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_mpi_yield_when_idle=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMP_NUM_THREADS=1;OPENBLAS_NUM_THREADS=1;GTEST_COLOR=no;SSDR_TEST_DATA=${CMAKE_SOURCE_DIR}/tests/data")
+    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_mpi_yield_when_idle=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_orte_execute_quiet=1;OMP_NUM_THREADS=1;OPENBLAS_NUM_THREADS=1;GTEST_COLOR=no;SSDR_TEST_DATA=${CMAKE_SOURCE_DIR}/tests/data")
 endfunction()

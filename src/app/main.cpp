@@ -175,6 +175,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "ssdr: error: PETSc/SLEPc initialization failed\n");
     return 1;
   }
+  // PETSc/SLEPc errors become ssdr::Error (SSDR_PETSC) with one line, not a traceback.
+  PetscPushErrorHandler(PetscReturnErrorHandler, nullptr);
   MPI_Comm comm = PETSC_COMM_WORLD;
   int rank = 0;
   MPI_Comm_rank(comm, &rank);

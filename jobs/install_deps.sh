@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs everything ssdr needs on a bare Debian 12 machine (run as root or with sudo).
+set -euo pipefail
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends \
+  build-essential cmake pkg-config git ca-certificates \
+  openmpi-bin libopenmpi-dev \
+  petsc-dev slepc-dev libscalapack-openmpi-dev \
+  libopenblas0-serial libopenblas-dev liblapack-dev \
+  libboost-serialization-dev libboost-program-options-dev \
+  libgtest-dev libbenchmark-dev zlib1g-dev libhdf5-openmpi-dev nlohmann-json3-dev \
+  python3 dataset-fashion-mnist >/dev/null
+# Debian's reference BLAS is 20x slower than OpenBLAS; PETSc, SLEPc, ScaLAPACK and ssdr all
+# load libblas.so.3/liblapack.so.3 through these alternatives: point them at the serial
+# OpenBLAS (one MPI rank per core, no hidden threads).
+arch="$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)"
+$SUDO update-alternatives --set "libblas.so.3-$arch" "/usr/lib/$arch/openblas-serial/libblas.so.3" >/dev/null
+$SUDO update-alternatives --set "liblapack.so.3-$arch" "/usr/lib/$arch/openblas-serial/liblapack.so.3" >/dev/null
+echo "ssdr dependencies installed (BLAS: $(readlink -f /usr/lib/$arch/libblas.so.3))"

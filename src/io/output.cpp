@@ -1,0 +1,197 @@
+// Atomic output files and the embedding writer (CSV or NPY), streamed through rank 0.
+#include "ssdr/io/output.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ssdr/core/error.hpp"
+
+namespace ssdr::io {
+
+namespace {
+
+std::string errno_text(int err) { return err != 0 ? std::strerror(err) : "unknown error"; }
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+/// The NPY v1.0 header for a C-order float64 n×m array, padded so that the data starts at a
+/// multiple of 64 bytes.
+std::string npy_header(int64_t n, int64_t m) {
+  std::string dict = "{'descr': '<f8', 'fortran_order': False, 'shape': (" + std::to_string(n) +
+                     ", " + std::to_string(m) + "), }";
+  const size_t prefix = 10;  // magic (6) + version (2) + header length (2)
+  size_t total = prefix + dict.size() + 1;
+  const size_t padded = (total + 63) / 64 * 64;
+  dict.append(padded - total, ' ');
+  dict.push_back('\n');
+  std::string h("\x93NUMPY\x01\x00", 8);
+  const auto len = static_cast<uint16_t>(dict.size());
+  h.push_back(static_cast<char>(len & 0xff));
+  h.push_back(static_cast<char>(len >> 8));
+  return h + dict;
+}
+
+bool little_endian() {
+  const uint16_t one = 1;
+  unsigned char b = 0;
+  std::memcpy(&b, &one, 1);
+  return b == 1;
+}
+
+/// Writes `rows` rows of width `cols` (row-major) to f as CSV or raw little-endian doubles.
+void write_rows(std::FILE* f, const double* v, int64_t rows, int64_t cols, bool npy) {
+  if (rows == 0 || cols == 0) {
+    if (!npy)
+      for (int64_t i = 0; i < rows; ++i) std::fputc('\n', f);
+    return;
+  }
+  if (npy) {
+    if (little_endian()) {
+      std::fwrite(v, sizeof(double), static_cast<size_t>(rows * cols), f);
+    } else {
+      for (int64_t k = 0; k < rows * cols; ++k) {
+        unsigned char b[8];
+        std::memcpy(b, v + k, 8);
+        std::reverse(b, b + 8);
+        std::fwrite(b, 1, 8, f);
+      }
+    }
+    return;
+  }
+  std::string line;
+  char num[40];
+  for (int64_t i = 0; i < rows; ++i) {
+    line.clear();
+    for (int64_t j = 0; j < cols; ++j) {
+      const int len = std::snprintf(num, sizeof num, "%.17g", v[i * cols + j]);
+      if (j > 0) line.push_back(',');
+      line.append(num, static_cast<size_t>(len));
+    }
+    line.push_back('\n');
+    std::fwrite(line.data(), 1, line.size(), f);
+  }
+}
+
+}  // namespace
+
+AtomicFile::AtomicFile(const std::string& path, bool binary) : path_(path) {
+  tmp_ = path + ".tmp." + std::to_string(static_cast<long>(::getpid()));
+  errno = 0;
+  f_ = std::fopen(tmp_.c_str(), binary ? "wb" : "w");
+  if (f_ == nullptr) SSDR_THROW("cannot create '" + path + "': " + errno_text(errno));
+}
+
+AtomicFile::~AtomicFile() {
+  if (f_ != nullptr) std::fclose(f_);
+  f_ = nullptr;
+  if (!done_) ::unlink(tmp_.c_str());
+}
+
+void AtomicFile::commit() {
+  SSDR_CHECK(!done_ && f_ != nullptr, "'" + path_ + "' was already committed");
+  errno = 0;
+  const bool write_failed = std::fflush(f_) != 0 || std::ferror(f_) != 0;
+  const int write_errno = errno;
+  const int close_rc = std::fclose(f_);
+  const int close_errno = errno;
+  f_ = nullptr;
+  if (write_failed || close_rc != 0) {
+    ::unlink(tmp_.c_str());
+    done_ = true;
+    SSDR_THROW("cannot write '" + path_ + "': " + errno_text(write_failed ? write_errno : close_errno));
+  }
+  if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp_.c_str());
+    done_ = true;
+    SSDR_THROW("cannot rename '" + tmp_ + "' to '" + path_ + "': " + errno_text(err));
+  }
+  done_ = true;
+}
+
+void write_text_atomic(const std::string& path, const std::string& text) {
+  int initialized = 0, rank = 0;
+  MPI_Initialized(&initialized);
+  if (initialized) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (rank != 0) return;
+  AtomicFile f(path);
+  if (!text.empty()) std::fwrite(text.data(), 1, text.size(), f.get());
+  f.commit();
+}
+
+void write_embedding(const DistMatrix& Y, const std::string& path) {
+  MPI_Comm comm = Y.comm;
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  const bool npy = ends_with(path, ".npy");
+  const int64_t cols = Y.cols;
+
+  // Every rank's row count, known on rank 0 (the layout need not be balanced).
+  std::vector<int64_t> counts(static_cast<size_t>(size), 0);
+  int64_t mine = Y.n_local;
+  MPI_Gather(&mine, 1, MPI_INT64_T, counts.data(), 1, MPI_INT64_T, 0, comm);
+
+  std::unique_ptr<AtomicFile> out;
+  std::string message;
+  bool ok = true;
+  if (rank == 0) {
+    try {
+      out = std::make_unique<AtomicFile>(path, npy);
+      int64_t n = 0;
+      for (int64_t c : counts) n += c;
+      if (npy) {
+        const std::string h = npy_header(n, cols);
+        std::fwrite(h.data(), 1, h.size(), out->get());
+      }
+    } catch (const Error& e) {
+      ok = false;
+      message = e.what();
+    }
+  }
+  SSDR_CHECK_COLLECTIVE(comm, ok, message);
+
+  // Messages of at most ~2^26 doubles: the same split on the sending and receiving side.
+  const int64_t rows_per_msg = std::max<int64_t>(1, (int64_t{1} << 26) / std::max<int64_t>(cols, 1));
+  if (rank == 0) {
+    write_rows(out->get(), Y.v.data(), Y.n_local, cols, npy);
+    std::vector<double> buf;
+    for (int r = 1; r < size; ++r) {
+      const int64_t rows = counts[static_cast<size_t>(r)];
+      for (int64_t i = 0; i < rows; i += rows_per_msg) {
+        const int64_t k = std::min(rows_per_msg, rows - i);
+        buf.resize(static_cast<size_t>(k * cols));
+        if (k * cols > 0)
+          MPI_Recv(buf.data(), static_cast<int>(k * cols), MPI_DOUBLE, r, 7, comm,
+                   MPI_STATUS_IGNORE);
+        write_rows(out->get(), buf.data(), k, cols, npy);
+      }
+    }
+    try {
+      out->commit();
+    } catch (const Error& e) {
+      ok = false;
+      message = e.what();
+    }
+    out.reset();
+  } else {
+    for (int64_t i = 0; i < Y.n_local; i += rows_per_msg) {
+      const int64_t k = std::min(rows_per_msg, Y.n_local - i);
+      if (k * cols > 0)
+        MPI_Send(Y.v.data() + i * cols, static_cast<int>(k * cols), MPI_DOUBLE, 0, 7, comm);
+    }
+  }
+  SSDR_CHECK_COLLECTIVE(comm, ok, message);
+}
+
+}  // namespace ssdr::io

@@ -1,0 +1,279 @@
+// Model files (magic + version + Boost binary archive) and the projection of raw samples.
+//
+// File layout: the 10 bytes of kMagic, the format version as a 4-byte little-endian
+// integer, then a boost::archive::binary_oarchive holding the Model.
+#include "ssdr/model/model.hpp"
+
+#include <boost/archive/archive_exception.hpp>
+#include <boost/archive/binary_iarchive.hpp>
+#include <boost/archive/binary_oarchive.hpp>
+#include <boost/serialization/array_wrapper.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ssdr/core/error.hpp"
+#include "ssdr/core/lapack.hpp"
+#include "ssdr/io/output.hpp"
+
+namespace {
+
+/// Upper bound on the element count of any vector or string being loaded (the archive's
+/// size in bytes), so a corrupt length field fails instead of allocating gigabytes.
+thread_local uint64_t g_load_limit = std::numeric_limits<uint64_t>::max();
+
+struct CorruptLength {};
+
+template <class Archive, class T>
+void serialize_vector(Archive& ar, std::vector<T>& v) {
+  uint64_t n = v.size();
+  ar & n;
+  if constexpr (Archive::is_loading::value) {
+    if (n > g_load_limit) throw CorruptLength{};
+    v.resize(static_cast<size_t>(n));
+  }
+  if (n > 0) ar & boost::serialization::make_array(v.data(), static_cast<size_t>(n));
+}
+
+template <class Archive>
+void serialize_string(Archive& ar, std::string& s) {
+  uint64_t n = s.size();
+  ar & n;
+  if constexpr (Archive::is_loading::value) {
+    if (n > g_load_limit) throw CorruptLength{};
+    s.resize(static_cast<size_t>(n));
+  }
+  if (n > 0) ar & boost::serialization::make_array(s.data(), static_cast<size_t>(n));
+}
+
+}  // namespace
+
+namespace boost::serialization {
+
+template <class Archive>
+void serialize(Archive& ar, ssdr::Dense& D, const unsigned int /*version*/) {
+  ar & D.rows & D.cols;
+  serialize_vector(ar, D.v);
+  if constexpr (Archive::is_loading::value) {
+    if (D.rows < 0 || D.cols < 0 || static_cast<uint64_t>(D.rows) * static_cast<uint64_t>(D.cols) != D.v.size())
+      throw CorruptLength{};
+  }
+}
+
+template <class Archive>
+void serialize(Archive& ar, ssdr::model::Model& m, const unsigned int /*version*/) {
+  serialize_string(ar, m.method);
+  serialize_string(ar, m.ssdr_version);
+  serialize_string(ar, m.parameters_json);
+  ar & m.d_input & m.classes;
+  serialize_vector(ar, m.shift);
+  serialize_vector(ar, m.scale);
+  serialize_vector(ar, m.mean);
+  ar & m.basis & m.W;
+}
+
+}  // namespace boost::serialization
+
+namespace ssdr::model {
+
+namespace {
+
+constexpr size_t kMagicLen = 10;  // std::strlen(kMagic)
+
+std::string corrupt(const std::string& path) { return "'" + path + "': truncated or corrupt model file"; }
+
+/// The complete file contents for `m`.
+std::string to_bytes(const Model& m) {
+  std::ostringstream os(std::ios::binary);
+  os.write(kMagic, static_cast<std::streamsize>(std::strlen(kMagic)));
+  const uint32_t v = static_cast<uint32_t>(kFormatVersion);
+  const unsigned char ver[4] = {static_cast<unsigned char>(v & 0xff), static_cast<unsigned char>((v >> 8) & 0xff),
+                                static_cast<unsigned char>((v >> 16) & 0xff),
+                                static_cast<unsigned char>((v >> 24) & 0xff)};
+  os.write(reinterpret_cast<const char*>(ver), 4);
+  {
+    boost::archive::binary_oarchive ar(os);
+    Model copy = m;  // serialize() takes a non-const reference
+    ar << copy;
+  }
+  return os.str();
+}
+
+/// Why the shapes of `m` do not fit together, or "" when they do.
+std::string inconsistency(const Model& m) {
+  const std::string d = std::to_string(m.d_input);
+  if (m.d_input < 0 || m.classes < 0) return "negative d_input or classes";
+  const std::pair<const char*, const std::vector<double>*> vecs[] = {
+      {"shift", &m.shift}, {"scale", &m.scale}, {"mean", &m.mean}};
+  for (const auto& [name, v] : vecs)
+    if (!v->empty() && static_cast<int64_t>(v->size()) != m.d_input)
+      return std::string(name) + " has " + std::to_string(v->size()) + " entries, d_input is " + d;
+  if (m.basis.rows > 0) {
+    if (m.basis.rows != m.d_input)
+      return "the PCA basis has " + std::to_string(m.basis.rows) + " rows, d_input is " + d;
+    if (m.basis.cols != m.W.rows)
+      return "the PCA basis has " + std::to_string(m.basis.cols) + " columns but W has " +
+             std::to_string(m.W.rows) + " rows";
+    return "";
+  }
+  if (m.W.rows != m.d_input && !(m.W.rows == 0 && m.W.cols == 0))
+    return "W has " + std::to_string(m.W.rows) + " rows, d_input is " + d;
+  return "";
+}
+
+/// Parses file contents; `path` is only used in messages.
+Model from_bytes(const std::string& bytes, const std::string& path) {
+  const size_t mlen = std::strlen(kMagic);
+  if (bytes.size() < mlen || bytes.compare(0, mlen, kMagic) != 0)
+    SSDR_THROW("'" + path + "' is not an ssdr model file");
+  if (bytes.size() < mlen + 4) SSDR_THROW(corrupt(path));
+  const auto* p = reinterpret_cast<const unsigned char*>(bytes.data() + mlen);
+  const uint32_t version = uint32_t{p[0]} | (uint32_t{p[1]} << 8) | (uint32_t{p[2]} << 16) |
+                           (uint32_t{p[3]} << 24);
+  if (version > static_cast<uint32_t>(kFormatVersion))
+    SSDR_THROW("'" + path + "': model format version " + std::to_string(version) +
+               " is newer than this ssdr supports (" + std::to_string(kFormatVersion) + ")");
+  if (version < 1) SSDR_THROW(corrupt(path));
+  Model m;
+  g_load_limit = bytes.size();
+  try {
+    std::istringstream is(bytes.substr(mlen + 4), std::ios::binary);
+    boost::archive::binary_iarchive ar(is);
+    ar >> m;
+  } catch (const boost::archive::archive_exception&) {
+    g_load_limit = std::numeric_limits<uint64_t>::max();
+    SSDR_THROW(corrupt(path));
+  } catch (const CorruptLength&) {
+    g_load_limit = std::numeric_limits<uint64_t>::max();
+    SSDR_THROW(corrupt(path));
+  } catch (const std::exception&) {
+    g_load_limit = std::numeric_limits<uint64_t>::max();
+    SSDR_THROW(corrupt(path));
+  }
+  g_load_limit = std::numeric_limits<uint64_t>::max();
+  const std::string why = inconsistency(m);
+  if (!why.empty()) SSDR_THROW(corrupt(path) + " (" + why + ")");
+  return m;
+}
+
+}  // namespace
+
+void save(const Model& m, const std::string& path) {
+  const std::string why = inconsistency(m);
+  SSDR_CHECK(why.empty(), "cannot save an inconsistent model to '" + path + "': " + why);
+  const std::string bytes = to_bytes(m);
+  io::AtomicFile f(path, true);
+  if (std::fwrite(bytes.data(), 1, bytes.size(), f.get()) != bytes.size())
+    SSDR_THROW("cannot write '" + path + "': " + std::strerror(errno));
+  f.commit();
+}
+
+Model load(const std::string& path) {
+  errno = 0;
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr)
+    SSDR_THROW("cannot open '" + path + "': " + (errno ? std::strerror(errno) : "unknown error"));
+  std::string bytes;
+  char buf[1 << 16];
+  size_t got = 0;
+  while ((got = std::fread(buf, 1, sizeof buf, f)) > 0) bytes.append(buf, got);
+  const bool failed = std::ferror(f) != 0;
+  const int err = errno;
+  std::fclose(f);
+  if (failed) SSDR_THROW("cannot read '" + path + "': " + (err ? std::strerror(err) : "read error"));
+  return from_bytes(bytes, path);
+}
+
+Model load_collective(const std::string& path, MPI_Comm comm) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  std::string bytes, message;
+  bool ok = true;
+  if (rank == 0) {
+    try {
+      bytes = to_bytes(load(path));
+    } catch (const Error& e) {
+      ok = false;
+      message = e.what();
+    }
+  }
+  SSDR_CHECK_COLLECTIVE(comm, ok, message);
+  uint64_t len = bytes.size();
+  MPI_Bcast(&len, 1, MPI_UINT64_T, 0, comm);
+  bytes.resize(static_cast<size_t>(len));
+  const uint64_t step = uint64_t{1} << 30;
+  for (uint64_t off = 0; off < len; off += step)
+    MPI_Bcast(bytes.data() + off, static_cast<int>(std::min(step, len - off)), MPI_CHAR, 0, comm);
+  return from_bytes(bytes, path);
+}
+
+Dense combined_projection(const Model& m) {
+  if (m.basis.rows == 0) return m.W;
+  SSDR_CHECK(m.basis.cols == m.W.rows,
+             "model: PCA basis is " + std::to_string(m.basis.rows) + "x" +
+                 std::to_string(m.basis.cols) + " but W has " + std::to_string(m.W.rows) +
+                 " rows");
+  Dense C(m.basis.rows, m.W.cols);
+  if (m.basis.cols > 0)
+    blas::gemm('N', 'N', m.basis.rows, m.W.cols, m.basis.cols, 1.0, m.basis.data(),
+               m.basis.rows, m.W.data(), m.W.rows, 0.0, C.data(), C.rows);
+  return C;
+}
+
+DistMatrix project(const Model& m, const DistMatrix& X) {
+  SSDR_CHECK(X.cols == m.d_input, "the data has " + std::to_string(X.cols) +
+                                      " features but the model expects " +
+                                      std::to_string(m.d_input));
+  const int64_t d = X.cols;
+  auto check_len = [&](const std::vector<double>& v, const char* what) {
+    SSDR_CHECK(v.empty() || static_cast<int64_t>(v.size()) == d,
+               std::string("model: ") + what + " has " + std::to_string(v.size()) +
+                   " entries, expected " + std::to_string(d));
+  };
+  check_len(m.shift, "shift");
+  check_len(m.scale, "scale");
+  check_len(m.mean, "mean");
+  const Dense C = combined_projection(m);
+  SSDR_CHECK(C.rows == d, "model: the projection has " + std::to_string(C.rows) +
+                              " rows, expected " + std::to_string(d));
+  const int64_t out = C.cols;
+
+  DistMatrix Y;
+  Y.comm = X.comm;
+  Y.n_global = X.n_global;
+  Y.row_start = X.row_start;
+  Y.n_local = X.n_local;
+  Y.cols = out;
+  Y.v.assign(static_cast<size_t>(X.n_local * out), 0.0);
+  if (X.n_local == 0 || out == 0 || d == 0) return Y;
+
+  const bool has_shift = !m.shift.empty(), has_scale = !m.scale.empty(), has_mean = !m.mean.empty();
+  const int64_t block = std::clamp<int64_t>((int64_t{1} << 20) / std::max<int64_t>(d, 1), 1, 1024);
+  std::vector<double> Z;
+  for (int64_t i0 = 0; i0 < X.n_local; i0 += block) {
+    const int64_t b = std::min(block, X.n_local - i0);
+    Z.assign(X.row(i0), X.row(i0) + b * d);
+    for (int64_t i = 0; i < b; ++i) {
+      double* z = Z.data() + i * d;
+      if (has_shift)
+        for (int64_t j = 0; j < d; ++j) z[j] -= m.shift[static_cast<size_t>(j)];
+      if (has_scale)
+        for (int64_t j = 0; j < d; ++j) z[j] *= m.scale[static_cast<size_t>(j)];
+      if (has_mean)
+        for (int64_t j = 0; j < d; ++j) z[j] -= m.mean[static_cast<size_t>(j)];
+    }
+    // Row-major Y block (b×out) is column-major Yᵀ (out×b) = Cᵀ (out×d) · Zᵀ (d×b).
+    blas::gemm('T', 'N', out, b, d, 1.0, C.data(), C.rows, Z.data(), d, 0.0, Y.row(i0), out);
+  }
+  return Y;
+}
+
+}  // namespace ssdr::model

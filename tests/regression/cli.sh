@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Command-line contract: outputs of fit/transform/evaluate and the bad-input cases (one line on
+# stderr naming the file/line/option, non-zero exit on every rank, no hang, no partial file).
+# Usage: cli.sh SSDR_BINARY DATA_DIR   (MPIEXEC from the environment)
+set -u
+SSDR="$1"
+DATA="$2"
+MPIEXEC="${MPIEXEC:-mpiexec}"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+passed=0
+failed=0
+ok() { passed=$((passed + 1)); echo "ok: $1"; }
+bad() { failed=$((failed + 1)); echo "FAILED: $1"; }
+run() { timeout 120 "$MPIEXEC" -n "${NP:-2}" "$SSDR" "$@"; }
+
+# expect_error NAME PATTERN ARGS...: exit non-zero, exactly one stderr line matching PATTERN,
+# no report file left behind.
+expect_error() {
+  local name="$1" pattern="$2"
+  shift 2
+  rm -f "$tmp"/out.json*
+  local extra=()
+  case "$1" in fit | evaluate) extra=(--report "$tmp/out.json") ;; esac
+  run "$@" "${extra[@]}" -q >"$tmp/stdout" 2>"$tmp/stderr"
+  local rc=$?
+  local lines
+  lines=$(grep -c . "$tmp/stderr")
+  if [ "$rc" -eq 0 ]; then bad "$name: exit code 0"; return; fi
+  if [ "$rc" -eq 124 ]; then bad "$name: hung (timeout)"; return; fi
+  if [ "$lines" -ne 1 ]; then bad "$name: $lines stderr lines"; cat "$tmp/stderr"; return; fi
+  if ! grep -q -- "$pattern" "$tmp/stderr"; then bad "$name: stderr '$(cat "$tmp/stderr")' lacks '$pattern'"; return; fi
+  if ls "$tmp"/out.json* >/dev/null 2>&1; then bad "$name: left an output file"; return; fi
+  ok "$name ($(cat "$tmp/stderr"))"
+}
+
+iris="$DATA/iris.csv"
+fit=(fit --method soda --labeled-per-class 3 --seed 1)
+
+printf '0,1,2,3,4\n1,1,2,3\n' >"$tmp/ragged.csv"
+printf '0,1,2,3,4\n1,1,nan,3,4\n' >"$tmp/nan.csv"
+printf '0,1,2,3,4\n-1,1,2,3,4\n' >"$tmp/label.csv"
+awk -F, '{ print ($1 == 2 ? "unlabeled" : (NR % 10 == 1 ? "labeled" : "unlabeled")) }' "$iris" >"$tmp/nolabel.split"
+
+expect_error "missing data file" "$tmp/none.csv" "${fit[@]}" --data "$tmp/none.csv"
+expect_error "ragged CSV row" "ragged.csv:2" "${fit[@]}" --data "$tmp/ragged.csv"
+expect_error "NaN value" "nan.csv:2" "${fit[@]}" --data "$tmp/nan.csv"
+expect_error "label out of range" "label.csv:2" "${fit[@]}" --data "$tmp/label.csv"
+expect_error "class without a labeled sample" "class 2 has no labeled sample" fit --method soda --data "$iris" --split "$tmp/nolabel.split"
+expect_error "k not smaller than n" "--knn" "${fit[@]}" --data "$iris" --knn 150 --transductive-fraction 1
+expect_error "unknown method" "unknown method 'sod'" fit --method sod --labeled-per-class 3 --data "$iris"
+expect_error "unknown option" "unrecognised option '--bogus'" "${fit[@]}" --data "$iris" --bogus 1
+expect_error "unwritable output" "--embedding" "${fit[@]}" --data "$iris" --embedding /nonexistent/dir/e.csv
+expect_error "split file too short" "nolabel.split" fit --method soda --data "$DATA/wine.csv" --split "$tmp/nolabel.split"
+
+# fit writes report, model and embedding; transform of the same samples reproduces the embedding.
+if run fit --method soda --data "$iris" --labeled-per-class 3 --transductive-fraction 0.8 --seed 2 -q \
+    --report "$tmp/r.json" --model "$tmp/m.model" --embedding "$tmp/e.csv" >"$tmp/stdout" 2>"$tmp/stderr" &&
+   run transform --model "$tmp/m.model" --data "$iris" --embedding "$tmp/t.csv" -q 2>>"$tmp/stderr" &&
+   cmp -s "$tmp/e.csv" "$tmp/t.csv" && [ "$(wc -l <"$tmp/e.csv")" -eq 150 ] &&
+   [ "$(head -1 "$tmp/e.csv" | tr ',' '\n' | wc -l)" -eq 2 ]; then
+  ok "transform reproduces the fit embedding"
+else
+  bad "transform reproduces the fit embedding"; cat "$tmp/stderr"
+fi
+if python3 - "$tmp/r.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+for k in ["method", "ranks", "n", "d", "classes", "dim", "accuracy", "trace_ratio", "timings_s", "ssdr_version", "parameters"]:
+    assert k in r, k
+assert r["n"] == 150 and r["d"] == 4 and r["classes"] == 3 and r["dim"] == 2 and r["ranks"] == 2
+assert 0.8 < r["accuracy"]["unlabeled"] <= 1 and 0.8 < r["accuracy"]["unseen"] <= 1
+for k in ["read", "preprocess", "knn_graph", "propagation", "scatter", "eigensolve", "evaluate", "total"]:
+    assert r["timings_s"][k] >= 0, k
+PY
+then ok "report has the contract's fields"; else bad "report has the contract's fields"; fi
+
+# A wrong or truncated model file is a clear error.
+head -c 40 "$tmp/m.model" >"$tmp/trunc.model"
+expect_error "truncated model" "trunc.model" transform --model "$tmp/trunc.model" --data "$iris" --embedding "$tmp/x.csv"
+expect_error "not a model" "iris.csv" transform --model "$iris" --data "$iris" --embedding "$tmp/x.csv"
+
+# evaluate: mean and std over splits, per-split values.
+if run evaluate --method lda --data "$iris" --labeled-per-class 3 --transductive-fraction 0.8 --splits 3 -q \
+    --report "$tmp/ev.json" >/dev/null 2>"$tmp/stderr" && python3 - "$tmp/ev.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+a = r["accuracy"]["unseen"]
+assert len(a["values"]) == 3 and abs(a["mean"] - sum(a["values"]) / 3) < 1e-12 and a["std"] >= 0
+PY
+then ok "evaluate reports mean, std and per-split values"; else bad "evaluate reports mean, std and per-split values"; cat "$tmp/stderr"; fi
+
+# The embedding as NPY: header and size.
+if run fit --method oda --data "$iris" --labeled-per-class 3 -q --embedding "$tmp/e.npy" 2>"$tmp/stderr" >/dev/null &&
+   python3 - "$tmp/e.npy" <<'PY'
+import sys, struct
+b = open(sys.argv[1], "rb").read()
+assert b[:6] == b"\x93NUMPY"
+hl = struct.unpack("<H", b[8:10])[0]
+h = b[10:10 + hl].decode()
+assert "'<f8'" in h and "(150, 2)" in h and (10 + hl) % 64 == 0
+assert len(b) == 10 + hl + 150 * 2 * 8
+PY
+then ok "NPY embedding"; else bad "NPY embedding"; cat "$tmp/stderr"; fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,691 @@
+// Tests of the data set readers (CSV, LIBSVM, IDX), the atomic file and the embedding writer.
+// Every test runs at any rank count; files written for a test live in a temporary directory
+// that rank 0 creates (unique per test and per run) and removes.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ssdr/core/dense.hpp"
+#include "ssdr/core/error.hpp"
+#include "ssdr/io/dataset.hpp"
+#include "ssdr/io/output.hpp"
+#include "support.hpp"
+
+using namespace ssdr;
+using ::testing::HasSubstr;
+
+namespace {
+
+/// A directory unique to the current test and run, created by rank 0 and removed at the end.
+class TempDir {
+ public:
+  TempDir() {
+    long pid = static_cast<long>(::getpid());
+    MPI_Bcast(&pid, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    path_ = (std::filesystem::temp_directory_path() /
+             ("ssdr_io_" + std::string(info->test_suite_name()) + "_" + info->name() + "_" +
+              std::to_string(pid)))
+                .string();
+    if (test::rank() == 0) std::filesystem::create_directories(path_);
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  ~TempDir() {
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (test::rank() == 0) std::filesystem::remove_all(path_);
+  }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+  /// Rank 0 writes `text` to `name` (gzip-compressed when gz); then every rank continues.
+  std::string write(const std::string& name, const std::string& text, bool gz = false) const {
+    const std::string p = file(name);
+    if (test::rank() == 0) write_bytes(p, text, gz);
+    MPI_Barrier(MPI_COMM_WORLD);
+    return p;
+  }
+  static void write_bytes(const std::string& p, const std::string& bytes, bool gz) {
+    if (gz) {
+      gzFile f = gzopen(p.c_str(), "wb");
+      ASSERT_NE(f, nullptr);
+      if (!bytes.empty()) gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size()));
+      gzclose(f);
+    } else {
+      std::ofstream out(p, std::ios::binary);
+      out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    }
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+/// Runs `f`, which must throw ssdr::Error (on this rank) with `expected` in its message.
+void expect_error(const std::function<void()>& f, const std::string& expected) {
+  try {
+    f();
+    ADD_FAILURE() << "no ssdr::Error thrown; expected one containing: " << expected;
+  } catch (const Error& e) {
+    EXPECT_THAT(std::string(e.what()), HasSubstr(expected));
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << "message is not one line";
+  }
+}
+
+/// The message must be identical on every rank (compared with rank 0's).
+void expect_same_everywhere(const std::string& msg) {
+  int len = static_cast<int>(msg.size());
+  MPI_Bcast(&len, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  std::string root(static_cast<size_t>(len), '\0');
+  if (test::rank() == 0) root = msg;
+  MPI_Bcast(root.data(), len, MPI_CHAR, 0, MPI_COMM_WORLD);
+  EXPECT_EQ(msg, root);
+}
+
+void expect_read_error(const std::string& path, io::Format format, const std::string& expected) {
+  std::string msg;
+  try {
+    io::read_dataset(path, format, MPI_COMM_WORLD);
+    ADD_FAILURE() << "no ssdr::Error thrown for " << path << "; expected: " << expected;
+  } catch (const Error& e) {
+    msg = e.what();
+    EXPECT_THAT(msg, HasSubstr(expected));
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << "message is not one line";
+  }
+  expect_same_everywhere(msg);
+}
+
+/// Checks that X has the block layout of n×d over MPI_COMM_WORLD.
+void expect_block_layout(const DistMatrix& X, int64_t n, int64_t d) {
+  const Layout l = block_layout(n, MPI_COMM_WORLD);
+  EXPECT_EQ(X.n_global, n);
+  EXPECT_EQ(X.cols, d);
+  EXPECT_EQ(X.row_start, l.start);
+  EXPECT_EQ(X.n_local, l.n_local);
+  EXPECT_EQ(static_cast<int64_t>(X.v.size()), l.n_local * d);
+}
+
+std::string read_file_bytes(const std::string& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+/// An IDX file: big-endian magic and dims, then the bytes.
+std::string idx_bytes(uint32_t magic, const std::vector<uint32_t>& dims,
+                      const std::vector<unsigned char>& data) {
+  std::string s;
+  auto be = [&](uint32_t v) {
+    for (int k = 3; k >= 0; --k) s.push_back(static_cast<char>((v >> (8 * k)) & 0xff));
+  };
+  be(magic);
+  for (uint32_t d : dims) be(d);
+  s.append(reinterpret_cast<const char*>(data.data()), data.size());
+  return s;
+}
+
+/// n images of rows×cols pixels; pixel (i, k) = (7*i + k) mod 256.
+std::vector<unsigned char> pixels(int n, int d, int base = 0) {
+  std::vector<unsigned char> p(static_cast<size_t>(n * d));
+  for (int i = 0; i < n; ++i)
+    for (int k = 0; k < d; ++k) p[static_cast<size_t>(i * d + k)] = static_cast<unsigned char>((7 * (i + base) + k) % 256);
+  return p;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------
+// CSV
+// ------------------------------------------------------------------------------------------
+
+TEST(CsvReader, ReadsIrisWithRowsDistributedInBlocks) {
+  const io::Dataset ds = io::read_dataset(test::data_path("iris.csv"), io::Format::csv, MPI_COMM_WORLD);
+  expect_block_layout(ds.X, 150, 4);
+  EXPECT_EQ(ds.classes, 3);
+  ASSERT_EQ(ds.labels.size(), 150u);
+  EXPECT_EQ(ds.labels.front(), 0);
+  EXPECT_EQ(ds.labels.back(), 2);
+  EXPECT_EQ(ds.source, test::data_path("iris.csv"));
+  // First line "0,5.1,3.5,1.4,0.2"; last line "2,5.9,3.0,5.1,1.8".
+  if (ds.X.row_start == 0 && ds.X.n_local > 0) {
+    EXPECT_EQ(ds.X(0, 0), 5.1);
+    EXPECT_EQ(ds.X(0, 1), 3.5);
+    EXPECT_EQ(ds.X(0, 2), 1.4);
+    EXPECT_EQ(ds.X(0, 3), 0.2);
+  }
+  if (ds.X.row_start + ds.X.n_local == 150 && ds.X.n_local > 0) {
+    const int64_t last = ds.X.n_local - 1;
+    EXPECT_EQ(ds.X(last, 0), 5.9);
+    EXPECT_EQ(ds.X(last, 1), 3.0);
+    EXPECT_EQ(ds.X(last, 2), 5.1);
+    EXPECT_EQ(ds.X(last, 3), 1.8);
+  }
+}
+
+TEST(CsvReader, MatchesASerialReferenceExactlyForIrisWineDigitsAndBreastCancer) {
+  struct Case {
+    const char* name;
+    int64_t n, d;
+    int classes;
+  };
+  for (const Case& c : {Case{"iris.csv", 150, 4, 3}, Case{"wine.csv", 178, 13, 3},
+                        Case{"digits.csv", 1797, 64, 10}, Case{"breast_cancer.csv", 569, 30, 2}}) {
+    SCOPED_TRACE(c.name);
+    const io::Dataset ds = io::read_dataset(test::data_path(c.name), io::Format::automatic, MPI_COMM_WORLD);
+    expect_block_layout(ds.X, c.n, c.d);
+    EXPECT_EQ(ds.classes, c.classes);
+    Dense ref;
+    std::vector<int> ref_labels;
+    test::load_csv_replicated(c.name, ref, ref_labels);
+    EXPECT_EQ(ds.labels, ref_labels);
+    EXPECT_EQ(test::max_abs_diff(allgather(ds.X), ref), 0.0);
+  }
+}
+
+TEST(CsvReader, AcceptsCrlfLineEndingsBlanksAroundValuesAndTrailingBlankLines) {
+  TempDir dir;
+  const std::string p = dir.write("crlf.csv", "1,0.5,-2e3\r\n0, 1.25 ,+3\r\n2,7,8\r\n\r\n\n");
+  const io::Dataset ds = io::read_dataset(p, io::Format::csv, MPI_COMM_WORLD);
+  expect_block_layout(ds.X, 3, 2);
+  EXPECT_EQ(ds.labels, (std::vector<int>{1, 0, 2}));
+  EXPECT_EQ(ds.classes, 3);
+  Dense A = allgather(ds.X);
+  EXPECT_EQ(A(0, 0), 0.5);
+  EXPECT_EQ(A(0, 1), -2000.0);
+  EXPECT_EQ(A(1, 0), 1.25);
+  EXPECT_EQ(A(1, 1), 3.0);
+  EXPECT_EQ(A(2, 1), 8.0);
+}
+
+TEST(CsvReader, ReadsAFileWithoutFinalNewlineOrWithAByteOrderMark) {
+  TempDir dir;
+  const std::string p = dir.write("nonl.csv", "\xEF\xBB\xBF" "0,1,2\n1,3,4");
+  const io::Dataset ds = io::read_dataset(p, io::Format::csv, MPI_COMM_WORLD);
+  Dense A = allgather(ds.X);
+  ASSERT_EQ(A.rows, 2);
+  EXPECT_EQ(A(1, 1), 4.0);
+  EXPECT_EQ(ds.classes, 2);
+}
+
+TEST(CsvReader, ReadsGzipCompressedFilesTransparently) {
+  TempDir dir;
+  std::ifstream in(test::data_path("iris.csv"));
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string p = dir.write("iris.csv.gz", text.str(), true);
+  EXPECT_EQ(io::detect_format(p), io::Format::csv);
+  const io::Dataset gz = io::read_dataset(p, io::Format::automatic, MPI_COMM_WORLD);
+  const io::Dataset plain = io::read_dataset(test::data_path("iris.csv"), io::Format::csv, MPI_COMM_WORLD);
+  EXPECT_EQ(gz.labels, plain.labels);
+  EXPECT_EQ(gz.X.v, plain.X.v);
+}
+
+TEST(CsvReader, RejectsAGzipStreamThatEndsEarly) {
+  TempDir dir;
+  const std::string full = dir.write("full.csv.gz", read_file_bytes(test::data_path("digits.csv")), true);
+  std::string gz = read_file_bytes(full);
+  gz.resize(gz.size() / 2);
+  const std::string p = dir.write("cut.csv.gz", gz);
+  expect_read_error(p, io::Format::csv, "'" + p + "': truncated gzip file (unexpected end of data)");
+}
+
+TEST(CsvReader, StreamsFilesLongerThanOneChunkToTheOwningRanks) {
+  TempDir dir;
+  const int64_t n = 10007, d = 3;
+  std::string text;
+  if (test::rank() == 0) {
+    for (int64_t i = 0; i < n; ++i)
+      text += std::to_string(i % 5) + "," + std::to_string(i) + "," + std::to_string(-i) + ".5," +
+              std::to_string(i % 17) + "\n";
+  }
+  const std::string p = dir.write("long.csv", text);
+  const io::Dataset ds = io::read_dataset(p, io::Format::csv, MPI_COMM_WORLD);
+  expect_block_layout(ds.X, n, d);
+  EXPECT_EQ(ds.classes, 5);
+  for (int64_t i = 0; i < ds.X.n_local; ++i) {
+    const int64_t g = ds.X.row_start + i;
+    ASSERT_EQ(ds.X(i, 0), static_cast<double>(g)) << "row " << g;
+    ASSERT_EQ(ds.X(i, 1), g == 0 ? 0.5 : -static_cast<double>(g) - 0.5) << "row " << g;
+    ASSERT_EQ(ds.X(i, 2), static_cast<double>(g % 17)) << "row " << g;
+  }
+  for (int64_t g = 0; g < n; ++g) ASSERT_EQ(ds.labels[static_cast<size_t>(g)], g % 5);
+}
+
+TEST(CsvReader, RejectsARaggedRowNamingFileAndLine) {
+  TempDir dir;
+  const std::string p = dir.write("ragged.csv", "0,1,2,3,4\n1,1,2,3,4\n1,1,2,3\n");
+  expect_read_error(p, io::Format::csv, p + ":3: expected 5 fields (label + 4 values), found 4");
+}
+
+TEST(CsvReader, RejectsAValueThatIsNotANumber) {
+  TempDir dir;
+  const std::string p = dir.write("abc.csv", "0,1,2\n\n1,abc,2\n");
+  expect_read_error(p, io::Format::csv, p + ":3: value 'abc' is not a number");
+  const std::string q = dir.write("empty_field.csv", "0,1,2\n1,,2\n");
+  expect_read_error(q, io::Format::csv, q + ":2: value '' is not a number");
+  const std::string r = dir.write("trailing.csv", "0,1,2\n1,2x,2\n");
+  expect_read_error(r, io::Format::csv, r + ":2: value '2x' is not a number");
+}
+
+TEST(CsvReader, RejectsNanAndInfValuesNamingTheColumn) {
+  TempDir dir;
+  const std::string p = dir.write("nan.csv", "0,1,2,3\n1,1,2,nan\n");
+  expect_read_error(p, io::Format::csv, p + ":2: NaN/Inf value in column 4");
+  const std::string q = dir.write("inf.csv", "0,1,2,3\n1,-inf,2,3\n");
+  expect_read_error(q, io::Format::csv, q + ":2: NaN/Inf value in column 2");
+  const std::string r = dir.write("overflow.csv", "0,1,2,3\n1,1,1e999,3\n");
+  expect_read_error(r, io::Format::csv, r + ":2: NaN/Inf value in column 3");
+}
+
+TEST(CsvReader, RejectsLabelsThatAreNotNonNegativeIntegers) {
+  TempDir dir;
+  const std::string p = dir.write("neg.csv", "0,1\n1,2\n-1,3\n");
+  expect_read_error(p, io::Format::csv, "labels must be integers >= 0 (" + p + ":3: '-1')");
+  const std::string q = dir.write("frac.csv", "0,1\n1.5,2\n");
+  expect_read_error(q, io::Format::csv, "labels must be integers >= 0 (" + q + ":2: '1.5')");
+  const std::string r = dir.write("word.csv", "setosa,1\n");
+  expect_read_error(r, io::Format::csv, "labels must be integers >= 0 (" + r + ":1: 'setosa')");
+}
+
+TEST(CsvReader, RejectsEmptyFilesAndFilesWithOnlyLabels) {
+  TempDir dir;
+  const std::string p = dir.write("empty.csv", "");
+  expect_read_error(p, io::Format::csv, p + ": empty file (no samples)");
+  const std::string q = dir.write("blank.csv", "\n  \n\r\n");
+  expect_read_error(q, io::Format::csv, q + ": empty file (no samples)");
+  const std::string r = dir.write("labels_only.csv", "0\n1\n");
+  expect_read_error(r, io::Format::csv, r + ":1: expected a label and at least one value");
+}
+
+TEST(CsvReader, ReportsAMissingFileOrADirectory) {
+  TempDir dir;
+  const std::string p = dir.file("missing.csv");
+  expect_read_error(p, io::Format::csv, "cannot open '" + p + "': No such file or directory");
+  expect_read_error(dir.path(), io::Format::csv, "'" + dir.path() + "': Is a directory");
+}
+
+// ------------------------------------------------------------------------------------------
+// LIBSVM
+// ------------------------------------------------------------------------------------------
+
+TEST(LibsvmReader, GivesTheSameMatrixAndLabelsAsTheCsvReader) {
+  for (const char* name : {"iris", "wine"}) {
+    SCOPED_TRACE(name);
+    const io::Dataset a = io::read_dataset(test::data_path(std::string(name) + ".csv"), io::Format::automatic, MPI_COMM_WORLD);
+    const io::Dataset b = io::read_dataset(test::data_path(std::string(name) + ".libsvm"), io::Format::automatic, MPI_COMM_WORLD);
+    EXPECT_EQ(a.X.n_global, b.X.n_global);
+    EXPECT_EQ(a.X.cols, b.X.cols);
+    EXPECT_EQ(a.labels, b.labels);
+    EXPECT_EQ(a.classes, b.classes);
+    EXPECT_EQ(test::max_abs_diff(allgather(a.X), allgather(b.X)), 0.0);
+  }
+}
+
+TEST(LibsvmReader, FillsOmittedFeaturesWithZerosAndTakesDFromTheLargestIndex) {
+  TempDir dir;
+  const std::string p =
+      dir.write("sparse.svm", "1 2:3.5\n0 1:1 5:-2 # comment\r\n2\n+1 qid:3 3:0.25\n\n");
+  EXPECT_EQ(io::detect_format(p), io::Format::libsvm);
+  const io::Dataset ds = io::read_dataset(p, io::Format::automatic, MPI_COMM_WORLD);
+  expect_block_layout(ds.X, 4, 5);
+  EXPECT_EQ(ds.labels, (std::vector<int>{1, 0, 2, 1}));
+  EXPECT_EQ(ds.classes, 3);
+  const Dense A = allgather(ds.X);
+  Dense E(4, 5);
+  E(0, 1) = 3.5;
+  E(1, 0) = 1;
+  E(1, 4) = -2;
+  E(3, 2) = 0.25;
+  EXPECT_EQ(test::max_abs_diff(A, E), 0.0);
+}
+
+TEST(LibsvmReader, ReadsGzipCompressedFiles) {
+  TempDir dir;
+  std::ifstream in(test::data_path("wine.libsvm"));
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string p = dir.write("wine.libsvm.gz", text.str(), true);
+  EXPECT_EQ(io::detect_format(p), io::Format::libsvm);
+  const io::Dataset gz = io::read_dataset(p, io::Format::automatic, MPI_COMM_WORLD);
+  const io::Dataset plain = io::read_dataset(test::data_path("wine.csv"), io::Format::csv, MPI_COMM_WORLD);
+  EXPECT_EQ(gz.labels, plain.labels);
+  EXPECT_EQ(gz.X.v, plain.X.v);
+}
+
+TEST(LibsvmReader, RejectsIndicesThatAreNotStrictlyIncreasing) {
+  TempDir dir;
+  const std::string p = dir.write("order.libsvm", "0 1:1 2:2\n1 3:1 2:2\n");
+  expect_read_error(p, io::Format::libsvm, p + ":2: feature indices must be strictly increasing (2 after 3)");
+  const std::string q = dir.write("dup.libsvm", "0 1:1 1:2\n");
+  expect_read_error(q, io::Format::libsvm, q + ":1: feature indices must be strictly increasing (1 after 1)");
+}
+
+TEST(LibsvmReader, RejectsIndicesBelowOneAndMalformedPairs) {
+  TempDir dir;
+  const std::string p = dir.write("zero.libsvm", "0 1:1\n1 0:2\n");
+  expect_read_error(p, io::Format::libsvm, p + ":2: feature index '0' is not an integer >= 1");
+  const std::string q = dir.write("pair.libsvm", "0 1:1 7\n");
+  expect_read_error(q, io::Format::libsvm, q + ":1: expected 'index:value', found '7'");
+  const std::string r = dir.write("val.libsvm", "0 1:1\n0 1:x\n");
+  expect_read_error(r, io::Format::libsvm, r + ":2: value 'x' is not a number");
+  const std::string s = dir.write("nan.libsvm", "0 1:1 4:nan\n");
+  expect_read_error(s, io::Format::libsvm, s + ":1: NaN/Inf value in feature 4");
+}
+
+TEST(LibsvmReader, RejectsNegativeLabelsAndEmptyFiles) {
+  TempDir dir;
+  const std::string p = dir.write("neg.libsvm", "1 1:1\n-1 1:2\n");
+  expect_read_error(p, io::Format::libsvm, "labels must be integers >= 0 (" + p + ":2: '-1')");
+  const std::string q = dir.write("empty.libsvm", "\n");
+  expect_read_error(q, io::Format::libsvm, q + ": empty file (no samples)");
+  const std::string r = dir.write("nofeat.libsvm", "1\n0\n");
+  expect_read_error(r, io::Format::libsvm, r + ": no feature values in any line");
+}
+
+// ------------------------------------------------------------------------------------------
+// IDX
+// ------------------------------------------------------------------------------------------
+
+TEST(IdxReader, ReadsAnImagesFileWithItsLabelsFilePlainOrGzipped) {
+  for (bool gz : {false, true}) {
+    SCOPED_TRACE(gz ? "gzip" : "plain");
+    TempDir dir;
+    const std::string ext = gz ? ".gz" : "";
+    const int n = 7, rows = 2, cols = 3;
+    const std::vector<unsigned char> lab = {3, 0, 1, 2, 3, 1, 0};
+    const std::string img = dir.write("train-images-idx3-ubyte" + ext,
+                                      idx_bytes(0x803, {n, rows, cols}, pixels(n, rows * cols)), gz);
+    dir.write("train-labels-idx1-ubyte" + ext, idx_bytes(0x801, {n}, lab), gz);
+    EXPECT_EQ(io::detect_format(img), io::Format::idx);
+    const io::Dataset ds = io::read_dataset(img, io::Format::automatic, MPI_COMM_WORLD);
+    expect_block_layout(ds.X, n, rows * cols);
+    EXPECT_EQ(ds.labels, std::vector<int>(lab.begin(), lab.end()));
+    EXPECT_EQ(ds.classes, 4);
+    for (int64_t i = 0; i < ds.X.n_local; ++i)
+      for (int64_t k = 0; k < 6; ++k)
+        EXPECT_EQ(ds.X(i, k), static_cast<double>((7 * (ds.X.row_start + i) + k) % 256));
+  }
+}
+
+TEST(IdxReader, ReadsADirectoryAsTrainingThenTestSamples) {
+  TempDir dir;
+  const int n1 = 5, n2 = 4, d = 4;
+  dir.write("train-images-idx3-ubyte.gz", idx_bytes(0x803, {n1, 2, 2}, pixels(n1, d)), true);
+  dir.write("train-labels-idx1-ubyte.gz", idx_bytes(0x801, {n1}, {0, 1, 2, 0, 1}), true);
+  dir.write("t10k-images-idx3-ubyte", idx_bytes(0x803, {n2, 2, 2}, pixels(n2, d, n1)));
+  dir.write("t10k-labels-idx1-ubyte", idx_bytes(0x801, {n2}, {5, 4, 3, 2}));
+  EXPECT_EQ(io::detect_format(dir.path()), io::Format::idx);
+  const io::Dataset ds = io::read_dataset(dir.path(), io::Format::automatic, MPI_COMM_WORLD);
+  expect_block_layout(ds.X, n1 + n2, d);
+  EXPECT_EQ(ds.labels, (std::vector<int>{0, 1, 2, 0, 1, 5, 4, 3, 2}));
+  EXPECT_EQ(ds.classes, 6);
+  for (int64_t i = 0; i < ds.X.n_local; ++i)
+    for (int64_t k = 0; k < d; ++k)
+      EXPECT_EQ(ds.X(i, k), static_cast<double>((7 * (ds.X.row_start + i) + k) % 256));
+}
+
+TEST(IdxReader, RejectsAFileWithTheWrongMagicNumber) {
+  TempDir dir;
+  const std::string img = dir.write("x-images-idx3-ubyte", idx_bytes(0x801, {3}, {1, 2, 3}));
+  dir.write("x-labels-idx1-ubyte", idx_bytes(0x801, {3}, {1, 2, 3}));
+  expect_read_error(img, io::Format::idx, "'" + img + "': not an IDX image file (magic 0x00000801, expected 0x00000803");
+  const std::string img2 = dir.write("y-images-idx3-ubyte", idx_bytes(0x803, {3, 1, 1}, {1, 2, 3}));
+  const std::string lab2 = dir.write("y-labels-idx1-ubyte", idx_bytes(0x803, {3}, {1, 2, 3}));
+  expect_read_error(img2, io::Format::idx, "'" + lab2 + "': not an IDX label file (magic 0x00000803");
+}
+
+TEST(IdxReader, RejectsTruncatedImagesAndLabels) {
+  TempDir dir;
+  for (bool gz : {false, true}) {
+    SCOPED_TRACE(gz ? "gzip" : "plain");
+    const std::string ext = gz ? ".gz" : "";
+    std::string bytes = idx_bytes(0x803, {9, 2, 2}, pixels(9, 4));
+    bytes.resize(bytes.size() - 6);  // the last image and a half are missing
+    const std::string prefix = gz ? "agz" : "a";
+    const std::string img = dir.write(prefix + "-images-idx3-ubyte" + ext, bytes, gz);
+    dir.write(prefix + "-labels-idx1-ubyte" + ext, idx_bytes(0x801, {9}, std::vector<unsigned char>(9, 1)), gz);
+    expect_read_error(img, io::Format::idx, "'" + img + "': truncated (expected 9 images");
+  }
+  const std::string img = dir.write("b-images-idx3-ubyte", idx_bytes(0x803, {4, 1, 2}, pixels(4, 2)));
+  const std::string lab = dir.write("b-labels-idx1-ubyte", idx_bytes(0x801, {4}, {1, 2}));
+  expect_read_error(img, io::Format::idx, "'" + lab + "': truncated (expected 4 labels, found 2)");
+  const std::string hdr = dir.write("c-images-idx3-ubyte", std::string("\0\0\x08", 3));
+  dir.write("c-labels-idx1-ubyte", idx_bytes(0x801, {1}, {1}));
+  expect_read_error(hdr, io::Format::idx, "'" + hdr + "': truncated IDX file (no header)");
+}
+
+TEST(IdxReader, RejectsAGzipStreamThatEndsEarly) {
+  TempDir dir;
+  const std::string full = dir.write("full.gz", idx_bytes(0x803, {300, 4, 4}, pixels(300, 16)), true);
+  std::string gz = read_file_bytes(full);
+  gz.resize(gz.size() / 2);
+  const std::string img = dir.write("d-images-idx3-ubyte.gz", gz);
+  dir.write("d-labels-idx1-ubyte.gz", idx_bytes(0x801, {300}, std::vector<unsigned char>(300, 0)), true);
+  expect_read_error(img, io::Format::idx, "'" + img + "': truncated");
+}
+
+TEST(IdxReader, RejectsALabelCountDifferentFromTheImageCount) {
+  TempDir dir;
+  const std::string img = dir.write("train-images-idx3-ubyte", idx_bytes(0x803, {5, 1, 2}, pixels(5, 2)));
+  const std::string lab = dir.write("train-labels-idx1-ubyte", idx_bytes(0x801, {4}, {0, 1, 0, 1}));
+  expect_read_error(dir.path(), io::Format::idx,
+                    "'" + lab + "' has 4 labels but '" + img + "' has 5 images");
+}
+
+TEST(IdxReader, ReportsMissingImageOrLabelFiles) {
+  TempDir dir;
+  expect_read_error(dir.path(), io::Format::idx,
+                    "cannot open '" + dir.path() + "/train-images-idx3-ubyte[.gz]': No such file or directory");
+  const std::string img = dir.write("z-images-idx3-ubyte", idx_bytes(0x803, {1, 1, 1}, {1}));
+  expect_read_error(img, io::Format::idx, "cannot open '" + dir.path() + "/z-labels-idx1-ubyte'");
+}
+
+// Manual check on the real data (not run by default; about 70 000 × 784 doubles in total):
+//   ssdr_tests --gtest_also_run_disabled_tests --gtest_filter='IdxReader.DISABLED_*'
+TEST(IdxReader, DISABLED_ReadsFashionMnistFromItsDirectory) {
+  const std::string dir = "/usr/share/datasets/fashion-mnist";
+  if (!std::filesystem::exists(dir)) GTEST_SKIP() << dir << " not installed";
+  const double t0 = MPI_Wtime();
+  const io::Dataset ds = io::read_dataset(dir, io::Format::automatic, MPI_COMM_WORLD);
+  const double t = MPI_Wtime() - t0;
+  expect_block_layout(ds.X, 70000, 784);
+  EXPECT_EQ(ds.classes, 10);
+  double mx = 0;
+  for (double v : ds.X.v) mx = std::max(mx, v);
+  double gmax = 0;
+  MPI_Allreduce(&mx, &gmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  EXPECT_EQ(gmax, 255.0);
+  EXPECT_LT(t, 30.0);
+  if (test::rank() == 0) std::printf("fashion-mnist read in %.2f s\n", t);
+}
+
+// ------------------------------------------------------------------------------------------
+// Format names
+// ------------------------------------------------------------------------------------------
+
+TEST(DatasetFormat, ParsesTheFormatNamesAndRejectsOthers) {
+  EXPECT_EQ(io::parse_format("csv"), io::Format::csv);
+  EXPECT_EQ(io::parse_format("libsvm"), io::Format::libsvm);
+  EXPECT_EQ(io::parse_format("idx"), io::Format::idx);
+  EXPECT_EQ(io::parse_format("auto"), io::Format::automatic);
+  expect_error([] { io::parse_format("parquet"); },
+               "unknown data format 'parquet' (expected csv, libsvm, idx or auto)");
+}
+
+TEST(DatasetFormat, DetectsTheFormatFromThePath) {
+  EXPECT_EQ(io::detect_format("a/b.csv"), io::Format::csv);
+  EXPECT_EQ(io::detect_format("a/b.txt"), io::Format::csv);
+  EXPECT_EQ(io::detect_format("b.libsvm"), io::Format::libsvm);
+  EXPECT_EQ(io::detect_format("b.svmlight.gz"), io::Format::libsvm);
+  EXPECT_EQ(io::detect_format("b.svm"), io::Format::libsvm);
+  EXPECT_EQ(io::detect_format("x/train-images-idx3-ubyte.gz"), io::Format::idx);
+  EXPECT_EQ(io::detect_format(test::data_path("")), io::Format::idx);  // a directory
+}
+
+// ------------------------------------------------------------------------------------------
+// AtomicFile
+// ------------------------------------------------------------------------------------------
+
+TEST(AtomicFile, LeavesNoFileWhenNotCommitted) {
+  TempDir dir;
+  const std::string p = dir.file("out" + std::to_string(test::rank()) + ".txt");
+  std::string tmp;
+  {
+    io::AtomicFile f(p);
+    tmp = f.temp_path();
+    EXPECT_EQ(tmp, p + ".tmp." + std::to_string(::getpid()));
+    std::fputs("partial", f.get());
+    EXPECT_TRUE(std::filesystem::exists(tmp));
+    EXPECT_FALSE(std::filesystem::exists(p));
+  }
+  EXPECT_FALSE(std::filesystem::exists(tmp));
+  EXPECT_FALSE(std::filesystem::exists(p));
+}
+
+TEST(AtomicFile, CommitReplacesThePathWithTheCompleteContents) {
+  TempDir dir;
+  const std::string p = dir.file("out" + std::to_string(test::rank()) + ".txt");
+  { std::ofstream(p) << "old"; }
+  std::string tmp;
+  {
+    io::AtomicFile f(p);
+    tmp = f.temp_path();
+    std::fputs("new contents\n", f.get());
+    std::ifstream in(p);
+    std::string before;
+    std::getline(in, before);
+    EXPECT_EQ(before, "old");  // unchanged until commit
+    f.commit();
+  }
+  std::ifstream in(p);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "new contents");
+  EXPECT_FALSE(std::filesystem::exists(tmp));
+}
+
+TEST(AtomicFile, ReportsAPathThatCannotBeCreated) {
+  TempDir dir;
+  const std::string p = dir.file("no/such/dir/out.txt");
+  expect_error([&] { io::AtomicFile f(p); }, "cannot create '" + p + "': No such file or directory");
+}
+
+TEST(AtomicFile, WriteTextAtomicWritesFromRankZeroOnly) {
+  TempDir dir;
+  const std::string p = dir.file("text.json");
+  io::write_text_atomic(p, "{\"a\": 1}\n");
+  MPI_Barrier(MPI_COMM_WORLD);
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  EXPECT_EQ(s.str(), "{\"a\": 1}\n");
+}
+
+// ------------------------------------------------------------------------------------------
+// Embedding output
+// ------------------------------------------------------------------------------------------
+
+namespace {
+
+/// Y with an unbalanced layout (rank r holds r+1 rows... or r rows when `with_empty`),
+/// entry (g, j) = (g + 1) / 3 · (j + 1) + 1e-300 · j, row g global.
+DistMatrix embedding_fixture(int64_t m, bool with_empty) {
+  const int64_t local = with_empty ? test::rank() : test::rank() + 1;
+  DistMatrix Y = make_dist_local(MPI_COMM_WORLD, local, m);
+  for (int64_t i = 0; i < Y.n_local; ++i)
+    for (int64_t j = 0; j < m; ++j)
+      Y(i, j) = (static_cast<double>(Y.row_start + i) + 1.0) / 3.0 * static_cast<double>(j + 1) -
+                (j == 2 ? 1e-300 : 0.0);
+  return Y;
+}
+
+std::string read_all(const std::string& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+TEST(EmbeddingWriter, WritesCsvInGlobalRowOrderThatReadsBackExactly) {
+  TempDir dir;
+  for (bool with_empty : {false, true}) {
+    const DistMatrix Y = embedding_fixture(3, with_empty);
+    const std::string p = dir.file(with_empty ? "y0.csv" : "y.csv");
+    io::write_embedding(Y, p);
+    MPI_Barrier(MPI_COMM_WORLD);
+    const Dense ref = allgather(Y);
+    std::ifstream in(p);
+    std::string line;
+    int64_t i = 0;
+    while (std::getline(in, line)) {
+      ASSERT_LT(i, ref.rows);
+      std::stringstream ss(line);
+      std::string tok;
+      int64_t j = 0;
+      while (std::getline(ss, tok, ',')) {
+        ASSERT_LT(j, ref.cols);
+        EXPECT_EQ(std::strtod(tok.c_str(), nullptr), ref(i, j)) << "row " << i << " col " << j;
+        ++j;
+      }
+      EXPECT_EQ(j, ref.cols);
+      ++i;
+    }
+    EXPECT_EQ(i, ref.rows);
+    EXPECT_FALSE(std::filesystem::exists(p + ".tmp." + std::to_string(::getpid())));
+  }
+}
+
+TEST(EmbeddingWriter, WritesNpyWithAPaddedHeaderAndExactValues) {
+  TempDir dir;
+  const DistMatrix Y = embedding_fixture(3, false);
+  const std::string p = dir.file("y.npy");
+  io::write_embedding(Y, p);
+  MPI_Barrier(MPI_COMM_WORLD);
+  const Dense ref = allgather(Y);
+  const std::string bytes = read_all(p);
+  ASSERT_GE(bytes.size(), 10u);
+  EXPECT_EQ(bytes.substr(0, 8), std::string("\x93NUMPY\x01\x00", 8));
+  const size_t hlen = static_cast<unsigned char>(bytes[8]) | (static_cast<unsigned char>(bytes[9]) << 8);
+  EXPECT_EQ((10 + hlen) % 64, 0u);
+  const std::string header = bytes.substr(10, hlen);
+  EXPECT_EQ(header.back(), '\n');
+  EXPECT_THAT(header, HasSubstr("'descr': '<f8'"));
+  EXPECT_THAT(header, HasSubstr("'fortran_order': False"));
+  EXPECT_THAT(header, HasSubstr("'shape': (" + std::to_string(ref.rows) + ", 3)"));
+  ASSERT_EQ(bytes.size(), 10 + hlen + static_cast<size_t>(ref.rows * 3) * 8);
+  for (int64_t i = 0; i < ref.rows; ++i)
+    for (int64_t j = 0; j < 3; ++j) {
+      double v = 0;
+      std::memcpy(&v, bytes.data() + 10 + hlen + (i * 3 + j) * 8, 8);
+      EXPECT_EQ(v, ref(i, j)) << "row " << i << " col " << j;
+    }
+}
+
+TEST(EmbeddingWriter, ThrowsOnEveryRankWhenTheDirectoryDoesNotExist) {
+  TempDir dir;
+  const DistMatrix Y = embedding_fixture(2, false);
+  for (const char* name : {"missing/y.csv", "missing/y.npy"}) {
+    const std::string p = dir.file(name);
+    std::string msg;
+    try {
+      io::write_embedding(Y, p);
+      ADD_FAILURE() << "no error for " << p;
+    } catch (const Error& e) {
+      msg = e.what();
+    }
+    EXPECT_THAT(msg, HasSubstr("cannot create '" + p + "': No such file or directory"));
+    expect_same_everywhere(msg);
+  }
+}

@@ -1,0 +1,309 @@
+// Tests of model files (save/load round trip, error cases) and of project().
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ssdr/core/dense.hpp"
+#include "ssdr/core/error.hpp"
+#include "ssdr/model/model.hpp"
+#include "support.hpp"
+
+using namespace ssdr;
+using ::testing::HasSubstr;
+
+namespace {
+
+/// A directory unique to the current test and run, created by rank 0 and removed at the end.
+class ModelTempDir {
+ public:
+  ModelTempDir() {
+    long pid = static_cast<long>(::getpid());
+    MPI_Bcast(&pid, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    path_ = (std::filesystem::temp_directory_path() /
+             ("ssdr_model_" + std::string(info->test_suite_name()) + "_" + info->name() + "_" +
+              std::to_string(pid)))
+                .string();
+    if (test::rank() == 0) std::filesystem::create_directories(path_);
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  ~ModelTempDir() {
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (test::rank() == 0) std::filesystem::remove_all(path_);
+  }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+std::string read_bytes(const std::string& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void write_bytes(const std::string& p, const std::string& bytes) {
+  std::ofstream out(p, std::ios::binary);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+Dense filled(int64_t r, int64_t c, double base) {
+  Dense A(r, c);
+  for (int64_t i = 0; i < r; ++i)
+    for (int64_t j = 0; j < c; ++j) A(i, j) = base + 0.1 * static_cast<double>(i) - 0.37 * static_cast<double>(j * j) + 1.0 / 3.0;
+  return A;
+}
+
+/// A model with PCA (d_input 5 → d' 3 → m 2) and all preprocessing vectors set.
+model::Model example_model() {
+  model::Model m;
+  m.method = "soda";
+  m.ssdr_version = "0.1.0";
+  m.parameters_json = "{\"k\": 10, \"beta\": 0.5, \"text\": \"with \\\"quotes\\\" and \\u00e9\"}";
+  m.d_input = 5;
+  m.classes = 3;
+  m.shift = {1.0, -2.0, 0.5, 0.0, 1e-300};
+  m.scale = {2.0, 0.5, 1.0 / 3.0, 1.0, 4.0};
+  m.mean = {0.25, -0.125, 3.0, -1.0, 0.0};
+  m.basis = filled(5, 3, 0.5);
+  m.W = filled(3, 2, -1.0);
+  return m;
+}
+
+void expect_models_equal(const model::Model& a, const model::Model& b) {
+  EXPECT_EQ(a.method, b.method);
+  EXPECT_EQ(a.ssdr_version, b.ssdr_version);
+  EXPECT_EQ(a.parameters_json, b.parameters_json);
+  EXPECT_EQ(a.d_input, b.d_input);
+  EXPECT_EQ(a.classes, b.classes);
+  EXPECT_EQ(a.shift, b.shift);
+  EXPECT_EQ(a.scale, b.scale);
+  EXPECT_EQ(a.mean, b.mean);
+  EXPECT_EQ(a.basis.rows, b.basis.rows);
+  EXPECT_EQ(a.basis.cols, b.basis.cols);
+  EXPECT_EQ(a.basis.v, b.basis.v);
+  EXPECT_EQ(a.W.rows, b.W.rows);
+  EXPECT_EQ(a.W.cols, b.W.cols);
+  EXPECT_EQ(a.W.v, b.W.v);
+}
+
+/// Every rank's message must contain `expected`.
+void expect_load_error(const std::string& path, const std::string& expected) {
+  try {
+    model::load(path);
+    ADD_FAILURE() << "no ssdr::Error for " << path;
+  } catch (const Error& e) {
+    EXPECT_THAT(std::string(e.what()), HasSubstr(expected));
+  }
+}
+
+}  // namespace
+
+TEST(ModelFile, SaveThenLoadRoundTripsEveryFieldExactly) {
+  ModelTempDir dir;
+  const std::string p = dir.file("m" + std::to_string(test::rank()) + ".ssdr");
+  const model::Model m = example_model();
+  model::save(m, p);
+  EXPECT_FALSE(std::filesystem::exists(p + ".tmp." + std::to_string(::getpid())));
+  const std::string bytes = read_bytes(p);
+  EXPECT_EQ(bytes.substr(0, std::strlen(model::kMagic)), model::kMagic);
+  expect_models_equal(model::load(p), m);
+}
+
+TEST(ModelFile, RoundTripsAModelWithoutPcaOrPreprocessing) {
+  ModelTempDir dir;
+  const std::string p = dir.file("m" + std::to_string(test::rank()) + ".ssdr");
+  model::Model m;
+  m.method = "lda";
+  m.d_input = 4;
+  m.classes = 2;
+  m.W = filled(4, 1, 2.0);
+  model::save(m, p);
+  const model::Model back = model::load(p);
+  expect_models_equal(back, m);
+  EXPECT_EQ(back.basis.rows, 0);
+  EXPECT_TRUE(back.shift.empty());
+}
+
+TEST(ModelFile, LoadCollectiveGivesEveryRankTheSameModel) {
+  ModelTempDir dir;
+  const std::string p = dir.file("shared.ssdr");
+  if (test::rank() == 0) model::save(example_model(), p);
+  MPI_Barrier(MPI_COMM_WORLD);
+  expect_models_equal(model::load_collective(p, MPI_COMM_WORLD), example_model());
+}
+
+TEST(ModelFile, LoadCollectiveRaisesAMissingFileOnEveryRank) {
+  ModelTempDir dir;
+  const std::string p = dir.file("missing.ssdr");
+  try {
+    model::load_collective(p, MPI_COMM_WORLD);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "cannot open '" + p + "': No such file or directory");
+  }
+}
+
+TEST(ModelFile, RejectsAFileWithTheWrongMagic) {
+  ModelTempDir dir;
+  const std::string p = dir.file("data" + std::to_string(test::rank()) + ".csv");
+  write_bytes(p, "0,1.5,2.5\n1,3,4\n");
+  expect_load_error(p, "'" + p + "' is not an ssdr model file");
+  const std::string q = dir.file("empty" + std::to_string(test::rank()) + ".ssdr");
+  write_bytes(q, "");
+  expect_load_error(q, "'" + q + "' is not an ssdr model file");
+}
+
+TEST(ModelFile, RejectsANewerFormatVersion) {
+  ModelTempDir dir;
+  const std::string p = dir.file("m" + std::to_string(test::rank()) + ".ssdr");
+  model::save(example_model(), p);
+  std::string bytes = read_bytes(p);
+  const size_t at = std::strlen(model::kMagic);
+  bytes[at] = static_cast<char>(model::kFormatVersion + 1);  // little-endian version
+  write_bytes(p, bytes);
+  expect_load_error(p, "'" + p + "': model format version " + std::to_string(model::kFormatVersion + 1) +
+                           " is newer than this ssdr supports (" + std::to_string(model::kFormatVersion) + ")");
+}
+
+TEST(ModelFile, RejectsEveryTruncationOfAValidFile) {
+  ModelTempDir dir;
+  const std::string p = dir.file("m" + std::to_string(test::rank()) + ".ssdr");
+  model::save(example_model(), p);
+  const std::string bytes = read_bytes(p);
+  const std::string q = dir.file("cut" + std::to_string(test::rank()) + ".ssdr");
+  for (size_t len = std::strlen(model::kMagic); len < bytes.size(); ++len) {
+    write_bytes(q, bytes.substr(0, len));
+    try {
+      model::load(q);
+      ADD_FAILURE() << "no error for a file cut at " << len << " of " << bytes.size() << " bytes";
+    } catch (const Error& e) {
+      ASSERT_EQ(std::string(e.what()), "'" + q + "': truncated or corrupt model file") << "cut at " << len;
+    }
+  }
+}
+
+TEST(ModelFile, RejectsCorruptLengthFieldsWithoutHugeAllocations) {
+  ModelTempDir dir;
+  const std::string p = dir.file("m" + std::to_string(test::rank()) + ".ssdr");
+  model::save(example_model(), p);
+  const std::string good = read_bytes(p);
+  // Overwrite 8 bytes at every position after the header with 0x7f...: any length field hit
+  // becomes enormous; the loader must fail cleanly (or load something consistent).
+  for (size_t at = std::strlen(model::kMagic) + 4; at + 8 <= good.size(); at += 3) {
+    std::string bad = good;
+    for (size_t k = 0; k < 8; ++k) bad[at + k] = '\x7f';
+    write_bytes(p, bad);
+    try {
+      const model::Model m = model::load(p);
+      EXPECT_EQ(m.basis.v.size(), static_cast<size_t>(m.basis.rows * m.basis.cols));
+    } catch (const Error& e) {
+      EXPECT_THAT(std::string(e.what()), HasSubstr("truncated or corrupt model file"));
+    }
+  }
+}
+
+TEST(ModelFile, ReportsASaveIntoAMissingDirectory) {
+  ModelTempDir dir;
+  const std::string p = dir.file("no/such/m.ssdr");
+  try {
+    model::save(example_model(), p);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_THAT(std::string(e.what()), HasSubstr("'" + p + "'"));
+  }
+}
+
+TEST(ModelProjection, CombinedProjectionIsBasisTimesW) {
+  const model::Model m = example_model();
+  const Dense C = model::combined_projection(m);
+  ASSERT_EQ(C.rows, 5);
+  ASSERT_EQ(C.cols, 2);
+  for (int64_t i = 0; i < 5; ++i)
+    for (int64_t j = 0; j < 2; ++j) {
+      double s = 0;
+      for (int64_t k = 0; k < 3; ++k) s += m.basis(i, k) * m.W(k, j);
+      EXPECT_NEAR(C(i, j), s, 1e-14);
+    }
+  model::Model no_pca = m;
+  no_pca.basis = Dense();
+  no_pca.W = filled(5, 2, 0.0);
+  EXPECT_EQ(model::combined_projection(no_pca).v, no_pca.W.v);
+}
+
+TEST(ModelProjection, ProjectEqualsTheHandComputedProductOnEveryRank) {
+  const model::Model m = example_model();
+  const int64_t n = 2501;  // more rows than one block of the implementation on one rank
+  DistMatrix X = make_dist(MPI_COMM_WORLD, n, 5);
+  for (int64_t i = 0; i < X.n_local; ++i)
+    for (int64_t j = 0; j < 5; ++j)
+      X(i, j) = std::sin(static_cast<double>((X.row_start + i) * 5 + j)) * 10.0;
+  const DistMatrix Y = model::project(m, X);
+  EXPECT_EQ(Y.n_global, n);
+  EXPECT_EQ(Y.row_start, X.row_start);
+  EXPECT_EQ(Y.n_local, X.n_local);
+  ASSERT_EQ(Y.cols, 2);
+  for (int64_t i = 0; i < X.n_local; ++i) {
+    double z[5], t[3] = {0, 0, 0};
+    for (int64_t j = 0; j < 5; ++j)
+      z[j] = (X(i, j) - m.shift[static_cast<size_t>(j)]) * m.scale[static_cast<size_t>(j)] - m.mean[static_cast<size_t>(j)];
+    for (int64_t k = 0; k < 3; ++k)
+      for (int64_t j = 0; j < 5; ++j) t[k] += z[j] * m.basis(j, k);
+    for (int64_t c = 0; c < 2; ++c) {
+      double y = 0;
+      for (int64_t k = 0; k < 3; ++k) y += t[k] * m.W(k, c);
+      ASSERT_NEAR(Y(i, c), y, 1e-11 * (1 + std::abs(y))) << "row " << X.row_start + i;
+    }
+  }
+}
+
+TEST(ModelProjection, ProjectWithoutPcaOrPreprocessingIsXTimesW) {
+  model::Model m;
+  m.d_input = 3;
+  m.W = Dense(3, 2);
+  m.W(0, 0) = 1; m.W(1, 0) = 2; m.W(2, 0) = -1; m.W(0, 1) = 0.5; m.W(2, 1) = 3;
+  DistMatrix X = make_dist(MPI_COMM_WORLD, 7, 3);
+  for (int64_t i = 0; i < X.n_local; ++i)
+    for (int64_t j = 0; j < 3; ++j) X(i, j) = static_cast<double>((X.row_start + i) * 3 + j);
+  const Dense Y = allgather(model::project(m, X));
+  for (int64_t i = 0; i < 7; ++i) {
+    EXPECT_DOUBLE_EQ(Y(i, 0), 3.0 * i + (3.0 * i + 1) * 2 - (3.0 * i + 2));
+    EXPECT_DOUBLE_EQ(Y(i, 1), 0.5 * 3.0 * i + 3 * (3.0 * i + 2));
+  }
+}
+
+TEST(ModelProjection, RejectsDataWithTheWrongNumberOfFeatures) {
+  const model::Model m = example_model();
+  const DistMatrix X = make_dist(MPI_COMM_WORLD, 4, 6);
+  try {
+    model::project(m, X);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "the data has 6 features but the model expects 5");
+  }
+}
+
+TEST(ModelFile, RefusesToSaveAModelWhoseShapesDoNotFit) {
+  ModelTempDir dir;
+  const std::string p = dir.file("bad" + std::to_string(test::rank()) + ".ssdr");
+  model::Model m = example_model();
+  m.mean.pop_back();
+  try {
+    model::save(m, p);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "cannot save an inconsistent model to '" + p + "': mean has 4 entries, d_input is 5");
+  }
+  EXPECT_FALSE(std::filesystem::exists(p));
+}
