@@ -1,0 +1,230 @@
+// Symmetric (generalized) eigenproblems of small replicated matrices through SLEPc.
+//
+// Default EPS type: scalapack, which computes every eigenpair with the dense ScaLAPACK
+// drivers and works for GHEP in parallel without factorizing B through PETSc. Its operators
+// are built as MATSCALAPACK directly (see sym_eigen for why). PETSc 3.18 cannot lay out a
+// MATSCALAPACK of order d on p ranks when d is tiny compared with p (roughly d < p(p−1), e.g.
+// d = 5 on 4 ranks); such problems use the lapack type instead (also dense, all
+// eigenpairs), even if scalapack was asked for.
+// Any other EPS type can be selected through the options database with the caller's prefix
+// (-<prefix>eps_type krylovschur ...): EPSSetFromOptions is called after every default is
+// set. For a generalized problem solved by an iterative (non-dense) type, the default
+// spectral transformation needs solves with B: A and B are then handed over as MATAIJ and
+// the ST's KSP is preset to preonly + Cholesky (MUMPS), a default the options can override
+// (-<prefix>st_ksp_type ..., -<prefix>st_pc_type ...).
+#include "ssdr/solvers/eigen.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "ssdr/core/error.hpp"
+#include "ssdr/core/lapack.hpp"
+#include "ssdr/core/petsc.hpp"
+
+namespace ssdr::solvers {
+namespace {
+
+/// EPS types that compute the whole spectrum from a dense copy (no ST solves needed).
+bool is_dense_type(const std::string& type) {
+  return type == EPSSCALAPACK || type == EPSLAPACK || type == EPSELPA || type == EPSELEMENTAL;
+}
+
+/// The EPS type the options database will select for `prefix` (or `fallback`). Not collective.
+std::string requested_type(const std::string& prefix, const char* fallback) {
+  char buf[256] = {0};
+  PetscBool set = PETSC_FALSE;
+  SSDR_PETSC(PetscOptionsGetString(nullptr, prefix.empty() ? nullptr : prefix.c_str(),
+                                   "-eps_type", buf, sizeof buf, &set));
+  return set ? std::string(buf) : std::string(fallback);
+}
+
+/// Local row (and column) count of a MATSCALAPACK of order d on comm, or −1 when PETSc 3.18
+/// cannot hold one there. MatSetUp_ScaLAPACK (MatScaLAPACKCheckLayout) wants n rows on every
+/// rank but the last and r ≤ n on the last; neither PETSC_DECIDE (PetscSplitOwnership, also
+/// used inside MatCreateScaLAPACK) nor PetscSplitOwnershipEqual guarantees that, and for
+/// d < p(p−1) no such n may exist at all (e.g. d = 5 on 4 ranks). Not collective.
+PetscInt scalapack_local_size(int64_t d, MPI_Comm comm) {
+  int p = 1, rank = 0;
+  MPI_Comm_size(comm, &p);
+  MPI_Comm_rank(comm, &rank);
+  if (p == 1) return static_cast<PetscInt>(d);
+  for (int64_t n = (d + p - 1) / p; n * (p - 1) <= d; ++n) {
+    const int64_t r = d - n * (p - 1);
+    if (r >= 0 && r <= n) return static_cast<PetscInt>(rank == p - 1 ? r : n);
+  }
+  return -1;
+}
+
+/// The replicated A as a MATSCALAPACK on comm (local size from scalapack_local_size, which
+/// must be ≥ 0). Every rank inserts its PETSc-owned rows; the matrix routes entries to
+/// their 2-D block-cyclic owners at assembly. Collective.
+Owned<Mat> to_scalapack(const Dense& A, MPI_Comm comm) {
+  const PetscInt d = static_cast<PetscInt>(A.rows);
+  const PetscInt n_local = scalapack_local_size(A.rows, comm);
+  Owned<Mat> M;
+  SSDR_PETSC(MatCreate(comm, M.out()));
+  SSDR_PETSC(MatSetSizes(M, n_local, n_local, d, d));
+  SSDR_PETSC(MatSetType(M, MATSCALAPACK));
+  SSDR_PETSC(MatSetUp(M));
+  PetscInt rs = 0, re = 0;
+  SSDR_PETSC(MatGetOwnershipRange(M, &rs, &re));
+  std::vector<PetscInt> rows, cols(static_cast<size_t>(d));
+  std::iota(cols.begin(), cols.end(), PetscInt{0});
+  std::vector<PetscScalar> vals;
+  vals.reserve(static_cast<size_t>((re - rs) * d));
+  for (PetscInt i = rs; i < re; ++i) {
+    rows.push_back(i);
+    for (PetscInt j = 0; j < d; ++j) vals.push_back(A(i, j));  // row-major block
+  }
+  SSDR_PETSC(MatSetValues(M, re - rs, rows.data(), d, cols.data(), vals.data(), INSERT_VALUES));
+  SSDR_PETSC(MatAssemblyBegin(M, MAT_FINAL_ASSEMBLY));
+  SSDR_PETSC(MatAssemblyEnd(M, MAT_FINAL_ASSEMBLY));
+  return M;
+}
+
+/// The replicated A as a PETSc matrix of type `mat_type` (MATDENSE, MATAIJ or MATSCALAPACK)
+/// on comm, flagged symmetric. Collective.
+Owned<Mat> to_petsc(const Dense& A, MPI_Comm comm, const std::string& mat_type) {
+  Owned<Mat> S;
+  if (mat_type == MATSCALAPACK) {
+    S = to_scalapack(A, comm);
+  } else if (mat_type == MATDENSE) {
+    S = to_petsc_dense(A, comm);
+  } else {
+    Owned<Mat> M = to_petsc_dense(A, comm);
+    SSDR_PETSC(MatConvert(M, mat_type.c_str(), MAT_INITIAL_MATRIX, S.out()));
+  }
+  SSDR_PETSC(MatSetOption(S, MAT_SYMMETRIC, PETSC_TRUE));
+  return S;
+}
+
+/// Normalizes x (‖x‖₂ = 1, or xᵀBx = 1) and flips it so its entry of largest magnitude
+/// (the first one on exact ties) is positive. Local, deterministic on replicated data.
+void normalize_and_fix_sign(double* x, int64_t d, const Dense* B) {
+  double nrm2 = 0;
+  if (B) {
+    std::vector<double> Bx(static_cast<size_t>(d), 0.0);
+    blas::gemm('N', 'N', d, 1, d, 1.0, B->data(), d, x, d, 0.0, Bx.data(), d);
+    for (int64_t i = 0; i < d; ++i) nrm2 += x[i] * Bx[static_cast<size_t>(i)];
+  } else {
+    for (int64_t i = 0; i < d; ++i) nrm2 += x[i] * x[i];
+  }
+  SSDR_CHECK(nrm2 > 0 && std::isfinite(nrm2), "sym_eigen: zero or non-finite eigenvector");
+  double scale = 1.0 / std::sqrt(nrm2);
+  int64_t imax = 0;
+  for (int64_t i = 1; i < d; ++i)
+    if (std::fabs(x[i]) > std::fabs(x[imax])) imax = i;
+  if (x[imax] < 0) scale = -scale;
+  for (int64_t i = 0; i < d; ++i) x[i] *= scale;
+}
+
+}  // namespace
+
+EigenPairs sym_eigen(const Dense& A, const Dense* B, int64_t nev, Which which,
+                     const std::string& prefix, MPI_Comm comm) {
+  SSDR_CHECK(A.rows == A.cols, "sym_eigen: A must be square, got " + std::to_string(A.rows) +
+                                   "×" + std::to_string(A.cols));
+  const int64_t d = A.rows;
+  if (B) SSDR_CHECK_SHAPE("sym_eigen: B vs A", B->rows, B->cols, A.rows, A.cols);
+  SSDR_CHECK(d >= 1 && nev >= 1 && nev <= d,
+             "sym_eigen: nev = " + std::to_string(nev) + " must lie in [1, " +
+                 std::to_string(d) + "]");
+
+  const bool generalized = B != nullptr;
+  // ScaLAPACK needs a layout PETSc 3.18 cannot build for tiny d on many ranks; those
+  // problems (d < p(p−1) at worst) go to the equally dense, all-eigenpairs lapack type.
+  int scalapack_ok_local = scalapack_local_size(d, comm) >= 0 ? 1 : 0, scalapack_ok = 0;
+  MPI_Allreduce(&scalapack_ok_local, &scalapack_ok, 1, MPI_INT, MPI_MIN, comm);
+  const char* default_type = scalapack_ok ? EPSSCALAPACK : EPSLAPACK;
+  std::string type = requested_type(prefix, default_type);
+  if (type == EPSSCALAPACK && !scalapack_ok) type = EPSLAPACK;
+  const bool iterative_ghep = generalized && !is_dense_type(type);
+
+  // Operators: the scalapack EPS converts them to MATSCALAPACK, and in PETSc/SLEPc 3.18
+  // converting a MATDENSE there bumps the original's object state (MatDenseGetArray), which
+  // EPSSolve then rejects ("Cannot retrieve original matrices (have been modified)"), so it
+  // gets MATSCALAPACK directly. Iterative types solving a GHEP need a factorization of B
+  // (MUMPS Cholesky), which wants MATAIJ. Everything else gets MATDENSE.
+  const std::string mat_type =
+      type == EPSSCALAPACK ? MATSCALAPACK : (iterative_ghep ? MATAIJ : MATDENSE);
+  Owned<Mat> Am = to_petsc(A, comm, mat_type);
+  Owned<Mat> Bm;
+  if (generalized) Bm = to_petsc(*B, comm, mat_type);
+
+  Owned<EPS> eps;
+  SSDR_PETSC(EPSCreate(comm, eps.out()));
+  SSDR_PETSC(EPSSetOperators(eps, Am, generalized ? Bm.get() : nullptr));
+  SSDR_PETSC(EPSSetProblemType(eps, generalized ? EPS_GHEP : EPS_HEP));
+  SSDR_PETSC(EPSSetDimensions(eps, static_cast<PetscInt>(nev), PETSC_DEFAULT, PETSC_DEFAULT));
+  SSDR_PETSC(EPSSetWhichEigenpairs(
+      eps, which == Which::largest ? EPS_LARGEST_REAL : EPS_SMALLEST_REAL));
+  SSDR_PETSC(EPSSetType(eps, default_type));
+  if (!prefix.empty()) SSDR_PETSC(EPSSetOptionsPrefix(eps, prefix.c_str()));
+  if (iterative_ghep) {
+    ST st = nullptr;
+    KSP ksp = nullptr;
+    PC pc = nullptr;
+    SSDR_PETSC(EPSGetST(eps, &st));
+    SSDR_PETSC(STGetKSP(st, &ksp));
+    SSDR_PETSC(KSPSetType(ksp, KSPPREONLY));
+    SSDR_PETSC(KSPGetPC(ksp, &pc));
+    SSDR_PETSC(PCSetType(pc, PCCHOLESKY));
+    SSDR_PETSC(PCFactorSetMatSolverType(pc, MATSOLVERMUMPS));
+  }
+  SSDR_PETSC(EPSSetFromOptions(eps));
+  if (type == EPSLAPACK && !scalapack_ok) SSDR_PETSC(EPSSetType(eps, EPSLAPACK));
+  SSDR_PETSC(EPSSolve(eps));
+
+  PetscInt nconv = 0;
+  SSDR_PETSC(EPSGetConverged(eps, &nconv));
+  SSDR_CHECK(nconv >= nev, "sym_eigen: the eigensolver (options prefix '" + prefix +
+                               "') converged " + std::to_string(nconv) + " of " +
+                               std::to_string(nev) + " requested eigenpairs");
+
+  // Eigenvectors: one scatter-to-all built once and reused for every vector.
+  std::vector<double> values(static_cast<size_t>(nev));
+  Dense vecs(d, nev);
+  Owned<Vec> x, all;
+  SSDR_PETSC(MatCreateVecs(Am, x.out(), nullptr));
+  VecScatter ctx = nullptr;
+  SSDR_PETSC(VecScatterCreateToAll(x, &ctx, all.out()));
+  struct ScatterGuard {
+    VecScatter* c;
+    ~ScatterGuard() { VecScatterDestroy(c); }
+  } guard{&ctx};
+  for (int64_t k = 0; k < nev; ++k) {
+    PetscScalar kr = 0, ki = 0;
+    SSDR_PETSC(EPSGetEigenpair(eps, static_cast<PetscInt>(k), &kr, &ki, x, nullptr));
+    values[static_cast<size_t>(k)] = PetscRealPart(kr);
+    SSDR_PETSC(VecScatterBegin(ctx, x, all, INSERT_VALUES, SCATTER_FORWARD));
+    SSDR_PETSC(VecScatterEnd(ctx, x, all, INSERT_VALUES, SCATTER_FORWARD));
+    const PetscScalar* a = nullptr;
+    SSDR_PETSC(VecGetArrayRead(all, &a));
+    std::copy(a, a + d, vecs.col(k));
+    SSDR_PETSC(VecRestoreArrayRead(all, &a));
+    normalize_and_fix_sign(vecs.col(k), d, B);
+  }
+
+  EigenPairs out;
+
+  // SLEPc already sorts by `which`; a stable sort makes the contract explicit.
+  std::vector<int64_t> order(static_cast<size_t>(nev));
+  std::iota(order.begin(), order.end(), int64_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](int64_t i, int64_t j) {
+    const double vi = values[static_cast<size_t>(i)], vj = values[static_cast<size_t>(j)];
+    return which == Which::largest ? vi > vj : vi < vj;
+  });
+  out.values.resize(static_cast<size_t>(nev));
+  out.vectors = Dense(d, nev);
+  for (int64_t k = 0; k < nev; ++k) {
+    const int64_t src = order[static_cast<size_t>(k)];
+    out.values[static_cast<size_t>(k)] = values[static_cast<size_t>(src)];
+    std::copy(vecs.col(src), vecs.col(src) + d, out.vectors.col(k));
+  }
+  return out;
+}
+
+}  // namespace ssdr::solvers
