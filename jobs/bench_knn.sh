@@ -21,9 +21,10 @@ RANKS="${RANKS:-1 2}"
 DATA="${DATA:-/usr/share/datasets/fashion-mnist}"
 K="${K:-8}"
 
+mkdir -p "$BUILD"
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DSSDR_BUILD_BENCHMARKS=ON \
-  -DSSDR_BUILD_TESTS=OFF > "$BUILD.cmake.log" 2>&1 || { cat "$BUILD.cmake.log"; exit 1; }
-make -C "$BUILD" -j"$(nproc)" bench_knn > "$BUILD.make.log" 2>&1 || { tail -40 "$BUILD.make.log"; exit 1; }
+  -DSSDR_BUILD_TESTS=OFF > "$BUILD/bench_knn.cmake.log" 2>&1 || { cat "$BUILD/bench_knn.cmake.log"; exit 1; }
+make -C "$BUILD" -j"$(nproc)" bench_knn > "$BUILD/bench_knn.make.log" 2>&1 || { tail -40 "$BUILD/bench_knn.make.log"; exit 1; }
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
 export OMPI_MCA_rmaps_base_oversubscribe=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1

@@ -1,0 +1,449 @@
+// Exact distributed k-nearest-neighbor search and the symmetrized kNN graph
+// (soda-nie2009 §3.1, eq. (24), (42), (43); §5.2 for the defaults k = 8, s = 1e-3/k).
+//
+// knn_search: ring over the ranks. Every rank keeps its own row block; the blocks of the other
+// ranks travel around the ring (rank r sends to r+1 and receives from r−1, the next block's
+// transfer overlapped with the distance work on the current one), so each rank meets every
+// block exactly once. Memory: own block + the visiting block + the incoming block + tiles.
+// Per (own tile, visiting tile) pair one GEMM G = X_tile·Y_tileᵀ gives approximate squared
+// distances ‖x‖²+‖y‖²−2g; a candidate whose approximation is within a rounding slack of the
+// row's current k-th best has its distance recomputed exactly as Σ_t (x_t − y_t)² in index
+// order t = 0..d−1 (same bits at both endpoints, whatever the partition) and enters the
+// row's sorted list under the total order (dist2, global index). The result is therefore
+// independent of the number of ranks, of the block sizes and of the tile sizes.
+//
+// symmetrize: every forward edge (i → j) also travels as the reverse edge (j → i) to the owner
+// of row j (MPI_Alltoallv); rows are merged, sorted by column and deduplicated.
+//
+// build_knn_graph: d̄ (eq. (42)) is the mean of dist2 over the undirected edges; σ from
+// eq. (42) unless given; weights; MATAIJ (MPIAIJ on several ranks) with exact preallocation.
+// Cosine weights use the squared norms of all rows (one Allgatherv of n doubles: O(n), not
+// O(n·d)): cos = (‖x‖² + ‖y‖² − ‖x−y‖²) / (2‖x‖‖y‖), clamped to [0, 1], 0 for a zero row.
+// The expression is symmetric in x and y bit for bit, so A stays exactly symmetric.
+#include "ssdr/graph/knn.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include "ssdr/core/error.hpp"
+#include "ssdr/core/lapack.hpp"
+#include "ssdr/core/progress.hpp"
+
+namespace ssdr::graph {
+
+namespace {
+
+// Own rows per tile and visiting rows per tile. 256×512 doubles of G (1 MiB) stay in L2/L3
+// while the selection scans them; the GEMM (k = d) is large enough for OpenBLAS to run at
+// its full rate.
+constexpr int64_t kTileOwn = 256;
+constexpr int64_t kTileVisit = 512;
+
+/// Exact squared distance, summed in index order (the bit pattern both endpoints agree on).
+inline double exact_dist2(const double* x, const double* y, int64_t d) {
+  double s = 0;
+  for (int64_t t = 0; t < d; ++t) {
+    const double diff = x[t] - y[t];
+    s += diff * diff;
+  }
+  return s;
+}
+
+void squared_norms(const double* rows, int64_t n, int64_t d, double* out) {
+  for (int64_t i = 0; i < n; ++i) {
+    const double* r = rows + i * d;
+    double s = 0;
+    for (int64_t t = 0; t < d; ++t) s += r[t] * r[t];
+    out[i] = s;
+  }
+}
+
+/// The k best (dist2, index) of one row, sorted ascending; inserts keep the order.
+inline void insert_sorted(double* bd, int64_t* bi, int k, double d2, int64_t j) {
+  // Caller guarantees (d2, j) < (bd[k-1], bi[k-1]).
+  int pos = k - 1;
+  while (pos > 0 && (bd[pos - 1] > d2 || (bd[pos - 1] == d2 && bi[pos - 1] > j))) {
+    bd[pos] = bd[pos - 1];
+    bi[pos] = bi[pos - 1];
+    --pos;
+  }
+  bd[pos] = d2;
+  bi[pos] = j;
+}
+
+/// MPI datatype of one row of d doubles (so counts are rows, not doubles: no int overflow
+/// for blocks of more than 2^31 doubles).
+struct RowType {
+  MPI_Datatype t = MPI_DATATYPE_NULL;
+  explicit RowType(int64_t d) {
+    MPI_Type_contiguous(static_cast<int>(d), MPI_DOUBLE, &t);
+    MPI_Type_commit(&t);
+  }
+  ~RowType() {
+    if (t != MPI_DATATYPE_NULL) MPI_Type_free(&t);
+  }
+  RowType(const RowType&) = delete;
+  RowType& operator=(const RowType&) = delete;
+};
+
+/// Every rank's (row_start, n_local). Collective.
+void gather_layout(MPI_Comm comm, int64_t row_start, int64_t n_local, std::vector<int64_t>& starts,
+                   std::vector<int64_t>& counts) {
+  int size = 1;
+  MPI_Comm_size(comm, &size);
+  int64_t mine[2] = {row_start, n_local};
+  std::vector<int64_t> all(2 * static_cast<size_t>(size));
+  MPI_Allgather(mine, 2, MPI_INT64_T, all.data(), 2, MPI_INT64_T, comm);
+  starts.resize(static_cast<size_t>(size));
+  counts.resize(static_cast<size_t>(size));
+  for (int r = 0; r < size; ++r) {
+    starts[r] = all[2 * r];
+    counts[r] = all[2 * r + 1];
+  }
+}
+
+std::string k_message(int k, int64_t n) {
+  if (k < 1) return "--knn " + std::to_string(k) + " must be at least 1";
+  return "--knn " + std::to_string(k) + " must be smaller than the number of graph samples (" +
+         std::to_string(n) + ")";
+}
+
+}  // namespace
+
+KnnLists knn_search(const DistMatrix& X, int k) {
+  MPI_Comm comm = X.comm;
+  const int64_t n = X.n_global;
+  SSDR_CHECK_COLLECTIVE(comm, k >= 1 && static_cast<int64_t>(k) < n, k_message(k, n));
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  const int64_t d = X.cols;
+  const int64_t nl = X.n_local;
+  SSDR_CHECK_COLLECTIVE(comm, static_cast<int64_t>(X.v.size()) == nl * d,
+                        "knn_search: local block has " + std::to_string(X.v.size()) +
+                            " values for " + std::to_string(nl) + "×" + std::to_string(d));
+
+  std::vector<int64_t> starts, counts;
+  gather_layout(comm, X.row_start, nl, starts, counts);
+  int64_t max_rows = 0;
+  for (int64_t c : counts) max_rows = std::max(max_rows, c);
+
+  KnnLists out;
+  out.k = k;
+  out.n_global = n;
+  out.row_start = X.row_start;
+  out.n_local = nl;
+  out.dist2.assign(static_cast<size_t>(nl * k), std::numeric_limits<double>::infinity());
+  out.index.assign(static_cast<size_t>(nl * k), std::numeric_limits<int64_t>::max());
+
+  std::vector<double> nx(static_cast<size_t>(nl));
+  squared_norms(X.v.data(), nl, d, nx.data());
+
+  // Ring buffers: `cur` is the visiting block (the own block at step 0, read in place),
+  // `next` receives the block of the following step while `cur` is being processed.
+  std::vector<double> buf_a, buf_b;
+  if (size > 1) {  // reserved once: the ring never reallocates a buffer under an Isend
+    buf_a.reserve(static_cast<size_t>(max_rows * d));
+    buf_b.reserve(static_cast<size_t>(max_rows * d));
+  }
+  std::vector<double>* next = &buf_a;
+  std::vector<double>* spare = &buf_b;
+  const double* cur = X.v.data();
+  int cur_owner = rank;
+
+  std::vector<double> ny(static_cast<size_t>(max_rows));
+  std::vector<double> G(static_cast<size_t>(kTileOwn * kTileVisit));
+  std::vector<int64_t> cand(static_cast<size_t>(kTileVisit));
+  std::vector<double> cand_approx(static_cast<size_t>(kTileVisit)), scratch(static_cast<size_t>(kTileVisit));
+  RowType row_type(std::max<int64_t>(d, 1));
+  const int right = (rank + 1) % size, left = (rank + size - 1) % size;
+  const int64_t own_tiles = (nl + kTileOwn - 1) / kTileOwn;
+  Progress progress("kNN search", static_cast<long>(size) * std::max<int64_t>(own_tiles, 1));
+  const double tiny = std::numeric_limits<double>::min();
+
+  for (int step = 0; step < size; ++step) {
+    const int64_t vn = counts[cur_owner], vstart = starts[cur_owner];
+    // Post the transfer of the block for step+1: this rank forwards `cur` to the right and
+    // receives from the left the block that originated at rank − step − 1.
+    MPI_Request req[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    int next_owner = cur_owner;
+    if (step + 1 < size) {
+      next_owner = (rank + size - step - 1) % size;
+      const int64_t nn = counts[next_owner];
+      next->resize(static_cast<size_t>(nn * d));
+      if (d > 0) {
+        MPI_Irecv(next->data(), static_cast<int>(nn), row_type.t, left, step, comm, &req[0]);
+        MPI_Isend(cur, static_cast<int>(vn), row_type.t, right, step, comm, &req[1]);
+      }
+    }
+
+    squared_norms(cur, vn, d, ny.data());
+    for (int64_t i0 = 0; i0 < nl; i0 += kTileOwn) {
+      const int64_t ti = std::min(kTileOwn, nl - i0);
+      for (int64_t j0 = 0; j0 < vn; j0 += kTileVisit) {
+        const int64_t tj = std::min(kTileVisit, vn - j0);
+        // Column-major G (tj×ti): G[j + i·tj] = y_{j0+j} · x_{i0+i}. Row-major blocks are
+        // column-major d×rows matrices, so G = Yᵀ·X with Y, X of leading dimension d.
+        if (d > 0)
+          blas::gemm('T', 'N', tj, ti, d, 1.0, cur + j0 * d, d, X.v.data() + i0 * d, d, 0.0,
+                     G.data(), tj);
+        else
+          std::fill(G.begin(), G.begin() + ti * tj, 0.0);
+        double ny_max = 0;
+        for (int64_t j = 0; j < tj; ++j) ny_max = std::max(ny_max, ny[static_cast<size_t>(j0 + j)]);
+        for (int64_t i = 0; i < ti; ++i) {
+          const int64_t li = i0 + i;
+          const int64_t gi = X.row_start + li;
+          double* bd = out.dist2.data() + li * k;
+          int64_t* bi = out.index.data() + li * k;
+          const double xi2 = nx[static_cast<size_t>(li)];
+          const double* g = G.data() + i * tj;
+          const double* nyt = ny.data() + j0;
+          // |approx − exact| ≤ err for every pair of this tile: the GEMM route rounds by at
+          // most d·ε·(‖x‖²+‖y‖²)/2, so 1e-9 covers d up to ~10^6.
+          const double err = 1e-9 * (xi2 + ny_max) + tiny;
+          // Pass 1: candidates whose approximate distance can still beat the k-th best.
+          double thr = bd[k - 1] + err;
+          int64_t m = 0;
+          for (int64_t j = 0; j < tj; ++j) {
+            const double approx = xi2 + nyt[j] - 2.0 * g[j];
+            if (approx <= thr && vstart + j0 + j != gi) {
+              cand[static_cast<size_t>(m)] = j;
+              cand_approx[static_cast<size_t>(m)] = approx;
+              ++m;
+            }
+          }
+          // Many candidates (a fresh row, or a tile full of near points): the k-th smallest
+          // approximation T bounds the final k-th exact distance by T + err, so anything
+          // with approx > T + 2·err cannot enter. Saves most exact recomputations.
+          if (m > k) {
+            std::copy(cand_approx.begin(), cand_approx.begin() + m, scratch.begin());
+            std::nth_element(scratch.begin(), scratch.begin() + (k - 1), scratch.begin() + m);
+            thr = std::min(thr, scratch[static_cast<size_t>(k - 1)] + 2.0 * err);
+          }
+          // Pass 2: exact distances, inserted under the (dist2, global index) order.
+          for (int64_t c = 0; c < m; ++c) {
+            if (cand_approx[static_cast<size_t>(c)] > std::min(thr, bd[k - 1] + err)) continue;
+            const int64_t j = cand[static_cast<size_t>(c)];
+            const int64_t gj = vstart + j0 + j;
+            const double e = exact_dist2(X.row(li), cur + (j0 + j) * d, d);
+            if (e < bd[k - 1] || (e == bd[k - 1] && gj < bi[k - 1])) insert_sorted(bd, bi, k, e, gj);
+          }
+        }
+      }
+      progress.update(static_cast<long>(step) * std::max<int64_t>(own_tiles, 1) + i0 / kTileOwn + 1);
+    }
+
+    if (step + 1 < size) {
+      MPI_Waitall(2, req, MPI_STATUSES_IGNORE);
+      std::swap(next, spare);  // spare now holds the received block
+      cur = spare->data();
+      cur_owner = next_owner;
+    }
+  }
+  return out;
+}
+
+SymmetricEdges symmetrize(const KnnLists& knn, MPI_Comm comm) {
+  int size = 1;
+  MPI_Comm_size(comm, &size);
+  const int k = knn.k;
+  const int64_t nl = knn.n_local;
+  SSDR_CHECK(static_cast<int64_t>(knn.index.size()) == nl * k &&
+                 static_cast<int64_t>(knn.dist2.size()) == nl * k,
+             "symmetrize: neighbor lists do not have n_local·k entries");
+  std::vector<int64_t> starts, counts;
+  gather_layout(comm, knn.row_start, nl, starts, counts);
+  std::vector<int64_t> ends(static_cast<size_t>(size));
+  for (int r = 0; r < size; ++r) ends[r] = starts[r] + counts[r];
+  // Owner of global row j: the first rank whose block ends after j (empty blocks skipped).
+  auto owner = [&](int64_t j) {
+    return static_cast<int>(std::upper_bound(ends.begin(), ends.end(), j) - ends.begin());
+  };
+
+  struct Edge {
+    int64_t row, col;
+    double d2;
+  };
+  static_assert(sizeof(Edge) == 24, "Edge must be packed as 3×8 bytes");
+  MPI_Datatype edge_type;
+  MPI_Type_contiguous(static_cast<int>(sizeof(Edge)), MPI_BYTE, &edge_type);
+  MPI_Type_commit(&edge_type);
+
+  // Reverse edges (j, i) go to the owner of j, bucketed by destination.
+  std::vector<int> send_counts(static_cast<size_t>(size), 0), recv_counts(static_cast<size_t>(size));
+  for (int64_t e = 0; e < nl * k; ++e) ++send_counts[owner(knn.index[e])];
+  std::vector<int> sdispl(static_cast<size_t>(size) + 1, 0), rdispl(static_cast<size_t>(size) + 1, 0);
+  for (int r = 0; r < size; ++r) sdispl[r + 1] = sdispl[r] + send_counts[r];
+  std::vector<Edge> sendbuf(static_cast<size_t>(nl * k));
+  {
+    std::vector<int> fill(sdispl.begin(), sdispl.end() - 1);
+    for (int64_t i = 0; i < nl; ++i)
+      for (int m = 0; m < k; ++m) {
+        const int64_t e = i * k + m;
+        const int64_t j = knn.index[e];
+        sendbuf[static_cast<size_t>(fill[owner(j)]++)] = Edge{j, knn.row_start + i, knn.dist2[e]};
+      }
+  }
+  MPI_Alltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, comm);
+  for (int r = 0; r < size; ++r) rdispl[r + 1] = rdispl[r] + recv_counts[r];
+  std::vector<Edge> recvbuf(static_cast<size_t>(rdispl[size]));
+  MPI_Alltoallv(sendbuf.data(), send_counts.data(), sdispl.data(), edge_type, recvbuf.data(),
+                recv_counts.data(), rdispl.data(), edge_type, comm);
+  MPI_Type_free(&edge_type);
+  sendbuf = std::vector<Edge>();
+
+  // Bucket forward + received reverse edges by local row (counting sort), then sort each
+  // row by column and drop the duplicates (an edge found from both sides).
+  std::vector<int64_t> ptr(static_cast<size_t>(nl) + 1, 0);
+  for (int64_t i = 0; i < nl; ++i) ptr[i + 1] = k;
+  for (const Edge& e : recvbuf) {
+    const int64_t li = e.row - knn.row_start;
+    SSDR_CHECK(li >= 0 && li < nl, "symmetrize: received an edge for a row owned elsewhere");
+    ++ptr[li + 1];
+  }
+  for (int64_t i = 0; i < nl; ++i) ptr[i + 1] += ptr[i];
+  std::vector<std::pair<int64_t, double>> ent(static_cast<size_t>(ptr[nl]));
+  {
+    std::vector<int64_t> fill(ptr.begin(), ptr.end() - 1);
+    for (int64_t i = 0; i < nl; ++i)
+      for (int m = 0; m < k; ++m)
+        ent[static_cast<size_t>(fill[i]++)] = {knn.index[i * k + m], knn.dist2[i * k + m]};
+    for (const Edge& e : recvbuf)
+      ent[static_cast<size_t>(fill[e.row - knn.row_start]++)] = {e.col, e.d2};
+  }
+  recvbuf = std::vector<Edge>();
+
+  SymmetricEdges out;
+  out.n_global = knn.n_global;
+  out.row_start = knn.row_start;
+  out.n_local = nl;
+  out.row_ptr.assign(static_cast<size_t>(nl) + 1, 0);
+  out.col.reserve(ent.size());
+  out.dist2.reserve(ent.size());
+  for (int64_t i = 0; i < nl; ++i) {
+    auto b = ent.begin() + ptr[i], e = ent.begin() + ptr[i + 1];
+    std::sort(b, e, [](const auto& a, const auto& c) { return a.first < c.first; });
+    for (auto it = b; it != e; ++it) {
+      if (!out.col.empty() && static_cast<int64_t>(out.col.size()) > out.row_ptr[i] &&
+          out.col.back() == it->first)
+        continue;  // both directions carry bitwise the same dist2
+      out.col.push_back(it->first);
+      out.dist2.push_back(it->second);
+    }
+    out.row_ptr[i + 1] = static_cast<int64_t>(out.col.size());
+  }
+  return out;
+}
+
+Graph build_knn_graph(const DistMatrix& X, const GraphOptions& options) {
+  MPI_Comm comm = X.comm;
+  const int k = options.k;
+  const int64_t n = X.n_global;
+  SSDR_CHECK_COLLECTIVE(comm, k >= 1 && static_cast<int64_t>(k) < n, k_message(k, n));
+  const double s = options.sigma_s == 0 ? 1e-3 / k : options.sigma_s;
+  SSDR_CHECK_COLLECTIVE(comm, s > 0 && s < 1,
+                        "--sigma-s " + std::to_string(s) + " must lie strictly between 0 and 1");
+  SSDR_CHECK_COLLECTIVE(comm, std::isfinite(options.sigma) && options.sigma >= 0,
+                        "--sigma " + std::to_string(options.sigma) + " must be positive (or 0 for eq. (42))");
+
+  const KnnLists knn = knn_search(X, k);
+  const SymmetricEdges E = symmetrize(knn, comm);
+  const int64_t nl = E.n_local;
+
+  // d̄ over undirected edges: every edge appears in two rows, so sum/entries = sum/2/edges.
+  double local[2] = {0, static_cast<double>(E.col.size())};
+  for (double v : E.dist2) local[0] += v;
+  double global[2] = {0, 0};
+  MPI_Allreduce(local, global, 2, MPI_DOUBLE, MPI_SUM, comm);
+  Graph g;
+  g.edges = static_cast<int64_t>(global[1]) / 2;
+  g.mean_edge_dist2 = global[1] > 0 ? global[0] / global[1] : 0.0;
+  if (options.sigma > 0)
+    g.sigma = options.sigma;
+  else if (g.mean_edge_dist2 > 0)
+    g.sigma = std::sqrt(-g.mean_edge_dist2 / std::log(s));  // eq. (42)
+  else
+    g.sigma = 1.0;  // all edges join duplicates: every heat weight is 1 anyway
+
+  // Cosine weights need ‖x_j‖² of every neighbor: gather the n squared norms.
+  std::vector<double> norms2;
+  if (options.weight == EdgeWeight::cosine) {
+    int size = 1;
+    MPI_Comm_size(comm, &size);
+    std::vector<double> mine(static_cast<size_t>(nl));
+    squared_norms(X.v.data(), nl, X.cols, mine.data());
+    std::vector<int64_t> starts, counts;
+    gather_layout(comm, X.row_start, nl, starts, counts);
+    std::vector<int> rc(static_cast<size_t>(size)), rd(static_cast<size_t>(size));
+    for (int r = 0; r < size; ++r) {
+      rc[r] = static_cast<int>(counts[r]);
+      rd[r] = static_cast<int>(starts[r]);
+    }
+    norms2.resize(static_cast<size_t>(n));
+    MPI_Allgatherv(mine.data(), static_cast<int>(nl), MPI_DOUBLE, norms2.data(), rc.data(),
+                   rd.data(), MPI_DOUBLE, comm);
+  }
+
+  // Exact preallocation: diagonal block = columns this rank owns.
+  const int64_t c0 = E.row_start, c1 = E.row_start + nl;
+  std::vector<PetscInt> dnz(static_cast<size_t>(nl), 0), onz(static_cast<size_t>(nl), 0);
+  for (int64_t i = 0; i < nl; ++i)
+    for (int64_t e = E.row_ptr[i]; e < E.row_ptr[i + 1]; ++e)
+      ++((E.col[e] >= c0 && E.col[e] < c1) ? dnz : onz)[i];
+
+  Owned<Mat> A;
+  SSDR_PETSC(MatCreate(comm, A.out()));
+  SSDR_PETSC(MatSetSizes(A, static_cast<PetscInt>(nl), static_cast<PetscInt>(nl),
+                         static_cast<PetscInt>(n), static_cast<PetscInt>(n)));
+  SSDR_PETSC(MatSetType(A, MATAIJ));
+  SSDR_PETSC(MatSeqAIJSetPreallocation(A, 0, dnz.data()));
+  SSDR_PETSC(MatMPIAIJSetPreallocation(A, 0, dnz.data(), 0, onz.data()));
+  SSDR_PETSC(MatSetOption(A, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_TRUE));
+  SSDR_PETSC(MatSetOption(A, MAT_NO_OFF_PROC_ENTRIES, PETSC_TRUE));
+
+  const double sigma2 = g.sigma * g.sigma;
+  std::vector<PetscInt> cols;
+  std::vector<PetscScalar> vals;
+  for (int64_t i = 0; i < nl; ++i) {
+    const int64_t b = E.row_ptr[i], e = E.row_ptr[i + 1];
+    cols.resize(static_cast<size_t>(e - b));
+    vals.resize(static_cast<size_t>(e - b));
+    const double xi2 = norms2.empty() ? 0.0 : norms2[static_cast<size_t>(c0 + i)];
+    for (int64_t p = b; p < e; ++p) {
+      const size_t q = static_cast<size_t>(p - b);
+      cols[q] = static_cast<PetscInt>(E.col[p]);
+      switch (options.weight) {
+        case EdgeWeight::heat:
+          vals[q] = std::exp(-E.dist2[p] / sigma2);  // eq. (24)
+          break;
+        case EdgeWeight::cosine: {
+          const double yj2 = norms2[static_cast<size_t>(E.col[p])];
+          double c = 0;
+          if (xi2 > 0 && yj2 > 0)
+            c = (xi2 + yj2 - E.dist2[p]) / (2.0 * (std::sqrt(xi2) * std::sqrt(yj2)));
+          vals[q] = std::min(1.0, std::max(0.0, c));
+          break;
+        }
+        case EdgeWeight::binary:
+          vals[q] = 1.0;
+          break;
+      }
+    }
+    const PetscInt row = static_cast<PetscInt>(c0 + i);
+    SSDR_PETSC(MatSetValues(A, 1, &row, static_cast<PetscInt>(e - b), cols.data(), vals.data(),
+                            INSERT_VALUES));
+  }
+  SSDR_PETSC(MatAssemblyBegin(A, MAT_FINAL_ASSEMBLY));
+  SSDR_PETSC(MatAssemblyEnd(A, MAT_FINAL_ASSEMBLY));
+  // Exactly symmetric by construction (same dist2 bits and weight formula at both ends).
+  // Not MAT_SYMMETRY_ETERNAL: PETSc drops the flag if a caller modifies A.
+  SSDR_PETSC(MatSetOption(A, MAT_SYMMETRIC, PETSC_TRUE));
+  g.A = std::move(A);
+  return g;
+}
+
+}  // namespace ssdr::graph

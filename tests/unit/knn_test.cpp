@@ -1,0 +1,521 @@
+// Exact distributed kNN search and the symmetrized kNN graph, against a serial brute force
+// that every rank computes from the replicated CSV (soda-nie2009 eq. (24), (42), (43)).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "ssdr/core/dense.hpp"
+#include "ssdr/core/error.hpp"
+#include "ssdr/core/petsc.hpp"
+#include "ssdr/graph/knn.hpp"
+#include "support.hpp"
+
+using namespace ssdr;
+using namespace ssdr::graph;
+
+namespace {
+
+/// Block-distributes the rows of a replicated Dense over `comm`.
+DistMatrix distribute(const Dense& X, MPI_Comm comm = MPI_COMM_WORLD) {
+  DistMatrix D = make_dist(comm, X.rows, X.cols);
+  for (int64_t i = 0; i < D.n_local; ++i)
+    for (int64_t t = 0; t < X.cols; ++t) D(i, t) = X(D.row_start + i, t);
+  return D;
+}
+
+/// Squared distance in the order t = 0..d−1, as the library computes it.
+double dist2(const Dense& X, int64_t i, int64_t j) {
+  double s = 0;
+  for (int64_t t = 0; t < X.cols; ++t) {
+    const double diff = X(i, t) - X(j, t);
+    s += diff * diff;
+  }
+  return s;
+}
+
+/// Serial brute force: all (dist2, j) sorted, first k.
+struct Reference {
+  int k = 0;
+  std::vector<int64_t> index;  // n·k
+  std::vector<double> d2;      // n·k
+  std::vector<std::map<int64_t, double>> rows;  // symmetrized graph: j → dist2
+  int64_t edges = 0;
+  double mean = 0;
+};
+
+Reference brute_force(const Dense& X, int k) {
+  const int64_t n = X.rows;
+  Reference R;
+  R.k = k;
+  R.index.resize(static_cast<size_t>(n * k));
+  R.d2.resize(static_cast<size_t>(n * k));
+  R.rows.resize(static_cast<size_t>(n));
+  std::vector<std::pair<double, int64_t>> all;
+  for (int64_t i = 0; i < n; ++i) {
+    all.clear();
+    for (int64_t j = 0; j < n; ++j)
+      if (j != i) all.emplace_back(dist2(X, i, j), j);
+    std::partial_sort(all.begin(), all.begin() + k, all.end());
+    for (int m = 0; m < k; ++m) {
+      R.d2[i * k + m] = all[m].first;
+      R.index[i * k + m] = all[m].second;
+      R.rows[i][all[m].second] = all[m].first;
+      R.rows[all[m].second][i] = all[m].first;
+    }
+  }
+  double sum = 0;
+  int64_t entries = 0;
+  for (const auto& r : R.rows)
+    for (const auto& [j, d] : r) {
+      sum += d;
+      ++entries;
+    }
+  R.edges = entries / 2;
+  R.mean = sum / static_cast<double>(entries);
+  return R;
+}
+
+/// Every rank's kNN lists concatenated in global row order (on every rank of comm).
+void gather_lists(const KnnLists& L, MPI_Comm comm, std::vector<int64_t>& index,
+                  std::vector<double>& d2) {
+  int size = 1;
+  MPI_Comm_size(comm, &size);
+  int mine = static_cast<int>(L.n_local * L.k);
+  std::vector<int> counts(static_cast<size_t>(size)), displs(static_cast<size_t>(size), 0);
+  MPI_Allgather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, comm);
+  for (int r = 1; r < size; ++r) displs[r] = displs[r - 1] + counts[r - 1];
+  index.resize(static_cast<size_t>(L.n_global * L.k));
+  d2.resize(static_cast<size_t>(L.n_global * L.k));
+  MPI_Allgatherv(L.index.data(), mine, MPI_INT64_T, index.data(), counts.data(), displs.data(),
+                 MPI_INT64_T, comm);
+  MPI_Allgatherv(L.dist2.data(), mine, MPI_DOUBLE, d2.data(), counts.data(), displs.data(),
+                 MPI_DOUBLE, comm);
+}
+
+/// The rows of a parallel AIJ matrix on every rank: rows[i] = {col → value}.
+std::vector<std::map<int64_t, double>> gather_matrix(Mat A) {
+  MPI_Comm comm;
+  PetscObjectGetComm(reinterpret_cast<PetscObject>(A), &comm);
+  PetscInt N = 0, M = 0, r0 = 0, r1 = 0;
+  MatGetSize(A, &N, &M);
+  MatGetOwnershipRange(A, &r0, &r1);
+  std::vector<int64_t> meta;  // per local row: its length
+  std::vector<int64_t> cols;
+  std::vector<double> vals;
+  for (PetscInt r = r0; r < r1; ++r) {
+    PetscInt nc = 0;
+    const PetscInt* c = nullptr;
+    const PetscScalar* v = nullptr;
+    MatGetRow(A, r, &nc, &c, &v);
+    meta.push_back(nc);
+    for (PetscInt q = 0; q < nc; ++q) {
+      cols.push_back(c[q]);
+      vals.push_back(v[q]);
+    }
+    MatRestoreRow(A, r, &nc, &c, &v);
+  }
+  int size = 1;
+  MPI_Comm_size(comm, &size);
+  auto gatherv = [&](const auto& mine, auto& all, MPI_Datatype type) {
+    int cnt = static_cast<int>(mine.size());
+    std::vector<int> counts(static_cast<size_t>(size)), displs(static_cast<size_t>(size), 0);
+    MPI_Allgather(&cnt, 1, MPI_INT, counts.data(), 1, MPI_INT, comm);
+    for (int r = 1; r < size; ++r) displs[r] = displs[r - 1] + counts[r - 1];
+    all.resize(static_cast<size_t>(displs[size - 1] + counts[size - 1]));
+    MPI_Allgatherv(mine.data(), cnt, type, all.data(), counts.data(), displs.data(), type, comm);
+  };
+  std::vector<int64_t> all_meta, all_cols;
+  std::vector<double> all_vals;
+  gatherv(meta, all_meta, MPI_INT64_T);
+  gatherv(cols, all_cols, MPI_INT64_T);
+  gatherv(vals, all_vals, MPI_DOUBLE);
+  std::vector<std::map<int64_t, double>> rows(static_cast<size_t>(N));
+  size_t p = 0;
+  for (PetscInt i = 0; i < N; ++i)
+    for (int64_t q = 0; q < all_meta[i]; ++q, ++p) rows[i][all_cols[p]] = all_vals[p];
+  return rows;
+}
+
+const Dense& dataset(const std::string& name) {
+  static std::map<std::string, Dense> cache;
+  auto it = cache.find(name);
+  if (it == cache.end()) {
+    Dense X;
+    std::vector<int> labels;
+    test::load_csv_replicated(name, X, labels);
+    it = cache.emplace(name, std::move(X)).first;
+  }
+  return it->second;
+}
+
+const Reference& reference(const std::string& name, int k) {
+  static std::map<std::pair<std::string, int>, Reference> cache;
+  auto key = std::make_pair(name, k);
+  auto it = cache.find(key);
+  if (it == cache.end()) it = cache.emplace(key, brute_force(dataset(name), k)).first;
+  return it->second;
+}
+
+/// Neighbor lists equal bit for bit (indices and distances).
+void expect_lists_equal(const Reference& R, const std::vector<int64_t>& index,
+                        const std::vector<double>& d2, const std::string& what) {
+  ASSERT_EQ(index.size(), R.index.size()) << what;
+  int64_t bad = 0;
+  for (size_t e = 0; e < index.size(); ++e)
+    if (index[e] != R.index[e] || d2[e] != R.d2[e]) {
+      if (bad++ < 5)
+        ADD_FAILURE() << what << ": row " << e / R.k << " slot " << e % R.k << ": got ("
+                      << index[e] << ", " << d2[e] << "), expected (" << R.index[e] << ", "
+                      << R.d2[e] << ")";
+    }
+  EXPECT_EQ(bad, 0) << what;
+}
+
+/// Heat-kernel weights of the reference graph vs the gathered matrix.
+void expect_heat_graph(const Reference& R, const std::vector<std::map<int64_t, double>>& A,
+                       double sigma, const std::string& what) {
+  ASSERT_EQ(A.size(), R.rows.size()) << what;
+  double worst = 0;
+  int64_t pattern_mismatch = 0;
+  for (size_t i = 0; i < A.size(); ++i) {
+    if (A[i].size() != R.rows[i].size()) ++pattern_mismatch;
+    for (const auto& [j, d] : R.rows[i]) {
+      auto it = A[i].find(j);
+      if (it == A[i].end()) {
+        ++pattern_mismatch;
+        continue;
+      }
+      worst = std::max(worst, std::abs(it->second - std::exp(-d / (sigma * sigma))));
+    }
+  }
+  EXPECT_EQ(pattern_mismatch, 0) << what;
+  EXPECT_LE(worst, 1e-12) << what;
+}
+
+}  // namespace
+
+TEST(KnnGraph, EqualsBruteForceSerialGraph) {
+  const std::vector<std::pair<std::string, int>> cases = {
+      {"iris.csv", 8}, {"wine.csv", 5}, {"digits.csv", 10}};
+  for (const auto& [name, k] : cases) {
+    const Dense& Xs = dataset(name);
+    const Reference& R = reference(name, k);
+    DistMatrix X = distribute(Xs);
+
+    KnnLists L = knn_search(X, k);
+    EXPECT_EQ(L.k, k);
+    EXPECT_EQ(L.n_global, Xs.rows);
+    EXPECT_EQ(L.row_start, X.row_start);
+    EXPECT_EQ(L.n_local, X.n_local);
+    std::vector<int64_t> index;
+    std::vector<double> d2;
+    gather_lists(L, MPI_COMM_WORLD, index, d2);
+    expect_lists_equal(R, index, d2, name);
+
+    GraphOptions opt;
+    opt.k = k;
+    Graph G = build_knn_graph(X, opt);
+    EXPECT_EQ(G.edges, R.edges) << name;
+    EXPECT_NEAR(G.mean_edge_dist2, R.mean, 1e-12 * R.mean) << name;
+    const double sigma = std::sqrt(-R.mean / std::log(1e-3 / k));
+    EXPECT_NEAR(G.sigma, sigma, 1e-12 * sigma) << name;
+    PetscInt m = 0, nloc = 0;
+    MatGetLocalSize(G.A, &m, &nloc);
+    EXPECT_EQ(m, X.n_local);
+    EXPECT_EQ(nloc, X.n_local);
+    expect_heat_graph(R, gather_matrix(G.A), sigma, name);
+  }
+}
+
+TEST(KnnGraph, IrisHasDuplicateRowsThatAreNeighborsAtDistanceZero) {
+  // iris rows 101 and 142 (0-based) are identical: each is the other's nearest neighbor.
+  const Dense& Xs = dataset("iris.csv");
+  ASSERT_EQ(dist2(Xs, 101, 142), 0.0);
+  const Reference& R = reference("iris.csv", 8);
+  EXPECT_EQ(R.index[101 * 8], 142);
+  EXPECT_EQ(R.d2[101 * 8], 0.0);
+  Graph G = build_knn_graph(distribute(Xs), GraphOptions{});
+  auto A = gather_matrix(G.A);
+  EXPECT_EQ(A[101].at(142), 1.0);  // exp(0)
+  EXPECT_EQ(A[142].at(101), 1.0);
+}
+
+TEST(KnnGraph, IsSymmetricAfterSymmetrize) {
+  for (EdgeWeight w : {EdgeWeight::heat, EdgeWeight::cosine, EdgeWeight::binary}) {
+    GraphOptions opt;
+    opt.k = 6;
+    opt.weight = w;
+    Graph G = build_knn_graph(distribute(dataset("wine.csv")), opt);
+    PetscBool sym = PETSC_FALSE;
+    ASSERT_EQ(MatIsSymmetric(G.A, 0.0, &sym), 0);
+    EXPECT_TRUE(sym);
+    // Independently: A − Aᵀ is exactly zero.
+    Mat At = nullptr;
+    ASSERT_EQ(MatTranspose(G.A, MAT_INITIAL_MATRIX, &At), 0);
+    ASSERT_EQ(MatAXPY(At, -1.0, G.A, DIFFERENT_NONZERO_PATTERN), 0);
+    PetscReal diff = -1;
+    MatNorm(At, NORM_FROBENIUS, &diff);
+    MatDestroy(&At);
+    EXPECT_EQ(diff, 0.0);
+    // Zero diagonal, and no diagonal entry stored at all.
+    auto A = gather_matrix(G.A);
+    int64_t diag_entries = 0, nnz = 0;
+    for (size_t i = 0; i < A.size(); ++i) {
+      diag_entries += A[i].count(static_cast<int64_t>(i));
+      nnz += static_cast<int64_t>(A[i].size());
+    }
+    EXPECT_EQ(diag_entries, 0);
+    EXPECT_EQ(nnz, 2 * G.edges);
+    EXPECT_GE(G.edges, 178 * 6 / 2);  // at least k·n/2 undirected edges
+    EXPECT_LE(G.edges, 178 * 6);
+  }
+}
+
+TEST(KnnGraph, SigmaFollowsEquation42) {
+  const Dense& Xs = dataset("wine.csv");
+  const Reference& R = reference("wine.csv", 5);
+  DistMatrix X = distribute(Xs);
+  // Default s = 1e-3/k, an explicit s, and an explicit σ that bypasses eq. (42).
+  for (double s : {0.0, 0.05, 0.5}) {
+    GraphOptions opt;
+    opt.k = 5;
+    opt.sigma_s = s;
+    Graph G = build_knn_graph(X, opt);
+    const double s_used = s == 0 ? 1e-3 / 5 : s;
+    const double sigma = std::sqrt(-R.mean / std::log(s_used));
+    EXPECT_NEAR(G.sigma, sigma, 1e-12 * sigma) << "s = " << s;
+    EXPECT_NEAR(G.mean_edge_dist2, R.mean, 1e-12 * R.mean);
+    // With σ² = −d̄/ln s an edge of mean length gets exactly weight s.
+    EXPECT_NEAR(std::exp(-G.mean_edge_dist2 / (G.sigma * G.sigma)), s_used, 1e-12);
+    expect_heat_graph(R, gather_matrix(G.A), sigma, "s");
+  }
+  GraphOptions opt;
+  opt.k = 5;
+  opt.sigma = 42.5;
+  Graph G = build_knn_graph(X, opt);
+  EXPECT_EQ(G.sigma, 42.5);
+  expect_heat_graph(R, gather_matrix(G.A), 42.5, "explicit sigma");
+}
+
+TEST(KnnGraph, RejectsSigmaSOutsideTheOpenUnitInterval) {
+  DistMatrix X = distribute(dataset("iris.csv"));
+  for (double s : {1.0, -0.1, 2.0}) {
+    GraphOptions opt;
+    opt.sigma_s = s;
+    try {
+      build_knn_graph(X, opt);
+      ADD_FAILURE() << "no exception for s = " << s;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("between 0 and 1"), std::string::npos) << e.what();
+    }
+  }
+  GraphOptions bad;
+  bad.sigma = -1;
+  EXPECT_THROW(build_knn_graph(X, bad), Error);
+}
+
+TEST(KnnGraph, CosineAndBinaryWeightsFollowTheirDefinitions) {
+  // wine plus a zero row (cosine weight 0) and a row opposite to row 0 (clamped to 0).
+  const Dense& W = dataset("wine.csv");
+  Dense Xs(W.rows + 2, W.cols);
+  for (int64_t i = 0; i < W.rows; ++i)
+    for (int64_t t = 0; t < W.cols; ++t) Xs(i, t) = W(i, t);
+  for (int64_t t = 0; t < W.cols; ++t) Xs(W.rows + 1, t) = -1e-3 * W(0, t);
+  const int k = 4;
+  const Reference R = brute_force(Xs, k);
+  DistMatrix X = distribute(Xs);
+
+  GraphOptions opt;
+  opt.k = k;
+  opt.weight = EdgeWeight::cosine;
+  auto A = gather_matrix(build_knn_graph(X, opt).A);
+  ASSERT_EQ(A.size(), R.rows.size());
+  double worst = 0;
+  int64_t entries = 0;
+  for (size_t i = 0; i < A.size(); ++i) {
+    ASSERT_EQ(A[i].size(), R.rows[i].size()) << "row " << i;
+    for (const auto& [j, v] : A[i]) {
+      ASSERT_TRUE(R.rows[i].count(j));
+      double dot = 0, ni = 0, nj = 0;
+      for (int64_t t = 0; t < Xs.cols; ++t) {
+        dot += Xs(i, t) * Xs(j, t);
+        ni += Xs(i, t) * Xs(i, t);
+        nj += Xs(j, t) * Xs(j, t);
+      }
+      const double c = (ni > 0 && nj > 0) ? std::max(0.0, dot / std::sqrt(ni * nj)) : 0.0;
+      worst = std::max(worst, std::abs(v - c));
+      ++entries;
+    }
+  }
+  EXPECT_LE(worst, 1e-12);
+  EXPECT_GT(entries, 0);
+  // The zero row's edges weigh 0.
+  for (const auto& [j, v] : A[static_cast<size_t>(W.rows)]) EXPECT_EQ(v, 0.0) << j;
+
+  opt.weight = EdgeWeight::binary;
+  auto B = gather_matrix(build_knn_graph(X, opt).A);
+  for (size_t i = 0; i < B.size(); ++i) {
+    ASSERT_EQ(B[i].size(), R.rows[i].size());
+    for (const auto& [j, v] : B[i]) {
+      EXPECT_TRUE(R.rows[i].count(j));
+      EXPECT_EQ(v, 1.0);
+    }
+  }
+}
+
+TEST(KnnGraph, AllDuplicatePointsGiveSigmaOneAndUnitWeights) {
+  Dense Xs(9, 3);
+  for (int64_t i = 0; i < 9; ++i) Xs(i, 0) = 2.5, Xs(i, 1) = -1, Xs(i, 2) = 7;
+  GraphOptions opt;
+  opt.k = 3;
+  Graph G = build_knn_graph(distribute(Xs), opt);
+  EXPECT_EQ(G.mean_edge_dist2, 0.0);
+  EXPECT_EQ(G.sigma, 1.0);
+  auto A = gather_matrix(G.A);
+  // Ties at distance 0 go to the smaller index: row i links to the 3 smallest j ≠ i.
+  const Reference R = brute_force(Xs, 3);
+  EXPECT_EQ(R.index[0 * 3 + 0], 1);
+  EXPECT_EQ(R.index[5 * 3 + 2], 2);
+  for (size_t i = 0; i < A.size(); ++i) {
+    EXPECT_EQ(A[i].size(), R.rows[i].size());
+    for (const auto& [j, v] : A[i]) EXPECT_EQ(v, 1.0);
+  }
+}
+
+TEST(KnnLists, BreakDistanceTiesBySmallerGlobalIndex) {
+  // 23 points at x = 0, 3, 6, … (exact squared distances 9, 36, …): interior point i has the
+  // tied pairs (i−1, i+1), (i−2, i+2); the smaller index must come first.
+  const int64_t n = 23;
+  Dense Xs(n, 2);
+  for (int64_t i = 0; i < n; ++i) Xs(i, 0) = 3.0 * static_cast<double>(i), Xs(i, 1) = 1.0;
+  const int k = 4;
+  KnnLists L = knn_search(distribute(Xs), k);
+  std::vector<int64_t> index;
+  std::vector<double> d2;
+  gather_lists(L, MPI_COMM_WORLD, index, d2);
+  for (int64_t i = 2; i < n - 2; ++i) {
+    const std::vector<int64_t> got(index.begin() + i * k, index.begin() + i * k + k);
+    EXPECT_EQ(got, (std::vector<int64_t>{i - 1, i + 1, i - 2, i + 2})) << "row " << i;
+    EXPECT_EQ(d2[i * k + 0], 9.0);
+    EXPECT_EQ(d2[i * k + 1], 9.0);
+    EXPECT_EQ(d2[i * k + 2], 36.0);
+    EXPECT_EQ(d2[i * k + 3], 36.0);
+  }
+  // Ends: point 0 sees 1, 2, 3, 4; point 1 sees 0 and 2 (tied at 9), then 3, 4.
+  EXPECT_EQ(std::vector<int64_t>(index.begin(), index.begin() + k),
+            (std::vector<int64_t>{1, 2, 3, 4}));
+  EXPECT_EQ(std::vector<int64_t>(index.begin() + k, index.begin() + 2 * k),
+            (std::vector<int64_t>{0, 2, 3, 4}));
+  expect_lists_equal(brute_force(Xs, k), index, d2, "line");
+}
+
+TEST(KnnLists, AreTheSameForEveryRankCount) {
+  // The first 700 digits on sub-communicators of 1, 2, …, p ranks: bitwise the brute force.
+  const Dense& D = dataset("digits.csv");
+  Dense Xs(700, D.cols);
+  for (int64_t i = 0; i < Xs.rows; ++i)
+    for (int64_t t = 0; t < D.cols; ++t) Xs(i, t) = D(i, t);
+  const int k = 7;
+  const Reference R = brute_force(Xs, k);
+  for (int m = 1; m <= test::size(); ++m) {
+    MPI_Comm sub = MPI_COMM_NULL;
+    MPI_Comm_split(MPI_COMM_WORLD, test::rank() < m ? 0 : MPI_UNDEFINED, test::rank(), &sub);
+    if (sub != MPI_COMM_NULL) {
+      KnnLists L = knn_search(distribute(Xs, sub), k);
+      std::vector<int64_t> index;
+      std::vector<double> d2;
+      gather_lists(L, sub, index, d2);
+      expect_lists_equal(R, index, d2, std::to_string(m) + " ranks");
+      MPI_Comm_free(&sub);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+}
+
+TEST(KnnLists, HandleUnevenAndEmptyLocalBlocks) {
+  // Odd ranks keep nothing, rank 0 keeps every third row, other even ranks keep all.
+  const Dense& Xs = dataset("wine.csv");
+  DistMatrix X = distribute(Xs);
+  std::vector<char> keep(static_cast<size_t>(X.n_local), 0);
+  const int r = test::rank();
+  for (int64_t i = 0; i < X.n_local; ++i)
+    keep[i] = test::size() == 1 ? (i % 3 != 1) : (r % 2 == 1 ? 0 : (r == 0 ? i % 3 == 0 : 1));
+  DistMatrix Y = select_rows(X, keep);
+  // Global indices of the kept rows, in order.
+  std::vector<int64_t> mine;
+  for (int64_t i = 0; i < X.n_local; ++i)
+    if (keep[i]) mine.push_back(X.row_start + i);
+  int cnt = static_cast<int>(mine.size());
+  const int p = test::size();
+  std::vector<int> counts(static_cast<size_t>(p), 0), displs(static_cast<size_t>(p), 0);
+  MPI_Allgather(&cnt, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  for (int q = 1; q < p; ++q) displs[q] = displs[q - 1] + counts[q - 1];
+  std::vector<int64_t> kept(static_cast<size_t>(Y.n_global));
+  MPI_Allgatherv(mine.data(), cnt, MPI_INT64_T, kept.data(), counts.data(), displs.data(),
+                 MPI_INT64_T, MPI_COMM_WORLD);
+  Dense Ys(Y.n_global, Xs.cols);
+  for (int64_t i = 0; i < Y.n_global; ++i)
+    for (int64_t t = 0; t < Xs.cols; ++t) Ys(i, t) = Xs(kept[i], t);
+
+  const int k = 6;
+  const Reference R = brute_force(Ys, k);
+  KnnLists L = knn_search(Y, k);
+  EXPECT_EQ(L.n_local, Y.n_local);
+  std::vector<int64_t> index;
+  std::vector<double> d2;
+  gather_lists(L, MPI_COMM_WORLD, index, d2);
+  expect_lists_equal(R, index, d2, "uneven blocks");
+
+  GraphOptions opt;
+  opt.k = k;
+  Graph G = build_knn_graph(Y, opt);
+  EXPECT_EQ(G.edges, R.edges);
+  expect_heat_graph(R, gather_matrix(G.A), G.sigma, "uneven blocks");
+  EXPECT_NEAR(G.sigma, std::sqrt(-R.mean / std::log(1e-3 / k)), 1e-12 * G.sigma);
+}
+
+TEST(SymmetricEdges, AreTheUnionOfBothDirectionsSortedByColumn) {
+  const Dense& Xs = dataset("iris.csv");
+  const Reference& R = reference("iris.csv", 8);
+  DistMatrix X = distribute(Xs);
+  SymmetricEdges E = symmetrize(knn_search(X, 8), MPI_COMM_WORLD);
+  EXPECT_EQ(E.n_local, X.n_local);
+  EXPECT_EQ(E.row_start, X.row_start);
+  ASSERT_EQ(static_cast<int64_t>(E.row_ptr.size()), X.n_local + 1);
+  for (int64_t i = 0; i < E.n_local; ++i) {
+    const auto& ref = R.rows[static_cast<size_t>(E.row_start + i)];
+    ASSERT_EQ(E.row_ptr[i + 1] - E.row_ptr[i], static_cast<int64_t>(ref.size()));
+    auto it = ref.begin();
+    for (int64_t p = E.row_ptr[i]; p < E.row_ptr[i + 1]; ++p, ++it) {
+      EXPECT_EQ(E.col[p], it->first);
+      EXPECT_EQ(E.dist2[p], it->second);
+    }
+  }
+}
+
+TEST(KnnSearch, RejectsKNotSmallerThanN) {
+  DistMatrix X = distribute(dataset("iris.csv"));
+  try {
+    knn_search(X, 150);
+    ADD_FAILURE() << "no exception";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "--knn 150 must be smaller than the number of graph samples (150)");
+  }
+  EXPECT_THROW(knn_search(X, 0), Error);
+  GraphOptions opt;
+  opt.k = 200;
+  EXPECT_THROW(build_knn_graph(X, opt), Error);
+  // k = n − 1 is the largest valid k: every other point is a neighbor.
+  KnnLists L = knn_search(X, 149);
+  for (int64_t i = 0; i < L.n_local; ++i) {
+    std::set<int64_t> s(L.index.begin() + i * 149, L.index.begin() + (i + 1) * 149);
+    EXPECT_EQ(s.size(), 149u);
+    EXPECT_EQ(s.count(L.row_start + i), 0u);
+  }
+}
