@@ -11,6 +11,8 @@ void dgemm_(const char*, const char*, const int*, const int*, const int*, const 
             const int*);
 void dsyrk_(const char*, const char*, const int*, const int*, const double*, const double*,
             const int*, const double*, double*, const int*);
+void dtrsm_(const char*, const char*, const char*, const char*, const int*, const int*,
+            const double*, const double*, const int*, double*, const int*);
 void dsyevd_(const char*, const char*, const int*, double*, const int*, double*, double*,
              const int*, int*, const int*, int*);
 void dsygvd_(const int*, const char*, const char*, const int*, double*, const int*, double*,
@@ -45,6 +47,14 @@ void syrk(char uplo, char trans, int64_t n, int64_t k, double alpha, const doubl
   const int LDA = static_cast<int>(std::max<int64_t>(lda, 1)),
             LDC = static_cast<int>(std::max<int64_t>(ldc, 1));
   dsyrk_(&uplo, &trans, &N, &K, &alpha, a, &LDA, &beta, c, &LDC);
+}
+
+void trsm(char side, char uplo, char transa, char diag, int64_t m, int64_t n, double alpha,
+          const double* a, int64_t lda, double* b, int64_t ldb) {
+  if (m == 0 || n == 0) return;
+  const int M = static_cast<int>(m), N = static_cast<int>(n), LDA = static_cast<int>(lda),
+            LDB = static_cast<int>(ldb);
+  dtrsm_(&side, &uplo, &transa, &diag, &M, &N, &alpha, a, &LDA, b, &LDB);
 }
 
 void symmetrize(char uplo, int64_t n, double* c, int64_t ldc) {

@@ -123,8 +123,8 @@ void normalize_and_fix_sign(double* x, int64_t d, const Dense* B) {
 
 }  // namespace
 
-EigenPairs sym_eigen(const Dense& A, const Dense* B, int64_t nev, Which which,
-                     const std::string& prefix, MPI_Comm comm) {
+EigenPairs solve_with_eps(const Dense& A, const Dense* B, int64_t nev, Which which,
+                          const std::string& prefix, MPI_Comm comm) {
   SSDR_CHECK(A.rows == A.cols, "sym_eigen: A must be square, got " + std::to_string(A.rows) +
                                    "×" + std::to_string(A.cols));
   const int64_t d = A.rows;
@@ -225,6 +225,34 @@ EigenPairs sym_eigen(const Dense& A, const Dense* B, int64_t nev, Which which,
     std::copy(vecs.col(src), vecs.col(src) + d, out.vectors.col(k));
   }
   return out;
+}
+
+EigenPairs sym_eigen(const Dense& A, const Dense* B, int64_t nev, Which which,
+                     const std::string& prefix, MPI_Comm comm) {
+  if (B == nullptr) return solve_with_eps(A, nullptr, nev, which, prefix, comm);
+  SSDR_CHECK(A.rows == A.cols, "sym_eigen: A must be square, got " + std::to_string(A.rows) +
+                                   "×" + std::to_string(A.cols));
+  SSDR_CHECK_SHAPE("sym_eigen: B vs A", B->rows, B->cols, A.rows, A.cols);
+  int scalapack_ok_local = scalapack_local_size(A.rows, comm) >= 0 ? 1 : 0, scalapack_ok = 0;
+  MPI_Allreduce(&scalapack_ok_local, &scalapack_ok, 1, MPI_INT, MPI_MIN, comm);
+  if (requested_type(prefix, scalapack_ok ? EPSSCALAPACK : EPSLAPACK) != EPSSCALAPACK)
+    return solve_with_eps(A, B, nev, which, prefix, comm);
+  // ScaLAPACK's GHEP driver (pdsygvx) fails ("could not reorthogonalize clusters") on the
+  // large clusters of equal eigenvalues that rank-deficient between-class scatter matrices
+  // have (LDA: rank c−1 in d = 784). Reduce to a standard problem instead, as pdsygst
+  // would: B = LLᵀ (replicated Cholesky, d×d), C = L⁻¹ A L⁻ᵀ, C y = λ y, x = L⁻ᵀ y (so
+  // xᵀBx = yᵀy = 1).
+  const int64_t d = A.rows;
+  Dense L = *B;
+  SSDR_CHECK(lapack::potrf(d, L.data(), d), "sym_eigen: B is not positive definite");
+  Dense C = A;
+  blas::trsm('L', 'L', 'N', 'N', d, d, 1.0, L.data(), d, C.data(), d);  // L⁻¹A
+  blas::trsm('R', 'L', 'T', 'N', d, d, 1.0, L.data(), d, C.data(), d);  // (L⁻¹A)L⁻ᵀ
+  blas::symmetrize('L', d, C.data(), d);
+  EigenPairs e = solve_with_eps(C, nullptr, nev, which, prefix, comm);
+  blas::trsm('L', 'L', 'T', 'N', d, nev, 1.0, L.data(), d, e.vectors.data(), d);  // L⁻ᵀY
+  for (int64_t k = 0; k < nev; ++k) normalize_and_fix_sign(e.vectors.col(k), d, B);
+  return e;
 }
 
 }  // namespace ssdr::solvers

@@ -15,6 +15,10 @@ void gemm(char transa, char transb, int64_t m, int64_t n, int64_t k, double alph
 /// C = alpha·op(A)·op(A)ᵀ + beta·C, upper or lower triangle (dsyrk); trans='N': A is n×k.
 void syrk(char uplo, char trans, int64_t n, int64_t k, double alpha, const double* a,
           int64_t lda, double beta, double* c, int64_t ldc);
+/// Triangular solve with multiple right-hand sides (dtrsm): B ← alpha·op(A)⁻¹B (side 'L')
+/// or B ← alpha·B·op(A)⁻¹ (side 'R'); B is m×n.
+void trsm(char side, char uplo, char transa, char diag, int64_t m, int64_t n, double alpha,
+          const double* a, int64_t lda, double* b, int64_t ldb);
 /// Copies the `uplo` triangle of the n×n matrix c into the other one.
 void symmetrize(char uplo, int64_t n, double* c, int64_t ldc);
 
