@@ -41,8 +41,8 @@ bool is_petsc_option(const char* a) {
 std::string methods_help() {
   std::ostringstream s;
   for (const auto& m : methods::method_table())
-    s << "  " << m.name << std::string(m.name.size() < 8 ? 8 - m.name.size() : 1, ' ') << m.summary << "\n"
-      << "          [" << m.source << "]\n";
+    s << "  " << m.name << std::string(m.name.size() < 12 ? 12 - m.name.size() : 1, ' ') << m.summary << "\n"
+      << "              [" << m.source << "]\n";
   return s.str();
 }
 
@@ -66,7 +66,13 @@ po::options_description fit_options(driver::FitCommand& c, std::string& format, 
     ("weight", po::value(&weight)->default_value("heat"), "graph weights: heat | cosine | binary")
     ("sigma-s", po::value(&mo.graph.sigma_s)->default_value(0), "s of eq. (42), sigma = sqrt(-dbar/ln s) (0: 1e-3/k)")
     ("alpha-u", po::value(&mo.propagation.alpha_unlabeled)->default_value(0.99), "propagation alpha on unlabeled samples")
-    ("mu-scale", po::value(&mo.mu_scale)->default_value(0.1), "mu = R * largest diagonal of Sw")
+    ("mu-scale", po::value(&mo.mu_scale)->default_value(0.1), "SODA/ODA: mu = R * largest diagonal of Sw")
+    ("alpha", po::value(&mo.alpha), "alpha of TCA/OTCA/SOGE/SL-LDA/SDA (default: the method's paper value)")
+    ("beta", po::value(&mo.beta), "beta of TCA/OTCA/SDA (default: the paper's)")
+    ("gamma", po::value(&mo.gamma), "gamma of OTCA (default: the paper's)")
+    ("mu", po::value(&mo.mu), "SOGE: mu on the labeled samples (default 100)")
+    ("recursions", po::value(&mo.recursions)->default_value(1), "SOGE: recursive projections K (W is d x Kc)")
+    ("eigenvalue-scaling", "SL-LDA: scale the columns of V by Lambda^(1/2)")
     ("scaling", po::value(&scaling)->default_value("none"), "none | minmax | standardize | global")
     ("pca-energy", po::value(&c.config.preprocess.pca_energy)->default_value(-1), "PCA variance fraction in (0,1] (default: drop only the null space)")
     ("no-pca", "center only, no PCA")
@@ -100,13 +106,17 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
   po::notify(vm);
   set_quiet(vm.count("quiet") > 0);
   c.format = io::parse_format(format);
+  // The method's paper preprocessing unless the user chose one.
+  const auto& info = methods::find_method(c.config.method);
+  if (vm["scaling"].defaulted()) scaling = data::to_string(info.preprocess.scaling);
+  if (vm["pca-energy"].defaulted()) c.config.preprocess.pca_energy = info.preprocess.pca_energy;
   c.config.preprocess.scaling = data::parse_scaling(scaling);
-  c.config.preprocess.pca = vm.count("no-pca") == 0;
+  c.config.preprocess.pca = vm.count("no-pca") == 0 && info.preprocess.pca;
+  c.config.method_options.eigenvalue_scaling = vm.count("eigenvalue-scaling") > 0;
   if (weight == "heat") c.config.method_options.graph.weight = graph::EdgeWeight::heat;
   else if (weight == "cosine") c.config.method_options.graph.weight = graph::EdgeWeight::cosine;
   else if (weight == "binary") c.config.method_options.graph.weight = graph::EdgeWeight::binary;
   else SSDR_REQUIRE(false, "--weight: expected heat, cosine or binary, got '" + weight + "'");
-  methods::find_method(c.config.method);
   const bool has_split = vm.count("split") > 0, has_p = vm.count("labeled-per-class") > 0;
   SSDR_REQUIRE(has_split != has_p, "give either --split FILE or --labeled-per-class P");
   if (has_split)
@@ -125,6 +135,12 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
                          {"sigma_s", mo.graph.sigma_s > 0 ? mo.graph.sigma_s : 1e-3 / mo.graph.k},
                          {"alpha_u", mo.propagation.alpha_unlabeled},
                          {"mu_scale", mo.mu_scale},
+                         {"alpha", vm.count("alpha") ? nlohmann::json(mo.alpha) : nlohmann::json("default")},
+                         {"beta", vm.count("beta") ? nlohmann::json(mo.beta) : nlohmann::json("default")},
+                         {"gamma", vm.count("gamma") ? nlohmann::json(mo.gamma) : nlohmann::json("default")},
+                         {"mu", vm.count("mu") ? nlohmann::json(mo.mu) : nlohmann::json("default")},
+                         {"recursions", mo.recursions},
+                         {"eigenvalue_scaling", mo.eigenvalue_scaling},
                          {"scaling", scaling},
                          {"pca", c.config.preprocess.pca},
                          {"pca_energy", c.config.preprocess.pca_energy},

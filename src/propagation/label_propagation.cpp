@@ -6,6 +6,7 @@
 
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/petsc.hpp"
+#include "ssdr/graph/laplacian.hpp"
 
 namespace ssdr::propagation {
 
@@ -13,10 +14,8 @@ PropagationResult propagate(Mat A, const std::vector<int>& labels, int classes,
                             const PropagationOptions& options) {
   MPI_Comm comm = PETSC_COMM_WORLD;
   SSDR_PETSC(PetscObjectGetComm(reinterpret_cast<PetscObject>(A), &comm));
-  PetscInt n_local = 0, n_global = 0, start = 0, end = 0;
+  PetscInt n_local = 0;
   SSDR_PETSC(MatGetLocalSize(A, &n_local, nullptr));
-  SSDR_PETSC(MatGetSize(A, &n_global, nullptr));
-  SSDR_PETSC(MatGetOwnershipRange(A, &start, &end));
   SSDR_REQUIRE(options.alpha_unlabeled >= 0 && options.alpha_unlabeled < 1,
                "--alpha-u must be in [0, 1), got " + std::to_string(options.alpha_unlabeled));
   SSDR_REQUIRE(options.alpha_labeled >= 0 && options.alpha_labeled < 1,
@@ -25,68 +24,15 @@ PropagationResult propagate(Mat A, const std::vector<int>& labels, int classes,
   for (int l : labels) ok = ok && l >= -1 && l < classes;
   SSDR_CHECK_COLLECTIVE(comm, ok, "propagate: labels must be one per local graph row, in -1..c-1");
 
-  // Degrees D_ii = Σ_j A_ij.
-  Owned<Vec> ones, degree;
-  SSDR_PETSC(MatCreateVecs(A, ones.out(), degree.out()));
-  SSDR_PETSC(VecSet(ones, 1.0));
-  SSDR_PETSC(MatMult(A, ones, degree));
-
-  // M = I − diag(α_i / D_ii) A. Rows with D_ii = 0 are the identity row.
-  Owned<Vec> scale;
-  SSDR_PETSC(VecDuplicate(degree, scale.out()));
-  {
-    const PetscScalar* d = nullptr;
-    PetscScalar* s = nullptr;
-    SSDR_PETSC(VecGetArrayRead(degree, &d));
-    SSDR_PETSC(VecGetArray(scale, &s));
-    for (PetscInt i = 0; i < n_local; ++i) {
-      const double alpha = labels[static_cast<size_t>(i)] >= 0 ? options.alpha_labeled : options.alpha_unlabeled;
-      s[i] = d[i] > 0 ? -alpha / d[i] : 0.0;
-    }
-    SSDR_PETSC(VecRestoreArray(scale, &s));
-    SSDR_PETSC(VecRestoreArrayRead(degree, &d));
+  // M = I − diag(α_i / D_ii) A (rows with D_ii = 0 are identity rows).
+  const std::vector<double> degree = graph::degrees(A);
+  std::vector<double> scale(static_cast<size_t>(n_local));
+  for (PetscInt i = 0; i < n_local; ++i) {
+    const size_t li = static_cast<size_t>(i);
+    const double alpha = labels[li] >= 0 ? options.alpha_labeled : options.alpha_unlabeled;
+    scale[li] = degree[li] > 0 ? -alpha / degree[li] : 0.0;
   }
-  // M = I − diag(s) A assembled row by row with the diagonal added (A's diagonal is empty,
-  // and MatShift cannot insert new diagonal entries into an assembled parallel AIJ).
-  Owned<Mat> M;
-  {
-    PetscInt cstart = 0, cend = 0;
-    SSDR_PETSC(MatGetOwnershipRangeColumn(A, &cstart, &cend));
-    const PetscScalar* s = nullptr;
-    SSDR_PETSC(VecGetArrayRead(scale, &s));
-    std::vector<PetscInt> d_nnz(static_cast<size_t>(n_local)), o_nnz(static_cast<size_t>(n_local));
-    std::vector<std::vector<PetscInt>> cols(static_cast<size_t>(n_local));
-    std::vector<std::vector<PetscScalar>> vals(static_cast<size_t>(n_local));
-    for (PetscInt i = 0; i < n_local; ++i) {
-      PetscInt nz = 0;
-      const PetscInt* c = nullptr;
-      const PetscScalar* v = nullptr;
-      SSDR_PETSC(MatGetRow(A, start + i, &nz, &c, &v));
-      auto& rc = cols[static_cast<size_t>(i)];
-      auto& rv = vals[static_cast<size_t>(i)];
-      bool diag = false;
-      for (PetscInt t = 0; t < nz; ++t) {
-        rc.push_back(c[t]);
-        rv.push_back((c[t] == start + i ? 1.0 : 0.0) + s[i] * v[t]);
-        diag = diag || c[t] == start + i;
-      }
-      SSDR_PETSC(MatRestoreRow(A, start + i, &nz, &c, &v));
-      if (!diag) {
-        rc.push_back(start + i);
-        rv.push_back(1.0);
-      }
-      for (PetscInt col : rc) ++((col >= cstart && col < cend) ? d_nnz : o_nnz)[static_cast<size_t>(i)];
-    }
-    SSDR_PETSC(VecRestoreArrayRead(scale, &s));
-    SSDR_PETSC(MatCreateAIJ(comm, n_local, n_local, n_global, n_global, 0, d_nnz.data(), 0, o_nnz.data(), M.out()));
-    for (PetscInt i = 0; i < n_local; ++i) {
-      const PetscInt row = start + i;
-      SSDR_PETSC(MatSetValues(M, 1, &row, static_cast<PetscInt>(cols[static_cast<size_t>(i)].size()),
-                              cols[static_cast<size_t>(i)].data(), vals[static_cast<size_t>(i)].data(), INSERT_VALUES));
-    }
-    SSDR_PETSC(MatAssemblyBegin(M, MAT_FINAL_ASSEMBLY));
-    SSDR_PETSC(MatAssemblyEnd(M, MAT_FINAL_ASSEMBLY));
-  }
+  Owned<Mat> M = graph::diagonal_plus_scaled(A, std::vector<double>(static_cast<size_t>(n_local), 1.0), scale);
 
   Owned<KSP> ksp;
   SSDR_PETSC(KSPCreate(comm, ksp.out()));

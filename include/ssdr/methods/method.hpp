@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ssdr/core/dense.hpp"
+#include "ssdr/data/preprocess.hpp"
 #include "ssdr/graph/knn.hpp"
 #include "ssdr/propagation/label_propagation.hpp"
 
@@ -28,7 +29,18 @@ struct MethodOptions {
   double lda_regularization = 1e-3;             ///< LDA: S_t + r·tr(S_t)/d·I
   std::string trace_ratio_prefix = "tr_";       ///< SLEPc prefix of the trace-ratio solves
   std::string eigen_prefix = "eig_";            ///< SLEPc prefix of the other eigen-solves
+  // Method-specific parameters named by the papers' symbols; NaN (or 0 for integers) means
+  // "the method's paper default", which each method documents and records in FitResult::info.
+  double alpha = std::numeric_limits<double>::quiet_NaN();  ///< --alpha (TCA/OTCA/SOGE/SL-LDA/SDA α)
+  double beta = std::numeric_limits<double>::quiet_NaN();   ///< --beta (TCA/OTCA/SDA β)
+  double gamma = std::numeric_limits<double>::quiet_NaN();  ///< --gamma (OTCA γ)
+  double mu = std::numeric_limits<double>::quiet_NaN();     ///< --mu (SOGE μ on labeled samples)
+  int recursions = 0;                                       ///< --recursions K (SOGE), 0 → 1
+  bool eigenvalue_scaling = false;                          ///< --eigenvalue-scaling (SL-LDA: V Λ^{1/2})
 };
+
+/// v when it is set (not NaN), else the default.
+inline double or_default(double v, double fallback) { return v == v ? v : fallback; }
 
 /// What a method learns from: the transductive samples (labeled + unlabeled) after
 /// preprocessing, rows distributed (n_t × d', any layout), with one label per local row
@@ -63,6 +75,9 @@ struct MethodInfo {
   bool uses_unlabeled;   ///< learns from the unlabeled samples (graph-based)
   bool projects;         ///< produces W (false: transductive classifier only)
   std::unique_ptr<Method> (*make)();
+  /// The preprocessing the method's paper uses, applied unless the user passes --scaling,
+  /// --pca-energy or --no-pca (e.g. SOGE: global scaling and PCA keeping 95 % energy).
+  data::PreprocessOptions preprocess = {};
 };
 
 /// All methods, in help order.

@@ -1,0 +1,72 @@
+#include "ssdr/graph/laplacian.hpp"
+
+#include "ssdr/core/error.hpp"
+
+namespace ssdr::graph {
+
+std::vector<double> degrees(Mat A) {
+  Owned<Vec> ones, deg;
+  SSDR_PETSC(MatCreateVecs(A, ones.out(), deg.out()));
+  SSDR_PETSC(VecSet(ones, 1.0));
+  SSDR_PETSC(MatMult(A, ones, deg));
+  PetscInt n = 0;
+  SSDR_PETSC(VecGetLocalSize(deg, &n));
+  const PetscScalar* d = nullptr;
+  SSDR_PETSC(VecGetArrayRead(deg, &d));
+  std::vector<double> out(d, d + n);
+  SSDR_PETSC(VecRestoreArrayRead(deg, &d));
+  return out;
+}
+
+Owned<Mat> diagonal_plus_scaled(Mat A, const std::vector<double>& a, const std::vector<double>& s) {
+  MPI_Comm comm = PETSC_COMM_WORLD;
+  SSDR_PETSC(PetscObjectGetComm(reinterpret_cast<PetscObject>(A), &comm));
+  PetscInt n_local = 0, n_global = 0, start = 0, end = 0, cstart = 0, cend = 0;
+  SSDR_PETSC(MatGetLocalSize(A, &n_local, nullptr));
+  SSDR_PETSC(MatGetSize(A, &n_global, nullptr));
+  SSDR_PETSC(MatGetOwnershipRange(A, &start, &end));
+  SSDR_PETSC(MatGetOwnershipRangeColumn(A, &cstart, &cend));
+  SSDR_CHECK(static_cast<PetscInt>(a.size()) == n_local && static_cast<PetscInt>(s.size()) == n_local,
+             "diagonal_plus_scaled: a and s need one entry per local row (" + std::to_string(n_local) + ")");
+  std::vector<PetscInt> d_nnz(static_cast<size_t>(n_local)), o_nnz(static_cast<size_t>(n_local));
+  std::vector<std::vector<PetscInt>> cols(static_cast<size_t>(n_local));
+  std::vector<std::vector<PetscScalar>> vals(static_cast<size_t>(n_local));
+  for (PetscInt i = 0; i < n_local; ++i) {
+    const size_t li = static_cast<size_t>(i);
+    PetscInt nz = 0;
+    const PetscInt* c = nullptr;
+    const PetscScalar* v = nullptr;
+    SSDR_PETSC(MatGetRow(A, start + i, &nz, &c, &v));
+    bool diag = false;
+    for (PetscInt t = 0; t < nz; ++t) {
+      const bool on_diag = c[t] == start + i;
+      cols[li].push_back(c[t]);
+      vals[li].push_back((on_diag ? a[li] : 0.0) + s[li] * v[t]);
+      diag = diag || on_diag;
+    }
+    SSDR_PETSC(MatRestoreRow(A, start + i, &nz, &c, &v));
+    if (!diag) {
+      cols[li].push_back(start + i);
+      vals[li].push_back(a[li]);
+    }
+    for (PetscInt col : cols[li]) ++((col >= cstart && col < cend) ? d_nnz : o_nnz)[li];
+  }
+  Owned<Mat> M;
+  SSDR_PETSC(MatCreateAIJ(comm, n_local, n_local, n_global, n_global, 0, d_nnz.data(), 0, o_nnz.data(), M.out()));
+  for (PetscInt i = 0; i < n_local; ++i) {
+    const PetscInt row = start + i;
+    const size_t li = static_cast<size_t>(i);
+    SSDR_PETSC(MatSetValues(M, 1, &row, static_cast<PetscInt>(cols[li].size()), cols[li].data(), vals[li].data(),
+                            INSERT_VALUES));
+  }
+  SSDR_PETSC(MatAssemblyBegin(M, MAT_FINAL_ASSEMBLY));
+  SSDR_PETSC(MatAssemblyEnd(M, MAT_FINAL_ASSEMBLY));
+  return M;
+}
+
+Owned<Mat> laplacian(Mat A) {
+  std::vector<double> d = degrees(A);
+  return diagonal_plus_scaled(A, d, std::vector<double>(d.size(), -1.0));
+}
+
+}  // namespace ssdr::graph

@@ -1,0 +1,79 @@
+// SODA, ODA, LDA and label propagation (soda-nie2009).
+#include <cmath>
+
+#include "ssdr/core/error.hpp"
+#include "ssdr/core/petsc.hpp"
+#include "ssdr/core/progress.hpp"
+#include "ssdr/methods/common.hpp"
+#include "ssdr/methods/factories.hpp"
+#include "ssdr/methods/method.hpp"
+#include "ssdr/scatter/scatter.hpp"
+#include "ssdr/solvers/eigen.hpp"
+#include "ssdr/solvers/trace_ratio.hpp"
+
+namespace ssdr::methods {
+
+namespace {
+
+class Soda final : public Method {
+ public:
+  FitResult fit(const TrainingData& data, const MethodOptions& o, Timings& t) override {
+    const int64_t m = resolve_dim(o.dim, data.classes, data.X.cols);
+    auto gl = graph_and_propagation(data, o, t);
+    scatter::ScatterMatrices S;
+    {
+      Phase phase("scatter", &t);
+      S = scatter::soft_scatter(data.X, gl.lp.F, data.classes);
+    }
+    FitResult out = solve_trace_ratio(S, m, o, data.X.comm, t);
+    graph_info(gl, out.info);
+    return out;
+  }
+};
+
+class Oda final : public Method {
+ public:
+  FitResult fit(const TrainingData& data, const MethodOptions& o, Timings& t) override {
+    const int64_t m = resolve_dim(o.dim, data.classes, data.X.cols);
+    const scatter::ScatterMatrices S = labeled_scatter(data, t);
+    return solve_trace_ratio(S, m, o, data.X.comm, t);
+  }
+};
+
+class Lda final : public Method {
+ public:
+  FitResult fit(const TrainingData& data, const MethodOptions& o, Timings& t) override {
+    const int64_t m = resolve_dim(o.dim, data.classes, data.X.cols);
+    const scatter::ScatterMatrices S = labeled_scatter(data, t);
+    Phase phase("eigensolve", &t);
+    const double r = o.lda_regularization * trace(S.St) / static_cast<double>(S.St.rows);
+    // S_b a = λ (S_t + r I) a, the m largest (regularized LDA, soda-nie2009 eq. (8)/(14)).
+    const Dense B = add_identity(S.St, r);
+    auto e = solvers::sym_eigen(S.Sb, &B, m, solvers::Which::largest, o.eigen_prefix, data.X.comm);
+    FitResult out;
+    out.W = std::move(e.vectors);
+    out.info["regularization"] = r;
+    out.info["eigenvalues"] = e.values;
+    return out;
+  }
+};
+
+class LabelPropagation final : public Method {
+ public:
+  FitResult fit(const TrainingData& data, const MethodOptions& o, Timings& t) override {
+    auto gl = graph_and_propagation(data, o, t);
+    FitResult out;
+    out.transductive_prediction = propagation::predict(gl.lp.F, data.classes);
+    graph_info(gl, out.info);
+    return out;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Method> make_soda() { return std::make_unique<Soda>(); }
+std::unique_ptr<Method> make_oda() { return std::make_unique<Oda>(); }
+std::unique_ptr<Method> make_lda() { return std::make_unique<Lda>(); }
+std::unique_ptr<Method> make_lp() { return std::make_unique<LabelPropagation>(); }
+
+}  // namespace ssdr::methods

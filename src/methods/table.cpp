@@ -1,0 +1,70 @@
+// The method table: name → factory, help text, paper, preprocessing defaults. It drives
+// `ssdr methods`, --help, validation of --method and dispatch.
+#include <algorithm>
+
+#include "ssdr/core/error.hpp"
+#include "ssdr/methods/factories.hpp"
+#include "ssdr/methods/method.hpp"
+
+namespace ssdr::methods {
+
+namespace {
+data::PreprocessOptions soge_preprocess() {
+  data::PreprocessOptions p;
+  p.scaling = data::Scaling::global_unit;  // SOGE is not scale-invariant (soge-liu2017)
+  p.pca_energy = 0.95;
+  return p;
+}
+}  // namespace
+
+const std::vector<MethodInfo>& method_table() {
+  static const std::vector<MethodInfo> table = {
+      {"soda", "semi-supervised orthogonal discriminant analysis via label propagation",
+       "soda-nie2009 eq. (24)-(32), trace ratio by sec. 2.3.2", true, true, &make_soda, {}},
+      {"oda", "orthogonal discriminant analysis (trace ratio on the labeled samples)",
+       "soda-nie2009 eq. (16)", false, true, &make_oda, {}},
+      {"lda", "regularized LDA on the labeled samples: Sb a = l (St + 1e-3 tr(St)/d I) a",
+       "soda-nie2009 eq. (8)/(14)", false, true, &make_lda, {}},
+      {"lp", "label propagation with the outlier class alone (transductive classifier)",
+       "soda-nie2009 eq. (25)-(27)", true, false, &make_lp, {}},
+      {"sl-lda", "soft-label LDA: LNP graph, label propagation, GEVD (St + aI)^-1 Sb",
+       "sllda-zhao2014 eq. (3)-(5), (11)-(15)", true, true, &make_sl_lda, {}},
+      {"sl-lda-wls", "soft-label LDA by its weighted least-squares solution",
+       "sllda-zhao2014 eq. (19)/(22)", true, true, &make_sl_lda_wls, {}},
+      {"tca", "transductive component analysis (not transfer component analysis)",
+       "tca-liu2008 eq. (10)-(21)", true, true, &make_tca, {}},
+      {"otca", "orthogonal transductive component analysis (recursive complement)",
+       "tca-liu2008 eq. (23)-(27)", true, true, &make_otca, {}},
+      {"soge", "semi-supervised orthogonal graph embedding with recursive projections",
+       "soge-liu2017 eq. (7)-(13), Algorithm 1", true, true, &make_soge, soge_preprocess()},
+      {"olda", "orthogonal LDA (ratio trace with St^+)", "soda-nie2009 eq. (2), Ye 2005", false, true,
+       &make_olda, {}},
+      {"sda", "semi-supervised discriminant analysis (Cai, He, Han 2007)",
+       "max a'Sb a / a'(St + alpha XLX' + beta I)a", true, true, &make_sda, {}},
+      {"pca", "principal component analysis (unsupervised baseline)", "top-m covariance eigenvectors",
+       true, true, &make_pca, {}},
+  };
+  return table;
+}
+
+std::string method_names() {
+  std::string s;
+  for (const auto& m : method_table()) s += (s.empty() ? "" : ", ") + m.name;
+  return s;
+}
+
+const MethodInfo& find_method(const std::string& name) {
+  for (const auto& m : method_table())
+    if (m.name == name) return m;
+  throw Error("--method: unknown method '" + name + "'; expected one of " + method_names(), __FILE__,
+              __LINE__, true);
+}
+
+int64_t resolve_dim(int64_t requested, int classes, int64_t d) {
+  const int64_t m = requested > 0 ? requested : std::min<int64_t>(std::max(classes - 1, 1), d);
+  SSDR_REQUIRE(m >= 1 && m <= d, "--dim " + std::to_string(m) + " must be between 1 and the " +
+                                     std::to_string(d) + " dimensions left after preprocessing");
+  return m;
+}
+
+}  // namespace ssdr::methods
