@@ -6,4 +6,5 @@ namespace ssdr::methods {
 std::unique_ptr<Method> make_olda() { throw Error("method not implemented yet", __FILE__, __LINE__, true); }
 std::unique_ptr<Method> make_sda() { throw Error("method not implemented yet", __FILE__, __LINE__, true); }
 std::unique_ptr<Method> make_pca() { throw Error("method not implemented yet", __FILE__, __LINE__, true); }
+std::unique_ptr<Method> make_one_nn() { throw Error("method not implemented yet", __FILE__, __LINE__, true); }
 }  // namespace ssdr::methods

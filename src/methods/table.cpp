@@ -43,6 +43,8 @@ const std::vector<MethodInfo>& method_table() {
        "max a'Sb a / a'(St + alpha XLX' + beta I)a", true, true, &make_sda, {}},
       {"pca", "principal component analysis (unsupervised baseline)", "top-m covariance eigenvectors",
        true, true, &make_pca, {}},
+      {"1nn", "plain 1-NN on the preprocessed data (W = identity, no learning)", "baseline", false, true,
+       &make_one_nn, {}},
   };
   return table;
 }

@@ -25,5 +25,6 @@ std::unique_ptr<Method> make_soge();
 std::unique_ptr<Method> make_olda();
 std::unique_ptr<Method> make_sda();
 std::unique_ptr<Method> make_pca();
+std::unique_ptr<Method> make_one_nn();
 
 }  // namespace ssdr::methods
