@@ -191,6 +191,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "ssdr: error: PETSc/SLEPc initialization failed\n");
     return 1;
   }
+  elapsed_since_start();  // the progress clock starts now
   // PETSc/SLEPc errors become ssdr::Error (SSDR_PETSC) with one line, not a traceback.
   PetscPushErrorHandler(PetscReturnErrorHandler, nullptr);
   MPI_Comm comm = PETSC_COMM_WORLD;

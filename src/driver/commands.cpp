@@ -1,5 +1,6 @@
 #include "ssdr/driver/commands.hpp"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -91,9 +92,21 @@ nlohmann::json timings_json(const methods::Timings& t, double total) {
   return j;
 }
 
+/// Peak resident memory of every rank in MiB (getrusage), gathered on all ranks. Collective.
+nlohmann::json peak_memory(MPI_Comm comm) {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  double mine = static_cast<double>(u.ru_maxrss) / 1024.0;  // KiB on Linux
+  std::vector<double> all(static_cast<size_t>(comm_size(comm)));
+  MPI_Allgather(&mine, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, comm);
+  double mx = 0;
+  for (double v : all) mx = std::max(mx, v);
+  return {{"per_rank", all}, {"max", mx}};
+}
+
 void print_table_header() {
-  std::printf("%-8s %5s %7s %7s %9s %7s %4s %9s %9s %9s\n", "method", "ranks", "n", "labeled", "unlabeled",
-              "unseen", "dim", "acc_unlab", "acc_unsee", "time_s");
+  std::printf("%-10s %5s %7s %7s %9s %7s %4s %9s %9s %9s %12s\n", "method", "ranks", "n", "labeled", "unlabeled",
+              "unseen", "dim", "acc_unlab", "acc_unsee", "time_s", "peak_MiB/rk");
 }
 
 }  // namespace
@@ -138,6 +151,7 @@ int run_fit(const FitCommand& cmd, MPI_Comm comm) {
   r["trace_ratio"] = number_or_null(out.trace_ratio);
   r["info"] = out.info;
   r["timings_s"] = timings_json(timings, total);
+  r["peak_memory_mib"] = peak_memory(comm);
 
   if (!cmd.embedding.empty()) {
     Phase phase("write embedding");
@@ -148,11 +162,11 @@ int run_fit(const FitCommand& cmd, MPI_Comm comm) {
 
   if (comm_rank(comm) == 0) {
     print_table_header();
-    std::printf("%-8s %5d %7lld %7lld %9lld %7lld %4lld %9s %9s %9.2f\n", cmd.config.method.c_str(), comm_size(comm),
+    std::printf("%-10s %5d %7lld %7lld %9lld %7lld %4lld %9s %9s %9.2f %12.0f\n", cmd.config.method.c_str(), comm_size(comm),
                 static_cast<long long>(ds.X.n_global), static_cast<long long>(counts.labeled),
                 static_cast<long long>(counts.unlabeled), static_cast<long long>(counts.unseen),
                 static_cast<long long>(out.dim), fmt_acc(out.accuracy.unlabeled).c_str(),
-                fmt_acc(out.accuracy.unseen).c_str(), total);
+                fmt_acc(out.accuracy.unseen).c_str(), total, r["peak_memory_mib"]["max"].get<double>());
     std::fflush(stdout);
   }
   return 0;
@@ -223,9 +237,10 @@ int run_evaluate(const FitCommand& cmd, MPI_Comm comm) {
   r["trace_ratio"] = number_or_null(mu_r);
   r["per_split"] = per_split;
   r["timings_s"] = timings_json(timings, total);
+  r["peak_memory_mib"] = peak_memory(comm);
   if (!cmd.report.empty()) write_on_root(comm, [&] { io::write_text_atomic(cmd.report, r.dump(2) + "\n"); });
   if (comm_rank(comm) == 0) {
-    std::printf("%-8s %5s %7s %7s %9s %7s %4s %15s %15s %9s\n", "method", "ranks", "n", "labeled", "unlabeled",
+    std::printf("%-10s %5s %7s %7s %9s %7s %4s %15s %15s %9s\n", "method", "ranks", "n", "labeled", "unlabeled",
                 "unseen", "dim", "acc_unlabeled", "acc_unseen", "time_s");
     auto ms = [](double m, double s) {
       if (std::isnan(m)) return std::string("              -");
@@ -233,7 +248,7 @@ int run_evaluate(const FitCommand& cmd, MPI_Comm comm) {
       std::snprintf(b, sizeof b, "%6.4f ± %6.4f", m, s);
       return std::string(b);
     };
-    std::printf("%-8s %5d %7lld %7lld %9lld %7lld %4lld %15s %15s %9.2f\n", cmd.config.method.c_str(), comm_size(comm),
+    std::printf("%-10s %5d %7lld %7lld %9lld %7lld %4lld %15s %15s %9.2f\n", cmd.config.method.c_str(), comm_size(comm),
                 static_cast<long long>(ds.X.n_global), static_cast<long long>(counts.labeled),
                 static_cast<long long>(counts.unlabeled), static_cast<long long>(counts.unseen),
                 static_cast<long long>(dim), ms(mu_u, sd_u).c_str(), ms(mu_t, sd_t).c_str(), total);
