@@ -1,0 +1,204 @@
+// Splits, preprocessing (scaling, centering, PCA) and the 1-NN evaluation.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <array>
+#include <map>
+
+#include "reference.hpp"
+#include "ssdr/core/error.hpp"
+#include "ssdr/core/lapack.hpp"
+#include "ssdr/data/preprocess.hpp"
+#include "ssdr/data/split.hpp"
+#include "ssdr/evaluation/one_nn.hpp"
+#include "support.hpp"
+
+using namespace ssdr;
+
+TEST(Split, IsStratifiedWithTheRequestedCounts) {
+  Dense X;
+  std::vector<int> labels;
+  test::load_csv_replicated("digits.csv", X, labels);
+  data::SplitSpec spec;
+  spec.labeled_per_class = 5;
+  spec.transductive_fraction = 0.5;
+  spec.seed = 3;
+  auto roles = data::make_split(labels, 10, spec);
+  std::map<int, std::array<int, 4>> per;  // labeled, unlabeled, unseen, total
+  for (size_t i = 0; i < labels.size(); ++i) {
+    auto& c = per[labels[i]];
+    c[roles[i] == data::Role::labeled ? 0 : roles[i] == data::Role::unlabeled ? 1 : 2]++;
+    c[3]++;
+  }
+  for (auto& [k, c] : per) {
+    EXPECT_EQ(c[0], 5) << "class " << k;
+    EXPECT_EQ(c[0] + c[1], std::llround(0.5 * c[3])) << "class " << k;
+  }
+  spec.transductive_fraction = -1;
+  spec.unlabeled_per_class = 20;
+  roles = data::make_split(labels, 10, spec);
+  auto counts = data::count_roles(roles);
+  EXPECT_EQ(counts.labeled, 50);
+  EXPECT_EQ(counts.unlabeled, 200);
+  EXPECT_EQ(counts.unseen, 1797 - 250);
+}
+
+TEST(Split, DependsOnlyOnTheLabelsAndTheSeed) {
+  std::vector<int> labels(300);
+  for (size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<int>(i % 3);
+  data::SplitSpec spec;
+  spec.labeled_per_class = 2;
+  spec.transductive_fraction = 0.4;
+  spec.seed = 42;
+  auto a = data::make_split(labels, 3, spec);
+  auto b = data::make_split(labels, 3, spec);
+  EXPECT_EQ(a, b);
+  spec.seed = 43;
+  EXPECT_NE(a, data::make_split(labels, 3, spec));
+  // Every rank drew the same split (it never looks at the rank).
+  long long h = 0;
+  for (size_t i = 0; i < a.size(); ++i) h = h * 31 + static_cast<int>(a[i]) + 7 * static_cast<long long>(i % 5);
+  long long lo = h, hi = h;
+  MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_LONG_LONG, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+  EXPECT_EQ(lo, hi);
+}
+
+TEST(Split, RejectsAClassSmallerThanRequested) {
+  std::vector<int> labels = {0, 0, 0, 1, 1};
+  data::SplitSpec spec;
+  spec.labeled_per_class = 3;
+  try {
+    data::make_split(labels, 2, spec);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("class 1"), std::string::npos) << e.what();
+    EXPECT_TRUE(e.collective());
+  }
+}
+
+TEST(SplitFile, NamesTheLineOfABadRole) {
+  const std::string path = "/tmp/ssdr_split_test_" + std::to_string(test::size()) + ".txt";
+  if (test::rank() == 0) std::ofstream(path) << "labeled\nunlabeled\nunknown\n";
+  MPI_Barrier(MPI_COMM_WORLD);
+  try {
+    data::read_split(path, 3, MPI_COMM_WORLD);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(path + ":3"), std::string::npos) << e.what();
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (test::rank() == 0) std::remove(path.c_str());
+}
+
+TEST(Preprocess, PcaMatchesTheSerialCovarianceEigenvectorsOfTheFitRows) {
+  Dense X;
+  std::vector<int> labels;
+  test::load_csv_replicated("wine.csv", X, labels);
+  const int64_t n = X.rows, d = X.cols;
+  std::vector<char> fit_all(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) fit_all[static_cast<size_t>(i)] = i % 3 != 0;
+  DistMatrix Xd = ref::distribute(X, MPI_COMM_WORLD);
+  std::vector<char> fit(fit_all.begin() + Xd.row_start, fit_all.begin() + Xd.row_start + Xd.n_local);
+  data::PreprocessOptions po;
+  po.scaling = data::Scaling::standardize;
+  auto p = data::fit_preprocessor(Xd, fit, po);
+  ASSERT_EQ(p.basis.cols, d);  // wine has no null space
+
+  // Serial reference: standardize with the fit rows' statistics, covariance, LAPACK.
+  Dense F = ref::rows(X, fit_all);
+  const int64_t nf = F.rows;
+  for (int64_t j = 0; j < d; ++j) {
+    double m = 0, s = 0;
+    for (int64_t i = 0; i < nf; ++i) m += F(i, j) / static_cast<double>(nf);
+    for (int64_t i = 0; i < nf; ++i) s += (F(i, j) - m) * (F(i, j) - m) / static_cast<double>(nf);
+    for (int64_t i = 0; i < nf; ++i) F(i, j) = (F(i, j) - m) / std::sqrt(s);
+  }
+  Dense C(d, d);
+  blas::gemm('T', 'N', d, d, nf, 1.0 / static_cast<double>(nf), F.data(), nf, F.data(), nf, 0.0, C.data(), d);
+  std::vector<double> w(static_cast<size_t>(d));
+  lapack::syev(d, C.data(), d, w.data());
+  for (int64_t k = 0; k < d; ++k) EXPECT_NEAR(p.eigenvalues[static_cast<size_t>(k)], w[static_cast<size_t>(d - 1 - k)], 1e-10);
+  Dense top(d, 3), mine(d, 3);
+  for (int64_t k = 0; k < 3; ++k)
+    for (int64_t i = 0; i < d; ++i) {
+      top(i, k) = C(i, d - 1 - k);
+      mine(i, k) = p.basis(i, k);
+    }
+  EXPECT_LT(test::max_diff_up_to_column_sign(mine, top), 1e-8);
+
+  // The transformed fit rows are centered with a diagonal covariance (the eigenvalues).
+  DistMatrix Z = data::apply(p, Xd);
+  Dense cov(d, d);
+  std::vector<double> mean(static_cast<size_t>(d));
+  for (int64_t i = 0; i < Z.n_local; ++i) {
+    if (!fit[static_cast<size_t>(i)]) continue;
+    for (int64_t a = 0; a < d; ++a) {
+      mean[static_cast<size_t>(a)] += Z(i, a);
+      for (int64_t b = 0; b < d; ++b) cov(a, b) += Z(i, a) * Z(i, b) / static_cast<double>(nf);
+    }
+  }
+  allreduce_sum(cov, MPI_COMM_WORLD);
+  MPI_Allreduce(MPI_IN_PLACE, mean.data(), static_cast<int>(d), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  for (int64_t a = 0; a < d; ++a) {
+    EXPECT_NEAR(mean[static_cast<size_t>(a)], 0.0, 1e-9);
+    for (int64_t b = 0; b < d; ++b)
+      EXPECT_NEAR(cov(a, b), a == b ? p.eigenvalues[static_cast<size_t>(a)] : 0.0, 1e-9);
+  }
+}
+
+TEST(Preprocess, RemovesTheNullSpaceAndKeepsTheRequestedEnergy) {
+  // Column 2 = column 0 + column 1 and column 3 constant: rank 2 after centering.
+  Dense X(40, 4);
+  for (int64_t i = 0; i < 40; ++i) {
+    X(i, 0) = std::sin(0.3 * static_cast<double>(i));
+    X(i, 1) = std::cos(0.7 * static_cast<double>(i)) * 0.1;
+    X(i, 2) = X(i, 0) + X(i, 1);
+    X(i, 3) = 5.0;
+  }
+  DistMatrix Xd = ref::distribute(X, MPI_COMM_WORLD);
+  std::vector<char> fit(static_cast<size_t>(Xd.n_local), 1);
+  auto p = data::fit_preprocessor(Xd, fit, {});
+  EXPECT_EQ(p.basis.cols, 2);
+  data::PreprocessOptions po;
+  po.pca_energy = 0.5;  // the first component carries most of the variance
+  EXPECT_EQ(data::fit_preprocessor(Xd, fit, po).basis.cols, 1);
+  // Distances among fit rows are preserved by null-space removal.
+  Dense Z = allgather(data::apply(p, Xd));
+  for (int64_t i = 1; i < 40; ++i) {
+    double dx = 0, dz = 0;
+    for (int j = 0; j < 4; ++j) dx += (X(i, j) - X(0, j)) * (X(i, j) - X(0, j));
+    for (int j = 0; j < 2; ++j) dz += (Z(i, j) - Z(0, j)) * (Z(i, j) - Z(0, j));
+    EXPECT_NEAR(dx, dz, 1e-12);
+  }
+}
+
+TEST(OneNn, AgreesWithBruteForceAndBreaksTiesBySmallerIndex) {
+  // 1-D points: labeled at 0 (class 0, index 0), 2 (class 1, index 1), 10 (class 1, index 5);
+  // the point at 1 is equidistant from indices 0 and 1 → class 0 (smaller index).
+  const std::vector<double> x = {0, 2, 1, 1.9, 9, 10, 5.9, 6.5};
+  const std::vector<int> labels = {0, 1, 0, 1, 1, 1, 1, 1};
+  using R = data::Role;
+  const std::vector<R> roles = {R::labeled, R::labeled, R::unlabeled, R::unlabeled, R::unseen, R::labeled, R::unseen, R::unseen};
+  Dense Y(8, 1);
+  for (int i = 0; i < 8; ++i) Y(i, 0) = x[static_cast<size_t>(i)];
+  DistMatrix Yd = ref::distribute(Y, MPI_COMM_WORLD);
+  auto pred = evaluation::one_nn_predict(Yd, labels, roles);
+  std::vector<int> all(8, -9);
+  std::vector<int> counts(static_cast<size_t>(test::size())), displs(static_cast<size_t>(test::size()));
+  int mine = static_cast<int>(pred.size());
+  MPI_Allgather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  for (int r = 1; r < test::size(); ++r) displs[static_cast<size_t>(r)] = displs[static_cast<size_t>(r - 1)] + counts[static_cast<size_t>(r - 1)];
+  MPI_Allgatherv(pred.data(), mine, MPI_INT, all.data(), counts.data(), displs.data(), MPI_INT, MPI_COMM_WORLD);
+  EXPECT_EQ(all[2], 0);  // the tie
+  EXPECT_EQ(all[3], 1);
+  EXPECT_EQ(all[4], 1);
+  EXPECT_EQ(all[6], 1);  // 5.9 is nearest to 2.0 (index 1, class 1)
+  EXPECT_EQ(all[7], 1);
+  auto acc = evaluation::one_nn_accuracy(Yd, labels, roles);
+  EXPECT_EQ(acc.n_unlabeled, 2);
+  EXPECT_EQ(acc.n_unseen, 3);
+  EXPECT_DOUBLE_EQ(acc.unlabeled, 1.0);
+  EXPECT_DOUBLE_EQ(acc.unseen, 1.0);
+}
