@@ -19,7 +19,7 @@ scatter::ScatterMatrices labeled_scatter(const TrainingData& data, Timings& t) {
 
 graph::Graph knn_graph(const TrainingData& data, const MethodOptions& o, Timings& t) {
   Phase phase("knn_graph", &t);
-  return graph::build_knn_graph(data.X, o.graph);
+  return graph::build_knn_graph(data.graph_data(), o.graph);
 }
 
 Dense add_identity(const Dense& S, double mu) {

@@ -15,6 +15,16 @@ data::PreprocessOptions soge_preprocess() {
   p.pca_energy = 0.95;
   return p;
 }
+kernels::KernelOptions kernel(kernels::KernelType type) {
+  kernels::KernelOptions k;
+  k.type = type;
+  return k;
+}
+data::PreprocessOptions unit_scale() {
+  data::PreprocessOptions p;
+  p.scaling = data::Scaling::global_unit;  // (xᵀy + 1)^3 is dominated by the data's scale otherwise
+  return p;
+}
 }  // namespace
 
 const std::vector<MethodInfo>& method_table() {
@@ -45,6 +55,14 @@ const std::vector<MethodInfo>& method_table() {
        true, true, &make_pca, {}},
       {"1nn", "plain 1-NN on the preprocessed data (W = identity, no learning)", "baseline", false, true,
        &make_one_nn, {}},
+      {"ksoda", "kernel SODA: SODA on the empirical kernel map (polynomial p = 3 by default)",
+       "soda-nie2009 eq. (33)-(41)", true, true, &make_soda, unit_scale(), kernel(kernels::KernelType::polynomial)},
+      {"gda", "generalized discriminant analysis: kernel LDA on the labeled samples (RBF)",
+       "Baudat & Anouar 2000; ssgda-zhang-yeung", false, true, &make_lda, {}, kernel(kernels::KernelType::rbf)},
+      {"ssgda", "semi-supervised GDA: CCCP label estimation, confidence selection, GDA (RBF)",
+       "ssgda-zhang-yeung eq. (5)-(14), sec. III-D", true, true, &make_ssgda, {}, kernel(kernels::KernelType::rbf)},
+      {"m-ssgda", "SSGDA with the manifold term lambda sum w_ij |e_i - e_j|_1 (RBF)",
+       "ssgda-zhang-yeung eq. (15)-(17)", true, true, &make_m_ssgda, {}, kernel(kernels::KernelType::rbf)},
   };
   return table;
 }

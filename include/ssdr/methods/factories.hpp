@@ -26,5 +26,8 @@ std::unique_ptr<Method> make_olda();
 std::unique_ptr<Method> make_sda();
 std::unique_ptr<Method> make_pca();
 std::unique_ptr<Method> make_one_nn();
+// ssgda-zhang-yeung (src/methods/ssgda.cpp)
+std::unique_ptr<Method> make_ssgda();
+std::unique_ptr<Method> make_m_ssgda();
 
 }  // namespace ssdr::methods

@@ -13,6 +13,7 @@
 #include "ssdr/core/dense.hpp"
 #include "ssdr/data/preprocess.hpp"
 #include "ssdr/graph/knn.hpp"
+#include "ssdr/kernels/feature_map.hpp"
 #include "ssdr/propagation/label_propagation.hpp"
 
 namespace ssdr::methods {
@@ -49,6 +50,11 @@ struct TrainingData {
   const DistMatrix& X;
   const std::vector<int>& labels;
   int classes;
+  /// The samples in input space (after preprocessing), same rows as X, on which graphs are
+  /// built; nullptr → X. With a kernel, X holds the centered feature map Φ_c and graphs stay
+  /// in input space, as KSODA's does (soda-nie2009 §4).
+  const DistMatrix* graph_X = nullptr;
+  const DistMatrix& graph_data() const { return graph_X ? *graph_X : X; }
 };
 
 struct FitResult {
@@ -78,6 +84,9 @@ struct MethodInfo {
   /// The preprocessing the method's paper uses, applied unless the user passes --scaling,
   /// --pca-energy or --no-pca (e.g. SOGE: global scaling and PCA keeping 95 % energy).
   data::PreprocessOptions preprocess = {};
+  /// The kernel the method's paper uses (KSODA: polynomial p = 3; GDA/SSGDA: RBF), applied
+  /// unless the user passes --kernel. type none: a linear method on the preprocessed data.
+  kernels::KernelOptions kernel = {};
 };
 
 /// All methods, in help order.
