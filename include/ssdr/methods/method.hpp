@@ -87,6 +87,10 @@ struct MethodInfo {
   /// The kernel the method's paper uses (KSODA: polynomial p = 3; GDA/SSGDA: RBF), applied
   /// unless the user passes --kernel. type none: a linear method on the preprocessed data.
   kernels::KernelOptions kernel = {};
+  /// The first m' columns of the solution for m are the solution for m' (eigenvector
+  /// methods), so one fit at the largest m gives every smaller dimension; false for the
+  /// trace ratio (SODA/ODA), SOGE and OTCA, whose subspaces for different m are not nested.
+  bool nested_dimensions = false;
 };
 
 /// All methods, in help order.
