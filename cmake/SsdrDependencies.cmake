@@ -8,10 +8,11 @@ find_package(LAPACK REQUIRED)
 find_package(Boost 1.74 REQUIRED COMPONENTS serialization program_options)
 find_package(ZLIB REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)
+find_package(yaml-cpp REQUIRED)
 
 add_library(ssdr_deps INTERFACE)
 target_link_libraries(ssdr_deps INTERFACE
   PkgConfig::SLEPC PkgConfig::PETSC MPI::MPI_CXX MPI::MPI_C
-  Boost::serialization Boost::program_options ZLIB::ZLIB nlohmann_json::nlohmann_json
+  Boost::serialization Boost::program_options ZLIB::ZLIB nlohmann_json::nlohmann_json yaml-cpp
   ${LAPACK_LIBRARIES} ${BLAS_LIBRARIES})
 add_library(ssdr::deps ALIAS ssdr_deps)

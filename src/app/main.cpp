@@ -15,6 +15,8 @@
 #include "ssdr/core/progress.hpp"
 #include "ssdr/core/version.hpp"
 #include "ssdr/driver/commands.hpp"
+#include "ssdr/kernels/feature_map.hpp"
+#include "ssdr/driver/experiment.hpp"
 
 namespace po = boost::program_options;
 using namespace ssdr;
@@ -28,6 +30,7 @@ const char* kUsage =
     "  fit        learn a projection on one split, evaluate it (1-NN), write report/model/embedding\n"
     "  evaluate   fit over --splits R random splits (seeds S..S+R-1), report mean and std\n"
     "  transform  apply a saved --model to --data and write the --embedding\n"
+    "  experiment run a YAML job: protocols, parameter grids, splits, groups, checkpoints, plots\n"
     "  methods    list the methods\n"
     "\n"
     "Run 'ssdr <command> --help' for the options of a command. PETSc/SLEPc options go after the\n"
@@ -46,8 +49,14 @@ std::string methods_help() {
   return s.str();
 }
 
+/// Kernel options as parsed (the method's default kernel fills what the user left out).
+struct KernelArgs {
+  std::string kernel = "default";
+  kernels::KernelOptions o;
+};
+
 po::options_description fit_options(driver::FitCommand& c, std::string& format, std::string& scaling,
-                                    std::string& weight, bool evaluate) {
+                                    std::string& weight, KernelArgs& k, bool evaluate) {
   po::options_description d(evaluate ? "ssdr evaluate options" : "ssdr fit options");
   auto& mo = c.config.method_options;
   // clang-format off
@@ -76,6 +85,12 @@ po::options_description fit_options(driver::FitCommand& c, std::string& format, 
     ("scaling", po::value(&scaling)->default_value("none"), "none | minmax | standardize | global")
     ("pca-energy", po::value(&c.config.preprocess.pca_energy)->default_value(-1), "PCA variance fraction in (0,1] (default: drop only the null space)")
     ("no-pca", "center only, no PCA")
+    ("kernel", po::value(&k.kernel)->default_value("default"), "none | linear | poly | rbf (default: the method's, e.g. ksoda poly, gda rbf)")
+    ("degree", po::value(&k.o.degree)->default_value(3), "polynomial kernel (x'y + 1)^p degree p")
+    ("sigma2", po::value(&k.o.sigma2)->default_value(0), "RBF exp(-|x-y|^2/sigma2) (0: mean pairwise squared distance)")
+    ("landmarks", po::value(&k.o.landmarks)->default_value(0), "Nystrom landmarks r (0: exact n x n kernel map)")
+    ("landmark-seeding", po::value(&k.o.landmark_seeding)->default_value("uniform"), "uniform | kmeans++ (seeded by --seed)")
+    ("max-kernel-memory", po::value(&k.o.max_memory_mib)->default_value(0), "exact kernel map: MiB per rank allowed (0: 50% of MemAvailable / ranks per node)")
     ("report", po::value(&c.report), "JSON report file")
     ("quiet,q", "no progress output");
   if (evaluate)
@@ -93,7 +108,8 @@ po::options_description fit_options(driver::FitCommand& c, std::string& format, 
 driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate, bool& help) {
   driver::FitCommand c;
   std::string format, scaling, weight;
-  auto desc = fit_options(c, format, scaling, weight, evaluate);
+  KernelArgs kernel;
+  auto desc = fit_options(c, format, scaling, weight, kernel, evaluate);
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(desc).run(), vm);
   if (vm.count("help")) {
@@ -113,6 +129,17 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
   c.config.preprocess.scaling = data::parse_scaling(scaling);
   c.config.preprocess.pca = vm.count("no-pca") == 0 && info.preprocess.pca;
   c.config.method_options.eigenvalue_scaling = vm.count("eigenvalue-scaling") > 0;
+  // The method's paper kernel unless the user chose one with --kernel.
+  kernel.o.type = vm["kernel"].defaulted() ? info.kernel.type : kernels::parse_kernel(kernel.kernel);
+  if (vm["degree"].defaulted()) kernel.o.degree = info.kernel.degree;
+  if (vm["sigma2"].defaulted()) kernel.o.sigma2 = info.kernel.sigma2;
+  kernel.o.seed = c.split.seed;
+  SSDR_REQUIRE(kernel.o.degree > 0, "--degree must be positive");
+  SSDR_REQUIRE(kernel.o.sigma2 >= 0, "--sigma2 must be >= 0 (0: mean pairwise squared distance)");
+  SSDR_REQUIRE(kernel.o.landmarks >= 0, "--landmarks must be >= 0 (0: exact kernel map)");
+  SSDR_REQUIRE(kernel.o.max_memory_mib >= 0, "--max-kernel-memory must be >= 0");
+  SSDR_REQUIRE(kernel.o.landmark_seeding == "uniform" || kernel.o.landmark_seeding == "kmeans++",
+               "--landmark-seeding: expected uniform or kmeans++, got '" + kernel.o.landmark_seeding + "'");
   if (weight == "heat") c.config.method_options.graph.weight = graph::EdgeWeight::heat;
   else if (weight == "cosine") c.config.method_options.graph.weight = graph::EdgeWeight::cosine;
   else if (weight == "binary") c.config.method_options.graph.weight = graph::EdgeWeight::binary;
@@ -148,7 +175,8 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
                          {"unlabeled_per_class", c.split.unlabeled_per_class},
                          {"transductive_fraction", c.split.transductive_fraction},
                          {"seed", c.split.seed},
-                         {"split_file", c.split_file}};
+                         {"split_file", c.split_file},
+                         {"kernel", kernels::to_json(kernel.o)}};
   return c;
 }
 
@@ -212,11 +240,30 @@ int main(int argc, char** argv) {
     } else if (command == "fit" || command == "evaluate") {
       auto c = parse_fit(rest, command == "evaluate", help);
       if (!help) code = command == "fit" ? driver::run_fit(c, comm) : driver::run_evaluate(c, comm);
+    } else if (command == "experiment") {
+      driver::ExperimentOptions eo;
+      po::options_description d("ssdr experiment JOB.yaml options");
+      d.add_options()("help,h", "show this help")("job", po::value(&eo.job_file)->required(), "YAML job file")(
+          "groups", po::value(&eo.groups)->default_value(1), "run G configurations at once on G sub-communicators")(
+          "output", po::value(&eo.output), "output directory (overrides the job's)")("quiet,q", "no progress output");
+      po::positional_options_description pos;
+      pos.add("job", 1);
+      po::variables_map vm;
+      po::store(po::command_line_parser(rest).options(d).positional(pos).run(), vm);
+      if (vm.count("help")) {
+        std::ostringstream s;
+        s << d << "\nJob file format: jobs/experiments/README.md\n";
+        ssdr::say(s.str());
+      } else {
+        po::notify(vm);
+        set_quiet(vm.count("quiet") > 0);
+        code = driver::run_experiment(eo, comm);
+      }
     } else if (command == "transform") {
       auto c = parse_transform(rest, help);
       if (!help) code = driver::run_transform(c, comm);
     } else {
-      throw Error("unknown command '" + command + "'; expected fit, evaluate, transform or methods", __FILE__,
+      throw Error("unknown command '" + command + "'; expected fit, evaluate, transform, experiment or methods", __FILE__,
                   __LINE__, true);
     }
   } catch (const po::error& e) {

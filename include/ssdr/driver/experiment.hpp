@@ -1,0 +1,28 @@
+#pragma once
+/// \file experiment.hpp
+/// `ssdr experiment JOB.yaml`: the papers' protocols over data sets × methods × labeled
+/// counts × parameter grids × random splits, run concurrently on sub-communicators,
+/// checkpointed after every configuration, summarized as tables and plots.
+#include <mpi.h>
+
+#include <string>
+
+namespace ssdr::driver {
+
+struct ExperimentOptions {
+  std::string job_file;      ///< YAML job (see jobs/experiments/README.md)
+  int groups = 1;            ///< G: MPI_COMM_WORLD is split into G groups of ranks
+  std::string output;        ///< overrides the job's `output` directory when non-empty
+};
+
+/// Runs (or resumes) a job. Collective over `world`. Each group takes whole blocks of
+/// configurations (one block = data set × labeled count × split, so every method of a
+/// block sees the same split); every finished configuration is appended as one JSON line
+/// (single write + fsync) to <output>/results.g<g>of<G>.jsonl, and configurations found in
+/// any results*.jsonl of <output> are skipped, so a killed run loses at most the
+/// configurations in flight. At the end rank 0 writes results.json, summary.csv,
+/// summary.md and gnuplot plots (PNG and SVG) atomically.
+/// \throws ssdr::Error (collectively) naming the job file and key for invalid jobs.
+int run_experiment(const ExperimentOptions& options, MPI_Comm world);
+
+}  // namespace ssdr::driver

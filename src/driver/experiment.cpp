@@ -1,0 +1,734 @@
+#include "ssdr/driver/experiment.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "ssdr/core/error.hpp"
+#include "ssdr/core/progress.hpp"
+#include "ssdr/core/version.hpp"
+#include "ssdr/data/split.hpp"
+#include "ssdr/driver/pipeline.hpp"
+#include "ssdr/evaluation/one_nn.hpp"
+#include "ssdr/io/dataset.hpp"
+#include "ssdr/io/output.hpp"
+#include "ssdr/methods/method.hpp"
+#include "ssdr/model/model.hpp"
+
+namespace ssdr::driver {
+
+namespace {
+
+using nlohmann::json;
+
+// ---------------------------------------------------------------------------------------
+// The job file.
+
+struct DatasetSpec {
+  std::string name, path;
+  io::Format format = io::Format::automatic;
+};
+
+struct MethodSpec {
+  std::string name;
+  std::vector<std::pair<std::string, std::vector<json>>> grid;  ///< swept parameters (not dim)
+  std::vector<int64_t> dims;                                   ///< empty → method default
+};
+
+struct Job {
+  std::string file, name, output, protocol;
+  int splits = 10;
+  uint64_t seed = 0;
+  double transductive_fraction = -1;
+  int unlabeled_per_class = -1;
+  std::vector<int> labeled_per_class;
+  std::string select_by = "unlabeled";
+  std::vector<DatasetSpec> datasets;
+  std::vector<MethodSpec> methods;
+  json preprocess = json::object();  ///< job-wide preprocessing override
+};
+
+[[noreturn]] void job_error(const Job& job, const std::string& what) {
+  throw Error(job.file + ": " + what, __FILE__, __LINE__, true);
+}
+
+std::string dirname_of(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  return slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+}
+
+std::string resolve(const std::string& base, const std::string& path) {
+  if (path.empty() || path[0] == '/') return path;
+  return base + "/" + path;
+}
+
+/// A YAML scalar as JSON (number when it parses as one, bool, else string).
+json scalar_json(const YAML::Node& n) {
+  const std::string s = n.as<std::string>();
+  if (s == "true" || s == "false") return s == "true";
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (end && *end == '\0' && !s.empty()) {
+    if (v == std::floor(v) && std::abs(v) < 1e15 && s.find_first_of(".eE") == std::string::npos)
+      return static_cast<int64_t>(v);
+    return v;
+  }
+  return s;
+}
+
+/// "a:b" or "a:b:step" → a, a+step, ..., b.
+std::vector<int64_t> parse_range(const Job& job, const std::string& s) {
+  std::vector<int64_t> parts;
+  std::stringstream ss(s);
+  std::string tok;
+  while (std::getline(ss, tok, ':')) {
+    try {
+      parts.push_back(std::stoll(tok));
+    } catch (...) {
+      job_error(job, "dim: expected an integer, a list or a range 'a:b[:step]', got '" + s + "'");
+    }
+  }
+  if (parts.size() == 1) return parts;
+  if (parts.size() < 2 || parts.size() > 3 || parts[0] < 1 || parts[1] < parts[0] ||
+      (parts.size() == 3 && parts[2] < 1))
+    job_error(job, "dim: expected a range 'a:b[:step]' with 1 <= a <= b, got '" + s + "'");
+  std::vector<int64_t> out;
+  for (int64_t v = parts[0]; v <= parts[1]; v += parts.size() == 3 ? parts[2] : 1) out.push_back(v);
+  return out;
+}
+
+const std::set<std::string>& known_parameters() {
+  static const std::set<std::string> k = {"knn", "weight", "sigma_s", "alpha_u", "mu_scale", "alpha", "beta",
+                                          "gamma", "mu", "recursions", "eigenvalue_scaling", "scaling",
+                                          "pca_energy", "pca"};
+  return k;
+}
+
+Job parse_job(const std::string& path) {
+  Job job;
+  job.file = path;
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    throw Error("cannot open job file '" + path + "'", __FILE__, __LINE__, true);
+  } catch (const YAML::Exception& e) {
+    throw Error(path + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg, __FILE__, __LINE__, true);
+  }
+  const std::string base = dirname_of(path);
+  try {
+    static const std::set<std::string> top = {"name", "output", "splits", "seed", "protocol", "transductive_fraction",
+                                              "unlabeled_per_class", "labeled_per_class", "select_by", "datasets",
+                                              "methods", "preprocess"};
+    for (const auto& kv : root) {
+      const std::string key = kv.first.as<std::string>();
+      if (!top.count(key))
+        job_error(job, "line " + std::to_string(kv.first.Mark().line + 1) + ": unknown key '" + key + "'");
+    }
+    job.name = root["name"] ? root["name"].as<std::string>() : "experiment";
+    job.output = resolve(base, root["output"] ? root["output"].as<std::string>() : "results/" + job.name);
+    job.splits = root["splits"] ? root["splits"].as<int>() : 10;
+    job.seed = root["seed"] ? root["seed"].as<uint64_t>() : 0;
+    job.protocol = root["protocol"] ? root["protocol"].as<std::string>() : "transductive-fraction";
+    if (job.protocol == "transductive-fraction") {
+      if (!root["transductive_fraction"]) job_error(job, "protocol transductive-fraction needs transductive_fraction");
+      job.transductive_fraction = root["transductive_fraction"].as<double>();
+    } else if (job.protocol == "labeled-unlabeled-per-class") {
+      if (!root["unlabeled_per_class"]) job_error(job, "protocol labeled-unlabeled-per-class needs unlabeled_per_class");
+      job.unlabeled_per_class = root["unlabeled_per_class"].as<int>();
+    } else if (job.protocol == "half-split") {
+      job.transductive_fraction = 0.5;
+    } else {
+      job_error(job, "protocol: expected transductive-fraction, labeled-unlabeled-per-class or half-split, got '" +
+                         job.protocol + "'");
+    }
+    if (!root["labeled_per_class"]) job_error(job, "labeled_per_class is required (a number or a list)");
+    if (root["labeled_per_class"].IsSequence())
+      for (const auto& v : root["labeled_per_class"]) job.labeled_per_class.push_back(v.as<int>());
+    else
+      job.labeled_per_class.push_back(root["labeled_per_class"].as<int>());
+    job.select_by = root["select_by"] ? root["select_by"].as<std::string>() : "unlabeled";
+    if (job.select_by != "unlabeled" && job.select_by != "unseen")
+      job_error(job, "select_by: expected unlabeled or unseen, got '" + job.select_by + "'");
+    if (job.splits < 1) job_error(job, "splits must be at least 1");
+    if (!root["datasets"] || !root["datasets"].IsSequence() || root["datasets"].size() == 0)
+      job_error(job, "datasets: expected a list of {name, path[, format]}");
+    for (const auto& d : root["datasets"]) {
+      DatasetSpec ds;
+      if (!d["path"]) job_error(job, "line " + std::to_string(d.Mark().line + 1) + ": a data set needs a path");
+      ds.path = resolve(base, d["path"].as<std::string>());
+      ds.name = d["name"] ? d["name"].as<std::string>() : ds.path;
+      ds.format = io::parse_format(d["format"] ? d["format"].as<std::string>() : "auto");
+      job.datasets.push_back(ds);
+    }
+    if (!root["methods"] || !root["methods"].IsSequence() || root["methods"].size() == 0)
+      job_error(job, "methods: expected a list of {name, parameters...}");
+    for (const auto& m : root["methods"]) {
+      MethodSpec ms;
+      if (m.IsScalar()) {
+        ms.name = m.as<std::string>();
+      } else {
+        if (!m["name"]) job_error(job, "line " + std::to_string(m.Mark().line + 1) + ": a method needs a name");
+        ms.name = m["name"].as<std::string>();
+        for (const auto& kv : m) {
+          const std::string key = kv.first.as<std::string>();
+          if (key == "name") continue;
+          if (key == "dim") {
+            if (kv.second.IsSequence())
+              for (const auto& v : kv.second) ms.dims.push_back(v.as<int64_t>());
+            else
+              ms.dims = parse_range(job, kv.second.as<std::string>());
+            continue;
+          }
+          if (!known_parameters().count(key))
+            job_error(job, "line " + std::to_string(kv.first.Mark().line + 1) + ": unknown parameter '" + key +
+                               "' of method " + ms.name);
+          std::vector<json> values;
+          if (kv.second.IsSequence())
+            for (const auto& v : kv.second) values.push_back(scalar_json(v));
+          else
+            values.push_back(scalar_json(kv.second));
+          ms.grid.emplace_back(key, values);
+        }
+      }
+      methods::find_method(ms.name);
+      job.methods.push_back(ms);
+    }
+    if (root["preprocess"])
+      for (const auto& kv : root["preprocess"]) job.preprocess[kv.first.as<std::string>()] = scalar_json(kv.second);
+  } catch (const YAML::Exception& e) {
+    throw Error(path + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg, __FILE__, __LINE__, true);
+  }
+  return job;
+}
+
+// ---------------------------------------------------------------------------------------
+// Configurations.
+
+struct Unit {
+  int dataset = 0, p = 0, split = 0, method = 0;
+  json params = json::object();  ///< one point of the method's grid (no dim)
+  std::vector<int64_t> dims;     ///< {0} = the method's default
+  int block = 0;                 ///< (dataset, p, split): the unit of work of a group
+};
+
+std::string config_key(const Job& job, const Unit& u, int64_t dim) {
+  std::ostringstream s;
+  s << job.datasets[static_cast<size_t>(u.dataset)].name << "|p=" << u.p << "|split=" << u.split << "|"
+    << job.methods[static_cast<size_t>(u.method)].name << "|" << u.params.dump() << "|dim=" << dim;
+  return s.str();
+}
+
+std::vector<json> grid_points(const MethodSpec& m) {
+  std::vector<json> points = {json::object()};
+  for (const auto& [key, values] : m.grid) {
+    std::vector<json> next;
+    for (const auto& p : points)
+      for (const auto& v : values) {
+        json q = p;
+        q[key] = v;
+        next.push_back(q);
+      }
+    points = std::move(next);
+  }
+  return points;
+}
+
+std::vector<Unit> make_units(const Job& job) {
+  std::vector<Unit> units;
+  int block = 0;
+  for (size_t d = 0; d < job.datasets.size(); ++d)
+    for (int p : job.labeled_per_class)
+      for (int s = 0; s < job.splits; ++s, ++block)
+        for (size_t m = 0; m < job.methods.size(); ++m) {
+          const auto& info = methods::find_method(job.methods[m].name);
+          std::vector<int64_t> dims = job.methods[m].dims.empty() ? std::vector<int64_t>{0} : job.methods[m].dims;
+          for (const auto& point : grid_points(job.methods[m])) {
+            if (info.nested_dimensions || dims.size() == 1) {
+              units.push_back(Unit{static_cast<int>(d), p, s, static_cast<int>(m), point, dims, block});
+            } else {
+              for (int64_t dim : dims)
+                units.push_back(Unit{static_cast<int>(d), p, s, static_cast<int>(m), point, {dim}, block});
+            }
+          }
+        }
+  return units;
+}
+
+void set_param(const Job& job, FitConfig& c, const std::string& key, const json& v) {
+  auto& o = c.method_options;
+  auto num = [&]() {
+    if (!v.is_number()) job_error(job, "parameter " + key + ": expected a number, got " + v.dump());
+    return v.get<double>();
+  };
+  if (key == "knn") o.graph.k = static_cast<int>(num());
+  else if (key == "weight") {
+    const std::string w = v.get<std::string>();
+    if (w == "heat") o.graph.weight = graph::EdgeWeight::heat;
+    else if (w == "cosine") o.graph.weight = graph::EdgeWeight::cosine;
+    else if (w == "binary") o.graph.weight = graph::EdgeWeight::binary;
+    else job_error(job, "weight: expected heat, cosine or binary, got '" + w + "'");
+  } else if (key == "sigma_s") o.graph.sigma_s = num();
+  else if (key == "alpha_u") o.propagation.alpha_unlabeled = num();
+  else if (key == "mu_scale") o.mu_scale = num();
+  else if (key == "alpha") o.alpha = num();
+  else if (key == "beta") o.beta = num();
+  else if (key == "gamma") o.gamma = num();
+  else if (key == "mu") o.mu = num();
+  else if (key == "recursions") o.recursions = static_cast<int>(num());
+  else if (key == "eigenvalue_scaling") o.eigenvalue_scaling = v.is_boolean() ? v.get<bool>() : num() != 0;
+  else if (key == "scaling") c.preprocess.scaling = data::parse_scaling(v.get<std::string>());
+  else if (key == "pca_energy") c.preprocess.pca_energy = num();
+  else if (key == "pca") c.preprocess.pca = v.is_boolean() ? v.get<bool>() : num() != 0;
+  else job_error(job, "unknown parameter '" + key + "'");
+}
+
+FitConfig make_config(const Job& job, const Unit& u, int64_t dim) {
+  const MethodSpec& ms = job.methods[static_cast<size_t>(u.method)];
+  const auto& info = methods::find_method(ms.name);
+  FitConfig c;
+  c.method = ms.name;
+  c.preprocess = info.preprocess;  // the method's paper preprocessing ...
+  for (auto it = job.preprocess.begin(); it != job.preprocess.end(); ++it) set_param(job, c, it.key(), it.value());
+  for (auto it = u.params.begin(); it != u.params.end(); ++it) set_param(job, c, it.key(), it.value());
+  c.method_options.dim = dim;
+  c.parameters = u.params;
+  c.parameters["dim"] = dim;
+  c.parameters["method"] = ms.name;
+  return c;
+}
+
+data::SplitSpec split_spec(const Job& job, int p, int split) {
+  data::SplitSpec s;
+  s.labeled_per_class = p;
+  s.transductive_fraction = job.transductive_fraction;
+  s.unlabeled_per_class = job.unlabeled_per_class;
+  s.seed = job.seed + static_cast<uint64_t>(split);
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------
+// Checkpoint files.
+
+std::vector<std::string> result_files(const std::string& dir) {
+  std::vector<std::string> files;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      const std::string n = e->d_name;
+      if (n.rfind("results", 0) == 0 && n.size() > 6 && n.substr(n.size() - 6) == ".jsonl") files.push_back(dir + "/" + n);
+    }
+    closedir(d);
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+/// Every complete line of every results*.jsonl (a line cut by a kill is ignored).
+std::vector<json> read_results(const std::string& dir) {
+  std::vector<json> out;
+  for (const auto& f : result_files(dir)) {
+    std::ifstream in(f);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.empty()) continue;
+      try {
+        out.push_back(json::parse(line));
+      } catch (const json::exception&) {
+        // a partial last line from a killed run
+      }
+    }
+  }
+  return out;
+}
+
+/// Appends one line with a single write() and fsync: the line is either there whole or,
+/// after a kill, cut (and ignored on reading).
+void append_line(const std::string& path, const std::string& line) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  SSDR_CHECK(fd >= 0, "cannot open results file '" + path + "' for appending");
+  const std::string text = line + "\n";
+  const ssize_t w = ::write(fd, text.data(), text.size());
+  ::fsync(fd);
+  ::close(fd);
+  SSDR_CHECK(w == static_cast<ssize_t>(text.size()), "cannot write to results file '" + path + "'");
+}
+
+void make_dirs(const std::string& path) {
+  std::string cur;
+  std::stringstream ss(path);
+  std::string part;
+  if (!path.empty() && path[0] == '/') cur = "/";
+  while (std::getline(ss, part, '/')) {
+    if (part.empty()) continue;
+    cur += part + "/";
+    ::mkdir(cur.c_str(), 0755);
+  }
+}
+
+json acc_json(const evaluation::Accuracy& a) {
+  auto num = [](double v) { return std::isnan(v) ? json(nullptr) : json(v); };
+  return {{"unlabeled", num(a.unlabeled)}, {"unseen", num(a.unseen)}};
+}
+
+// ---------------------------------------------------------------------------------------
+// Summary, tables and plots (rank 0 of the world).
+
+struct Stat {
+  double mean = NAN, std = NAN;
+  int n = 0;
+};
+Stat stat(const std::vector<double>& v) {
+  Stat s;
+  double sum = 0;
+  for (double x : v)
+    if (!std::isnan(x)) {
+      sum += x;
+      ++s.n;
+    }
+  if (s.n == 0) return s;
+  s.mean = sum / s.n;
+  double sq = 0;
+  for (double x : v)
+    if (!std::isnan(x)) sq += (x - s.mean) * (x - s.mean);
+  s.std = s.n > 1 ? std::sqrt(sq / (s.n - 1)) : 0.0;
+  return s;
+}
+
+struct Setting {
+  json params;
+  int64_t dim = 0;
+  std::vector<double> unlabeled, unseen, seconds;
+};
+
+std::string fmt(double v, const char* f = "%.4f") {
+  if (std::isnan(v)) return "-";
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+
+std::string params_text(const json& p) {
+  std::string s;
+  for (auto it = p.begin(); it != p.end(); ++it) {
+    if (it.key() == "dim" || it.key() == "method") continue;
+    s += (s.empty() ? "" : " ") + it.key() + "=" + (it.value().is_string() ? it.value().get<std::string>() : it.value().dump());
+  }
+  return s.empty() ? "defaults" : s;
+}
+
+void run_gnuplot(const std::string& script_path) {
+  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
+    say("gnuplot not found: plots skipped (their data and scripts are in the plots/ folder)");
+    return;
+  }
+  const std::string cmd = "gnuplot '" + script_path + "' 2>/dev/null";
+  if (std::system(cmd.c_str()) != 0) say("gnuplot failed on " + script_path);
+}
+
+void summarize(const Job& job, const std::string& out_dir, const std::vector<json>& results, double sweep_seconds,
+               int groups, int ranks) {
+  // results.json: every split of every configuration.
+  json all = {{"job", job.name}, {"job_file", job.file}, {"ssdr_version", version()}, {"groups", groups},
+              {"ranks", ranks}, {"sweep_seconds", sweep_seconds}, {"results", results}};
+  io::write_text_atomic(out_dir + "/results.json", all.dump(1) + "\n");
+
+  // (dataset, method, p) → setting key → Setting
+  std::map<std::tuple<std::string, std::string, int>, std::map<std::string, Setting>> groups_map;
+  for (const auto& r : results) {
+    auto& g = groups_map[{r["dataset"].get<std::string>(), r["method"].get<std::string>(), r["labeled_per_class"].get<int>()}];
+    json p = r["params"];
+    const std::string key = p.dump() + "|" + std::to_string(r["dim"].get<int64_t>());
+    Setting& s = g[key];
+    s.params = p;
+    s.dim = r["dim"].get<int64_t>() > 0 ? r["dim"].get<int64_t>() : r["dim_used"].get<int64_t>();
+    auto val = [](const json& v) { return v.is_null() ? NAN : v.get<double>(); };
+    s.unlabeled.push_back(val(r["accuracy"]["unlabeled"]));
+    s.unseen.push_back(val(r["accuracy"]["unseen"]));
+    s.seconds.push_back(r["seconds"].get<double>());
+  }
+  std::ostringstream csv, md;
+  csv << "dataset,method,labeled_per_class,splits,best_dim,best_params,unlabeled_mean,unlabeled_std,unseen_mean,"
+         "unseen_std,seconds_per_fit\n";
+  md << "# " << job.name << "\n\n"
+     << "ssdr " << version() << ", protocol " << job.protocol << ", " << job.splits
+     << " random splits (seeds " << job.seed << ".." << job.seed + static_cast<uint64_t>(job.splits) - 1
+     << "), best setting by mean " << job.select_by << " accuracy, " << ranks << " ranks in " << groups
+     << " group(s), sweep " << fmt(sweep_seconds, "%.1f") << " s.\n\n"
+     << "| data set | method | labeled/class | unlabeled | unseen | dim | parameters | s/fit |\n"
+     << "|---|---|---|---|---|---|---|---|\n";
+  // For plots: per (dataset, p): method → dim → (unlabeled, unseen) at the best non-dim params.
+  std::map<std::pair<std::string, int>, std::map<std::string, std::map<int64_t, std::pair<Stat, Stat>>>> by_dim;
+  // Per (dataset, p, method, param): value → best-over-dims mean accuracy.
+  std::map<std::tuple<std::string, int, std::string, std::string>, std::map<double, std::pair<Stat, Stat>>> by_param;
+  for (const auto& [k, settings] : groups_map) {
+    const auto& [dataset, method, p] = k;
+    const Setting* best = nullptr;
+    Stat best_u, best_t;
+    for (const auto& [key, s] : settings) {
+      if (static_cast<int>(s.unlabeled.size()) < job.splits) continue;  // incomplete (killed mid-setting)
+      const Stat u = stat(s.unlabeled), t = stat(s.unseen);
+      const double score = job.select_by == "unseen" ? t.mean : u.mean;
+      const double best_score = best ? (job.select_by == "unseen" ? best_t.mean : best_u.mean) : -1;
+      if (!best || (!std::isnan(score) && score > best_score)) {
+        best = &s;
+        best_u = u;
+        best_t = t;
+      }
+    }
+    if (!best) continue;
+    const Stat secs = stat(best->seconds);
+    csv << dataset << "," << method << "," << p << "," << best_u.n << "," << best->dim << ",\""
+        << params_text(best->params) << "\"," << fmt(best_u.mean, "%.6f") << "," << fmt(best_u.std, "%.6f") << ","
+        << fmt(best_t.mean, "%.6f") << "," << fmt(best_t.std, "%.6f") << "," << fmt(secs.mean, "%.3f") << "\n";
+    md << "| " << dataset << " | " << method << " | " << p << " | " << fmt(best_u.mean) << " ± " << fmt(best_u.std)
+       << " | " << fmt(best_t.mean) << " ± " << fmt(best_t.std) << " | " << best->dim << " | "
+       << params_text(best->params) << " | " << fmt(secs.mean, "%.2f") << " |\n";
+    // Dimension curve at the best parameters.
+    json best_params = best->params;
+    best_params.erase("dim");
+    for (const auto& [key, s] : settings) {
+      json q = s.params;
+      q.erase("dim");
+      if (q == best_params) by_dim[{dataset, p}][method][s.dim] = {stat(s.unlabeled), stat(s.unseen)};
+    }
+    // Parameter curves at the best dimension: each swept numeric parameter, the others at best.
+    for (auto it = best_params.begin(); it != best_params.end(); ++it) {
+      if (!it.value().is_number() || it.key() == "method") continue;
+      for (const auto& [key, s] : settings) {
+        if (s.dim != best->dim) continue;
+        json q = s.params;
+        q.erase("dim");
+        json a = q, b = best_params;
+        a.erase(it.key());
+        b.erase(it.key());
+        if (a == b && q[it.key()].is_number())
+          by_param[{dataset, p, method, it.key()}][q[it.key()].get<double>()] = {stat(s.unlabeled), stat(s.unseen)};
+      }
+    }
+  }
+  io::write_text_atomic(out_dir + "/summary.csv", csv.str());
+  io::write_text_atomic(out_dir + "/summary.md", md.str());
+
+  const std::string plots = out_dir + "/plots";
+  make_dirs(plots);
+  std::vector<std::string> made;
+  for (const auto& [k, methods_map] : by_dim) {
+    bool any_curve = false;
+    for (const auto& [m, curve] : methods_map) any_curve = any_curve || curve.size() > 1;
+    if (!any_curve) continue;
+    const std::string stem = plots + "/" + k.first + "_p" + std::to_string(k.second) + "_accuracy_vs_dim";
+    std::ostringstream dat, gp;
+    std::vector<std::string> names;
+    for (const auto& [m, curve] : methods_map) {
+      if (curve.size() < 2) continue;
+      dat << "# " << m << "\n";
+      for (const auto& [dim, st] : curve)
+        dat << dim << " " << fmt(st.first.mean, "%.6f") << " " << fmt(st.second.mean, "%.6f") << "\n";
+      dat << "\n\n";
+      names.push_back(m);
+    }
+    io::write_text_atomic(stem + ".dat", dat.str());
+    for (const char* term : {"pngcairo size 900,600", "svg size 900,600"}) {
+      const bool png = std::string(term).rfind("png", 0) == 0;
+      gp << "set terminal " << term << "\nset output '" << stem << (png ? ".png" : ".svg") << "'\n"
+         << "set title '" << k.first << ", " << k.second << " labeled per class (mean of " << job.splits
+         << " splits)'\nset xlabel 'dimension m'\nset ylabel '1-NN accuracy'\nset key bottom right\nset grid\n"
+         << "set xtics 1\nset mxtics 1\n"
+         << "plot ";
+      for (size_t i = 0; i < names.size(); ++i)
+        gp << (i ? ", " : "") << "'" << stem << ".dat' index " << i << " using 1:2 with linespoints lw 2 title '"
+           << names[i] << " unlabeled', '" << stem << ".dat' index " << i
+           << " using 1:3 with linespoints dt 2 title '" << names[i] << " unseen'";
+      gp << "\n";
+    }
+    io::write_text_atomic(stem + ".gp", gp.str());
+    run_gnuplot(stem + ".gp");
+    made.push_back(stem + ".png");
+  }
+  for (const auto& [k, curve] : by_param) {
+    if (curve.size() < 2) continue;
+    const auto& [dataset, p, method, param] = k;
+    const std::string stem = plots + "/" + dataset + "_p" + std::to_string(p) + "_" + method + "_accuracy_vs_" + param;
+    std::ostringstream dat, gp;
+    bool log_x = true;
+    for (const auto& [v, st] : curve) {
+      dat << v << " " << fmt(st.first.mean, "%.6f") << " " << fmt(st.second.mean, "%.6f") << "\n";
+      log_x = log_x && v > 0;
+    }
+    log_x = log_x && curve.rbegin()->first / curve.begin()->first >= 100;
+    io::write_text_atomic(stem + ".dat", dat.str());
+    for (const char* term : {"pngcairo size 900,600", "svg size 900,600"}) {
+      const bool png = std::string(term).rfind("png", 0) == 0;
+      gp << "set terminal " << term << "\nset output '" << stem << (png ? ".png" : ".svg") << "'\n"
+         << "set title '" << method << " on " << dataset << ", " << p << " labeled per class'\n"
+         << (log_x ? "set logscale x\n" : "") << "set xlabel '" << param << "'\nset ylabel '1-NN accuracy'\nset grid\n"
+         << "plot '" << stem << ".dat' using 1:2 with linespoints lw 2 title 'unlabeled', '" << stem
+         << ".dat' using 1:3 with linespoints dt 2 title 'unseen'\n";
+    }
+    io::write_text_atomic(stem + ".gp", gp.str());
+    run_gnuplot(stem + ".gp");
+    made.push_back(stem + ".png");
+  }
+  say("wrote " + out_dir + "/results.json, summary.csv, summary.md and " + std::to_string(made.size()) +
+      " plot(s) (PNG and SVG) in " + plots);
+  std::fputs(md.str().c_str(), stdout);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
+  const double t0 = MPI_Wtime();
+  int wrank = 0, wsize = 1;
+  MPI_Comm_rank(world, &wrank);
+  MPI_Comm_size(world, &wsize);
+  SSDR_REQUIRE(options.groups >= 1 && options.groups <= wsize,
+               "--groups " + std::to_string(options.groups) + " must be between 1 and the number of ranks (" +
+                   std::to_string(wsize) + ")");
+  Job job = parse_job(options.job_file);
+  if (!options.output.empty()) job.output = options.output;
+  const std::vector<Unit> units = make_units(job);
+
+  // Output directory and what is already done (every rank reads the same files).
+  bool ok = true;
+  std::string msg;
+  if (wrank == 0) {
+    make_dirs(job.output);
+    if (access(job.output.c_str(), W_OK) != 0) {
+      ok = false;
+      msg = "output directory '" + job.output + "' cannot be created or written";
+    }
+  }
+  SSDR_CHECK_COLLECTIVE(world, ok, msg);
+  MPI_Barrier(world);
+  std::set<std::string> done;
+  for (const auto& r : read_results(job.output)) done.insert(r["key"].get<std::string>());
+
+  // Groups: contiguous blocks of ranks; group g takes blocks b with b mod G == g.
+  const int G = options.groups;
+  const int color = static_cast<int>(static_cast<int64_t>(wrank) * G / wsize);
+  MPI_Comm group = MPI_COMM_NULL;
+  MPI_Comm_split(world, color, wrank, &group);
+  int grank = 0, gsize = 1;
+  MPI_Comm_rank(group, &grank);
+  MPI_Comm_size(group, &gsize);
+  const bool leader = grank == 0;
+  const std::string results_path =
+      job.output + "/results.g" + std::to_string(color) + "of" + std::to_string(G) + ".jsonl";
+
+  // Every rank sees the same units and the same done set, so these counts need no reduction.
+  std::vector<const Unit*> mine;
+  int64_t total_configs = 0, skipped_all = 0;
+  for (const auto& u : units) {
+    total_configs += static_cast<int64_t>(u.dims.size());
+    int64_t finished = 0;
+    for (int64_t dim : u.dims) finished += done.count(config_key(job, u, dim)) ? 1 : 0;
+    skipped_all += finished;
+    if (u.block % G == color && finished < static_cast<int64_t>(u.dims.size())) mine.push_back(&u);
+  }
+  say("experiment '" + job.name + "': " + std::to_string(total_configs) + " configurations (" +
+      std::to_string(units.size()) + " fits), " + std::to_string(skipped_all) + " already done in " + job.output +
+      "; " + std::to_string(G) + " group(s) of ~" + std::to_string(wsize / G) + " rank(s)");
+
+  // Each group works through its units; data sets are read once per group.
+  const bool was_quiet = quiet();
+  std::map<int, io::Dataset> datasets;
+  const double g0 = MPI_Wtime();
+  for (size_t i = 0; i < mine.size(); ++i) {
+    const Unit& u = *mine[i];
+    if (!datasets.count(u.dataset)) {
+      const auto& spec = job.datasets[static_cast<size_t>(u.dataset)];
+      datasets.emplace(u.dataset, io::read_dataset(spec.path, spec.format, group));
+    }
+    const io::Dataset& ds = datasets.at(u.dataset);
+    const auto roles = data::make_split(ds.labels, ds.classes, split_spec(job, u.p, u.split));
+    const auto& info = methods::find_method(job.methods[static_cast<size_t>(u.method)].name);
+    const int64_t max_dim = *std::max_element(u.dims.begin(), u.dims.end());
+    set_quiet(true);  // per-phase lines of every group would interleave; one line per configuration instead
+    const double f0 = MPI_Wtime();
+    FitOutcome out = fit_and_evaluate(ds, roles, make_config(job, u, max_dim), false);
+    const double fit_seconds = MPI_Wtime() - f0;
+    set_quiet(was_quiet);
+    for (int64_t dim : u.dims) {
+      const std::string key = config_key(job, u, dim);
+      if (done.count(key)) continue;
+      evaluation::Accuracy acc = out.accuracy;
+      int64_t used_dim = out.dim;
+      if (dim != max_dim && dim > 0 && info.nested_dimensions && dim <= out.model.W.cols) {
+        // Nested solutions: the first `dim` columns are the dim-dimensional solution.
+        model::Model m = out.model;
+        Dense W(m.W.rows, dim);
+        std::copy(m.W.v.begin(), m.W.v.begin() + m.W.rows * dim, W.v.begin());
+        m.W = W;
+        acc = evaluation::one_nn_accuracy(model::project(m, ds.X), ds.labels, roles);
+        used_dim = dim;
+      }
+      json line = {{"key", key},
+                   {"dataset", job.datasets[static_cast<size_t>(u.dataset)].name},
+                   {"method", info.name},
+                   {"labeled_per_class", u.p},
+                   {"split", u.split},
+                   {"seed", job.seed + static_cast<uint64_t>(u.split)},
+                   {"params", u.params},
+                   {"dim", dim},
+                   {"dim_used", used_dim},
+                   {"accuracy", acc_json(acc)},
+                   {"trace_ratio", std::isnan(out.trace_ratio) ? json(nullptr) : json(out.trace_ratio)},
+                   {"seconds", fit_seconds},
+                   {"timings_s", out.timings},
+                   {"group", color},
+                   {"group_ranks", gsize},
+                   {"ssdr_version", version()}};
+      bool wrote = true;
+      std::string werr;
+      if (leader) {
+        try {
+          append_line(results_path, line.dump());
+        } catch (const std::exception& e) {
+          wrote = false;
+          werr = e.what();
+        }
+      }
+      SSDR_CHECK_COLLECTIVE(group, wrote, werr);
+    }
+    if (leader && !was_quiet) {
+      const double el = MPI_Wtime() - g0;
+      const double eta = el / static_cast<double>(i + 1) * static_cast<double>(mine.size() - i - 1);
+      char b[512];
+      std::snprintf(b, sizeof b, "[group %d] %zu/%zu %s p=%d split %d %s dims %zu: unlabeled %s unseen %s (%.1f s), ETA %.0f s",
+                    color, i + 1, mine.size(), job.datasets[static_cast<size_t>(u.dataset)].name.c_str(), u.p, u.split,
+                    info.name.c_str(), u.dims.size(), fmt(out.accuracy.unlabeled).c_str(),
+                    fmt(out.accuracy.unseen).c_str(), fit_seconds, eta);
+      std::fprintf(stderr, "[%8.1f s] %s\n", elapsed_since_start(), b);
+      std::fflush(stderr);
+    }
+  }
+  MPI_Comm_free(&group);
+  MPI_Barrier(world);
+  const double sweep = MPI_Wtime() - t0;
+  ok = true;
+  msg.clear();
+  if (wrank == 0) {
+    try {
+      summarize(job, job.output, read_results(job.output), sweep, G, wsize);
+    } catch (const std::exception& e) {
+      ok = false;
+      msg = e.what();
+    }
+  }
+  SSDR_CHECK_COLLECTIVE(world, ok, msg);
+  return 0;
+}
+
+}  // namespace ssdr::driver

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# `ssdr experiment`: the smoke job end to end with 2 groups, and checkpoint/restart: a run
+# killed midway and resumed ends with exactly the results of an uninterrupted run, and the
+# resumed run skips what the killed one finished.
+# Usage: experiment.sh SSDR_BINARY DATA_DIR   (MPIEXEC from the environment)
+set -u
+SSDR="$1"
+JOBS="$(cd "$2/../../jobs/experiments" && pwd)"
+MPIEXEC="${MPIEXEC:-mpiexec}"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+passed=0
+failed=0
+ok() { passed=$((passed + 1)); echo "ok: $1"; }
+bad() { failed=$((failed + 1)); echo "FAILED: $1"; }
+
+# 1. Smoke job, 2 groups: tables and plots.
+if timeout 300 "$MPIEXEC" -n 2 "$SSDR" experiment "$JOBS/smoke.yaml" --groups 2 --output "$tmp/smoke" -q >"$tmp/smoke.out" 2>&1 &&
+   [ -s "$tmp/smoke/summary.csv" ] && [ -s "$tmp/smoke/summary.md" ] && [ -s "$tmp/smoke/results.json" ] &&
+   [ "$(tail -n +2 "$tmp/smoke/summary.csv" | wc -l)" -eq 12 ] &&
+   python3 - "$tmp/smoke/results.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+keys = [x["key"] for x in r["results"]]
+# 2 data sets x 2 labeled counts x 3 splits x (soda 2 dims x 2 sigmas + lda 2 dims + oda 1)
+assert len(keys) == len(set(keys)) == 2 * 2 * 3 * (4 + 2 + 1), len(keys)
+assert {x["group"] for x in r["results"]} == {0, 1}
+assert all(0 <= x["accuracy"]["unlabeled"] <= 1 for x in r["results"])
+PY
+then
+  if ls "$tmp/smoke/plots/"*.png >/dev/null 2>&1 || ! command -v gnuplot >/dev/null; then ok "smoke job with 2 groups"; else bad "smoke job: no plots"; fi
+else
+  bad "smoke job with 2 groups"; cat "$tmp/smoke.out"
+fi
+
+# 2. Uninterrupted reference run of the kill-test job.
+timeout 600 "$MPIEXEC" -n 2 "$SSDR" experiment "$JOBS/kill_test.yaml" --output "$tmp/ref" -q >/dev/null 2>&1 || bad "reference run"
+total=$(python3 -c "import json; print(len(json.load(open('$tmp/ref/results.json'))['results']))" 2>/dev/null || echo 0)
+
+# 3. Killed run: SIGKILL the whole job once some configurations are done (a kill -9 of mpiexec
+#    and its ranks, as a batch system's time limit would).
+setsid "$MPIEXEC" -n 2 "$SSDR" experiment "$JOBS/kill_test.yaml" --output "$tmp/killed" -q >/dev/null 2>&1 &
+pid=$!
+for _ in $(seq 1 600); do
+  lines=$(cat "$tmp"/killed/results*.jsonl 2>/dev/null | wc -l)
+  [ "$lines" -ge 10 ] && break
+  sleep 0.1
+done
+# mpiexec and its ranks share the session that setsid created (the ranks get their own
+# process groups), so kill the whole session.
+pkill -9 -s "$pid" 2>/dev/null
+wait "$pid" 2>/dev/null
+for _ in $(seq 1 100); do pgrep -s "$pid" >/dev/null || break; sleep 0.1; done
+done_before=$(cat "$tmp"/killed/results*.jsonl 2>/dev/null | wc -l)
+if [ "$done_before" -ge 10 ] && [ "$done_before" -lt "$total" ] && [ ! -e "$tmp/killed/results.json" ]; then
+  ok "killed midway after $done_before of $total configurations"
+else
+  bad "kill midway (done $done_before of $total)"
+fi
+
+# 4. Resume: finishes, skips what was done, and matches the reference exactly.
+if timeout 600 "$MPIEXEC" -n 2 "$SSDR" experiment "$JOBS/kill_test.yaml" --output "$tmp/killed" >"$tmp/resume.out" 2>&1 &&
+   grep -q "already done" "$tmp/resume.out" &&
+   python3 - "$tmp/ref/results.json" "$tmp/killed/results.json" "$done_before" <<'PY'
+import json, sys
+ref = {x["key"]: x for x in json.load(open(sys.argv[1]))["results"]}
+res = json.load(open(sys.argv[2]))["results"]
+keys = [x["key"] for x in res]
+assert len(keys) == len(set(keys)) == len(ref), (len(keys), len(set(keys)), len(ref))
+for x in res:
+    assert x["accuracy"] == ref[x["key"]]["accuracy"], x["key"]
+PY
+then
+  ok "resumed run completes with the uninterrupted run's results ($(grep -o '[0-9]* already done' "$tmp/resume.out"))"
+else
+  bad "resume after kill"; tail -5 "$tmp/resume.out"
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
