@@ -54,6 +54,7 @@ struct Job {
   int unlabeled_per_class = -1;
   std::vector<int> labeled_per_class;
   std::string select_by = "unlabeled";
+  int cv_folds = 5;
   std::vector<DatasetSpec> datasets;
   std::vector<MethodSpec> methods;
   json preprocess = json::object();  ///< job-wide preprocessing override
@@ -129,7 +130,7 @@ Job parse_job(const std::string& path) {
   const std::string base = dirname_of(path);
   try {
     static const std::set<std::string> top = {"name", "output", "splits", "seed", "protocol", "transductive_fraction",
-                                              "unlabeled_per_class", "labeled_per_class", "select_by", "datasets",
+                                              "unlabeled_per_class", "labeled_per_class", "select_by", "cv_folds", "datasets",
                                               "methods", "preprocess"};
     for (const auto& kv : root) {
       const std::string key = kv.first.as<std::string>();
@@ -159,8 +160,10 @@ Job parse_job(const std::string& path) {
     else
       job.labeled_per_class.push_back(root["labeled_per_class"].as<int>());
     job.select_by = root["select_by"] ? root["select_by"].as<std::string>() : "unlabeled";
-    if (job.select_by != "unlabeled" && job.select_by != "unseen")
-      job_error(job, "select_by: expected unlabeled or unseen, got '" + job.select_by + "'");
+    if (job.select_by != "unlabeled" && job.select_by != "unseen" && job.select_by != "cv")
+      job_error(job, "select_by: expected unlabeled, unseen or cv, got '" + job.select_by + "'");
+    job.cv_folds = root["cv_folds"] ? root["cv_folds"].as<int>() : 5;
+    if (job.cv_folds < 2) job_error(job, "cv_folds must be at least 2");
     if (job.splits < 1) job_error(job, "splits must be at least 1");
     if (!root["datasets"] || !root["datasets"].IsSequence() || root["datasets"].size() == 0)
       job_error(job, "datasets: expected a list of {name, path[, format]}");
@@ -408,7 +411,7 @@ Stat stat(const std::vector<double>& v) {
 struct Setting {
   json params;
   int64_t dim = 0;
-  std::vector<double> unlabeled, unseen, seconds;
+  std::vector<double> unlabeled, unseen, seconds, cv;
 };
 
 std::string fmt(double v, const char* f = "%.4f") {
@@ -456,10 +459,11 @@ void summarize(const Job& job, const std::string& out_dir, const std::vector<jso
     s.unlabeled.push_back(val(r["accuracy"]["unlabeled"]));
     s.unseen.push_back(val(r["accuracy"]["unseen"]));
     s.seconds.push_back(r["seconds"].get<double>());
+    s.cv.push_back(r.contains("cv_accuracy") ? val(r["cv_accuracy"]) : NAN);
   }
   std::ostringstream csv, md;
   csv << "dataset,method,labeled_per_class,splits,best_dim,best_params,unlabeled_mean,unlabeled_std,unseen_mean,"
-         "unseen_std,seconds_per_fit\n";
+         "unseen_std,cv_mean,seconds_per_fit\n";
   md << "# " << job.name << "\n\n"
      << "ssdr " << version() << ", protocol " << job.protocol << ", " << job.splits
      << " random splits (seeds " << job.seed << ".." << job.seed + static_cast<uint64_t>(job.splits) - 1
@@ -475,22 +479,24 @@ void summarize(const Job& job, const std::string& out_dir, const std::vector<jso
     const auto& [dataset, method, p] = k;
     const Setting* best = nullptr;
     Stat best_u, best_t;
+    double best_score = NAN;
     for (const auto& [key, s] : settings) {
       if (static_cast<int>(s.unlabeled.size()) < job.splits) continue;  // incomplete (killed mid-setting)
-      const Stat u = stat(s.unlabeled), t = stat(s.unseen);
-      const double score = job.select_by == "unseen" ? t.mean : u.mean;
-      const double best_score = best ? (job.select_by == "unseen" ? best_t.mean : best_u.mean) : -1;
-      if (!best || (!std::isnan(score) && score > best_score)) {
+      const Stat u = stat(s.unlabeled), t = stat(s.unseen), c = stat(s.cv);
+      const double score = job.select_by == "unseen" ? t.mean : job.select_by == "cv" ? c.mean : u.mean;
+      if (!best || (!std::isnan(score) && (std::isnan(best_score) || score > best_score))) {
         best = &s;
         best_u = u;
         best_t = t;
+        best_score = score;
       }
     }
     if (!best) continue;
     const Stat secs = stat(best->seconds);
     csv << dataset << "," << method << "," << p << "," << best_u.n << "," << best->dim << ",\""
         << params_text(best->params) << "\"," << fmt(best_u.mean, "%.6f") << "," << fmt(best_u.std, "%.6f") << ","
-        << fmt(best_t.mean, "%.6f") << "," << fmt(best_t.std, "%.6f") << "," << fmt(secs.mean, "%.3f") << "\n";
+        << fmt(best_t.mean, "%.6f") << "," << fmt(best_t.std, "%.6f") << "," << fmt(stat(best->cv).mean, "%.6f") << ","
+        << fmt(secs.mean, "%.3f") << "\n";
     md << "| " << dataset << " | " << method << " | " << p << " | " << fmt(best_u.mean) << " ± " << fmt(best_u.std)
        << " | " << fmt(best_t.mean) << " ± " << fmt(best_t.std) << " | " << best->dim << " | "
        << params_text(best->params) << " | " << fmt(secs.mean, "%.2f") << " |\n";
@@ -586,6 +592,39 @@ void summarize(const Job& job, const std::string& out_dir, const std::vector<jso
   std::fflush(stdout);
 }
 
+/// k-fold cross-validation on the labeled samples only (the honest selection: no unlabeled
+/// or unseen label is looked at). Labeled samples of each class are dealt round-robin into
+/// min(k, p) folds in an order shuffled by the split's seed; for each fold its samples become
+/// unlabeled, the method is fitted, and the fold is classified by 1-NN in the embedding.
+/// Returns the mean fold accuracy (NaN when p < 2). Collective over ds.X.comm.
+double cross_validate(const io::Dataset& ds, const std::vector<data::Role>& roles, const FitConfig& config, int folds,
+                      int p, uint64_t seed) {
+  if (p < 2) return NAN;
+  const int k = std::min(folds, p);
+  std::vector<int> fold(roles.size(), -1);
+  std::vector<int> next(static_cast<size_t>(ds.classes), static_cast<int>(seed % static_cast<uint64_t>(k)));
+  for (size_t i = 0; i < roles.size(); ++i)
+    if (roles[i] == data::Role::labeled) {
+      int& f = next[static_cast<size_t>(ds.labels[i])];
+      fold[i] = f;
+      f = (f + 1) % k;
+    }
+  if (!methods::find_method(config.method).projects) return NAN;  // transductive-only: no embedding
+  double sum = 0;
+  for (int f = 0; f < k; ++f) {
+    // Fold f is held out of training altogether; only it is scored.
+    std::vector<data::Role> r = roles;
+    std::vector<data::Role> scored(r.size(), data::Role::labeled);  // "labeled" = not scored
+    for (size_t i = 0; i < r.size(); ++i)
+      if (fold[i] == f) r[i] = scored[i] = data::Role::unseen;
+    FitOutcome out = fit_and_evaluate(ds, r, config, false);
+    DistMatrix Y = model::project(out.model, ds.X);
+    const auto pred = evaluation::one_nn_predict(Y, ds.labels, r);
+    sum += evaluation::accuracy(pred, Y.row_start, ds.labels, scored, ds.X.comm).unseen;
+  }
+  return sum / k;
+}
+
 }  // namespace
 
 int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
@@ -659,6 +698,11 @@ int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
     const double f0 = MPI_Wtime();
     FitOutcome out = fit_and_evaluate(ds, roles, make_config(job, u, max_dim), false);
     const double fit_seconds = MPI_Wtime() - f0;
+    // Cross-validation on the labeled samples scores the setting at the unit's largest m.
+    const double cv = job.select_by == "cv"
+                          ? cross_validate(ds, roles, make_config(job, u, max_dim), job.cv_folds, u.p,
+                                           job.seed + static_cast<uint64_t>(u.split))
+                          : NAN;
     set_quiet(was_quiet);
     for (int64_t dim : u.dims) {
       const std::string key = config_key(job, u, dim);
@@ -685,6 +729,7 @@ int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
                    {"dim_used", used_dim},
                    {"accuracy", acc_json(acc)},
                    {"trace_ratio", std::isnan(out.trace_ratio) ? json(nullptr) : json(out.trace_ratio)},
+                   {"cv_accuracy", std::isnan(cv) ? json(nullptr) : json(cv)},
                    {"seconds", fit_seconds},
                    {"timings_s", out.timings},
                    {"group", color},
