@@ -1,5 +1,7 @@
 #include "ssdr/methods/common.hpp"
 
+#include <cstdio>
+
 #include "ssdr/core/progress.hpp"
 #include "ssdr/solvers/trace_ratio.hpp"
 
@@ -17,9 +19,28 @@ scatter::ScatterMatrices labeled_scatter(const TrainingData& data, Timings& t) {
   return scatter::soft_scatter(l.X, scatter::one_hot(l.labels, data.classes, l.X.comm), data.classes);
 }
 
+namespace {
+std::string graph_key(const MethodOptions& o) {
+  char b[160];
+  std::snprintf(b, sizeof b, "k=%d w=%d s=%.17g sigma=%.17g", o.graph.k, static_cast<int>(o.graph.weight),
+                o.graph.sigma_s, o.graph.sigma);
+  return b;
+}
+}  // namespace
+
 graph::Graph knn_graph(const TrainingData& data, const MethodOptions& o, Timings& t) {
+  if (data.cache) {
+    auto it = data.cache->graphs.find(graph_key(o));
+    if (it != data.cache->graphs.end()) {
+      ++data.cache->hits;
+      return it->second;
+    }
+    ++data.cache->misses;
+  }
   Phase phase("knn_graph", &t);
-  return graph::build_knn_graph(data.graph_data(), o.graph);
+  graph::Graph g = graph::build_knn_graph(data.graph_data(), o.graph);
+  if (data.cache) data.cache->graphs.emplace(graph_key(o), g);
+  return g;
 }
 
 Dense add_identity(const Dense& S, double mu) {
@@ -62,10 +83,22 @@ FitResult solve_trace_ratio(const scatter::ScatterMatrices& S, int64_t m, const 
 GraphAndLabels graph_and_propagation(const TrainingData& data, const MethodOptions& o, Timings& t) {
   GraphAndLabels r;
   r.g = knn_graph(data, o, t);
+  char b[160];
+  std::snprintf(b, sizeof b, "|aL=%.17g aU=%.17g rtol=%.17g %s", o.propagation.alpha_labeled,
+                o.propagation.alpha_unlabeled, o.propagation.rtol, o.propagation.prefix.c_str());
+  const std::string key = graph_key(o) + b;
+  if (data.cache) {
+    auto it = data.cache->propagations.find(key);
+    if (it != data.cache->propagations.end()) {
+      r.lp = it->second;
+      return r;
+    }
+  }
   {
     Phase phase("propagation", &t);
     r.lp = propagation::propagate(r.g.A, data.labels, data.classes, o.propagation);
   }
+  if (data.cache) data.cache->propagations.emplace(key, r.lp);
   return r;
 }
 

@@ -18,13 +18,25 @@ inline void petsc_destroy(KSP& h) { KSPDestroy(&h); }
 inline void petsc_destroy(EPS& h) { EPSDestroy(&h); }
 
 /// Owning PETSc handle: Owned<Mat> A; MatCreate(comm, A.out()); ... destroyed at scope end.
+/// Copies share the object through PETSc's reference count (PetscObjectReference), so a
+/// graph can be cached and handed to several methods; the object is destroyed with the
+/// last copy. Shared objects are read-only by convention.
 template <class H>
 class Owned {
  public:
   Owned() = default;
   explicit Owned(H h) : h_(h) {}
-  Owned(const Owned&) = delete;
-  Owned& operator=(const Owned&) = delete;
+  Owned(const Owned& o) : h_(o.h_) {
+    if (h_) PetscObjectReference(reinterpret_cast<PetscObject>(h_));
+  }
+  Owned& operator=(const Owned& o) {
+    if (this != &o) {
+      reset();
+      h_ = o.h_;
+      if (h_) PetscObjectReference(reinterpret_cast<PetscObject>(h_));
+    }
+    return *this;
+  }
   Owned(Owned&& o) noexcept : h_(std::exchange(o.h_, nullptr)) {}
   Owned& operator=(Owned&& o) noexcept {
     if (this != &o) {

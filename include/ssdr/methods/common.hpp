@@ -3,6 +3,9 @@
 /// Building blocks the methods share (so every method composes the same stages).
 #include <nlohmann/json.hpp>
 
+#include <map>
+#include <string>
+
 #include "ssdr/core/dense.hpp"
 #include "ssdr/graph/knn.hpp"
 #include "ssdr/methods/method.hpp"
@@ -10,6 +13,15 @@
 #include "ssdr/scatter/scatter.hpp"
 
 namespace ssdr::methods {
+
+/// Graphs and label propagations of one set of training samples (one data set, split and
+/// preprocessing), keyed by their options; see TrainingData::cache. Entries share their
+/// PETSc matrices (reference counted) and must not be modified.
+struct GraphCache {
+  std::map<std::string, graph::Graph> graphs;
+  std::map<std::string, propagation::PropagationResult> propagations;
+  int hits = 0, misses = 0;
+};
 
 /// S + μI. Local.
 Dense add_identity(const Dense& S, double mu);

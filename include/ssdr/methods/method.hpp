@@ -43,6 +43,8 @@ struct MethodOptions {
 /// v when it is set (not NaN), else the default.
 inline double or_default(double v, double fallback) { return v == v ? v : fallback; }
 
+struct GraphCache;
+
 /// What a method learns from: the transductive samples (labeled + unlabeled) after
 /// preprocessing, rows distributed (n_t × d', any layout), with one label per local row
 /// (class in 0..c−1, or −1 when the label is hidden).
@@ -55,6 +57,10 @@ struct TrainingData {
   /// in input space, as KSODA's does (soda-nie2009 §4).
   const DistMatrix* graph_X = nullptr;
   const DistMatrix& graph_data() const { return graph_X ? *graph_X : X; }
+  /// Graphs and propagations already computed for these samples (same data, split and
+  /// preprocessing), reused across methods and dimensions by the experiment driver;
+  /// nullptr → compute afresh.
+  GraphCache* cache = nullptr;
 };
 
 struct FitResult {
