@@ -183,7 +183,8 @@ class Olda final : public Method {
 /// Semi-supervised discriminant analysis (Cai, He, Han, ICCV 2007, eq. (9)):
 ///   max aᵀS_b a / aᵀ(S_t + α_eff XLXᵀ + β_eff I)a,
 /// S_b, S_t the hard-label scatter matrices of the labeled samples (divided by l), L = D − A
-/// the Laplacian of the 0/1 symmetrized kNN graph on all n transductive samples with k = 5
+/// the Laplacian of the 0/1 symmetrized kNN graph on all n transductive samples (built on
+/// data.graph_data(), the input-space rows, when a kernel maps X) with k = 5
 /// (Cai et al.'s setting; o.graph.k and o.graph.weight are not used, since MethodOptions
 /// cannot tell a user's --knn 8 from the default). α and β are relative to the traces:
 ///   α_eff = α·tr(S_t)/tr(XLXᵀ),  β_eff = β·tr(S_t)/d,  defaults α = 1, β = 10⁻³,
@@ -210,7 +211,7 @@ class Sda final : public Method {
       graph::Graph g;
       {
         Phase phase("knn_graph", &t);
-        g = graph::build_knn_graph(data.X, go);
+        g = graph::build_knn_graph(data.graph_data(), go);  // input space (same rows as X)
       }
       Dense XLX;
       {
