@@ -1,0 +1,539 @@
+// TCA and OTCA (tca-liu2008, Transductive Component Analysis) against the paper's identities
+// and a serial dense reference written here from the paper's definitions: S = (I+αL)⁻¹αL
+// (10) formed densely, W^r, W^e (15), D_l, M_l (18) formed as l×l matrices, the generalized
+// eigenproblem (21) by LAPACK dsygvd and the OTCA recursion (23)–(27) with the orthogonal
+// complement taken from an eigen-decomposition of I − QQᵀ instead of a full QR.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "reference.hpp"
+#include "ssdr/core/error.hpp"
+#include "ssdr/core/lapack.hpp"
+#include "ssdr/core/petsc.hpp"
+#include "ssdr/driver/pipeline.hpp"
+#include "ssdr/graph/knn.hpp"
+#include "ssdr/io/dataset.hpp"
+#include "ssdr/methods/factories.hpp"
+#include "ssdr/solvers/sparse_solve.hpp"
+#include "support.hpp"
+
+using namespace ssdr;
+
+// The internals of src/methods/tca.cpp under test (declared there; no shared header).
+namespace ssdr::methods::tca {
+Dense gram(const DistMatrix& A, const DistMatrix& B);
+DistMatrix apply_Wr(const DistMatrix& Y, const std::vector<int>& labels, int classes);
+DistMatrix apply_We(const DistMatrix& Y, const std::vector<int>& labels, int classes);
+DistMatrix apply_WeT(const DistMatrix& Y, const std::vector<int>& labels, int classes);
+DistMatrix apply_Ml(const DistMatrix& Y, const std::vector<int>& labels, int classes);
+DistMatrix apply_Dl(const DistMatrix& Y, const std::vector<int>& labels, int classes);
+Dense smoothness_regularizer(Mat A, const DistMatrix& Y, double alpha,
+                             const solvers::SparseSolveOptions& solve, std::vector<int>* iterations);
+Dense pca_basis(const DistMatrix& X, int64_t d1);
+Dense otca_directions(const Dense& H, const Dense& R, int64_t m);
+}  // namespace ssdr::methods::tca
+
+namespace {
+
+namespace tca = ssdr::methods::tca;
+
+// ---------------------------------------------------------------- small dense helpers
+
+Dense matmul(const Dense& A, const Dense& B, char ta = 'N', char tb = 'N') {
+  const int64_t m = ta == 'N' ? A.rows : A.cols, k = ta == 'N' ? A.cols : A.rows;
+  const int64_t n = tb == 'N' ? B.cols : B.rows;
+  Dense C(m, n);
+  blas::gemm(ta, tb, m, n, k, 1.0, A.data(), A.rows, B.data(), B.rows, 0.0, C.data(), m);
+  return C;
+}
+
+Dense axpy(const Dense& A, double b, const Dense& B) {
+  Dense C = A;
+  for (size_t i = 0; i < C.v.size(); ++i) C.v[i] += b * B.v[i];
+  return C;
+}
+
+double max_abs(const Dense& A) {
+  double s = 0;
+  for (double v : A.v) s = std::max(s, std::abs(v));
+  return s;
+}
+
+std::vector<double> eigenvalues(Dense A) {
+  std::vector<double> w(static_cast<size_t>(A.rows));
+  lapack::syev(A.rows, A.data(), A.rows, w.data());
+  return w;
+}
+
+std::vector<int> local_part(const std::vector<int>& v, const DistMatrix& X) {
+  return std::vector<int>(v.begin() + X.row_start, v.begin() + X.row_start + X.n_local);
+}
+
+/// Standardized (hence centered) copy: wine's features span five orders of magnitude.
+Dense standardize(const Dense& X) {
+  Dense Z = X;
+  for (int64_t j = 0; j < X.cols; ++j) {
+    double m = 0, s = 0;
+    for (int64_t i = 0; i < X.rows; ++i) m += X(i, j);
+    m /= static_cast<double>(X.rows);
+    for (int64_t i = 0; i < X.rows; ++i) s += (X(i, j) - m) * (X(i, j) - m);
+    s = std::sqrt(s / static_cast<double>(X.rows));
+    for (int64_t i = 0; i < X.rows; ++i) Z(i, j) = (X(i, j) - m) / s;
+  }
+  return Z;
+}
+
+struct Problem {
+  Dense X;  // n×d, centered
+  std::vector<int> labels, semi;
+  int classes = 0;
+};
+
+/// The data set standardized, with the first p samples of each class labeled.
+Problem load(const std::string& name, int p) {
+  Problem pr;
+  Dense raw;
+  test::load_csv_replicated(name, raw, pr.labels);
+  pr.X = standardize(raw);
+  pr.classes = *std::max_element(pr.labels.begin(), pr.labels.end()) + 1;
+  std::vector<int> seen(static_cast<size_t>(pr.classes), 0);
+  pr.semi.assign(pr.labels.size(), -1);
+  for (size_t i = 0; i < pr.labels.size(); ++i)
+    if (seen[static_cast<size_t>(pr.labels[i])]++ < p) pr.semi[i] = pr.labels[i];
+  return pr;
+}
+
+// ---------------------------------------------------------------- the dense reference
+
+/// W^r, W^e of eq. (15), D^e (column sums of W^e), D_l and M_l of eq. (18), all l×l.
+struct DenseGraphs {
+  Dense Wr, We, Dl, Ml;
+  std::vector<double> De;
+};
+
+DenseGraphs dense_graphs(const std::vector<int>& y, int classes) {
+  const int64_t l = static_cast<int64_t>(y.size());
+  std::vector<double> lk(static_cast<size_t>(classes), 0.0);
+  for (int k : y) lk[static_cast<size_t>(k)] += 1;
+  DenseGraphs g;
+  g.Wr = Dense(l, l);
+  g.We = Dense(l, l);
+  for (int64_t i = 0; i < l; ++i)
+    for (int64_t j = 0; j < l; ++j) {
+      const int k = y[static_cast<size_t>(i)];
+      if (y[static_cast<size_t>(j)] == k) g.Wr(i, j) = 1.0 / lk[static_cast<size_t>(k)];
+      else g.We(i, j) = 1.0 / (static_cast<double>(l) - lk[static_cast<size_t>(k)]);
+    }
+  g.De.assign(static_cast<size_t>(l), 0.0);
+  for (int64_t j = 0; j < l; ++j)
+    for (int64_t i = 0; i < l; ++i) g.De[static_cast<size_t>(j)] += g.We(i, j);
+  g.Dl = Dense::identity(l);
+  g.Ml = Dense(l, l);
+  for (int64_t i = 0; i < l; ++i) {
+    g.Dl(i, i) += g.De[static_cast<size_t>(i)];
+    for (int64_t j = 0; j < l; ++j)
+      g.Ml(i, j) = (i == j ? 3.0 + g.De[static_cast<size_t>(i)] : 0.0) + g.We(i, j) + g.We(j, i) - 2.0 * g.Wr(i, j);
+  }
+  return g;
+}
+
+/// L = D − A of a dense graph.
+Dense dense_laplacian(const Dense& A) {
+  Dense L(A.rows, A.cols);
+  for (int64_t i = 0; i < A.rows; ++i) {
+    double deg = 0;
+    for (int64_t j = 0; j < A.cols; ++j) {
+      deg += A(i, j);
+      L(i, j) = -A(i, j);
+    }
+    L(i, i) += deg;
+  }
+  return L;
+}
+
+/// S = (I + αL)⁻¹ αL, eq. (10), n×n, by a dense SPD solve.
+Dense dense_S(const Dense& A, double alpha) {
+  const Dense L = dense_laplacian(A);
+  Dense M = Dense::identity(L.rows), S(L.rows, L.cols);
+  for (size_t i = 0; i < L.v.size(); ++i) {
+    M.v[i] += alpha * L.v[i];
+    S.v[i] = alpha * L.v[i];
+  }
+  lapack::posv(L.rows, L.cols, M.data(), M.rows, S.data(), S.rows);
+  return S;
+}
+
+/// The pieces of (21) and (26) in the PCA subspace of Table 1, Step 4 (d1 = l when d > l).
+struct DenseProblem {
+  Dense P, XSX, XMX, XDX, XX, XY;
+};
+
+DenseProblem dense_problem(const Problem& pr, double alpha) {
+  const Dense A = ref::knn_heat_graph(pr.X, 8, 1e-3 / 8);
+  std::vector<char> keep(pr.semi.size());
+  std::vector<int> yl;
+  for (size_t i = 0; i < keep.size(); ++i)
+    if ((keep[i] = pr.semi[i] >= 0)) yl.push_back(pr.semi[i]);
+  const int64_t l = static_cast<int64_t>(yl.size()), d = pr.X.cols;
+  DenseProblem dp;
+  if (d > l) {
+    Dense C = matmul(pr.X, pr.X, 'T', 'N');
+    std::vector<double> w(static_cast<size_t>(d));
+    lapack::syev(d, C.data(), d, w.data());
+    dp.P = Dense(d, l);
+    for (int64_t j = 0; j < l; ++j)
+      for (int64_t i = 0; i < d; ++i) dp.P(i, j) = C(i, d - 1 - j);
+  } else {
+    dp.P = Dense::identity(d);
+  }
+  const Dense Y = matmul(pr.X, dp.P), Yl = matmul(ref::rows(pr.X, keep), dp.P);
+  const DenseGraphs g = dense_graphs(yl, pr.classes);
+  dp.XSX = matmul(Y, matmul(dense_S(A, alpha), Y), 'T', 'N');
+  dp.XMX = matmul(Yl, matmul(g.Ml, Yl), 'T', 'N');
+  dp.XDX = matmul(Yl, matmul(g.Dl, Yl), 'T', 'N');
+  dp.XX = matmul(Yl, Yl, 'T', 'N');
+  Dense ind(l, pr.classes);
+  for (int64_t i = 0; i < l; ++i) ind(i, yl[static_cast<size_t>(i)]) = 1.0;
+  dp.XY = matmul(Yl, ind, 'T', 'N');
+  return dp;
+}
+
+/// TCA by LAPACK: the m smallest generalized eigenvectors of (21), lifted by P.
+Dense dense_tca(const DenseProblem& dp, double beta, int64_t m, std::vector<double>* values) {
+  Dense A = axpy(dp.XSX, beta, dp.XMX), B = dp.XDX;
+  std::vector<double> w(static_cast<size_t>(A.rows));
+  lapack::sygv(A.rows, A.data(), A.rows, B.data(), B.rows, w.data());
+  Dense V(A.rows, m);
+  std::copy(A.v.begin(), A.v.begin() + A.rows * m, V.v.begin());
+  if (values) values->assign(w.begin(), w.begin() + m);
+  return matmul(dp.P, V);
+}
+
+/// Orthonormal basis of the orthogonal complement of span(A) (d×k): the eigenvectors of
+/// I − QQᵀ of eigenvalue 1 (a basis different from the paper's Q_2; a_k does not depend on it).
+Dense complement(const Dense& A) {
+  Dense Q = A;
+  lapack::orthonormalize(Q.rows, Q.cols, Q.data(), Q.rows);
+  Dense Pc = axpy(Dense::identity(A.rows), -1.0, matmul(Q, Q, 'N', 'T'));
+  std::vector<double> w(static_cast<size_t>(A.rows));
+  lapack::syev(A.rows, Pc.data(), A.rows, w.data());
+  Dense E(A.rows, A.rows - A.cols);
+  std::copy(Pc.v.begin() + A.rows * A.cols, Pc.v.end(), E.v.begin());
+  return E;
+}
+
+/// OTCA by the recursion (23)–(27), directions normalized and lifted by P.
+Dense dense_otca(const DenseProblem& dp, double beta, double gamma, int64_t m) {
+  const Dense H = axpy(axpy(dp.XSX, beta, dp.XMX), gamma, dp.XX);
+  const int64_t d1 = H.rows;
+  Dense A(d1, m), E = Dense::identity(d1);
+  for (int64_t k = 0; k < m; ++k) {
+    Dense Hk = matmul(E, matmul(H, E), 'T', 'N');
+    Dense r(d1, 1);
+    std::copy(dp.XY.col(k), dp.XY.col(k) + d1, r.data());
+    Dense b = matmul(E, r, 'T', 'N');
+    lapack::posv(Hk.rows, 1, Hk.data(), Hk.rows, b.data(), b.rows);
+    const Dense a = matmul(E, b);
+    for (int64_t i = 0; i < d1; ++i) A(i, k) = a.v[static_cast<size_t>(i)];
+    Dense Ak(d1, k + 1);
+    std::copy(A.v.begin(), A.v.begin() + d1 * (k + 1), Ak.v.begin());
+    if (k + 1 < m) E = complement(Ak);
+  }
+  for (int64_t k = 0; k < m; ++k) {
+    double s = 0;
+    for (int64_t i = 0; i < d1; ++i) s += A(i, k) * A(i, k);
+    for (int64_t i = 0; i < d1; ++i) A(i, k) /= std::sqrt(s);
+  }
+  return matmul(dp.P, A);
+}
+
+/// Labeled rows of the replicated problem, distributed, with their local labels.
+struct LabeledRows {
+  DistMatrix X;
+  std::vector<int> labels;
+};
+
+/// Unequal classes in an interleaved order (so every rank holds several classes).
+std::vector<int> uneven_labels() { return {2, 0, 1, 3, 1, 2, 0, 2, 3, 2, 1, 0, 2}; }
+
+/// The l×l identity, rows distributed: apply_*(I) is the operator's dense matrix.
+DistMatrix distributed_identity(int64_t l) { return ref::distribute(Dense::identity(l), MPI_COMM_WORLD); }
+
+methods::FitResult fit(const char* method, const Problem& pr, const methods::MethodOptions& o,
+                       DistMatrix& X) {
+  X = ref::distribute(pr.X, MPI_COMM_WORLD);
+  const std::vector<int> labels = local_part(pr.semi, X);
+  methods::TrainingData td{X, labels, pr.classes};
+  methods::Timings t;
+  auto m = std::string(method) == "tca" ? methods::make_tca() : methods::make_otca();
+  return m->fit(td, o, t);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- supervised graphs (15)–(18)
+
+TEST(TcaGraphs, IntraAndInterClassWeightsMatchEquation15AndRowsSumToOne) {
+  const std::vector<int> y = uneven_labels();
+  const int c = 4;
+  const int64_t l = static_cast<int64_t>(y.size());
+  DistMatrix I = distributed_identity(l);
+  const std::vector<int> yl = local_part(y, I);
+  const Dense Wr = allgather(tca::apply_Wr(I, yl, c));  // W^r I = W^r
+  const Dense We = allgather(tca::apply_We(I, yl, c));
+  const Dense WeT = allgather(tca::apply_WeT(I, yl, c));
+  const DenseGraphs g = dense_graphs(y, c);
+  EXPECT_LT(test::max_abs_diff(Wr, g.Wr), 1e-15);
+  EXPECT_LT(test::max_abs_diff(We, g.We), 1e-15);
+  for (int64_t i = 0; i < l; ++i) {
+    double sr = 0, se = 0;
+    for (int64_t j = 0; j < l; ++j) {
+      sr += Wr(i, j);
+      se += We(i, j);
+      EXPECT_EQ(Wr(i, j), Wr(j, i));                 // G^r is undirected
+      EXPECT_NEAR(WeT(i, j), We(j, i), 1e-15);       // the transpose operator
+    }
+    EXPECT_NEAR(sr, 1.0, 1e-14) << "row " << i;      // "the sum of each row in W^r and W^e is 1"
+    EXPECT_NEAR(se, 1.0, 1e-14) << "row " << i;
+  }
+  // W^e is directed: classes of different sizes give an asymmetric matrix.
+  EXPECT_GT(test::max_abs_diff(We, WeT), 0.01);
+}
+
+TEST(TcaGraphs, MarginMatrixMlIsPositiveSemidefiniteAndDlPositiveDiagonal) {
+  const std::vector<int> y = uneven_labels();
+  const int c = 4;
+  const int64_t l = static_cast<int64_t>(y.size());
+  DistMatrix I = distributed_identity(l);
+  const std::vector<int> yl = local_part(y, I);
+  const Dense Ml = allgather(tca::apply_Ml(I, yl, c));
+  const Dense Dl = allgather(tca::apply_Dl(I, yl, c));
+  const DenseGraphs g = dense_graphs(y, c);
+  EXPECT_LT(test::max_abs_diff(Ml, g.Ml), 1e-14);  // eq. (18)
+  EXPECT_LT(test::max_abs_diff(Dl, g.Dl), 1e-14);
+  for (int64_t i = 0; i < l; ++i) {
+    EXPECT_GT(Dl(i, i), 1.0);
+    for (int64_t j = 0; j < l; ++j) {
+      EXPECT_NEAR(Ml(i, j), Ml(j, i), 1e-15);
+      if (i != j) EXPECT_EQ(Dl(i, j), 0.0);
+    }
+  }
+  const std::vector<double> w = eigenvalues(Ml);  // Proposition 2
+  EXPECT_GT(w.front(), -1e-12);
+  EXPECT_GT(w.back(), 1.0);
+}
+
+TEST(TcaGraphs, AverageMarginEqualsTheQuadraticFormsOfEquation17) {
+  // m̄ = (1/l) Σ_i m(i) with the pointwise margin (16) summed pair by pair, against
+  // (2/l) yᵀD_l y − (1/l) yᵀM_l y computed by the distributed operators.
+  const std::vector<int> y = uneven_labels();
+  const int c = 4;
+  const int64_t l = static_cast<int64_t>(y.size());
+  std::mt19937_64 rng(3);
+  std::normal_distribution<double> N(0.0, 1.0);
+  Dense v(l, 1);
+  for (auto& x : v.v) x = N(rng);
+  DistMatrix vd = ref::distribute(v, MPI_COMM_WORLD);
+  const std::vector<int> yl = local_part(y, vd);
+  const Dense Dv = tca::gram(vd, tca::apply_Dl(vd, yl, c));
+  const Dense Mv = tca::gram(vd, tca::apply_Ml(vd, yl, c));
+  const double quadratic = (2.0 * Dv(0, 0) - Mv(0, 0)) / static_cast<double>(l);
+
+  std::vector<double> lk(static_cast<size_t>(c), 0.0);
+  for (int k : y) lk[static_cast<size_t>(k)] += 1;
+  double mbar = 0;
+  for (int64_t i = 0; i < l; ++i) {
+    const int k = y[static_cast<size_t>(i)];
+    double m = 0;
+    for (int64_t t = 0; t < l; ++t) {
+      if (y[static_cast<size_t>(t)] != k) continue;
+      for (int64_t j = 0; j < l; ++j) {
+        if (y[static_cast<size_t>(j)] == k) continue;
+        m += std::pow(v.v[i] - v.v[j], 2) - std::pow(v.v[i] - v.v[t], 2);
+      }
+    }
+    mbar += m / (lk[static_cast<size_t>(k)] * (static_cast<double>(l) - lk[static_cast<size_t>(k)]));
+  }
+  mbar /= static_cast<double>(l);
+  EXPECT_NEAR(quadratic, mbar, 1e-12 * std::max(1.0, std::abs(mbar)));
+  EXPECT_GT(std::abs(mbar), 1e-3);  // a non-trivial value
+}
+
+// ---------------------------------------------------------------- smoothness regularizer (10)–(13)
+
+TEST(TcaSmoothness, SparseSolvesGiveTheDenseXSXt) {
+  // X S Xᵀ by d CG solves with I + αL equals the dense (I + αL)⁻¹αL form, for the paper's
+  // α and for α → 0, where S/α → L (13) and the naive X Xᵀ − X(I+αL)⁻¹Xᵀ would cancel.
+  Problem pr = load("wine.csv", 3);
+  DistMatrix X = ref::distribute(pr.X, MPI_COMM_WORLD);
+  auto g = graph::build_knn_graph(X, graph::GraphOptions{});
+  const Dense A = ref::knn_heat_graph(pr.X, 8, 1e-3 / 8);
+  for (double alpha : {10.0, 4.0, 1e-6}) {
+    solvers::SparseSolveOptions so;
+    so.prefix = "tca_test_";
+    std::vector<int> its;
+    const Dense XSX = tca::smoothness_regularizer(g.A, X, alpha, so, &its);
+    const Dense S = dense_S(A, alpha);
+    const Dense ref = matmul(pr.X, matmul(S, pr.X), 'T', 'N');
+    EXPECT_LT(test::max_abs_diff(XSX, ref), 1e-8 * max_abs(ref)) << "alpha " << alpha;
+    EXPECT_EQ(static_cast<int64_t>(its.size()), pr.X.cols);
+    // Proposition 1: S (and so X S Xᵀ) is positive semidefinite, with eigenvalues below 1.
+    const std::vector<double> ws = eigenvalues(S);
+    EXPECT_GT(ws.front(), -1e-12);
+    EXPECT_LT(ws.back(), 1.0);
+    EXPECT_GT(eigenvalues(XSX).front(), -1e-10 * max_abs(ref));
+    if (alpha == 1e-6) {  // eq. (13): X S Xᵀ/α → X L Xᵀ
+      const Dense XLX = matmul(pr.X, matmul(dense_laplacian(A), pr.X), 'T', 'N');
+      Dense scaled = XSX;
+      for (double& v : scaled.v) v /= alpha;
+      EXPECT_LT(test::max_abs_diff(scaled, XLX), 1e-3 * max_abs(XLX));
+    }
+  }
+}
+
+// ---------------------------------------------------------------- TCA (21)
+
+TEST(Tca, AgreesWithTheSerialDenseReference) {
+  // iris: l = 9 > d = 4 (no PCA step); wine: d = 13 > l = 9 (PCA to d1 = 9 dimensions).
+  for (const char* name : {"iris.csv", "wine.csv"}) {
+    Problem pr = load(name, 3);
+    methods::MethodOptions o;
+    DistMatrix X;
+    const methods::FitResult r = fit("tca", pr, o, X);
+    const int64_t m = pr.classes - 1;
+    ASSERT_EQ(r.W.rows, pr.X.cols);
+    ASSERT_EQ(r.W.cols, m);
+    EXPECT_EQ(r.info.at("alpha").get<double>(), 10.0);  // the paper's defaults
+    EXPECT_EQ(r.info.at("beta").get<double>(), 6.0);
+    EXPECT_EQ(r.info.at("pca_dim").get<int64_t>(), std::min<int64_t>(pr.X.cols, 9));
+
+    const DenseProblem dp = dense_problem(pr, 10.0);
+    std::vector<double> values;
+    const Dense U = dense_tca(dp, 6.0, m, &values);
+    const auto got = r.info.at("eigenvalues").get<std::vector<double>>();
+    for (int64_t i = 0; i < m; ++i) EXPECT_NEAR(got[static_cast<size_t>(i)], values[static_cast<size_t>(i)], 1e-8 * values.back()) << name;
+    EXPECT_LT(test::max_diff_up_to_column_sign(U, r.W), 1e-6 * max_abs(U)) << name;
+    // The constraint of (20): uᵀ X_l D_l X_lᵀ u = 1 in the PCA coordinates.
+    const Dense a = matmul(dp.P, r.W, 'T', 'N');
+    const Dense B = matmul(a, matmul(dp.XDX, a), 'T', 'N');
+    for (int64_t i = 0; i < m; ++i) EXPECT_NEAR(B(i, i), 1.0, 1e-8) << name;
+  }
+}
+
+TEST(Tca, PcaStepKeepsTheLeadingPrincipalAxes) {
+  Problem pr = load("wine.csv", 3);
+  DistMatrix X = ref::distribute(pr.X, MPI_COMM_WORLD);
+  const Dense P = tca::pca_basis(X, 5);
+  const Dense C = matmul(pr.X, pr.X, 'T', 'N');
+  std::vector<double> w = eigenvalues(C);
+  const Dense PtP = matmul(P, P, 'T', 'N');
+  EXPECT_LT(test::max_abs_diff(PtP, Dense::identity(5)), 1e-12);
+  const Dense PtCP = matmul(P, matmul(C, P), 'T', 'N');  // diag of the 5 largest eigenvalues
+  for (int64_t j = 0; j < 5; ++j) EXPECT_NEAR(PtCP(j, j), w[static_cast<size_t>(w.size() - 1 - j)], 1e-10 * w.back());
+}
+
+// ---------------------------------------------------------------- OTCA (23)–(27)
+
+TEST(Otca, AgreesWithTheSerialDenseReference) {
+  for (const char* name : {"iris.csv", "wine.csv"}) {
+    Problem pr = load(name, 3);
+    methods::MethodOptions o;
+    DistMatrix X;
+    const methods::FitResult r = fit("otca", pr, o, X);
+    ASSERT_EQ(r.W.cols, pr.classes);  // one direction per class
+    EXPECT_EQ(r.info.at("alpha").get<double>(), 4.0);
+    EXPECT_EQ(r.info.at("beta").get<double>(), 10.0);
+    EXPECT_EQ(r.info.at("gamma").get<double>(), 1e-3);
+    const Dense U = dense_otca(dense_problem(pr, 4.0), 10.0, 1e-3, pr.classes);
+    EXPECT_LT(test::max_abs_diff(U, r.W), 1e-6) << name;
+  }
+}
+
+TEST(Otca, DirectionsAreOrthonormalOnDigits) {
+  Problem pr = load("digits.csv", 5);  // l = 50 < d = 64: PCA step to 50 dimensions
+  for (auto& v : pr.X.v)
+    if (!std::isfinite(v)) v = 0;  // constant pixels standardize to 0/0
+  methods::MethodOptions o;
+  DistMatrix X;
+  const methods::FitResult r = fit("otca", pr, o, X);
+  ASSERT_EQ(r.W.cols, 10);
+  EXPECT_EQ(r.info.at("pca_dim").get<int64_t>(), 50);
+  const Dense G = matmul(r.W, r.W, 'T', 'N');
+  EXPECT_LT(test::max_abs_diff(G, Dense::identity(10)), 1e-10);
+}
+
+TEST(Otca, EachDirectionSolvesItsRegularizedLeastSquaresOnTheComplement) {
+  // Stationarity of (26) at a_k = E_{k−1}b*: the gradient H a_k − R_{·k} is orthogonal to
+  // span{a_1 … a_{k−1}}⊥, i.e. lies in span{a_1 … a_{k−1}}; and the a_k are orthogonal (22).
+  std::mt19937_64 rng(5);
+  std::normal_distribution<double> N(0.0, 1.0);
+  const int64_t d1 = 12, c = 5;
+  Dense G(d1, 2 * d1), R(d1, c);
+  for (auto& x : G.v) x = N(rng);
+  for (auto& x : R.v) x = N(rng);
+  const Dense H = axpy(matmul(G, G, 'N', 'T'), 0.1, Dense::identity(d1));
+  const Dense A = tca::otca_directions(H, R, c);
+  const Dense AtA = matmul(A, A, 'T', 'N');
+  for (int64_t i = 0; i < c; ++i) {
+    EXPECT_GT(AtA(i, i), 1e-6);
+    for (int64_t j = 0; j < c; ++j)
+      if (i != j) EXPECT_LT(std::abs(AtA(i, j)), 1e-12 * std::sqrt(AtA(i, i) * AtA(j, j)));
+  }
+  for (int64_t k = 0; k < c; ++k) {
+    Dense a(d1, 1), g(d1, 1);
+    std::copy(A.col(k), A.col(k) + d1, a.data());
+    g = matmul(H, a);
+    for (int64_t i = 0; i < d1; ++i) g.v[i] -= R(i, k);
+    Dense Pg = g;  // the component of g in the complement of span{a_1 … a_{k−1}}
+    if (k > 0) {
+      Dense Ak(d1, k);
+      std::copy(A.v.begin(), A.v.begin() + d1 * k, Ak.v.begin());
+      const Dense E = complement(Ak);
+      Pg = matmul(E, g, 'T', 'N');
+    }
+    EXPECT_LT(max_abs(Pg), 1e-10 * max_abs(R)) << "direction " << k;
+  }
+  EXPECT_THROW(tca::otca_directions(H, R, c + 1), ssdr::Error);  // at most c directions
+}
+
+// ---------------------------------------------------------------- any rank count
+
+namespace {
+void expect_same_on_one_rank(const std::string& method) {
+  const std::string path = test::data_path("wine.csv");
+  driver::FitConfig cfg;
+  cfg.method = method;
+  cfg.preprocess.scaling = data::Scaling::standardize;
+  io::Dataset ds = io::read_dataset(path, io::Format::csv, MPI_COMM_WORLD);
+  data::SplitSpec spec;
+  spec.labeled_per_class = 3;
+  spec.transductive_fraction = 0.8;
+  spec.seed = 11;
+  auto roles = data::make_split(ds.labels, ds.classes, spec);
+  auto dist = driver::fit_and_evaluate(ds, roles, cfg, true);
+  Dense Yd = allgather(dist.embedding);
+
+  double serial[2] = {0, 0};
+  Dense Ys(Yd.rows, Yd.cols);
+  if (test::rank() == 0) {
+    io::Dataset one = io::read_dataset(path, io::Format::csv, MPI_COMM_SELF);
+    auto s = driver::fit_and_evaluate(one, roles, cfg, true);
+    serial[0] = s.accuracy.unlabeled;
+    serial[1] = s.accuracy.unseen;
+    Ys = allgather(s.embedding);
+  }
+  MPI_Bcast(serial, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  MPI_Bcast(Ys.data(), static_cast<int>(Ys.v.size()), MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  EXPECT_EQ(dist.accuracy.unlabeled, serial[0]) << method;
+  EXPECT_EQ(dist.accuracy.unseen, serial[1]) << method;
+  EXPECT_LT(test::max_diff_up_to_column_sign(Yd, Ys), 1e-6 * max_abs(Ys)) << method;
+  // wine, 3 labels per class, this split: tca 0.74, otca 0.65 (chance 0.33).
+  EXPECT_GT(dist.accuracy.unlabeled, 0.6) << method;
+}
+}  // namespace
+
+TEST(Tca, GivesTheSameEmbeddingAndAccuracyOnOneRankAsOnAllRanks) { expect_same_on_one_rank("tca"); }
+TEST(Otca, GivesTheSameEmbeddingAndAccuracyOnOneRankAsOnAllRanks) { expect_same_on_one_rank("otca"); }
