@@ -129,6 +129,7 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
   c.config.preprocess.scaling = data::parse_scaling(scaling);
   c.config.preprocess.pca = vm.count("no-pca") == 0 && info.preprocess.pca;
   c.config.method_options.eigenvalue_scaling = vm.count("eigenvalue-scaling") > 0;
+  c.config.method_options.knn_given = !vm["knn"].defaulted();
   // The method's paper kernel unless the user chose one with --kernel.
   kernel.o.type = vm["kernel"].defaulted() ? info.kernel.type : kernels::parse_kernel(kernel.kernel);
   if (vm["degree"].defaulted()) kernel.o.degree = info.kernel.degree;

@@ -3,8 +3,23 @@
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/progress.hpp"
 #include "ssdr/core/version.hpp"
+#include "ssdr/kernels/feature_map.hpp"
 
 namespace ssdr::driver {
+
+namespace {
+
+/// The kernel of this fit: config.parameters["kernel"] (written by the CLI from --kernel …,
+/// see kernels::to_json) when present, else the method's default kernel (MethodInfo::kernel).
+/// Methods that do not project (lp) never use one: their graph lives in input space.
+kernels::KernelOptions kernel_options(const FitConfig& config, const methods::MethodInfo& info) {
+  if (!info.projects) return {};
+  if (config.parameters.is_object() && config.parameters.contains("kernel"))
+    return kernels::from_json(config.parameters["kernel"]);
+  return info.kernel;
+}
+
+}  // namespace
 
 FitOutcome fit_and_evaluate(const io::Dataset& ds, const std::vector<data::Role>& roles,
                             const FitConfig& config, bool keep_embedding) {
@@ -33,11 +48,29 @@ FitOutcome fit_and_evaluate(const io::Dataset& ds, const std::vector<data::Role>
   say("training on " + std::to_string(Xt.n_global) + " transductive samples, d' = " +
       std::to_string(Xt.cols) + " after preprocessing");
 
+  // Kernel: the map is fitted on the transductive samples; the method learns on Φ_c and
+  // builds its graphs on Xt (input space), as KSODA does (soda-nie2009 §4).
+  const kernels::KernelOptions ko = kernel_options(config, info);
+  kernels::FeatureMap feature_map;
+  DistMatrix Phi;
+  nlohmann::json kernel_info;
+  if (ko.type != kernels::KernelType::none) {
+    Phase phase("kernel", &out.timings);
+    feature_map = kernels::fit_feature_map(Xt, ko, &kernel_info);
+    Phi = kernels::apply(feature_map, Xt);
+    say("kernel " + kernels::to_string(ko.type) + " (" + (feature_map.exact ? "exact" : "Nystrom") +
+        " map): " + std::to_string(Phi.cols) + " features from " + std::to_string(feature_map.Zt.cols) +
+        " landmarks");
+  }
+
   auto method = info.make();
-  methods::TrainingData training{Xt, labels, ds.classes};
+  methods::TrainingData training{feature_map.empty() ? Xt : Phi, labels, ds.classes,
+                                 feature_map.empty() ? nullptr : &Xt};
   methods::FitResult fit = method->fit(training, config.method_options, out.timings);
+  Phi = DistMatrix();
   out.trace_ratio = fit.trace_ratio;
   out.info = fit.info;
+  if (!feature_map.empty()) out.info["kernel"] = kernel_info;
 
   model::Model& m = out.model;
   m.method = config.method;
@@ -49,6 +82,7 @@ FitOutcome fit_and_evaluate(const io::Dataset& ds, const std::vector<data::Role>
   m.scale = pre.scale;
   m.mean = pre.mean;
   m.basis = pre.basis;
+  m.kernel = std::move(feature_map);
   m.W = fit.W;
   out.dim = fit.W.cols;
 

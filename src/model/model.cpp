@@ -1,7 +1,9 @@
 // Model files (magic + version + Boost binary archive) and the projection of raw samples.
 //
 // File layout: the 10 bytes of kMagic, the format version as a 4-byte little-endian
-// integer, then a boost::archive::binary_oarchive holding the Model.
+// integer, then a boost::archive::binary_oarchive holding the Model: the version-1 fields
+// (method … basis, W), then from version 2 on the kernel feature map (type, degree, σ²,
+// exact flag, Zt, M, a). A version-1 file is read as a model without a kernel.
 #include "ssdr/model/model.hpp"
 
 #include <boost/archive/archive_exception.hpp>
@@ -31,6 +33,9 @@ namespace {
 thread_local uint64_t g_load_limit = std::numeric_limits<uint64_t>::max();
 
 struct CorruptLength {};
+
+/// Format version of the archive being read or written (set by to_bytes/from_bytes).
+thread_local uint32_t g_format_version = static_cast<uint32_t>(ssdr::model::kFormatVersion);
 
 template <class Archive, class T>
 void serialize_vector(Archive& ar, std::vector<T>& v) {
@@ -69,6 +74,21 @@ void serialize(Archive& ar, ssdr::Dense& D, const unsigned int /*version*/) {
 }
 
 template <class Archive>
+void serialize(Archive& ar, ssdr::kernels::FeatureMap& f, const unsigned int /*version*/) {
+  int32_t type = static_cast<int32_t>(f.type);
+  ar & type;
+  if constexpr (Archive::is_loading::value) {
+    if (type < 0 || type > static_cast<int32_t>(ssdr::kernels::KernelType::rbf)) throw CorruptLength{};
+    f.type = static_cast<ssdr::kernels::KernelType>(type);
+  }
+  uint8_t exact = f.exact ? 1 : 0;
+  ar & f.degree & f.sigma2 & exact;
+  f.exact = exact != 0;
+  ar & f.Zt & f.M;
+  serialize_vector(ar, f.a);
+}
+
+template <class Archive>
 void serialize(Archive& ar, ssdr::model::Model& m, const unsigned int /*version*/) {
   serialize_string(ar, m.method);
   serialize_string(ar, m.ssdr_version);
@@ -78,6 +98,7 @@ void serialize(Archive& ar, ssdr::model::Model& m, const unsigned int /*version*
   serialize_vector(ar, m.scale);
   serialize_vector(ar, m.mean);
   ar & m.basis & m.W;
+  if (g_format_version >= 2) ar & m.kernel;
 }
 
 }  // namespace boost::serialization
@@ -99,6 +120,7 @@ std::string to_bytes(const Model& m) {
                                 static_cast<unsigned char>((v >> 16) & 0xff),
                                 static_cast<unsigned char>((v >> 24) & 0xff)};
   os.write(reinterpret_cast<const char*>(ver), 4);
+  g_format_version = v;
   {
     boost::archive::binary_oarchive ar(os);
     Model copy = m;  // serialize() takes a non-const reference
@@ -116,9 +138,23 @@ std::string inconsistency(const Model& m) {
   for (const auto& [name, v] : vecs)
     if (!v->empty() && static_cast<int64_t>(v->size()) != m.d_input)
       return std::string(name) + " has " + std::to_string(v->size()) + " entries, d_input is " + d;
+  if (m.basis.rows > 0 && m.basis.rows != m.d_input)
+    return "the PCA basis has " + std::to_string(m.basis.rows) + " rows, d_input is " + d;
+  if (!m.kernel.empty()) {
+    const auto& k = m.kernel;
+    const int64_t dp = m.basis.rows > 0 ? m.basis.cols : m.d_input;
+    if (k.Zt.rows != dp)
+      return "the kernel landmarks have " + std::to_string(k.Zt.rows) + " features, d' is " + std::to_string(dp);
+    if (k.M.rows != k.Zt.cols || static_cast<int64_t>(k.a.size()) != k.Zt.cols)
+      return "the kernel map has " + std::to_string(k.M.rows) + " rows and " + std::to_string(k.a.size()) +
+             " centering terms for " + std::to_string(k.Zt.cols) + " landmarks";
+    if (k.type == kernels::KernelType::rbf && !(k.sigma2 > 0)) return "the RBF kernel has sigma^2 <= 0";
+    if (m.W.rows != k.M.cols)
+      return "the kernel map has " + std::to_string(k.M.cols) + " features but W has " + std::to_string(m.W.rows) +
+             " rows";
+    return "";
+  }
   if (m.basis.rows > 0) {
-    if (m.basis.rows != m.d_input)
-      return "the PCA basis has " + std::to_string(m.basis.rows) + " rows, d_input is " + d;
     if (m.basis.cols != m.W.rows)
       return "the PCA basis has " + std::to_string(m.basis.cols) + " columns but W has " +
              std::to_string(m.W.rows) + " rows";
@@ -144,6 +180,7 @@ Model from_bytes(const std::string& bytes, const std::string& path) {
   if (version < 1) SSDR_THROW(corrupt(path));
   Model m;
   g_load_limit = bytes.size();
+  g_format_version = version;
   try {
     std::istringstream is(bytes.substr(mlen + 4), std::ios::binary);
     boost::archive::binary_iarchive ar(is);
@@ -162,6 +199,52 @@ Model from_bytes(const std::string& bytes, const std::string& path) {
   const std::string why = inconsistency(m);
   if (!why.empty()) SSDR_THROW(corrupt(path) + " (" + why + ")");
   return m;
+}
+
+/// project() for a model with a kernel map: per block of rows, z = (x − shift) ∘ scale −
+/// mean, x' = Pᵀz, φ_c(x') (kernels::apply_rows), y = Wᵀφ_c. Not collective.
+DistMatrix project_kernel(const Model& m, const DistMatrix& X) {
+  const std::string why = inconsistency(m);
+  SSDR_CHECK(why.empty(), "model: " + why);
+  const kernels::FeatureMap& f = m.kernel;
+  const int64_t d = X.cols, dp = f.input_dim(), r = f.dim(), out = m.W.cols;
+  DistMatrix Y;
+  Y.comm = X.comm;
+  Y.n_global = X.n_global;
+  Y.row_start = X.row_start;
+  Y.n_local = X.n_local;
+  Y.cols = out;
+  Y.v.assign(static_cast<size_t>(X.n_local * out), 0.0);
+  if (X.n_local == 0 || out == 0) return Y;
+  const bool has_shift = !m.shift.empty(), has_scale = !m.scale.empty(), has_mean = !m.mean.empty();
+  const bool has_basis = m.basis.rows > 0;
+  const int64_t width = std::max<int64_t>({d, f.Zt.cols, r, 1});
+  const int64_t block = std::clamp<int64_t>((int64_t{1} << 22) / width, 1, 4096);
+  std::vector<double> Z, P, Phi;
+  for (int64_t i0 = 0; i0 < X.n_local; i0 += block) {
+    const int64_t b = std::min(block, X.n_local - i0);
+    Z.assign(X.row(i0), X.row(i0) + b * d);
+    for (int64_t i = 0; i < b; ++i) {
+      double* z = Z.data() + i * d;
+      if (has_shift)
+        for (int64_t j = 0; j < d; ++j) z[j] -= m.shift[static_cast<size_t>(j)];
+      if (has_scale)
+        for (int64_t j = 0; j < d; ++j) z[j] *= m.scale[static_cast<size_t>(j)];
+      if (has_mean)
+        for (int64_t j = 0; j < d; ++j) z[j] -= m.mean[static_cast<size_t>(j)];
+    }
+    const double* xp = Z.data();
+    if (has_basis) {  // row-major b×d' = column-major d'×b = Pᵀ (d'×d) · Zᵀ (d×b)
+      P.assign(static_cast<size_t>(b * dp), 0.0);
+      if (dp > 0 && d > 0)
+        blas::gemm('T', 'N', dp, b, d, 1.0, m.basis.data(), m.basis.rows, Z.data(), d, 0.0, P.data(), dp);
+      xp = P.data();
+    }
+    Phi.assign(static_cast<size_t>(b * r), 0.0);
+    kernels::apply_rows(f, xp, b, Phi.data());
+    if (r > 0) blas::gemm('T', 'N', out, b, r, 1.0, m.W.data(), m.W.rows, Phi.data(), r, 0.0, Y.row(i0), out);
+  }
+  return Y;
 }
 
 }  // namespace
@@ -216,6 +299,7 @@ Model load_collective(const std::string& path, MPI_Comm comm) {
 }
 
 Dense combined_projection(const Model& m) {
+  SSDR_CHECK(m.kernel.empty(), "model: a kernel model has no linear projection matrix");
   if (m.basis.rows == 0) return m.W;
   SSDR_CHECK(m.basis.cols == m.W.rows,
              "model: PCA basis is " + std::to_string(m.basis.rows) + "x" +
@@ -241,6 +325,7 @@ DistMatrix project(const Model& m, const DistMatrix& X) {
   check_len(m.shift, "shift");
   check_len(m.scale, "scale");
   check_len(m.mean, "mean");
+  if (!m.kernel.empty()) return project_kernel(m, X);
   const Dense C = combined_projection(m);
   SSDR_CHECK(C.rows == d, "model: the projection has " + std::to_string(C.rows) +
                               " rows, expected " + std::to_string(d));

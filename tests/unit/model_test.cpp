@@ -307,3 +307,100 @@ TEST(ModelFile, RefusesToSaveAModelWhoseShapesDoNotFit) {
   }
   EXPECT_FALSE(std::filesystem::exists(p));
 }
+
+namespace {
+
+/// example_model() with a Nyström-shaped RBF kernel map (d' = 3 → 4 landmarks → r = 2).
+model::Model example_kernel_model() {
+  model::Model m = example_model();
+  m.kernel.type = kernels::KernelType::rbf;
+  m.kernel.degree = 3;
+  m.kernel.sigma2 = 2.5;
+  m.kernel.exact = false;
+  m.kernel.Zt = filled(3, 4, 0.25);
+  m.kernel.M = filled(4, 2, -0.5);
+  m.kernel.a = {0.1, 0.2, 0.3, 0.4};
+  m.W = filled(2, 2, 1.5);
+  return m;
+}
+
+}  // namespace
+
+TEST(ModelFile, RoundTripsAKernelFeatureMapExactlyInFormatVersionTwo) {
+  ModelTempDir dir;
+  const std::string p = dir.file("k" + std::to_string(test::rank()) + ".ssdr");
+  const model::Model m = example_kernel_model();
+  model::save(m, p);
+  const std::string bytes = read_bytes(p);
+  EXPECT_EQ(bytes[std::strlen(model::kMagic)], '\x02');
+  const model::Model back = model::load(p);
+  expect_models_equal(back, m);
+  EXPECT_EQ(back.kernel.type, kernels::KernelType::rbf);
+  EXPECT_EQ(back.kernel.sigma2, 2.5);
+  EXPECT_FALSE(back.kernel.exact);
+  EXPECT_EQ(back.kernel.Zt.rows, 3);
+  EXPECT_EQ(back.kernel.Zt.v, m.kernel.Zt.v);
+  EXPECT_EQ(back.kernel.M.v, m.kernel.M.v);
+  EXPECT_EQ(back.kernel.a, m.kernel.a);
+}
+
+TEST(ModelFile, ReadsFormatVersionOneFilesAsModelsWithoutAKernel) {
+  // A version-1 file is a version-2 file of a kernel-less model without the trailing kernel
+  // record (int32 type, degree, σ², uint8 exact, two empty Dense of 24 bytes each, an empty
+  // vector of 8 bytes = 77 bytes) and with version 1 in the header.
+  ModelTempDir dir;
+  const std::string p = dir.file("v1_" + std::to_string(test::rank()) + ".ssdr");
+  model::save(example_model(), p);
+  std::string bytes = read_bytes(p);
+  bytes[std::strlen(model::kMagic)] = '\x01';
+  write_bytes(p, bytes.substr(0, bytes.size() - 77));
+  const model::Model back = model::load(p);
+  expect_models_equal(back, example_model());
+  EXPECT_TRUE(back.kernel.empty());
+  // The same bytes labeled version 2 are missing the kernel record.
+  bytes = read_bytes(p);
+  bytes[std::strlen(model::kMagic)] = '\x02';
+  write_bytes(p, bytes);
+  expect_load_error(p, "truncated or corrupt model file");
+}
+
+TEST(ModelFile, RefusesAKernelModelWhoseMapDoesNotFitW) {
+  ModelTempDir dir;
+  const std::string p = dir.file("bad_k" + std::to_string(test::rank()) + ".ssdr");
+  model::Model m = example_kernel_model();
+  m.W = filled(3, 2, 0.0);  // the map has 2 features
+  try {
+    model::save(m, p);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_THAT(std::string(e.what()), HasSubstr("the kernel map has 2 features but W has 3 rows"));
+  }
+}
+
+TEST(ModelProjection, KernelProjectionIsWTransposeTimesTheCenteredRbfFeatures) {
+  const model::Model m = example_kernel_model();
+  DistMatrix X = make_dist(MPI_COMM_WORLD, 9, 5);
+  for (int64_t i = 0; i < X.n_local; ++i)
+    for (int64_t j = 0; j < 5; ++j) X(i, j) = std::cos(static_cast<double>((X.row_start + i) * 5 + j));
+  const DistMatrix Y = model::project(m, X);
+  ASSERT_EQ(Y.cols, 2);
+  const auto& k = m.kernel;
+  for (int64_t i = 0; i < X.n_local; ++i) {
+    double z[5], t[3] = {0, 0, 0}, g[4], phi[2] = {0, 0};
+    for (int64_t j = 0; j < 5; ++j)
+      z[j] = (X(i, j) - m.shift[static_cast<size_t>(j)]) * m.scale[static_cast<size_t>(j)] - m.mean[static_cast<size_t>(j)];
+    for (int64_t c = 0; c < 3; ++c)
+      for (int64_t j = 0; j < 5; ++j) t[c] += z[j] * m.basis(j, c);
+    for (int64_t l = 0; l < 4; ++l) {
+      double d2 = 0;
+      for (int64_t c = 0; c < 3; ++c) d2 += (t[c] - k.Zt(c, l)) * (t[c] - k.Zt(c, l));
+      g[l] = std::exp(-d2 / k.sigma2) - k.a[static_cast<size_t>(l)];
+    }
+    for (int64_t f = 0; f < 2; ++f)
+      for (int64_t l = 0; l < 4; ++l) phi[f] += k.M(l, f) * g[l];
+    for (int64_t c = 0; c < 2; ++c) {
+      const double y = phi[0] * m.W(0, c) + phi[1] * m.W(1, c);
+      EXPECT_NEAR(Y(i, c), y, 1e-12 * (1 + std::abs(y))) << "row " << X.row_start + i;
+    }
+  }
+}

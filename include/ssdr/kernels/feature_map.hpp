@@ -1,9 +1,32 @@
 #pragma once
 /// \file feature_map.hpp
 /// Kernels as feature maps placed before the methods (soda-nie2009 §4, eq. (33)–(41);
-/// ssgda-zhang-yeung): a fitted map φ: R^{d'} → R^r with φ(x)ᵀφ(y) equal (exact) or close
-/// (Nyström) to the kernel k(x, y) centered with the training means, so any linear method
-/// run on Φ_c is its kernel version (KSODA = SODA on the empirical kernel map).
+/// ssgda-zhang-yeung): a fitted map φ: R^{d'} → R^r whose inner products φ(x)ᵀφ(y) equal
+/// (exact map) or approximate (Nyström) the kernel k(x, y) centered with the training means,
+/// so any linear method run on Φ_c = [φ(x_1) … φ(x_n)]ᵀ is its kernel version.
+///
+/// KSODA = SODA on the exact empirical kernel map. With K = L_c K_raw L_c = U Λ Uᵀ (34)/(36)
+/// and Φ = U Λ^{1/2}: since K U = U Λ, the matrices of (38)/(39) are
+///   H_w = Λ^{-1/2} Uᵀ K L̃_w K U Λ^{-1/2} = Λ^{1/2} Uᵀ L̃_w U Λ^{1/2} = Φᵀ L̃_w Φ,
+///   H_b = Φᵀ L̃_b Φ,
+/// i.e. SODA's soft-label scatter matrices (28) of the samples Φ (rows), μ₀ = max diag H_w
+/// as in SODA, and the projection (40) y = βᵀ Λ^{-1/2} Uᵀ L_c φ(X)ᵀ φ(x) = βᵀ φ_c(x).
+///
+/// One representation serves both maps: with Z = [z_1 … z_{r_z}] the landmarks (exact: the
+/// n training samples themselves), M (r_z×r) and a (r_z),
+///   φ_c(x) = Mᵀ (k(Z, x) − a),   a_j = (1/n) Σ_i k(z_j, x_i)  (training means),      (★)
+/// - exact:   Z = X_train, M = U Λ^{-1/2} (positive eigenvalues > 1e-10·λ_max of K). Because
+///            Uᵀ1 = 0 and (K_raw − 1aᵀ) = L_c K_raw, (★) on the training samples gives
+///            L_c K_raw U Λ^{-1/2} = K U Λ^{-1/2} = U Λ^{1/2}: the empirical kernel map, and on
+///            a new sample exactly (40).
+/// - Nyström: Z = r landmarks, M = W_r^{+1/2} = U_r Λ_r^{-1/2} of W_r = k(Z, Z) (pseudo-inverse:
+///            eigenvalues > 1e-10·largest), so φ(x)ᵀφ(y) = k(x,Z) W_r⁺ k(Z,y) before centering;
+///            subtracting a centers Φ with the training mean.
+/// Φ_c's columns sum to zero over the training samples in both cases.
+#include <mpi.h>
+
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -15,38 +38,91 @@ namespace ssdr::kernels {
 enum class KernelType {
   none,        ///< no kernel: the methods see the preprocessed data
   linear,      ///< k(x,y) = xᵀy
-  polynomial,  ///< k(x,y) = (xᵀy + 1)^p, p = degree (KSODA paper: 3)
-  rbf          ///< k(x,y) = exp(−‖x−y‖²/σ²), σ² default = mean pairwise squared distance
+  polynomial,  ///< k(x,y) = (xᵀy + 1)^p, p = degree (soda-nie2009 eq. (41): p = 3)
+  rbf          ///< k(x,y) = exp(−‖x−y‖²/σ²) (soda-nie2009 eq. (33))
 };
-/// Parses "none", "linear", "poly"/"polynomial", "rbf". \throws ssdr::Error (collective).
+/// Parses "none", "linear", "poly"/"polynomial", "rbf". Local; the error is collective
+/// (every rank parses the same options). \throws ssdr::Error naming the valid values.
 KernelType parse_kernel(const std::string& name);
+/// "none", "linear", "poly", "rbf".
 std::string to_string(KernelType k);
 
 struct KernelOptions {
   KernelType type = KernelType::none;
-  double degree = 3;        ///< polynomial p
+  double degree = 3;        ///< polynomial p (KSODA paper: 3)
   double sigma2 = 0;        ///< RBF σ²; 0 → mean pairwise squared distance of the training samples
   int64_t landmarks = 0;    ///< r: 0 → exact map (n×n kernel, ScaLAPACK); > 0 → Nyström with r landmarks
   std::string landmark_seeding = "uniform";  ///< "uniform" or "kmeans++"
   uint64_t seed = 0;        ///< landmark sampling seed
+  /// Exact map: refuse when the estimated memory per rank exceeds this many MiB;
+  /// 0 → 50 % of MemAvailable (/proc/meminfo) divided by the ranks on the node.
+  double max_memory_mib = 0;
+  std::string prefix = "kernel_";  ///< SLEPc options prefix of the exact map's eigen-solve
 };
 
-/// A fitted feature map. For the exact map the training samples themselves are the
-/// "landmarks" (kept distributed: X_train n×d' in its row layout); for Nyström the r
-/// landmarks are replicated (r×d'). The map of a sample x is
-///   φ(x) = M ᵀ (k(Z, x) − k̄(x)·1 − κ) … see fit_feature_map for the exact centering,
-/// with M (r_landmarks × r) and the centering terms stored here, so that φ of the training
-/// samples is Φ_c (columns centered) and out-of-sample samples get the same map (eq. (40)).
+/// KernelOptions as JSON (the "kernel" entry of the fit parameters) and back; missing keys
+/// keep their defaults. \throws ssdr::Error (collective) on an unknown kernel or seeding name.
+nlohmann::json to_json(const KernelOptions& o);
+KernelOptions from_json(const nlohmann::json& j);
+
+/// A fitted feature map (★), replicated on every rank.
+///
+/// Limit (documented): the map is replicated, so an exact map holds the n training samples
+/// (n×d') and M (n×r, r ≤ n) on every rank — O(n(d' + r)) doubles, counted by the memory
+/// check of fit_feature_map; exact maps are for n up to a few thousand, larger n use Nyström
+/// (O(r(d' + r)) per rank). The n×n kernel itself is only ever held distributed.
 struct FeatureMap {
-  KernelOptions options;
-  double sigma2 = 0;             ///< σ² actually used (RBF)
-  Dense landmarks;               ///< Nyström: r×d' replicated; exact: empty (see train)
-  DistMatrix train;              ///< exact: the n training samples (distributed); else empty
-  Dense map;                     ///< (number of landmarks or n) × r, column-major
-  std::vector<double> column_means;  ///< mean over training samples of k(z_j, x_i), per landmark j
-  double total_mean = 0;         ///< mean of all training kernel values (exact centering)
-  std::vector<double> feature_mean;  ///< r, mean of the uncentered features (Nyström centering)
-  int64_t dim() const { return map.cols; }
+  KernelType type = KernelType::none;
+  double degree = 3;             ///< polynomial p
+  double sigma2 = 0;             ///< RBF σ² actually used
+  bool exact = false;            ///< true: Z = the training samples; false: Nyström landmarks
+  Dense Zt;                      ///< d'×r_z, column j = landmark z_j
+  Dense M;                       ///< r_z×r
+  std::vector<double> a;         ///< r_z: training mean of k(z_j, ·)
+  int64_t input_dim() const { return Zt.rows; }
+  int64_t dim() const { return M.cols; }
+  bool empty() const { return type == KernelType::none; }
 };
+
+/// k(Z, X) for the b samples of the row-major block X (b×d', the local block of a DistMatrix)
+/// against the columns of Zt (d'×r_z): G (r_z×b, column-major, column i = k(Z, x_i)). Local.
+/// RBF distances use ‖x‖² + ‖z‖² − 2xᵀz clamped at 0.
+void kernel_block(const FeatureMap& f, const double* X, int64_t b, std::vector<double>& G);
+
+/// Mean pairwise squared distance of the n rows of X (all ordered pairs i ≠ j):
+///   (1/(n(n−1))) Σ_{i≠j} ‖x_i − x_j‖² = 2n/(n−1) · (1/n) Σ_i ‖x_i − x̄‖²,
+/// computed in O(n·d) (one pass for x̄, one for the sum). This is the RBF default σ²; SSGDA's
+/// σ₀ is the mean pairwise *distance*, and σ² here is the mean of its square (≥ σ₀² by
+/// Jensen). Collective over X.comm. \throws ssdr::Error (collective) when n < 2.
+double mean_pairwise_squared_distance(const DistMatrix& X);
+
+/// Memory (bytes per rank) the exact map needs for n training samples of dimension d on p
+/// ranks: replicated Z and M (n·d + n²), the local kernel rows (n²/p), the ScaLAPACK matrix
+/// and its eigenvectors (2n²/p). Not collective.
+double exact_map_bytes_per_rank(int64_t n, int64_t d, int p);
+
+/// Fits the map on the training samples X (n×d', rows distributed, any layout): RBF σ², then
+/// - exact (o.landmarks == 0): K_raw rows computed locally against the gathered samples, the
+///   centered K = L_c K_raw L_c (34) assembled as a MATSCALAPACK, all eigenpairs through SLEPc
+///   (EPS type scalapack by default, options prefix o.prefix, EPSSetFromOptions last; the
+///   lapack type when PETSc cannot lay out a MATSCALAPACK of order n on p ranks), positive
+///   eigenvalues > 1e-10·λ_max kept (36), M = U Λ^{-1/2} with every column's largest-magnitude
+///   entry positive. Refused (collective one-line error naming the MiB per rank and suggesting
+///   --landmarks) when exact_map_bytes_per_rank exceeds the limit (o.max_memory_mib).
+/// - Nyström (o.landmarks = r > 0, capped at n): r landmarks drawn from X with a generator
+///   seeded by o.seed — "uniform" (a seeded permutation of the global indices) or "kmeans++"
+///   (D² sampling with integer-quantized weights, so the choice does not depend on the rank
+///   count) — W_r = k(Z, Z) eigen-decomposed with LAPACK on every rank, M = U_+ Λ_+^{-1/2}.
+/// Collective over X.comm. `info` receives the parameters used (kernel, degree, σ², r_z, r,
+/// discarded eigenvalues). \throws ssdr::Error (collective) on type none, n < 2, degree ≤ 0,
+/// negative σ², an unknown seeding, or the memory refusal.
+FeatureMap fit_feature_map(const DistMatrix& X, const KernelOptions& o, nlohmann::json* info = nullptr);
+
+/// φ_c of the b rows of the row-major block X (b×d'): Phi (row-major b×r) = (★). Local.
+void apply_rows(const FeatureMap& f, const double* X, int64_t b, double* Phi);
+
+/// Φ_c = φ_c(X) for every row of X (n×d' → n×r, X's layout), in blocks of rows. Local (no
+/// communication). \throws ssdr::Error when X.cols != f.input_dim().
+DistMatrix apply(const FeatureMap& f, const DistMatrix& X);
 
 }  // namespace ssdr::kernels

@@ -1,19 +1,24 @@
 #pragma once
 /// \file model.hpp
 /// A fitted model: everything needed to map a new raw sample x ∈ R^{d_input} to its
-/// m-dimensional embedding y = Wᵀ Pᵀ ((x − shift) ∘ scale − mean), saved with
-/// Boost.Serialization.
+/// m-dimensional embedding y = Wᵀ φ_c(Pᵀ ((x − shift) ∘ scale − mean)), saved with
+/// Boost.Serialization; φ_c is the kernel feature map (identity without a kernel).
+///
+/// Format versions: 1 = preprocessing + W; 2 adds the kernel feature map (kernels::FeatureMap:
+/// kernel type and parameters, landmarks Z — for an exact map the n training samples —, M and
+/// the centering terms a, soda-nie2009 eq. (40)). Version-1 files still load (no kernel).
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "ssdr/core/dense.hpp"
+#include "ssdr/kernels/feature_map.hpp"
 
 namespace ssdr::model {
 
 /// Magic string at the start of every model archive and the current format version.
 inline constexpr const char* kMagic = "ssdr-model";
-inline constexpr int kFormatVersion = 1;
+inline constexpr int kFormatVersion = 2;
 
 struct Model {
   std::string method;          ///< method name from the method table ("soda", ...)
@@ -25,7 +30,8 @@ struct Model {
   std::vector<double> scale;   ///< d_input, empty = 1
   std::vector<double> mean;    ///< d_input, centering after scaling (empty = 0)
   Dense basis;                 ///< d_input × d' PCA basis (0×0 = identity)
-  Dense W;                     ///< d' × m projection
+  kernels::FeatureMap kernel;  ///< φ_c: d' → r (type none: identity, r = d'); version ≥ 2
+  Dense W;                     ///< r × m projection (d' × m without a kernel)
 };
 
 /// Saves `m` atomically (temp + rename) as a Boost binary archive preceded by kMagic and
@@ -41,11 +47,14 @@ Model load(const std::string& path);
 /// every rank. \throws ssdr::Error as load().
 Model load_collective(const std::string& path, MPI_Comm comm);
 
-/// The d_input × m matrix P·W (or W when there is no PCA basis). Local.
+/// The d_input × m matrix P·W (or W when there is no PCA basis). Local. Only for models
+/// without a kernel. \throws ssdr::Error when the model has a kernel map.
 Dense combined_projection(const Model& m);
 
-/// Embeds raw samples: Y = ((X − shift) ∘ scale − mean) · P · W, rows distributed as X's.
-/// fit and transform both call it, so the same samples give the same embedding bit for bit.
+/// Embeds raw samples: Y = ((X − shift) ∘ scale − mean) · P · W without a kernel, and
+/// Y = φ_c(((X − shift) ∘ scale − mean) · P) · W with one (eq. (40), in blocks of rows so
+/// the n×r feature map is never held whole); rows distributed as X's. fit and transform
+/// both call it, so the same samples give the same embedding bit for bit.
 /// Not collective. \throws ssdr::Error when X.cols != d_input.
 DistMatrix project(const Model& m, const DistMatrix& X);
 

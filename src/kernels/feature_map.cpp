@@ -1,0 +1,521 @@
+// Kernel feature maps: exact empirical kernel map through SLEPc/ScaLAPACK and Nyström
+// (see feature_map.hpp for the equations).
+#include "ssdr/kernels/feature_map.hpp"
+
+#include <petscmat.h>
+#include <slepceps.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ssdr/core/error.hpp"
+#include "ssdr/core/lapack.hpp"
+#include "ssdr/core/petsc.hpp"
+#include "ssdr/core/progress.hpp"
+
+namespace ssdr::kernels {
+
+namespace {
+
+constexpr double kEigenThreshold = 1e-10;  ///< keep eigenvalues > kEigenThreshold·λ_max
+
+int comm_size(MPI_Comm c) {
+  int p = 1;
+  MPI_Comm_size(c, &p);
+  return p;
+}
+int comm_rank(MPI_Comm c) {
+  int r = 0;
+  MPI_Comm_rank(c, &r);
+  return r;
+}
+
+std::string mib(double bytes) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.0f MiB", bytes / (1024.0 * 1024.0));
+  return b;
+}
+
+/// 50 % of MemAvailable divided by the ranks of comm on this node, the minimum over all
+/// nodes (bytes). Collective.
+double default_memory_limit(MPI_Comm comm) {
+  double avail = 0;
+  std::ifstream f("/proc/meminfo");
+  std::string key;
+  double value = 0;
+  std::string unit;
+  while (f >> key >> value >> unit)
+    if (key == "MemAvailable:") {
+      avail = value * 1024.0;
+      break;
+    }
+  MPI_Comm node = MPI_COMM_NULL;
+  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  const int local = node == MPI_COMM_NULL ? 1 : comm_size(node);
+  if (node != MPI_COMM_NULL) MPI_Comm_free(&node);
+  double mine = avail > 0 ? 0.5 * avail / local : std::numeric_limits<double>::infinity();
+  double limit = 0;
+  MPI_Allreduce(&mine, &limit, 1, MPI_DOUBLE, MPI_MIN, comm);
+  return limit;
+}
+
+/// Local row count of a MATSCALAPACK of order n on comm, or −1 when PETSc 3.18 cannot lay
+/// one out (n rows on every rank but the last, r ≤ n on the last; see src/solvers/eigen.cpp).
+PetscInt scalapack_local_size(int64_t n, MPI_Comm comm) {
+  const int p = comm_size(comm), rank = comm_rank(comm);
+  if (p == 1) return static_cast<PetscInt>(n);
+  for (int64_t b = (n + p - 1) / p; b * (p - 1) <= n; ++b) {
+    const int64_t r = n - b * (p - 1);
+    if (r >= 0 && r <= b) return static_cast<PetscInt>(rank == p - 1 ? r : b);
+  }
+  return -1;
+}
+
+/// The EPS type the options database selects for `prefix`, or `fallback`. Not collective.
+std::string requested_eps_type(const std::string& prefix, const char* fallback) {
+  char buf[256] = {0};
+  PetscBool set = PETSC_FALSE;
+  SSDR_PETSC(PetscOptionsGetString(nullptr, prefix.empty() ? nullptr : prefix.c_str(), "-eps_type", buf,
+                                   sizeof buf, &set));
+  return set ? std::string(buf) : std::string(fallback);
+}
+
+/// Normalizes column x (length n) and makes its entry of largest magnitude positive. Local.
+void fix_sign(double* x, int64_t n) {
+  int64_t imax = 0;
+  double nrm2 = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    nrm2 += x[i] * x[i];
+    if (std::fabs(x[i]) > std::fabs(x[imax])) imax = i;
+  }
+  double s = nrm2 > 0 ? 1.0 / std::sqrt(nrm2) : 1.0;
+  if (x[imax] < 0) s = -s;
+  for (int64_t i = 0; i < n; ++i) x[i] *= s;
+}
+
+/// a_j = (1/n) Σ_i k(z_j, x_i) over the training rows of X. Collective.
+std::vector<double> training_means(const FeatureMap& f, const DistMatrix& X) {
+  const int64_t rz = f.Zt.cols;
+  std::vector<double> a(static_cast<size_t>(rz), 0.0), G;
+  const int64_t block = std::clamp<int64_t>((int64_t{1} << 22) / std::max<int64_t>(rz, 1), 1, 4096);
+  for (int64_t i0 = 0; i0 < X.n_local; i0 += block) {
+    const int64_t b = std::min(block, X.n_local - i0);
+    kernel_block(f, X.row(i0), b, G);
+    for (int64_t i = 0; i < b; ++i)
+      for (int64_t j = 0; j < rz; ++j) a[static_cast<size_t>(j)] += G[static_cast<size_t>(j + i * rz)];
+  }
+  MPI_Allreduce(MPI_IN_PLACE, a.data(), static_cast<int>(rz), MPI_DOUBLE, MPI_SUM, X.comm);
+  for (double& v : a) v /= static_cast<double>(X.n_global);
+  return a;
+}
+
+/// The exact map: Zt = all training samples, M = U Λ^{-1/2} of the centered kernel (34)/(36).
+void fit_exact(FeatureMap& f, const DistMatrix& X, const KernelOptions& o, nlohmann::json& info) {
+  const MPI_Comm comm = X.comm;
+  const int64_t n = X.n_global, d = X.cols;
+  const int p = comm_size(comm);
+  const double need = exact_map_bytes_per_rank(n, d, p);
+  const double limit = o.max_memory_mib > 0 ? o.max_memory_mib * 1024.0 * 1024.0 : default_memory_limit(comm);
+  SSDR_REQUIRE(need <= limit, "the exact kernel map of n = " + std::to_string(n) + " samples needs about " +
+                                  mib(need) + " per rank on " + std::to_string(p) + " ranks, more than the limit of " +
+                                  mib(limit) + " per rank (--max-kernel-memory); use --landmarks r (Nystrom)");
+  SSDR_REQUIRE(n * d < std::numeric_limits<int>::max(), "the exact kernel map supports n*d' < 2^31");
+
+  // Z: the training samples, replicated (the model keeps them for out-of-sample maps (40)).
+  f.Zt = Dense(d, n);
+  {
+    std::vector<int> counts(static_cast<size_t>(p)), displs(static_cast<size_t>(p));
+    const int mine = static_cast<int>(X.n_local * d);
+    MPI_Allgather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, comm);
+    for (int r = 1; r < p; ++r) displs[static_cast<size_t>(r)] = displs[static_cast<size_t>(r - 1)] + counts[static_cast<size_t>(r - 1)];
+    MPI_Allgatherv(X.v.data(), mine, MPI_DOUBLE, f.Zt.data(), counts.data(), displs.data(), MPI_DOUBLE, comm);
+  }
+  f.a = training_means(f, X);
+  double abar = 0;
+  for (double v : f.a) abar += v;
+  abar /= static_cast<double>(n);
+
+  // The centered kernel K = L_c K_raw L_c (34): K(g, j) = K_raw(g, j) − a_g − a_j + ā.
+  const PetscInt sl_local = scalapack_local_size(n, comm);
+  int ok_local = sl_local >= 0, ok = 0;
+  MPI_Allreduce(&ok_local, &ok, 1, MPI_INT, MPI_MIN, comm);
+  std::string type = requested_eps_type(o.prefix, ok ? EPSSCALAPACK : EPSLAPACK);
+  if (type == EPSSCALAPACK && !ok) type = EPSLAPACK;
+  const bool scalapack = type == EPSSCALAPACK;
+  Owned<Mat> K;
+  SSDR_PETSC(MatCreate(comm, K.out()));
+  if (scalapack) {
+    SSDR_PETSC(MatSetSizes(K, sl_local, sl_local, n, n));
+    SSDR_PETSC(MatSetType(K, MATSCALAPACK));
+  } else {
+    SSDR_PETSC(MatSetSizes(K, X.n_local, X.n_local, n, n));
+    SSDR_PETSC(MatSetType(K, MATDENSE));
+  }
+  SSDR_PETSC(MatSetUp(K));
+  {
+    std::vector<PetscInt> cols(static_cast<size_t>(n)), rows;
+    std::iota(cols.begin(), cols.end(), PetscInt{0});
+    std::vector<double> G, vals;
+    const int64_t block = std::clamp<int64_t>((int64_t{1} << 22) / std::max<int64_t>(n, 1), 1, 4096);
+    for (int64_t i0 = 0; i0 < X.n_local; i0 += block) {
+      const int64_t b = std::min(block, X.n_local - i0);
+      kernel_block(f, X.row(i0), b, G);  // n×b, column i = K_raw(:, row_start + i0 + i)
+      rows.resize(static_cast<size_t>(b));
+      vals.resize(static_cast<size_t>(b * n));
+      for (int64_t i = 0; i < b; ++i) {
+        const int64_t g = X.row_start + i0 + i;
+        rows[static_cast<size_t>(i)] = static_cast<PetscInt>(g);
+        const double ag = f.a[static_cast<size_t>(g)];
+        for (int64_t j = 0; j < n; ++j)
+          vals[static_cast<size_t>(i * n + j)] = G[static_cast<size_t>(j + i * n)] - ag - f.a[static_cast<size_t>(j)] + abar;
+      }
+      SSDR_PETSC(MatSetValues(K, static_cast<PetscInt>(b), rows.data(), static_cast<PetscInt>(n), cols.data(),
+                              vals.data(), INSERT_VALUES));
+    }
+  }
+  SSDR_PETSC(MatAssemblyBegin(K, MAT_FINAL_ASSEMBLY));
+  SSDR_PETSC(MatAssemblyEnd(K, MAT_FINAL_ASSEMBLY));
+  SSDR_PETSC(MatSetOption(K, MAT_SYMMETRIC, PETSC_TRUE));
+
+  // K = U Λ Uᵀ (36), every eigenpair (dense EPS types), largest first.
+  Owned<EPS> eps;
+  SSDR_PETSC(EPSCreate(comm, eps.out()));
+  SSDR_PETSC(EPSSetOperators(eps, K, nullptr));
+  SSDR_PETSC(EPSSetProblemType(eps, EPS_HEP));
+  SSDR_PETSC(EPSSetDimensions(eps, static_cast<PetscInt>(n), PETSC_DEFAULT, PETSC_DEFAULT));
+  SSDR_PETSC(EPSSetWhichEigenpairs(eps, EPS_LARGEST_REAL));
+  SSDR_PETSC(EPSSetType(eps, scalapack ? EPSSCALAPACK : EPSLAPACK));
+  if (!o.prefix.empty()) SSDR_PETSC(EPSSetOptionsPrefix(eps, o.prefix.c_str()));
+  SSDR_PETSC(EPSSetFromOptions(eps));
+  SSDR_PETSC(EPSSolve(eps));
+  PetscInt nconv = 0;
+  SSDR_PETSC(EPSGetConverged(eps, &nconv));
+  SSDR_REQUIRE(nconv >= 1, "the kernel eigen-solve (options prefix '" + o.prefix + "') converged no eigenpair");
+  std::vector<double> lambda;
+  for (PetscInt k = 0; k < nconv; ++k) {
+    PetscScalar kr = 0, ki = 0;
+    SSDR_PETSC(EPSGetEigenvalue(eps, k, &kr, &ki));
+    lambda.push_back(PetscRealPart(kr));
+  }
+  const double lmax = *std::max_element(lambda.begin(), lambda.end());
+  SSDR_REQUIRE(lmax > 0, "the centered kernel matrix is zero (all training samples are identical in feature space)");
+  std::vector<PetscInt> kept;
+  for (PetscInt k = 0; k < nconv; ++k)
+    if (lambda[static_cast<size_t>(k)] > kEigenThreshold * lmax) kept.push_back(k);
+  std::stable_sort(kept.begin(), kept.end(),
+                   [&](PetscInt x, PetscInt y) { return lambda[static_cast<size_t>(x)] > lambda[static_cast<size_t>(y)]; });
+  const int64_t r = static_cast<int64_t>(kept.size());
+  f.M = Dense(n, r);
+  Owned<Vec> x, all;
+  SSDR_PETSC(MatCreateVecs(K, x.out(), nullptr));
+  VecScatter ctx = nullptr;
+  SSDR_PETSC(VecScatterCreateToAll(x, &ctx, all.out()));
+  struct Guard {
+    VecScatter* c;
+    ~Guard() { VecScatterDestroy(c); }
+  } guard{&ctx};
+  std::vector<double> kept_values;
+  for (int64_t k = 0; k < r; ++k) {
+    PetscScalar kr = 0, ki = 0;
+    SSDR_PETSC(EPSGetEigenpair(eps, kept[static_cast<size_t>(k)], &kr, &ki, x, nullptr));
+    SSDR_PETSC(VecScatterBegin(ctx, x, all, INSERT_VALUES, SCATTER_FORWARD));
+    SSDR_PETSC(VecScatterEnd(ctx, x, all, INSERT_VALUES, SCATTER_FORWARD));
+    const PetscScalar* u = nullptr;
+    SSDR_PETSC(VecGetArrayRead(all, &u));
+    std::copy(u, u + n, f.M.col(k));
+    SSDR_PETSC(VecRestoreArrayRead(all, &u));
+    // Uᵀ1 = 0 holds exactly only in exact arithmetic: a computed eigenvector of a tiny λ_k
+    // carries O(ε·λ_max/λ_k) of the null vector 1 of K, which (★) would amplify through
+    // K_raw·1 (not annihilated) and Λ^{-1/2}; project it out.
+    double mean = 0;
+    for (int64_t i = 0; i < n; ++i) mean += f.M(i, k);
+    mean /= static_cast<double>(n);
+    for (int64_t i = 0; i < n; ++i) f.M(i, k) -= mean;
+    fix_sign(f.M.col(k), n);
+    const double l = lambda[static_cast<size_t>(kept[static_cast<size_t>(k)])];
+    kept_values.push_back(l);
+    const double s = 1.0 / std::sqrt(l);
+    for (int64_t i = 0; i < n; ++i) f.M(i, k) *= s;
+  }
+  info["eps_type"] = scalapack ? "scalapack" : type;
+  info["largest_eigenvalue"] = lmax;
+  info["discarded_eigenvalues"] = n - r;
+}
+
+/// Nyström landmark indices (global rows of X), reproducible from the seed and independent
+/// of the rank count. Collective.
+std::vector<int64_t> choose_landmarks(const DistMatrix& X, int64_t r, const std::string& seeding, uint64_t seed) {
+  const int64_t n = X.n_global, d = X.cols;
+  std::mt19937_64 rng(seed);
+  std::vector<int64_t> chosen;
+  if (seeding == "uniform") {
+    std::vector<int64_t> idx(static_cast<size_t>(n));
+    std::iota(idx.begin(), idx.end(), int64_t{0});
+    for (int64_t k = 0; k < r; ++k) {  // partial Fisher–Yates
+      std::uniform_int_distribution<int64_t> u(k, n - 1);
+      std::swap(idx[static_cast<size_t>(k)], idx[static_cast<size_t>(u(rng))]);
+    }
+    chosen.assign(idx.begin(), idx.begin() + r);
+    return chosen;
+  }
+  // k-means++ (D² sampling). Weights are quantized to integers so their prefix sums are
+  // exact, hence the same index is drawn on any number of ranks.
+  std::vector<double> dist2(static_cast<size_t>(X.n_local), std::numeric_limits<double>::infinity());
+  std::vector<char> taken(static_cast<size_t>(X.n_local), 0);
+  std::vector<double> c(static_cast<size_t>(d));
+  std::uniform_int_distribution<int64_t> first(0, n - 1);
+  int64_t next = first(rng);
+  Progress progress("k-means++ landmarks", static_cast<long>(r));
+  for (int64_t k = 0; k < r; ++k) {
+    chosen.push_back(next);
+    std::fill(c.begin(), c.end(), 0.0);
+    if (next >= X.row_start && next < X.row_start + X.n_local) {
+      std::copy(X.row(next - X.row_start), X.row(next - X.row_start) + d, c.begin());
+      taken[static_cast<size_t>(next - X.row_start)] = 1;
+    }
+    MPI_Allreduce(MPI_IN_PLACE, c.data(), static_cast<int>(d), MPI_DOUBLE, MPI_SUM, X.comm);
+    if (k + 1 == r) break;
+    double dmax = 0;
+    for (int64_t i = 0; i < X.n_local; ++i) {
+      const double* xi = X.row(i);
+      double s = 0;
+      for (int64_t j = 0; j < d; ++j) s += (xi[j] - c[static_cast<size_t>(j)]) * (xi[j] - c[static_cast<size_t>(j)]);
+      double& di = dist2[static_cast<size_t>(i)];
+      di = taken[static_cast<size_t>(i)] ? 0.0 : std::min(di, s);
+      dmax = std::max(dmax, di);
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &dmax, 1, MPI_DOUBLE, MPI_MAX, X.comm);
+    std::vector<uint64_t> w(static_cast<size_t>(X.n_local), 0);
+    uint64_t local = 0;
+    for (int64_t i = 0; i < X.n_local; ++i) {
+      const double di = dist2[static_cast<size_t>(i)];
+      w[static_cast<size_t>(i)] = dmax > 0 ? static_cast<uint64_t>(std::llround(di / dmax * 4294967296.0)) : 0;
+      if (dmax <= 0 && !taken[static_cast<size_t>(i)]) w[static_cast<size_t>(i)] = 1;  // all points coincide
+      local += w[static_cast<size_t>(i)];
+    }
+    uint64_t before = 0, total = 0;
+    MPI_Exscan(&local, &before, 1, MPI_UINT64_T, MPI_SUM, X.comm);
+    if (comm_rank(X.comm) == 0) before = 0;
+    MPI_Allreduce(&local, &total, 1, MPI_UINT64_T, MPI_SUM, X.comm);
+    SSDR_REQUIRE(total > 0, "k-means++: no sample left to draw a landmark from");
+    const uint64_t u = std::uniform_int_distribution<uint64_t>(0, total - 1)(rng);
+    int64_t pick = -1;
+    if (u >= before && u < before + local) {
+      uint64_t acc = before;
+      for (int64_t i = 0; i < X.n_local; ++i) {
+        acc += w[static_cast<size_t>(i)];
+        if (u < acc) {
+          pick = X.row_start + i;
+          break;
+        }
+      }
+    }
+    MPI_Allreduce(&pick, &next, 1, MPI_INT64_T, MPI_MAX, X.comm);
+    progress.update(static_cast<long>(k + 1));
+  }
+  return chosen;
+}
+
+void fit_nystrom(FeatureMap& f, const DistMatrix& X, const KernelOptions& o, nlohmann::json& info) {
+  const int64_t n = X.n_global, d = X.cols;
+  const int64_t r = std::min<int64_t>(o.landmarks, n);
+  const std::vector<int64_t> idx = choose_landmarks(X, r, o.landmark_seeding, o.seed);
+  f.Zt = Dense(d, r);
+  for (int64_t k = 0; k < r; ++k) {
+    const int64_t g = idx[static_cast<size_t>(k)];
+    if (g >= X.row_start && g < X.row_start + X.n_local) std::copy(X.row(g - X.row_start), X.row(g - X.row_start) + d, f.Zt.col(k));
+  }
+  MPI_Allreduce(MPI_IN_PLACE, f.Zt.data(), static_cast<int>(d * r), MPI_DOUBLE, MPI_SUM, X.comm);
+
+  // W_r = k(Z, Z) = V Λ Vᵀ on every rank (identical input → identical output); M = V_+ Λ_+^{-1/2}.
+  std::vector<double> G;
+  kernel_block(f, f.Zt.data(), r, G);
+  Dense W(r, r);
+  W.v = G;
+  std::vector<double> lambda(static_cast<size_t>(r));
+  lapack::syev(r, W.data(), r, lambda.data());
+  const double lmax = lambda.empty() ? 0.0 : lambda.back();
+  SSDR_REQUIRE(lmax > 0, "the Nystrom landmark kernel matrix is zero");
+  std::vector<int64_t> kept;
+  for (int64_t k = r - 1; k >= 0; --k)
+    if (lambda[static_cast<size_t>(k)] > kEigenThreshold * lmax) kept.push_back(k);
+  f.M = Dense(r, static_cast<int64_t>(kept.size()));
+  for (size_t k = 0; k < kept.size(); ++k) {
+    std::copy(W.col(kept[k]), W.col(kept[k]) + r, f.M.col(static_cast<int64_t>(k)));
+    fix_sign(f.M.col(static_cast<int64_t>(k)), r);
+    const double s = 1.0 / std::sqrt(lambda[static_cast<size_t>(kept[k])]);
+    for (int64_t i = 0; i < r; ++i) f.M(i, static_cast<int64_t>(k)) *= s;
+  }
+  f.a = training_means(f, X);
+  info["landmark_seeding"] = o.landmark_seeding;
+  info["landmark_seed"] = o.seed;
+  info["largest_eigenvalue"] = lmax;
+  info["discarded_eigenvalues"] = r - static_cast<int64_t>(kept.size());
+}
+
+}  // namespace
+
+KernelType parse_kernel(const std::string& name) {
+  if (name == "none") return KernelType::none;
+  if (name == "linear") return KernelType::linear;
+  if (name == "poly" || name == "polynomial") return KernelType::polynomial;
+  if (name == "rbf") return KernelType::rbf;
+  SSDR_REQUIRE(false, "--kernel: expected none, linear, poly or rbf, got '" + name + "'");
+  return KernelType::none;
+}
+
+std::string to_string(KernelType k) {
+  switch (k) {
+    case KernelType::linear: return "linear";
+    case KernelType::polynomial: return "poly";
+    case KernelType::rbf: return "rbf";
+    default: return "none";
+  }
+}
+
+nlohmann::json to_json(const KernelOptions& o) {
+  return {{"type", to_string(o.type)},        {"degree", o.degree},
+          {"sigma2", o.sigma2},               {"landmarks", o.landmarks},
+          {"landmark_seeding", o.landmark_seeding}, {"seed", o.seed},
+          {"max_memory_mib", o.max_memory_mib}, {"prefix", o.prefix}};
+}
+
+KernelOptions from_json(const nlohmann::json& j) {
+  KernelOptions o;
+  if (!j.is_object()) return o;
+  if (j.contains("type")) o.type = parse_kernel(j["type"].get<std::string>());
+  if (j.contains("degree")) o.degree = j["degree"].get<double>();
+  if (j.contains("sigma2")) o.sigma2 = j["sigma2"].get<double>();
+  if (j.contains("landmarks")) o.landmarks = j["landmarks"].get<int64_t>();
+  if (j.contains("landmark_seeding")) o.landmark_seeding = j["landmark_seeding"].get<std::string>();
+  if (j.contains("seed")) o.seed = j["seed"].get<uint64_t>();
+  if (j.contains("max_memory_mib")) o.max_memory_mib = j["max_memory_mib"].get<double>();
+  if (j.contains("prefix")) o.prefix = j["prefix"].get<std::string>();
+  return o;
+}
+
+void kernel_block(const FeatureMap& f, const double* X, int64_t b, std::vector<double>& G) {
+  const int64_t d = f.Zt.rows, rz = f.Zt.cols;
+  G.assign(static_cast<size_t>(rz * b), 0.0);
+  if (rz == 0 || b == 0) return;
+  if (d > 0) blas::gemm('T', 'N', rz, b, d, 1.0, f.Zt.data(), d, X, d, 0.0, G.data(), rz);
+  switch (f.type) {
+    case KernelType::linear:
+      break;
+    case KernelType::polynomial:
+      for (double& g : G) g = std::pow(g + 1.0, f.degree);
+      break;
+    case KernelType::rbf: {
+      std::vector<double> zz(static_cast<size_t>(rz), 0.0);
+      for (int64_t j = 0; j < rz; ++j) {
+        const double* z = f.Zt.col(j);
+        double s = 0;
+        for (int64_t t = 0; t < d; ++t) s += z[t] * z[t];
+        zz[static_cast<size_t>(j)] = s;
+      }
+      for (int64_t i = 0; i < b; ++i) {
+        const double* x = X + i * d;
+        double xx = 0;
+        for (int64_t t = 0; t < d; ++t) xx += x[t] * x[t];
+        double* g = G.data() + i * rz;
+        for (int64_t j = 0; j < rz; ++j)
+          g[j] = std::exp(-std::max(0.0, xx + zz[static_cast<size_t>(j)] - 2.0 * g[j]) / f.sigma2);
+      }
+      break;
+    }
+    default:
+      SSDR_THROW("kernel_block: no kernel");
+  }
+}
+
+double mean_pairwise_squared_distance(const DistMatrix& X) {
+  const int64_t n = X.n_global, d = X.cols;
+  SSDR_REQUIRE(n >= 2, "the RBF kernel width needs at least 2 training samples");
+  std::vector<double> mean(static_cast<size_t>(d), 0.0);
+  for (int64_t i = 0; i < X.n_local; ++i)
+    for (int64_t j = 0; j < d; ++j) mean[static_cast<size_t>(j)] += X(i, j);
+  MPI_Allreduce(MPI_IN_PLACE, mean.data(), static_cast<int>(d), MPI_DOUBLE, MPI_SUM, X.comm);
+  for (double& m : mean) m /= static_cast<double>(n);
+  double s = 0;
+  for (int64_t i = 0; i < X.n_local; ++i)
+    for (int64_t j = 0; j < d; ++j) {
+      const double t = X(i, j) - mean[static_cast<size_t>(j)];
+      s += t * t;
+    }
+  MPI_Allreduce(MPI_IN_PLACE, &s, 1, MPI_DOUBLE, MPI_SUM, X.comm);
+  return 2.0 * s / static_cast<double>(n - 1);  // = 2n/(n−1) · (1/n)Σ‖x_i − x̄‖²
+}
+
+double exact_map_bytes_per_rank(int64_t n, int64_t d, int p) {
+  const double nn = static_cast<double>(n) * static_cast<double>(n);
+  return 8.0 * (static_cast<double>(n) * static_cast<double>(d) + nn + 4.0 * nn / std::max(p, 1));
+}
+
+FeatureMap fit_feature_map(const DistMatrix& X, const KernelOptions& o, nlohmann::json* info_out) {
+  SSDR_REQUIRE(o.type != KernelType::none, "fit_feature_map: no kernel selected");
+  SSDR_REQUIRE(X.n_global >= 2, "a kernel map needs at least 2 training samples");
+  SSDR_REQUIRE(X.cols >= 1, "a kernel map needs at least one feature");
+  SSDR_REQUIRE(o.type != KernelType::polynomial || o.degree > 0, "--degree must be positive");
+  SSDR_REQUIRE(o.sigma2 >= 0, "--sigma2 must be >= 0 (0: mean pairwise squared distance)");
+  SSDR_REQUIRE(o.landmarks >= 0, "--landmarks must be >= 0 (0: exact kernel map)");
+  SSDR_REQUIRE(o.landmark_seeding == "uniform" || o.landmark_seeding == "kmeans++",
+               "--landmark-seeding: expected uniform or kmeans++, got '" + o.landmark_seeding + "'");
+  FeatureMap f;
+  f.type = o.type;
+  f.degree = o.degree;
+  f.exact = o.landmarks == 0;
+  nlohmann::json info;
+  info["kernel"] = to_string(o.type);
+  if (o.type == KernelType::polynomial) info["degree"] = o.degree;
+  if (o.type == KernelType::rbf) {
+    f.sigma2 = o.sigma2 > 0 ? o.sigma2 : mean_pairwise_squared_distance(X);
+    SSDR_REQUIRE(f.sigma2 > 0, "the RBF width sigma^2 is 0 (all training samples coincide); pass --sigma2");
+    info["sigma2"] = f.sigma2;
+    info["sigma2_source"] = o.sigma2 > 0 ? "--sigma2" : "mean pairwise squared distance";
+  }
+  info["map"] = f.exact ? "exact" : "nystrom";
+  if (f.exact) fit_exact(f, X, o, info);
+  else fit_nystrom(f, X, o, info);
+  info["landmarks"] = f.Zt.cols;
+  info["feature_dim"] = f.dim();
+  if (info_out) *info_out = info;
+  return f;
+}
+
+void apply_rows(const FeatureMap& f, const double* X, int64_t b, double* Phi) {
+  const int64_t rz = f.Zt.cols, r = f.M.cols;
+  std::vector<double> G;
+  kernel_block(f, X, b, G);
+  for (int64_t i = 0; i < b; ++i)
+    for (int64_t j = 0; j < rz; ++j) G[static_cast<size_t>(j + i * rz)] -= f.a[static_cast<size_t>(j)];
+  // Row-major Φ block (b×r) = column-major r×b = Mᵀ (r×r_z) · G (r_z×b).
+  if (r > 0 && b > 0) blas::gemm('T', 'N', r, b, rz, 1.0, f.M.data(), rz, G.data(), rz, 0.0, Phi, r);
+}
+
+DistMatrix apply(const FeatureMap& f, const DistMatrix& X) {
+  SSDR_CHECK(X.cols == f.input_dim(), "the kernel map expects " + std::to_string(f.input_dim()) +
+                                          " features, the data has " + std::to_string(X.cols));
+  DistMatrix Phi;
+  Phi.comm = X.comm;
+  Phi.n_global = X.n_global;
+  Phi.row_start = X.row_start;
+  Phi.n_local = X.n_local;
+  Phi.cols = f.dim();
+  Phi.v.assign(static_cast<size_t>(X.n_local * Phi.cols), 0.0);
+  const int64_t block = std::clamp<int64_t>((int64_t{1} << 22) / std::max<int64_t>(f.Zt.cols, 1), 1, 4096);
+  for (int64_t i0 = 0; i0 < X.n_local; i0 += block) {
+    const int64_t b = std::min(block, X.n_local - i0);
+    apply_rows(f, X.row(i0), b, Phi.row(i0));
+  }
+  return Phi;
+}
+
+}  // namespace ssdr::kernels
