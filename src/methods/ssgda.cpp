@@ -1,8 +1,585 @@
-// Placeholder: implemented by the issue-4 work on SSGDA.
+// SSGDA and M-SSGDA (ssgda-zhang-yeung: Zhang & Yeung, "Semi-Supervised Generalized
+// Discriminant Analysis"): CCCP label estimation (eq. (5)–(8), (9)–(10)), each CCCP step
+// solved in closed form through its dual (eq. (11)–(14)) or, with the manifold term, by the
+// alternating method of eq. (15)–(17); confidence selection (sec. III-D) and GDA on the
+// augmented labeled set (eq. (3)–(4)).
+//
+// Everything works on TrainingData::X read as the centered feature map Φ_c (n×r, rows =
+// samples, distributed): with a kernel it is the empirical/Nyström map, without one (or
+// with the linear kernel) it is the centered, PCA'd data itself. The n×n matrix
+// S = H_n K (K H_n K)⁻¹ K H_n of the paper is never formed: since H_n K = Φ_c Φᵀ and
+// K H_n K = (H_n K)ᵀ(H_n K), S is the orthogonal projector onto range(H_n K) = range(Φ_c),
+// S = Q Qᵀ with Q (n×rank) an orthonormal basis of range(Φ_c), and S E = Q (QᵀE) costs
+// O(n·rank·c) plus one rank×c all-reduce.
+//
+// The helpers in namespace ssgda_detail are internal to this file; tests/unit/ssgda_test.cpp
+// re-declares the ones it checks (there is no shared header for them, see the report).
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
 #include "ssdr/core/error.hpp"
+#include "ssdr/core/lapack.hpp"
+#include "ssdr/core/progress.hpp"
+#include "ssdr/graph/knn.hpp"
+#include "ssdr/methods/common.hpp"
 #include "ssdr/methods/factories.hpp"
+#include "ssdr/methods/method.hpp"
+#include "ssdr/scatter/scatter.hpp"
+#include "ssdr/solvers/eigen.hpp"
 
 namespace ssdr::methods {
-std::unique_ptr<Method> make_ssgda() { throw Error("method not implemented yet", __FILE__, __LINE__, true); }
-std::unique_ptr<Method> make_m_ssgda() { throw Error("method not implemented yet", __FILE__, __LINE__, true); }
+
+namespace ssgda_detail {
+
+/// Confidence threshold θ of sec. III-D ("usually chosen to be larger than 0.5"): an
+/// unlabeled sample is selected when at least θ of its K nearest unlabeled neighbors (in the
+/// first GDA embedding) carry its estimated label. A documented constant (no CLI option).
+constexpr double kTheta = 0.7;
+/// K of Table I: neighbors of the local-scaling graph (M-SSGDA) and of the confidence
+/// selection. σ_i = distance to the K-th neighbor (Zelnik-Manor & Perona local scaling).
+constexpr int kNeighbors = 5;
+/// CCCP stops when E stops changing (Table I with ε = 0); this caps it.
+constexpr int kMaxCccpIterations = 100;
+/// Gauss–Seidel sweeps of the alternating method (17) per CCCP iteration, at most.
+constexpr int kMaxSweeps = 100;
+/// Costs r_ki (and M-SSGDA's cost_k) closer than this, relative to the row's largest |cost|,
+/// are ties: they differ by rounding (Q's orthonormality, all-reduce order) only, and must
+/// not decide a label differently on different rank counts.
+constexpr double kTieTolerance = 1e-10;
+
+namespace {
+
+/// Every rank's (row_start, n_local) of a layout. Collective.
+void gather_layout(MPI_Comm comm, int64_t n_local, std::vector<int>& counts, std::vector<int>& displs) {
+  int p = 0;
+  MPI_Comm_size(comm, &p);
+  counts.assign(static_cast<size_t>(p), 0);
+  const int mine = static_cast<int>(n_local);
+  MPI_Allgather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, comm);
+  displs.assign(static_cast<size_t>(p), 0);
+  for (int r = 1; r < p; ++r) displs[static_cast<size_t>(r)] = displs[static_cast<size_t>(r - 1)] + counts[static_cast<size_t>(r - 1)];
+}
+
+/// Replicates a per-local-row vector over the ranks in global row order. O(n) ints per rank
+/// (labels only, never data). Collective.
+std::vector<int> allgather_ints(const std::vector<int>& local, MPI_Comm comm) {
+  std::vector<int> counts, displs;
+  gather_layout(comm, static_cast<int64_t>(local.size()), counts, displs);
+  std::vector<int> all(static_cast<size_t>(displs.back() + counts.back()));
+  MPI_Allgatherv(local.data(), static_cast<int>(local.size()), MPI_INT, all.data(), counts.data(),
+                 displs.data(), MPI_INT, comm);
+  return all;
+}
+
+std::vector<double> allgather_doubles(const std::vector<double>& local, MPI_Comm comm) {
+  std::vector<int> counts, displs;
+  gather_layout(comm, static_cast<int64_t>(local.size()), counts, displs);
+  std::vector<double> all(static_cast<size_t>(displs.back() + counts.back()));
+  MPI_Allgatherv(local.data(), static_cast<int>(local.size()), MPI_DOUBLE, all.data(), counts.data(),
+                 displs.data(), MPI_DOUBLE, comm);
+  return all;
+}
+
+/// Qᵀ E (q×c, replicated) for sample-distributed Q (n×q) and E (n×c). Collective.
+Dense transpose_times(const DistMatrix& Q, const DistMatrix& E) {
+  Dense C(Q.cols, E.cols);
+  if (Q.n_local > 0 && Q.cols > 0 && E.cols > 0)
+    blas::gemm('N', 'T', Q.cols, E.cols, Q.n_local, 1.0, Q.v.data(), Q.cols, E.v.data(), E.cols, 0.0,
+               C.data(), C.rows);
+  allreduce_sum(C, Q.comm);
+  return C;
+}
+
+/// Hard label of an indicator row: the class of its largest entry (smallest index on ties).
+int row_label(const double* e, int c) {
+  int best = 0;
+  for (int k = 1; k < c; ++k)
+    if (e[k] > e[best]) best = k;
+  return best;
+}
+
+}  // namespace
+
+/// Orthonormal basis Q (n×rank, X's row layout) of range(Φ) for the sample-distributed
+/// Φ (n×r), so that S = Q Qᵀ = Φ(ΦᵀΦ)⁺Φᵀ. With Φ = Φ_c the centered feature map this is
+/// the paper's S = H_n K (K H_n K)⁻¹ K H_n (sec. III-B; pseudo-inverse as in sec. II).
+/// Two passes of an eigen-based Cholesky-QR: G = ΦᵀΦ (r×r, one all-reduce), G = VΛVᵀ,
+/// Q₁ = Φ V₊ Λ₊^{-1/2} keeping λ_i > √(max(n, r)·ε)·λ_max, then the same on Q₁ to restore
+/// orthonormality lost to cond(Φ)². The tolerance is the paper's (K H_n K)⁻¹ read as MATLAB's
+/// pinv (tolerance max(n)·ε·‖KHK‖): KHK's non-zero eigenvalues are the squares λ_i² of the
+/// centered Gram's when K is centered. Memory O(n_local·r + r²).
+/// Collective over Phi.comm. \throws ssdr::Error (collective) when Φ is zero.
+DistMatrix range_basis(const DistMatrix& Phi, int64_t* rank_out) {
+  DistMatrix Q = Phi;
+  const double eps = std::numeric_limits<double>::epsilon();
+  for (int pass = 0; pass < 2; ++pass) {
+    const int64_t q = Q.cols;
+    Dense G(q, q);
+    if (Q.n_local > 0 && q > 0) {
+      blas::syrk('U', 'N', q, Q.n_local, 1.0, Q.v.data(), q, 0.0, G.data(), q);
+      blas::symmetrize('U', q, G.data(), q);
+    }
+    allreduce_sum(G, Q.comm);
+    std::vector<double> lam(static_cast<size_t>(q));
+    if (q > 0) lapack::syev(q, G.data(), q, lam.data());
+    const double top = q > 0 ? lam.back() : 0.0;
+    SSDR_REQUIRE(top > 0, "ssgda: the feature map of the training samples is zero");
+    const double tol = std::sqrt(static_cast<double>(std::max(Q.n_global, q)) * eps) * top;
+    int64_t keep = 0;
+    for (double l : lam) keep += l > tol;
+    Dense T(q, keep);  // columns: eigenvectors of the kept eigenvalues, largest first, / √λ
+    for (int64_t j = 0; j < keep; ++j) {
+      const int64_t src = q - 1 - j;
+      const double s = 1.0 / std::sqrt(lam[static_cast<size_t>(src)]);
+      for (int64_t i = 0; i < q; ++i) T(i, j) = G(i, src) * s;
+    }
+    Q = multiply(Q, T);
+  }
+  if (rank_out) *rank_out = Q.cols;
+  return Q;
+}
+
+/// S E = Q (QᵀE) (n×c, X's layout) for the basis Q of range_basis and any E (n×c).
+/// Collective (one q×c all-reduce).
+DistMatrix apply_projector(const DistMatrix& Q, const DistMatrix& E) {
+  return multiply(Q, transpose_times(Q, E));
+}
+
+/// E⁽⁰⁾ of eq. (8) (n×c, labels' layout): one-hot rows for labeled samples (labels[i] in
+/// 0..c−1), 1/C on the unlabeled (−1) rows. Local.
+DistMatrix initial_indicator(const std::vector<int>& labels, int classes, MPI_Comm comm) {
+  DistMatrix E = make_dist_local(comm, static_cast<int64_t>(labels.size()), classes);
+  for (int64_t i = 0; i < E.n_local; ++i) {
+    const int y = labels[static_cast<size_t>(i)];
+    for (int k = 0; k < classes; ++k) E(i, k) = y < 0 ? 1.0 / classes : (k == y ? 1.0 : 0.0);
+  }
+  return E;
+}
+
+/// The dual costs r_ki⁽ᵖ⁾ of sec. III-E, r_k = (e_kᵀSe_k / t_k²)·1 − 2 S e_k / t_k with
+/// t_k = e_kᵀ1 (n×c, E's layout; row i holds r_{1i} … r_{Ci}), and in *criterion* the
+/// GDA criterion of eq. (5)/(6), Σ_k e_kᵀSe_k / t_k = tr(E D⁻¹ Eᵀ S) (Corollary 1).
+/// Maximizing the linearized objective (7) is minimizing Σ_k r_kᵀe_k.
+/// Collective. \throws ssdr::Error (collective) when a class has t_k ≤ 0.
+DistMatrix cccp_costs(const DistMatrix& Q, const DistMatrix& E, double* criterion) {
+  const int c = static_cast<int>(E.cols);
+  Dense C = transpose_times(Q, E);  // q×c: column k = Qᵀe_k
+  std::vector<double> t(static_cast<size_t>(c), 0.0), s(static_cast<size_t>(c), 0.0);
+  for (int64_t i = 0; i < E.n_local; ++i)
+    for (int k = 0; k < c; ++k) t[static_cast<size_t>(k)] += E(i, k);
+  MPI_Allreduce(MPI_IN_PLACE, t.data(), c, MPI_DOUBLE, MPI_SUM, E.comm);
+  double J = 0;
+  for (int k = 0; k < c; ++k) {
+    SSDR_REQUIRE(t[static_cast<size_t>(k)] > 0, "ssgda: class " + std::to_string(k) + " is empty");
+    for (int64_t a = 0; a < C.rows; ++a) s[static_cast<size_t>(k)] += C(a, k) * C(a, k);  // e_kᵀSe_k
+    J += s[static_cast<size_t>(k)] / t[static_cast<size_t>(k)];
+  }
+  if (criterion) *criterion = J;
+  DistMatrix R = multiply(Q, C);  // S E
+  for (int64_t i = 0; i < R.n_local; ++i)
+    for (int k = 0; k < c; ++k) {
+      const double tk = t[static_cast<size_t>(k)];
+      R(i, k) = s[static_cast<size_t>(k)] / (tk * tk) - 2.0 * R(i, k) / tk;
+    }
+  return R;
+}
+
+/// The solution of the CCCP step (7) from its dual (11)–(14): labeled rows stay one-hot;
+/// unlabeled row i goes to k* = argmin_k r_ki (β_i = min_k r_ki, KKT (12)). When the minimum
+/// is not unique (within kTieTolerance·max_k|r_ki|) the remaining LP over that row is
+/// minimized by every point of the face spanned by the tied vertices; we return its
+/// barycenter (equal shares), the point an interior-point LP solver such as the paper's CVX
+/// converges to. Such a row has no estimated label (it is never selected). Local.
+DistMatrix solve_lp_by_dual(const DistMatrix& R, const std::vector<int>& labels) {
+  const int c = static_cast<int>(R.cols);
+  DistMatrix E = R;
+  for (int64_t i = 0; i < R.n_local; ++i) {
+    const int y = labels[static_cast<size_t>(i)];
+    double* e = E.row(i);
+    if (y >= 0) {
+      for (int k = 0; k < c; ++k) e[k] = k == y ? 1.0 : 0.0;
+      continue;
+    }
+    const double* r = R.row(i);
+    double lo = r[0], scale = 0;
+    for (int k = 0; k < c; ++k) {
+      lo = std::min(lo, r[k]);
+      scale = std::max(scale, std::abs(r[k]));
+    }
+    const double tol = kTieTolerance * scale;
+    int ties = 0;
+    for (int k = 0; k < c; ++k) ties += r[k] <= lo + tol;
+    for (int k = 0; k < c; ++k) e[k] = r[k] <= lo + tol ? 1.0 / ties : 0.0;
+  }
+  return E;
+}
+
+/// Local-scaling K-nearest-neighbor graph of M-SSGDA (sec. III-C): an edge joins i and j
+/// when i ∈ N_K(j) or j ∈ N_K(i), w_ij = exp(−‖x_i−x_j‖² / (σ_iσ_j)), σ_i the distance of
+/// x_i to its K-th neighbor (w_ij = 1 for duplicates with σ_iσ_j = 0). X: the input-space
+/// samples (n×d, distributed); edges and w (one per entry of edges.col) for the local rows.
+/// Collective (exact kNN, edge exchange, σ replicated: n doubles).
+/// \throws ssdr::Error (collective) when K ≥ n.
+void local_scaling_graph(const DistMatrix& X, int K, graph::SymmetricEdges& edges, std::vector<double>& w) {
+  graph::KnnLists knn = graph::knn_search(X, K);
+  std::vector<double> sigma(static_cast<size_t>(X.n_local));
+  for (int64_t i = 0; i < X.n_local; ++i)
+    sigma[static_cast<size_t>(i)] = std::sqrt(knn.dist2[static_cast<size_t>(i * K + K - 1)]);
+  const std::vector<double> all_sigma = allgather_doubles(sigma, X.comm);
+  edges = graph::symmetrize(knn, X.comm);
+  w.assign(edges.col.size(), 0.0);
+  for (int64_t i = 0; i < edges.n_local; ++i)
+    for (int64_t e = edges.row_ptr[static_cast<size_t>(i)]; e < edges.row_ptr[static_cast<size_t>(i + 1)]; ++e) {
+      const double ss = sigma[static_cast<size_t>(i)] * all_sigma[static_cast<size_t>(edges.col[static_cast<size_t>(e)])];
+      const double d2 = edges.dist2[static_cast<size_t>(e)];
+      w[static_cast<size_t>(e)] = ss > 0 ? std::exp(-d2 / ss) : (d2 == 0 ? 1.0 : 0.0);
+    }
+}
+
+/// The manifold term λ Σ_{i<j} w_ij ‖e^i − e^j‖₁ of eq. (9) for rows that are vertices
+/// (hard label ≥ 0) or the uniform row 1/C of eq. (8) (label −1); `all` replicated labels
+/// (n). Collective.
+double manifold_penalty(const graph::SymmetricEdges& edges, const std::vector<double>& w,
+                        const std::vector<int>& all, int classes, double lambda, MPI_Comm comm) {
+  double p = 0;
+  for (int64_t i = 0; i < edges.n_local; ++i) {
+    const int a = all[static_cast<size_t>(edges.row_start + i)];
+    for (int64_t e = edges.row_ptr[static_cast<size_t>(i)]; e < edges.row_ptr[static_cast<size_t>(i + 1)]; ++e) {
+      const int b = all[static_cast<size_t>(edges.col[static_cast<size_t>(e)])];
+      const double l1 = a == b ? 0.0 : (a < 0 || b < 0 ? 2.0 * (classes - 1) / classes : 2.0);
+      p += w[static_cast<size_t>(e)] * l1;
+    }
+  }
+  MPI_Allreduce(MPI_IN_PLACE, &p, 1, MPI_DOUBLE, MPI_SUM, comm);
+  return 0.5 * lambda * p;  // each undirected edge was counted from both ends
+}
+
+/// One CCCP step of M-SSGDA: problem (10)/(15) by the alternating method of (16)–(17).
+/// `current` (per local row) is the starting point: the hard labels of E⁽ᵖ⁾, or −1 where
+/// the row is not a vertex (E⁽⁰⁾), which starts from the λ = 0 solution argmin_k r_ki.
+/// Then Gauss–Seidel sweeps in global row order: with every other row a vertex e_l,
+/// ‖e − e_l‖₁ = 2(1 − e_l) on the simplex, so (17) is linear and its exact minimizer is the
+/// vertex argmin_k cost_k, cost_k = r_ki + 2λ Σ_j w_ij (1 − E_jk); a row moves only on a
+/// decrease larger than kTieTolerance·max_k|cost_k|, so (15) decreases monotonically, as
+/// the paper's argument requires, and the sweeps terminate.
+/// Rank p updates its rows in order and then broadcasts them before rank p+1 starts, so the
+/// sweep is the serial global-order sweep for any rank count (cost O(n·K·c) per sweep,
+/// P broadcasts). Returns the labels per local row (labeled rows keep theirs), *sweeps the
+/// number of sweeps (the last one changes nothing unless kMaxSweeps was reached).
+/// Collective over R.comm.
+std::vector<int> solve_manifold_lp(const DistMatrix& R, const std::vector<int>& labels,
+                                   const std::vector<int>& current, const graph::SymmetricEdges& edges,
+                                   const std::vector<double>& w, double lambda, int* sweeps) {
+  const int c = static_cast<int>(R.cols);
+  std::vector<int> start(static_cast<size_t>(R.n_local));
+  for (int64_t i = 0; i < R.n_local; ++i) {
+    const size_t s = static_cast<size_t>(i);
+    if (labels[s] >= 0) start[s] = labels[s];
+    else if (current[s] >= 0) start[s] = current[s];
+    else {  // argmin_k r_ki, ties (kTieTolerance) to the smallest class
+      const double* r = R.row(i);
+      double lo = *std::min_element(r, r + c), scale = 0;
+      for (int k = 0; k < c; ++k) scale = std::max(scale, std::abs(r[k]));
+      int k = 0;
+      while (r[k] > lo + kTieTolerance * scale) ++k;
+      start[s] = k;
+    }
+  }
+  std::vector<int> all = allgather_ints(start, R.comm);
+  std::vector<int> counts, displs;
+  gather_layout(R.comm, R.n_local, counts, displs);
+  int rank = 0;
+  MPI_Comm_rank(R.comm, &rank);
+  std::vector<double> cost(static_cast<size_t>(c));
+  int sweep = 0;
+  for (; sweep < kMaxSweeps;) {
+    ++sweep;
+    long changed = 0;
+    for (size_t p = 0; p < counts.size(); ++p) {
+      if (static_cast<int>(p) == rank) {
+        for (int64_t i = 0; i < R.n_local; ++i) {
+          if (labels[static_cast<size_t>(i)] >= 0) continue;
+          double deg = 0;
+          std::fill(cost.begin(), cost.end(), 0.0);
+          for (int64_t e = edges.row_ptr[static_cast<size_t>(i)]; e < edges.row_ptr[static_cast<size_t>(i + 1)]; ++e) {
+            const double we = w[static_cast<size_t>(e)];
+            deg += we;
+            cost[static_cast<size_t>(all[static_cast<size_t>(edges.col[static_cast<size_t>(e)])])] -= we;
+          }
+          double scale = 0;
+          for (int k = 0; k < c; ++k) {
+            cost[static_cast<size_t>(k)] = R(i, k) + 2.0 * lambda * (deg + cost[static_cast<size_t>(k)]);
+            scale = std::max(scale, std::abs(cost[static_cast<size_t>(k)]));
+          }
+          int& li = all[static_cast<size_t>(R.row_start + i)];
+          const int best = static_cast<int>(std::min_element(cost.begin(), cost.end()) - cost.begin());
+          if (cost[static_cast<size_t>(best)] < cost[static_cast<size_t>(li)] - kTieTolerance * scale) {
+            li = best;
+            ++changed;
+          }
+        }
+      }
+      if (counts[p] > 0)
+        MPI_Bcast(all.data() + displs[p], counts[p], MPI_INT, static_cast<int>(p), R.comm);
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &changed, 1, MPI_LONG, MPI_SUM, R.comm);
+    if (changed == 0) break;
+  }
+  if (sweeps) *sweeps = sweep;
+  return std::vector<int>(all.begin() + R.row_start, all.begin() + R.row_start + R.n_local);
+}
+
+/// Label estimation of SSGDA (manifold = false: CCCP on (6), steps (7) by the dual) or
+/// M-SSGDA (manifold = true: CCCP on (9), steps (10) by solve_manifold_lp), Table I with
+/// E⁽⁰⁾ of eq. (8) and ε = 0 (stop when E stops changing, at most kMaxCccpIterations).
+/// Returns the estimated class per local row of data.X (labeled rows: their label; rows the
+/// LP leaves split by a tie: −1, undetermined). info gets cccp_iterations,
+/// cccp_objective (the objective of (6)/(9) at E⁽⁰⁾, E⁽¹⁾, …), gda_criterion, changes per
+/// iteration, rank of S, estimated class counts, undetermined rows, criterion_saturated
+/// (tr(E D⁻¹EᵀS) = C − 1 or rank S = n − 1: range(Φ_c) holds every labeling, e.g. a
+/// full-rank RBF kernel on the transductive set gives S = H_n, and the estimate carries no
+/// information; with equal labeled counts every unlabeled row then ties) and, for
+/// M-SSGDA, λ, K, mean degree and sweeps. Collective over data.X.comm. \throws ssdr::Error (collective) when a class has no
+/// labeled sample, λ < 0, or K ≥ n.
+std::vector<int> estimate_labels(const TrainingData& data, const MethodOptions& o, bool manifold,
+                                 nlohmann::json& info, Timings& t) {
+  const DistMatrix& X = data.X;
+  const int c = data.classes;
+  SSDR_REQUIRE(c >= 2, "ssgda: needs at least 2 classes");
+  SSDR_CHECK_COLLECTIVE(X.comm, static_cast<int64_t>(data.labels.size()) == X.n_local,
+                        "ssgda: one label per local sample expected");
+  {
+    std::vector<long> per(static_cast<size_t>(c), 0);
+    for (int y : data.labels)
+      if (y >= 0 && y < c) ++per[static_cast<size_t>(y)];
+    MPI_Allreduce(MPI_IN_PLACE, per.data(), c, MPI_LONG, MPI_SUM, X.comm);
+    for (int k = 0; k < c; ++k)
+      SSDR_REQUIRE(per[static_cast<size_t>(k)] > 0, "ssgda: class " + std::to_string(k) + " has no labeled sample");
+  }
+
+  graph::SymmetricEdges edges;
+  std::vector<double> w;
+  double lambda = 0;
+  if (manifold) {
+    Phase phase("knn_graph", &t);
+    local_scaling_graph(data.graph_data(), kNeighbors, edges, w);
+    double deg = std::accumulate(w.begin(), w.end(), 0.0);
+    MPI_Allreduce(MPI_IN_PLACE, &deg, 1, MPI_DOUBLE, MPI_SUM, X.comm);
+    const double mean_degree = deg / static_cast<double>(X.n_global);
+    const bool given = o.alpha == o.alpha;
+    lambda = given ? o.alpha : static_cast<double>(c) / (static_cast<double>(X.n_global) * mean_degree);
+    SSDR_REQUIRE(lambda >= 0 && std::isfinite(lambda), "--alpha (M-SSGDA lambda) must be >= 0");
+    info["lambda"] = lambda;
+    info["lambda_source"] = given ? "--alpha" : "default c/(n * mean degree)";
+    info["local_scaling_K"] = kNeighbors;
+    info["mean_degree"] = mean_degree;
+    long ne = static_cast<long>(edges.col.size());
+    MPI_Allreduce(MPI_IN_PLACE, &ne, 1, MPI_LONG, MPI_SUM, X.comm);
+    info["graph_edges"] = ne / 2;
+  }
+
+  Phase phase("cccp", &t);
+  int64_t rank = 0;
+  const DistMatrix Q = range_basis(X, &rank);
+  info["rank_S"] = rank;
+  DistMatrix E = initial_indicator(data.labels, c, X.comm);
+  std::vector<int> hard(static_cast<size_t>(X.n_local), -1);  // −1: row not a vertex (E⁽⁰⁾)
+  for (int64_t i = 0; i < X.n_local; ++i) hard[static_cast<size_t>(i)] = data.labels[static_cast<size_t>(i)];
+  nlohmann::json objective = nlohmann::json::array(), criterion = nlohmann::json::array(),
+                 changes = nlohmann::json::array(), sweeps = nlohmann::json::array();
+  int iterations = 0;
+  bool converged = false;
+  double J = 0;
+  DistMatrix R = cccp_costs(Q, E, &J);
+  auto record = [&](double Jv) {
+    criterion.push_back(Jv);
+    if (manifold) {
+      const double pen = manifold_penalty(edges, w, allgather_ints(hard, X.comm), c, lambda, X.comm);
+      objective.push_back(Jv - pen);
+    } else {
+      objective.push_back(Jv);
+    }
+  };
+  record(J);
+  while (iterations < kMaxCccpIterations) {
+    ++iterations;
+    DistMatrix En;
+    std::vector<int> hn(static_cast<size_t>(X.n_local));
+    if (manifold) {
+      int s = 0;
+      hn = solve_manifold_lp(R, data.labels, hard, edges, w, lambda, &s);
+      sweeps.push_back(s);
+      En = make_dist_local(X.comm, X.n_local, c);
+      for (int64_t i = 0; i < X.n_local; ++i) En(i, hn[static_cast<size_t>(i)]) = 1.0;
+    } else {
+      En = solve_lp_by_dual(R, data.labels);
+      for (int64_t i = 0; i < X.n_local; ++i) {
+        const double* e = En.row(i);
+        const bool vertex = *std::max_element(e, e + c) == 1.0;
+        hn[static_cast<size_t>(i)] = vertex ? row_label(e, c) : -1;
+      }
+    }
+    double change = 0;  // ‖E⁽ᵖ⁾ − E⁽ᵖ⁻¹⁾‖_F²
+    for (size_t a = 0; a < En.v.size(); ++a) change += (En.v[a] - E.v[a]) * (En.v[a] - E.v[a]);
+    MPI_Allreduce(MPI_IN_PLACE, &change, 1, MPI_DOUBLE, MPI_SUM, X.comm);
+    changes.push_back(change);
+    E = std::move(En);
+    hard = std::move(hn);
+    R = cccp_costs(Q, E, &J);
+    record(J);
+    if (change == 0) {
+      converged = true;
+      break;
+    }
+  }
+  info["cccp_iterations"] = iterations;
+  info["cccp_converged"] = converged;
+  info["cccp_objective"] = objective;
+  info["gda_criterion"] = criterion;
+  info["cccp_changes"] = changes;
+  if (manifold) info["sweeps"] = sweeps;
+
+  std::vector<long> counts(static_cast<size_t>(c) + 2, 0);  // classes, undetermined, unlabeled
+  for (int64_t i = 0; i < X.n_local; ++i) {
+    if (data.labels[static_cast<size_t>(i)] >= 0) continue;
+    const int h = hard[static_cast<size_t>(i)];
+    ++counts[h >= 0 ? static_cast<size_t>(h) : static_cast<size_t>(c)];
+    ++counts[static_cast<size_t>(c) + 1];
+  }
+  MPI_Allreduce(MPI_IN_PLACE, counts.data(), c + 2, MPI_LONG, MPI_SUM, X.comm);
+  info["unlabeled"] = counts[static_cast<size_t>(c) + 1];
+  info["undetermined"] = counts[static_cast<size_t>(c)];
+  info["estimated_class_counts"] = std::vector<long>(counts.begin(), counts.begin() + c);
+  // rank n − 1: S = H_n, every hard labeling has J = C − 1 and E⁽⁰⁾ ties every class.
+  const bool saturated = J >= (c - 1) * (1 - 1e-9) || rank >= X.n_global - 1;
+  info["criterion_saturated"] = saturated;
+  if (saturated)
+    say("warning: ssgda: tr(E D^-1 E' S) = C - 1: the feature map separates any labeling (rank " +
+        std::to_string(rank) + " of n = " + std::to_string(X.n_global) +
+        "), so the CCCP label estimate is uninformative; use a lower-rank map (--landmarks, a larger --sigma2 or --kernel linear)");
+  return hard;
+}
+
+/// Confidence selection of sec. III-D: in the embedding Y (n×m, rows = the transductive
+/// samples, distributed), each unlabeled sample (labels[i] = −1) looks at its K nearest
+/// neighbors among the unlabeled samples only (exact kNN on them, self excluded, K reduced
+/// to n_u − 1 when fewer exist) and is selected when the fraction of them whose estimated
+/// label equals its own is ≥ θ (undetermined samples, estimated −1, are never selected nor
+/// agree with anyone). Returns a flag per local row (labeled rows: 0); in
+/// *mean_agreement the mean of that fraction over the unlabeled samples. Collective
+/// (estimated labels of the unlabeled samples are replicated: n_u ints).
+std::vector<char> confident_selection(const DistMatrix& Y, const std::vector<int>& labels,
+                                      const std::vector<int>& estimated, int K, double theta,
+                                      double* mean_agreement) {
+  std::vector<char> unl(static_cast<size_t>(Y.n_local));
+  std::vector<int> est_u;
+  for (int64_t i = 0; i < Y.n_local; ++i) {
+    unl[static_cast<size_t>(i)] = labels[static_cast<size_t>(i)] < 0;
+    if (unl[static_cast<size_t>(i)]) est_u.push_back(estimated[static_cast<size_t>(i)]);
+  }
+  const DistMatrix Yu = select_rows(Y, unl);
+  std::vector<char> keep(static_cast<size_t>(Y.n_local), 0);
+  if (mean_agreement) *mean_agreement = std::numeric_limits<double>::quiet_NaN();
+  if (Yu.n_global < 2) return keep;
+  const int k = static_cast<int>(std::min<int64_t>(K, Yu.n_global - 1));
+  const graph::KnnLists knn = graph::knn_search(Yu, k);
+  const std::vector<int> all = allgather_ints(est_u, Y.comm);
+  double sum = 0;
+  int64_t u = 0;
+  for (int64_t i = 0; i < Y.n_local; ++i) {
+    if (!unl[static_cast<size_t>(i)]) continue;
+    const int mine = all[static_cast<size_t>(Yu.row_start + u)];
+    int agree = 0;
+    for (int j = 0; j < k; ++j) agree += all[static_cast<size_t>(knn.index[static_cast<size_t>(u * k + j)])] == mine;
+    const double frac = mine >= 0 ? static_cast<double>(agree) / k : 0.0;
+    keep[static_cast<size_t>(i)] = mine >= 0 && frac >= theta;
+    sum += frac;
+    ++u;
+  }
+  MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, Y.comm);
+  if (mean_agreement) *mean_agreement = sum / static_cast<double>(Yu.n_global);
+  return keep;
+}
+
+/// GDA (eq. (3)–(4)) as regularized LDA on the feature map: S_b a = λ (S_t + εI) a on the
+/// rows with keep[i] ≠ 0 with hard labels y[i], ε = o.lda_regularization·tr(S_t)/r, the m
+/// largest, through solvers::sym_eigen with prefix o.eigen_prefix. X n×r distributed; returns
+/// W (r×m, replicated) and the eigenvalues. Collective. \throws ssdr::Error (collective) when
+/// a class has no kept row.
+Dense gda(const DistMatrix& X, const std::vector<char>& keep, const std::vector<int>& y, int classes,
+          int64_t m, const MethodOptions& o, std::vector<double>* eigenvalues, double* regularization) {
+  std::vector<int> ys;
+  for (size_t i = 0; i < keep.size(); ++i)
+    if (keep[i]) ys.push_back(y[i]);
+  const DistMatrix Xs = select_rows(X, keep);
+  const scatter::ScatterMatrices S = scatter::soft_scatter(Xs, scatter::one_hot(ys, classes, X.comm), classes);
+  const double eps = o.lda_regularization * trace(S.St) / static_cast<double>(S.St.rows);
+  const Dense B = add_identity(S.St, eps);
+  auto e = solvers::sym_eigen(S.Sb, &B, m, solvers::Which::largest, o.eigen_prefix, X.comm);
+  if (eigenvalues) *eigenvalues = e.values;
+  if (regularization) *regularization = eps;
+  return std::move(e.vectors);
+}
+
+}  // namespace ssgda_detail
+
+namespace {
+
+using namespace ssgda_detail;
+
+/// SSGDA / M-SSGDA (Table I): CCCP label estimation, GDA on labeled + all estimated
+/// samples, confidence selection (θ = 0.7, K = 5), GDA on the augmented labeled set.
+class Ssgda final : public Method {
+ public:
+  explicit Ssgda(bool manifold) : manifold_(manifold) {}
+  FitResult fit(const TrainingData& data, const MethodOptions& o, Timings& t) override {
+    const DistMatrix& X = data.X;
+    const int64_t m = resolve_dim(o.dim, data.classes, X.cols);
+    FitResult out;
+    std::vector<int> est = estimate_labels(data, o, manifold_, out.info, t);
+
+    std::vector<char> all(static_cast<size_t>(X.n_local)), augmented(static_cast<size_t>(X.n_local));
+    for (size_t i = 0; i < all.size(); ++i) all[i] = est[i] >= 0;  // labeled + every estimated sample
+    std::vector<double> ev;
+    double eps = 0, agreement = 0;
+    std::vector<char> selected;
+    {
+      Phase phase("selection", &t);
+      const Dense W1 = gda(X, all, est, data.classes, m, o, nullptr, nullptr);
+      selected = confident_selection(multiply(X, W1), data.labels, est, kNeighbors, kTheta, &agreement);
+    }
+    long nsel = 0;
+    for (size_t i = 0; i < augmented.size(); ++i) {
+      augmented[i] = data.labels[i] >= 0 || selected[i];
+      nsel += selected[i];
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &nsel, 1, MPI_LONG, MPI_SUM, X.comm);
+    {
+      Phase phase("eigensolve", &t);
+      out.W = gda(X, augmented, est, data.classes, m, o, &ev, &eps);
+    }
+    out.info["theta"] = kTheta;
+    out.info["selection_K"] = kNeighbors;
+    out.info["selected"] = nsel;
+    const long unl = out.info["unlabeled"].get<long>();
+    out.info["selected_fraction"] = unl > 0 ? static_cast<double>(nsel) / static_cast<double>(unl) : 0.0;
+    out.info["mean_neighbor_agreement"] = agreement;
+    out.info["regularization"] = eps;
+    out.info["eigenvalues"] = ev;
+    return out;
+  }
+
+ private:
+  bool manifold_;
+};
+
+}  // namespace
+
+std::unique_ptr<Method> make_ssgda() { return std::make_unique<Ssgda>(false); }
+std::unique_ptr<Method> make_m_ssgda() { return std::make_unique<Ssgda>(true); }
+
 }  // namespace ssdr::methods

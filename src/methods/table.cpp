@@ -64,10 +64,13 @@ const std::vector<MethodInfo>& method_table() {
        "soda-nie2009 eq. (33)-(41)", true, true, &make_soda, unit_scale(), kernel(kernels::KernelType::polynomial)},
       nested(MethodInfo{"gda", "generalized discriminant analysis: kernel LDA on the labeled samples (RBF)",
        "Baudat & Anouar 2000; ssgda-zhang-yeung", false, true, &make_lda, {}, kernel(kernels::KernelType::rbf)}),
-      {"ssgda", "semi-supervised GDA: CCCP label estimation, confidence selection, GDA (RBF)",
-       "ssgda-zhang-yeung eq. (5)-(14), sec. III-D", true, true, &make_ssgda, {}, kernel(kernels::KernelType::rbf)},
-      {"m-ssgda", "SSGDA with the manifold term lambda sum w_ij |e_i - e_j|_1 (RBF)",
-       "ssgda-zhang-yeung eq. (15)-(17)", true, true, &make_m_ssgda, {}, kernel(kernels::KernelType::rbf)},
+      // The exact RBF map has rank n-1, which makes SSGDA's S = H_n and every labeling
+      // equally good (CCCP saturates); the linear kernel is the default, RBF with --kernel rbf
+      // --landmarks r (Nystrom, rank r) or a tuned --sigma2.
+      {"ssgda", "semi-supervised GDA: CCCP label estimation, confidence selection, GDA (linear kernel)",
+       "ssgda-zhang-yeung eq. (5)-(14), sec. III-D", true, true, &make_ssgda, {}, kernel(kernels::KernelType::linear)},
+      {"m-ssgda", "SSGDA with the manifold term lambda sum w_ij |e_i - e_j|_1 (linear kernel; lambda: --alpha)",
+       "ssgda-zhang-yeung eq. (15)-(17)", true, true, &make_m_ssgda, {}, kernel(kernels::KernelType::linear)},
   };
   return table;
 }
