@@ -84,10 +84,12 @@ nlohmann::json base_report(const FitCommand& cmd, const io::Dataset& ds, MPI_Com
 
 nlohmann::json timings_json(const methods::Timings& t, double total) {
   nlohmann::json j;
+  // The contract's stages always appear; any other stage a method timed (kernel, ...) too.
   for (const char* k : {"read", "preprocess", "knn_graph", "propagation", "scatter", "eigensolve", "evaluate"}) {
     auto it = t.find(k);
     j[k] = it == t.end() ? 0.0 : it->second;
   }
+  for (const auto& [k, v] : t) j[k] = v;
   j["total"] = total;
   return j;
 }

@@ -275,7 +275,10 @@ void set_param(const Job& job, FitConfig& c, const std::string& key, const json&
     if (!v.is_number()) job_error(job, "parameter " + key + ": expected a number, got " + v.dump());
     return v.get<double>();
   };
-  if (key == "knn") o.graph.k = static_cast<int>(num());
+  if (key == "knn") {
+    o.graph.k = static_cast<int>(num());
+    o.knn_given = true;
+  }
   else if (key == "weight") {
     const std::string w = v.get<std::string>();
     if (w == "heat") o.graph.weight = graph::EdgeWeight::heat;

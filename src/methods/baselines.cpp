@@ -185,8 +185,7 @@ class Olda final : public Method {
 /// S_b, S_t the hard-label scatter matrices of the labeled samples (divided by l), L = D − A
 /// the Laplacian of the 0/1 symmetrized kNN graph on all n transductive samples (built on
 /// data.graph_data(), the input-space rows, when a kernel maps X) with k = 5
-/// (Cai et al.'s setting; o.graph.k and o.graph.weight are not used, since MethodOptions
-/// cannot tell a user's --knn 8 from the default). α and β are relative to the traces:
+/// (Cai et al.'s setting; --knn overrides k, o.graph.weight is not used). α and β are relative to the traces:
 ///   α_eff = α·tr(S_t)/tr(XLXᵀ),  β_eff = β·tr(S_t)/d,  defaults α = 1, β = 10⁻³,
 /// so α = 0 is the regularized LDA of the `lda` method. The m = c−1 largest generalized
 /// eigenvectors (B-normalized) through sym_eigen (prefix o.eigen_prefix).
@@ -203,7 +202,7 @@ class Sda final : public Method {
     const double tr_st = trace(S.St);
     FitResult out;
     Dense B = S.St;
-    const int graph_k = 5;
+    const int graph_k = o.knn_given ? o.graph.k : 5;  // Cai et al.'s k unless --knn was given
     if (alpha > 0) {
       graph::GraphOptions go = o.graph;
       go.k = graph_k;

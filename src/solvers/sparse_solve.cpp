@@ -4,6 +4,7 @@
 
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/petsc.hpp"
+#include "ssdr/core/progress.hpp"
 
 namespace ssdr::solvers {
 
@@ -27,7 +28,9 @@ SparseSolveResult solve_columns(Mat M, const DistMatrix& R, const SparseSolveOpt
   out.Z = R;
   Owned<Vec> b, x;
   SSDR_PETSC(MatCreateVecs(M, x.out(), b.out()));
+  Progress progress("KSP -" + options.prefix + " solves", static_cast<long>(R.cols));
   for (int64_t j = 0; j < R.cols; ++j) {
+    progress.update(static_cast<long>(j));
     PetscScalar* pb = nullptr;
     SSDR_PETSC(VecGetArray(b, &pb));
     for (int64_t i = 0; i < R.n_local; ++i) pb[i] = R(i, j);

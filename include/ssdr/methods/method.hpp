@@ -25,6 +25,9 @@ using Timings = std::map<std::string, double>;
 struct MethodOptions {
   int64_t dim = 0;                              ///< m; 0 → the method's default (c − 1)
   graph::GraphOptions graph;                    ///< k = 8, heat kernel, s = 1e-3/k
+  /// True when the user chose k (--knn); methods whose paper uses another k (SDA: 5,
+  /// TCA: 5) apply theirs otherwise.
+  bool knn_given = false;
   propagation::PropagationOptions propagation;  ///< α_u = 0.99, prefix lp_
   double mu_scale = 0.1;                        ///< μ = mu_scale·μ₀ (soda-nie2009 §5.2)
   double lda_regularization = 1e-3;             ///< LDA: S_t + r·tr(S_t)/d·I
