@@ -23,6 +23,8 @@
 #include "ssdr/evaluation/one_nn.hpp"
 #include "ssdr/io/dataset.hpp"
 #include "ssdr/io/output.hpp"
+#include "ssdr/kernels/feature_map.hpp"
+#include "ssdr/methods/common.hpp"
 #include "ssdr/methods/method.hpp"
 #include "ssdr/model/model.hpp"
 
@@ -112,7 +114,8 @@ std::vector<int64_t> parse_range(const Job& job, const std::string& s) {
 const std::set<std::string>& known_parameters() {
   static const std::set<std::string> k = {"knn", "weight", "sigma_s", "alpha_u", "mu_scale", "alpha", "beta",
                                           "gamma", "mu", "recursions", "eigenvalue_scaling", "scaling",
-                                          "pca_energy", "pca"};
+                                          "pca_energy", "pca", "kernel", "degree", "sigma2", "landmarks",
+                                          "landmark_seeding"};
   return k;
 }
 
@@ -297,7 +300,17 @@ void set_param(const Job& job, FitConfig& c, const std::string& key, const json&
   else if (key == "scaling") c.preprocess.scaling = data::parse_scaling(v.get<std::string>());
   else if (key == "pca_energy") c.preprocess.pca_energy = num();
   else if (key == "pca") c.preprocess.pca = v.is_boolean() ? v.get<bool>() : num() != 0;
-  else job_error(job, "unknown parameter '" + key + "'");
+  else if (key == "kernel" || key == "degree" || key == "sigma2" || key == "landmarks" || key == "landmark_seeding") {
+    // Kernel options travel as the fit's "kernel" parameter (see kernels::to_json).
+    kernels::KernelOptions k = c.parameters.contains("kernel") ? kernels::from_json(c.parameters["kernel"])
+                                                                : methods::find_method(c.method).kernel;
+    if (key == "kernel") k.type = kernels::parse_kernel(v.get<std::string>());
+    else if (key == "degree") k.degree = num();
+    else if (key == "sigma2") k.sigma2 = num();
+    else if (key == "landmarks") k.landmarks = static_cast<int64_t>(num());
+    else k.landmark_seeding = v.get<std::string>();
+    c.parameters["kernel"] = kernels::to_json(k);
+  } else job_error(job, "unknown parameter '" + key + "'");
 }
 
 FitConfig make_config(const Job& job, const Unit& u, int64_t dim) {
@@ -309,9 +322,15 @@ FitConfig make_config(const Job& job, const Unit& u, int64_t dim) {
   for (auto it = job.preprocess.begin(); it != job.preprocess.end(); ++it) set_param(job, c, it.key(), it.value());
   for (auto it = u.params.begin(); it != u.params.end(); ++it) set_param(job, c, it.key(), it.value());
   c.method_options.dim = dim;
+  const json kernel = c.parameters.contains("kernel") ? c.parameters["kernel"] : json();
   c.parameters = u.params;
   c.parameters["dim"] = dim;
   c.parameters["method"] = ms.name;
+  if (!kernel.is_null()) {
+    json k = kernel;
+    k["seed"] = job.seed;  // landmarks fixed across splits, as `ssdr evaluate` does
+    c.parameters["kernel"] = k;
+  }
   return c;
 }
 
@@ -686,6 +705,10 @@ int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
   // Each group works through its units; data sets are read once per group.
   const bool was_quiet = quiet();
   std::map<int, io::Dataset> datasets;
+  // Graphs and propagations of the current block, per preprocessing, reused by every
+  // method and dimension of the block (the block changes → the caches are dropped).
+  std::map<std::string, methods::GraphCache> caches;
+  int cache_block = -1;
   const double g0 = MPI_Wtime();
   for (size_t i = 0; i < mine.size(); ++i) {
     const Unit& u = *mine[i];
@@ -697,9 +720,18 @@ int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
     const auto roles = data::make_split(ds.labels, ds.classes, split_spec(job, u.p, u.split));
     const auto& info = methods::find_method(job.methods[static_cast<size_t>(u.method)].name);
     const int64_t max_dim = *std::max_element(u.dims.begin(), u.dims.end());
+    if (u.block != cache_block) {
+      caches.clear();
+      cache_block = u.block;
+    }
+    FitConfig config = make_config(job, u, max_dim);
+    char pkey[96];
+    std::snprintf(pkey, sizeof pkey, "%d|%d|%.17g", static_cast<int>(config.preprocess.scaling),
+                  static_cast<int>(config.preprocess.pca), config.preprocess.pca_energy);
+    config.cache = &caches[pkey];
     set_quiet(true);  // per-phase lines of every group would interleave; one line per configuration instead
     const double f0 = MPI_Wtime();
-    FitOutcome out = fit_and_evaluate(ds, roles, make_config(job, u, max_dim), false);
+    FitOutcome out = fit_and_evaluate(ds, roles, config, false);
     const double fit_seconds = MPI_Wtime() - f0;
     // Cross-validation on the labeled samples scores the setting at the unit's largest m.
     const double cv = job.select_by == "cv"

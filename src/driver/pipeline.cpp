@@ -65,7 +65,7 @@ FitOutcome fit_and_evaluate(const io::Dataset& ds, const std::vector<data::Role>
 
   auto method = info.make();
   methods::TrainingData training{feature_map.empty() ? Xt : Phi, labels, ds.classes,
-                                 feature_map.empty() ? nullptr : &Xt};
+                                 feature_map.empty() ? nullptr : &Xt, config.cache};
   methods::FitResult fit = method->fit(training, config.method_options, out.timings);
   Phi = DistMatrix();
   out.trace_ratio = fit.trace_ratio;

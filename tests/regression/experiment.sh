@@ -76,5 +76,16 @@ else
   bad "resume after kill"; tail -5 "$tmp/resume.out"
 fi
 
+# 5. The smoke version of every paper-table job (jobs/experiments/*_smoke.yaml).
+for job in "$JOBS"/*_smoke.yaml; do
+  name=$(basename "$job" .yaml)
+  if timeout 600 "$MPIEXEC" -n 2 "$SSDR" experiment "$job" --output "$tmp/$name" -q >"$tmp/$name.out" 2>&1 &&
+     [ "$(tail -n +2 "$tmp/$name/summary.csv" | wc -l)" -ge 1 ]; then
+    ok "$name ($(tail -n +2 "$tmp/$name/summary.csv" | wc -l) table rows)"
+  else
+    bad "$name"; tail -5 "$tmp/$name.out"
+  fi
+done
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

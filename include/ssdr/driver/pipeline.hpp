@@ -12,6 +12,7 @@
 #include "ssdr/data/split.hpp"
 #include "ssdr/evaluation/one_nn.hpp"
 #include "ssdr/io/dataset.hpp"
+#include "ssdr/methods/common.hpp"
 #include "ssdr/methods/method.hpp"
 #include "ssdr/model/model.hpp"
 
@@ -22,6 +23,9 @@ struct FitConfig {
   methods::MethodOptions method_options;
   data::PreprocessOptions preprocess;
   nlohmann::json parameters = nlohmann::json::object();  ///< recorded in model and report
+  /// Graphs/propagations to reuse (experiment driver: one cache per data set, split and
+  /// preprocessing); nullptr → computed afresh.
+  methods::GraphCache* cache = nullptr;
 };
 
 struct FitOutcome {
