@@ -54,7 +54,11 @@ FitOutcome fit_and_evaluate(const io::Dataset& ds, const std::vector<data::Role>
   kernels::FeatureMap feature_map;
   DistMatrix Phi;
   nlohmann::json kernel_info;
-  if (ko.type != kernels::KernelType::none) {
+  // The exact linear kernel's empirical map spans the same space as the centered data
+  // (K = X_c X_cᵀ), so the data itself is its map: no n×n kernel for --kernel linear without
+  // landmarks (Nyström with a linear kernel still goes through the map).
+  const bool identity_map = ko.type == kernels::KernelType::linear && ko.landmarks == 0;
+  if (ko.type != kernels::KernelType::none && !identity_map) {
     Phase phase("kernel", &out.timings);
     feature_map = kernels::fit_feature_map(Xt, ko, &kernel_info);
     Phi = kernels::apply(feature_map, Xt);
@@ -71,6 +75,7 @@ FitOutcome fit_and_evaluate(const io::Dataset& ds, const std::vector<data::Role>
   out.trace_ratio = fit.trace_ratio;
   out.info = fit.info;
   if (!feature_map.empty()) out.info["kernel"] = kernel_info;
+  else if (identity_map) out.info["kernel"] = {{"type", "linear"}, {"map", "identity (the centered data)"}};
 
   model::Model& m = out.model;
   m.method = config.method;
