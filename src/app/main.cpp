@@ -76,7 +76,7 @@ po::options_description fit_options(driver::FitCommand& c, std::string& format, 
     ("sigma-s", po::value(&mo.graph.sigma_s)->default_value(0), "s of eq. (42), sigma = sqrt(-dbar/ln s) (0: 1e-3/k)")
     ("alpha-u", po::value(&mo.propagation.alpha_unlabeled)->default_value(0.99), "propagation alpha on unlabeled samples")
     ("mu-scale", po::value(&mo.mu_scale)->default_value(0.1), "SODA/ODA: mu = R * largest diagonal of Sw")
-    ("alpha", po::value(&mo.alpha), "alpha of TCA/OTCA/SOGE/SL-LDA/SDA (default: the method's paper value)")
+    ("alpha", po::value(&mo.alpha), "alpha of TCA/OTCA/SOGE/SDA; SL-LDA: relative to tr(St)/d (1e-3); M-SSGDA: lambda (default: the paper value)")
     ("beta", po::value(&mo.beta), "beta of TCA/OTCA/SDA (default: the paper's)")
     ("gamma", po::value(&mo.gamma), "gamma of OTCA (default: the paper's)")
     ("mu", po::value(&mo.mu), "SOGE: mu on the labeled samples (default 100)")

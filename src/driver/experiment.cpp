@@ -470,7 +470,12 @@ void summarize(const Job& job, const std::string& out_dir, const std::vector<jso
 
   // (dataset, method, p) → setting key → Setting
   std::map<std::tuple<std::string, std::string, int>, std::map<std::string, Setting>> groups_map;
+  int failed = 0;
   for (const auto& r : results) {
+    if (r.contains("error")) {
+      ++failed;
+      continue;
+    }
     auto& g = groups_map[{r["dataset"].get<std::string>(), r["method"].get<std::string>(), r["labeled_per_class"].get<int>()}];
     json p = r["params"];
     const std::string key = p.dump() + "|" + std::to_string(r["dim"].get<int64_t>());
@@ -490,7 +495,9 @@ void summarize(const Job& job, const std::string& out_dir, const std::vector<jso
      << "ssdr " << version() << ", protocol " << job.protocol << ", " << job.splits
      << " random splits (seeds " << job.seed << ".." << job.seed + static_cast<uint64_t>(job.splits) - 1
      << "), best setting by mean " << job.select_by << " accuracy, " << ranks << " ranks in " << groups
-     << " group(s), sweep " << fmt(sweep_seconds, "%.1f") << " s.\n\n"
+     << " group(s), sweep " << fmt(sweep_seconds, "%.1f") << " s"
+     << (failed ? "; " + std::to_string(failed) + " configuration(s) rejected by their method (see results.json)" : "")
+     << ".\n\n"
      << "| data set | method | labeled/class | unlabeled | unseen | dim | parameters | s/fit |\n"
      << "|---|---|---|---|---|---|---|---|\n";
   // For plots: per (dataset, p): method → dim → (unlabeled, unseen) at the best non-dim params.
@@ -731,8 +738,31 @@ int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
     config.cache = &caches[pkey];
     set_quiet(true);  // per-phase lines of every group would interleave; one line per configuration instead
     const double f0 = MPI_Wtime();
-    FitOutcome out = fit_and_evaluate(ds, roles, config, false);
+    // A configuration the method rejects (e.g. SOGE's K·c > d') is recorded with its error
+    // and the job goes on; only errors raised on every rank can be caught safely.
+    FitOutcome out;
+    std::string failure;
+    try {
+      out = fit_and_evaluate(ds, roles, config, false);
+    } catch (const Error& e) {
+      if (!e.collective()) throw;
+      failure = e.what();
+    }
     const double fit_seconds = MPI_Wtime() - f0;
+    if (!failure.empty()) {
+      set_quiet(was_quiet);
+      for (int64_t dim : u.dims) {
+        const std::string key = config_key(job, u, dim);
+        if (done.count(key)) continue;
+        json line = {{"key", key}, {"dataset", job.datasets[static_cast<size_t>(u.dataset)].name},
+                     {"method", info.name}, {"labeled_per_class", u.p}, {"split", u.split},
+                     {"params", u.params}, {"dim", dim}, {"error", failure}, {"seconds", fit_seconds},
+                     {"group", color}, {"ssdr_version", version()}};
+        if (leader) append_line(results_path, line.dump());
+      }
+      if (leader) say("[group " + std::to_string(color) + "] " + info.name + " skipped: " + failure);
+      continue;
+    }
     // Cross-validation on the labeled samples scores the setting at the unit's largest m.
     const double cv = job.select_by == "cv"
                           ? cross_validate(ds, roles, make_config(job, u, max_dim), job.cv_folds, u.p,
