@@ -6,6 +6,7 @@
 
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/petsc.hpp"
+#include "ssdr/core/progress.hpp"
 #include "ssdr/graph/laplacian.hpp"
 
 namespace ssdr::propagation {
@@ -47,7 +48,9 @@ PropagationResult propagate(Mat A, const std::vector<int>& labels, int classes,
   result.F = make_dist_local(comm, n_local, classes + 1);
   Owned<Vec> rhs, x;
   SSDR_PETSC(MatCreateVecs(M, x.out(), rhs.out()));
+  Progress progress("label propagation", classes + 1);
   for (int k = 0; k <= classes; ++k) {
+    progress.update(k);
     PetscScalar* b = nullptr;
     SSDR_PETSC(VecGetArray(rhs, &b));
     for (PetscInt i = 0; i < n_local; ++i) {
