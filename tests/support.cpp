@@ -1,9 +1,17 @@
 #include "support.hpp"
 
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+
+#include "ssdr/core/lapack.hpp"
+#include "ssdr/io/dataset.hpp"
 
 namespace ssdr::test {
 
@@ -18,6 +26,23 @@ int size() {
   int s = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &s);
   return s;
+}
+
+TempDir::TempDir(const std::string& prefix) {
+  long pid = static_cast<long>(::getpid());
+  MPI_Bcast(&pid, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  path_ = (std::filesystem::temp_directory_path() /
+           ("ssdr_" + prefix + "_" + std::string(info->test_suite_name()) + "_" + info->name() + "_" +
+            std::to_string(pid)))
+              .string();
+  if (rank() == 0) std::filesystem::create_directories(path_);
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+TempDir::~TempDir() {
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank() == 0) std::filesystem::remove_all(path_);
 }
 
 void load_csv_replicated(const std::string& name, Dense& X, std::vector<int>& labels) {
@@ -58,6 +83,107 @@ double max_diff_up_to_column_sign(const Dense& A, const Dense& B) {
     for (int64_t i = 0; i < A.rows; ++i) m = std::max(m, std::abs(A(i, j) - s * B(i, j)));
   }
   return m;
+}
+
+double max_abs(const Dense& A) {
+  double m = 0;
+  for (double v : A.v) m = std::max(m, std::abs(v));
+  return m;
+}
+
+Dense mul(const Dense& A, const Dense& B, char ta, char tb) {
+  const int64_t m = ta == 'N' ? A.rows : A.cols, k = ta == 'N' ? A.cols : A.rows;
+  const int64_t n = tb == 'N' ? B.cols : B.rows;
+  Dense C(m, n);
+  blas::gemm(ta, tb, m, n, k, 1.0, A.data(), A.rows, B.data(), B.rows, 0.0, C.data(), m);
+  return C;
+}
+
+Dense center_columns(const Dense& X, bool scale) {
+  Dense Z = X;
+  for (int64_t j = 0; j < X.cols; ++j) {
+    double m = 0, s = 0;
+    for (int64_t i = 0; i < X.rows; ++i) m += X(i, j);
+    m /= static_cast<double>(X.rows);
+    for (int64_t i = 0; i < X.rows; ++i) s += (X(i, j) - m) * (X(i, j) - m);
+    s = scale ? std::sqrt(s / static_cast<double>(X.rows)) : 1.0;
+    for (int64_t i = 0; i < X.rows; ++i) Z(i, j) = s > 0 ? (X(i, j) - m) / s : 0.0;
+  }
+  return Z;
+}
+
+Dense standardize(const Dense& X) { return center_columns(X, true); }
+
+std::vector<int> first_p_labeled(const std::vector<int>& labels, int classes, int p) {
+  std::vector<int> seen(static_cast<size_t>(classes), 0), out(labels.size(), -1);
+  for (size_t i = 0; i < labels.size(); ++i)
+    if (seen[static_cast<size_t>(labels[i])]++ < p) out[i] = labels[i];
+  return out;
+}
+
+std::vector<int> local_part(const std::vector<int>& v, const DistMatrix& X) {
+  return std::vector<int>(v.begin() + X.row_start, v.begin() + X.row_start + X.n_local);
+}
+
+Problem load_problem(const std::string& name, int p, bool standardized) {
+  Problem pr;
+  load_csv_replicated(name, pr.X, pr.labels);
+  if (standardized) pr.X = standardize(pr.X);
+  pr.classes = *std::max_element(pr.labels.begin(), pr.labels.end()) + 1;
+  pr.semi = first_p_labeled(pr.labels, pr.classes, p);
+  return pr;
+}
+
+data::SplitSpec transductive_split(int labeled_per_class, double fraction, uint64_t seed) {
+  data::SplitSpec spec;
+  spec.labeled_per_class = labeled_per_class;
+  spec.transductive_fraction = fraction;
+  spec.seed = seed;
+  return spec;
+}
+
+namespace {
+
+/// Broadcasts a Dense (shape and entries) from rank 0 of `comm`.
+void broadcast(Dense& A, MPI_Comm comm) {
+  int64_t shape[2] = {A.rows, A.cols};
+  MPI_Bcast(shape, 2, MPI_INT64_T, 0, comm);
+  if (shape[0] != A.rows || shape[1] != A.cols) A = Dense(shape[0], shape[1]);
+  MPI_Bcast(A.data(), static_cast<int>(A.v.size()), MPI_DOUBLE, 0, comm);
+}
+
+}  // namespace
+
+SerialAndDistributed fit_serial_and_distributed(const std::string& file, const data::SplitSpec& spec,
+                                                const driver::FitConfig& config, bool keep_embedding) {
+  SerialAndDistributed r;
+  const std::string path = data_path(file);
+  const io::Dataset ds = io::read_dataset(path, io::Format::csv, MPI_COMM_WORLD);
+  r.classes = ds.classes;
+  r.roles = data::make_split(ds.labels, ds.classes, spec);
+  r.dist = driver::fit_and_evaluate(ds, r.roles, config, keep_embedding);
+  if (keep_embedding) r.Y_dist = allgather(r.dist.embedding);
+
+  std::string info;
+  if (rank() == 0) {
+    const io::Dataset one = io::read_dataset(path, io::Format::csv, MPI_COMM_SELF);
+    const driver::FitOutcome s = driver::fit_and_evaluate(one, r.roles, config, keep_embedding);
+    r.serial_accuracy = s.accuracy;
+    r.serial_trace_ratio = s.trace_ratio;
+    if (keep_embedding) r.Y_serial = allgather(s.embedding);
+    r.W_serial = s.model.W;
+    info = s.info.dump();
+  }
+  MPI_Bcast(&r.serial_accuracy, static_cast<int>(sizeof(r.serial_accuracy)), MPI_BYTE, 0, MPI_COMM_WORLD);
+  MPI_Bcast(&r.serial_trace_ratio, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  broadcast(r.Y_serial, MPI_COMM_WORLD);
+  broadcast(r.W_serial, MPI_COMM_WORLD);
+  int64_t length = static_cast<int64_t>(info.size());
+  MPI_Bcast(&length, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
+  info.resize(static_cast<size_t>(length));
+  MPI_Bcast(info.data(), static_cast<int>(length), MPI_CHAR, 0, MPI_COMM_WORLD);
+  r.serial_info = nlohmann::json::parse(info);
+  return r;
 }
 
 }  // namespace ssdr::test

@@ -1,10 +1,17 @@
 #pragma once
-// Helpers shared by the tests: data paths, small dense references, comparisons.
+// Helpers shared by the tests: data paths, small dense references, comparisons, and the
+// "same result on one rank as on all ranks" pipeline comparison.
 #include <mpi.h>
 
+#include <nlohmann/json.hpp>
+
 #include <string>
+#include <vector>
 
 #include "ssdr/core/dense.hpp"
+#include "ssdr/data/split.hpp"
+#include "ssdr/driver/pipeline.hpp"
+#include "ssdr/evaluation/one_nn.hpp"
 
 namespace ssdr::test {
 
@@ -12,6 +19,22 @@ namespace ssdr::test {
 std::string data_path(const std::string& name);
 int rank();
 int size();
+/// A directory unique to the current test and run ("ssdr_<prefix>_<suite>_<test>_<pid>" in
+/// the system's temporary directory), created by rank 0 and removed at the end.
+/// Collective over MPI_COMM_WORLD (constructor and destructor).
+class TempDir {
+ public:
+  explicit TempDir(const std::string& prefix);
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
 /// Loads a CSV data set from tests/data serially on every rank (label first column):
 /// X is n×d replicated (column-major Dense), labels n. For serial references only.
 void load_csv_replicated(const std::string& name, Dense& X, std::vector<int>& labels);
@@ -19,5 +42,50 @@ void load_csv_replicated(const std::string& name, Dense& X, std::vector<int>& la
 double max_diff_up_to_column_sign(const Dense& A, const Dense& B);
 /// Max |A - B|.
 double max_abs_diff(const Dense& A, const Dense& B);
+/// Max |A_ij| (0 for an empty matrix).
+double max_abs(const Dense& A);
+/// op(A)·op(B) by BLAS gemm, op = transpose when ta/tb is 'T'.
+Dense mul(const Dense& A, const Dense& B, char ta = 'N', char tb = 'N');
+
+/// Columns centered, and scaled to unit (population) variance when `scale`; a constant
+/// column (zero variance) becomes 0 when scaled.
+Dense center_columns(const Dense& X, bool scale);
+/// center_columns(X, true).
+Dense standardize(const Dense& X);
+
+/// A deterministic semi-supervised labeling: the first `p` samples of each class keep their
+/// label, every other sample gets −1.
+std::vector<int> first_p_labeled(const std::vector<int>& labels, int classes, int p);
+/// The entries of the replicated per-sample vector `v` for X's local rows.
+std::vector<int> local_part(const std::vector<int>& v, const DistMatrix& X);
+
+/// A CSV data set from tests/data, replicated, with the first p samples of each class labeled.
+struct Problem {
+  Dense X;                        ///< n×d replicated (standardized if asked)
+  std::vector<int> labels, semi;  ///< true labels; first p per class labeled, others −1
+  int classes = 0;
+};
+Problem load_problem(const std::string& name, int p, bool standardized);
+
+/// The SODA protocol's split: `fraction` of each class transductive, `labeled_per_class` of
+/// those labeled, shuffled by `seed`.
+data::SplitSpec transductive_split(int labeled_per_class, double fraction, uint64_t seed);
+
+/// One pipeline fit (driver::fit_and_evaluate) on every rank of MPI_COMM_WORLD and the same
+/// fit on rank 0 alone (data read on MPI_COMM_SELF), rank 0's results broadcast to every rank.
+struct SerialAndDistributed {
+  int classes = 0;                  ///< of the data set
+  std::vector<data::Role> roles;    ///< the split both fits used
+  driver::FitOutcome dist;          ///< on MPI_COMM_WORLD
+  Dense Y_dist;                     ///< dist.embedding gathered (empty unless kept)
+  evaluation::Accuracy serial_accuracy;
+  double serial_trace_ratio = 0;
+  Dense Y_serial;                   ///< the serial embedding (empty unless kept)
+  Dense W_serial;                   ///< the serial model's W
+  nlohmann::json serial_info;       ///< the serial FitOutcome::info
+};
+/// `file` in tests/data (CSV), split by `spec`. Collective over MPI_COMM_WORLD.
+SerialAndDistributed fit_serial_and_distributed(const std::string& file, const data::SplitSpec& spec,
+                                                const driver::FitConfig& config, bool keep_embedding = true);
 
 }  // namespace ssdr::test

@@ -30,36 +30,12 @@ namespace {
 
 // ---------------------------------------------------------------- data and small helpers
 
-struct Problem {
-  Dense X;
-  std::vector<int> labels, semi;  ///< true labels; first p per class labeled, others −1
-  int classes = 0;
-};
+using test::local_part;
+using test::max_abs;
+using test::mul;
+using test::Problem;
 
-Problem load(const std::string& name, int p, bool standardized) {
-  Problem pr;
-  test::load_csv_replicated(name, pr.X, pr.labels);
-  pr.classes = *std::max_element(pr.labels.begin(), pr.labels.end()) + 1;
-  std::vector<int> seen(static_cast<size_t>(pr.classes), 0);
-  pr.semi.assign(pr.labels.size(), -1);
-  for (size_t i = 0; i < pr.labels.size(); ++i)
-    if (seen[static_cast<size_t>(pr.labels[i])]++ < p) pr.semi[i] = pr.labels[i];
-  if (standardized) {
-    for (int64_t j = 0; j < pr.X.cols; ++j) {
-      double m = 0, s = 0;
-      for (int64_t i = 0; i < pr.X.rows; ++i) m += pr.X(i, j);
-      m /= static_cast<double>(pr.X.rows);
-      for (int64_t i = 0; i < pr.X.rows; ++i) s += (pr.X(i, j) - m) * (pr.X(i, j) - m);
-      s = std::sqrt(s / static_cast<double>(pr.X.rows));
-      for (int64_t i = 0; i < pr.X.rows; ++i) pr.X(i, j) = s > 0 ? (pr.X(i, j) - m) / s : 0.0;
-    }
-  }
-  return pr;
-}
-
-std::vector<int> local_part(const std::vector<int>& v, const DistMatrix& X) {
-  return std::vector<int>(v.begin() + X.row_start, v.begin() + X.row_start + X.n_local);
-}
+Problem load(const std::string& name, int p, bool standardized) { return test::load_problem(name, p, standardized); }
 
 /// Runs a method from the table on the distributed X with the semi-supervised labels.
 methods::FitResult run(const std::string& method, const Problem& pr, const DistMatrix& X,
@@ -70,24 +46,10 @@ methods::FitResult run(const std::string& method, const Problem& pr, const DistM
   return methods::find_method(method).make()->fit(td, o, t);
 }
 
-Dense matmul(char ta, char tb, const Dense& A, const Dense& B) {
-  const int64_t m = ta == 'N' ? A.rows : A.cols, k = ta == 'N' ? A.cols : A.rows;
-  const int64_t n = tb == 'N' ? B.cols : B.rows;
-  Dense C(m, n);
-  blas::gemm(ta, tb, m, n, k, 1.0, A.data(), A.rows, B.data(), B.rows, 0.0, C.data(), m);
-  return C;
-}
-
 double trace_of(const Dense& A) {
   double t = 0;
   for (int64_t i = 0; i < A.rows; ++i) t += A(i, i);
   return t;
-}
-
-double max_abs(const Dense& A) {
-  double m = 0;
-  for (double v : A.v) m = std::max(m, std::abs(v));
-  return m;
 }
 
 // ------------------------------------------------------------------ serial dense references
@@ -246,7 +208,7 @@ Dense graph_scatter_dense(const Dense& X, const Dense& A) {
     }
     L(i, i) += deg;
   }
-  return matmul('T', 'N', X, matmul('N', 'N', L, X));
+  return mul(X, mul(L, X), 'T', 'N');
 }
 
 /// The m largest generalized eigenvectors of A x = λ B x (dsygvd), largest first.
@@ -271,42 +233,23 @@ Dense top_generalized(const Dense& A, const Dense& B, int64_t m, std::vector<dou
 /// or, when `subspace`, as a subspace).
 void expect_same_for_any_rank_count(const std::string& method, const std::string& file, int p,
                                     bool subspace) {
-  const std::string path = test::data_path(file);
   driver::FitConfig cfg;
   cfg.method = method;
   cfg.preprocess.scaling = data::Scaling::standardize;
-  io::Dataset ds = io::read_dataset(path, io::Format::csv, MPI_COMM_WORLD);
-  data::SplitSpec spec;
-  spec.labeled_per_class = p;
-  spec.transductive_fraction = 0.6;
-  spec.seed = 5;
-  const auto roles = data::make_split(ds.labels, ds.classes, spec);
-  auto dist = driver::fit_and_evaluate(ds, roles, cfg, false);
-  const Dense Wd = dist.model.W;
-
-  double serial[4] = {0, 0, 0, 0};
-  Dense Ws(Wd.rows, Wd.cols);
-  if (test::rank() == 0) {
-    io::Dataset one = io::read_dataset(path, io::Format::csv, MPI_COMM_SELF);
-    auto s = driver::fit_and_evaluate(one, roles, cfg, false);
-    serial[0] = static_cast<double>(s.accuracy.correct_unlabeled);
-    serial[1] = static_cast<double>(s.accuracy.correct_unseen);
-    serial[2] = static_cast<double>(s.model.W.rows);
-    serial[3] = static_cast<double>(s.model.W.cols);
-    if (s.model.W.rows == Ws.rows && s.model.W.cols == Ws.cols) Ws = s.model.W;
-  }
-  MPI_Bcast(serial, 4, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-  MPI_Bcast(Ws.data(), static_cast<int>(Ws.v.size()), MPI_DOUBLE, 0, MPI_COMM_WORLD);
-  ASSERT_EQ(Wd.rows, static_cast<int64_t>(serial[2])) << method;
-  ASSERT_EQ(Wd.cols, static_cast<int64_t>(serial[3])) << method;
-  EXPECT_EQ(dist.accuracy.correct_unlabeled, static_cast<int64_t>(serial[0])) << method;
-  EXPECT_EQ(dist.accuracy.correct_unseen, static_cast<int64_t>(serial[1])) << method;
+  const data::SplitSpec spec = test::transductive_split(p, 0.6, 5);
+  const test::SerialAndDistributed r = test::fit_serial_and_distributed(file, spec, cfg, false);
+  const Dense& Wd = r.dist.model.W;
+  const Dense& Ws = r.W_serial;
+  ASSERT_EQ(Wd.rows, Ws.rows) << method;
+  ASSERT_EQ(Wd.cols, Ws.cols) << method;
+  EXPECT_EQ(r.dist.accuracy.correct_unlabeled, r.serial_accuracy.correct_unlabeled) << method;
+  EXPECT_EQ(r.dist.accuracy.correct_unseen, r.serial_accuracy.correct_unseen) << method;
   const double scale = max_abs(Ws);
   if (subspace)
     EXPECT_LT(test::max_abs_diff(ref::projector(Wd), ref::projector(Ws)), 1e-8) << method;
   else
     EXPECT_LT(test::max_diff_up_to_column_sign(Wd, Ws), 1e-8 * scale) << method;
-  EXPECT_GT(dist.accuracy.unlabeled, 1.0 / ds.classes + 0.2) << method;  // far above chance
+  EXPECT_GT(r.dist.accuracy.unlabeled, 1.0 / r.classes + 0.2) << method;  // far above chance
 }
 
 }  // namespace
@@ -341,14 +284,14 @@ TEST(Olda, IsOrthonormalAndAttainsTheMaximalRatioTrace) {
     DistMatrix X = ref::distribute(pr.X, MPI_COMM_WORLD);
     auto r = run("olda", pr, X);
     const Dense& W = r.W;
-    const Dense WtW = matmul('T', 'N', W, W);
+    const Dense WtW = mul(W, W, 'T', 'N');
     EXPECT_LT(test::max_abs_diff(WtW, Dense::identity(W.cols)), 1e-12) << file;
     const Scatter S = labeled_scatter_dense(pr);
-    const Dense StW = matmul('T', 'N', W, matmul('N', 'N', S.St, W));
-    const Dense SbW = matmul('T', 'N', W, matmul('N', 'N', S.Sb, W));
+    const Dense StW = mul(W, mul(S.St, W), 'T', 'N');
+    const Dense SbW = mul(W, mul(S.Sb, W), 'T', 'N');
     Dense ratio = SbW, K = StW;  // (WᵀS_tW)⁻¹WᵀS_bW, WᵀS_tW is SPD (W lies in range(S_t))
     lapack::posv(K.rows, ratio.cols, K.data(), K.rows, ratio.data(), ratio.rows);
-    const double best = trace_of(matmul('N', 'N', pinv_psd(S.St), S.Sb));
+    const double best = trace_of(mul(pinv_psd(S.St), S.Sb));
     EXPECT_NEAR(trace_of(ratio), best, 1e-8 * best) << file;
     // The eigenvalues recorded are those of S_t⁺S_b, and they sum to the same maximum.
     const std::vector<double> ev = r.info.at("eigenvalues").get<std::vector<double>>();
@@ -366,8 +309,8 @@ TEST(Olda, CollapsesEachLabeledClassWhenTheDataAreUndersampled) {
   EXPECT_EQ(r.info.at("rank_St").get<int64_t>(), 49);
   for (double v : r.info.at("eigenvalues").get<std::vector<double>>()) EXPECT_NEAR(v, 1.0, 1e-9);
   const Scatter S = labeled_scatter_dense(pr);
-  const Dense SwW = matmul('T', 'N', r.W, matmul('N', 'N', S.Sw, r.W));
-  const Dense SbW = matmul('T', 'N', r.W, matmul('N', 'N', S.Sb, r.W));
+  const Dense SwW = mul(r.W, mul(S.Sw, r.W), 'T', 'N');
+  const Dense SbW = mul(r.W, mul(S.Sb, r.W), 'T', 'N');
   EXPECT_LT(max_abs(SwW), 1e-9 * max_abs(SbW));
   EXPECT_GT(max_abs(SbW), 0.0);
 }
@@ -447,7 +390,7 @@ TEST(Sda, AgreesWithTheSerialDenseReference) {
       const auto ev = r.info.at("eigenvalues").get<std::vector<double>>();
       for (int64_t j = 0; j < m; ++j) EXPECT_NEAR(ev[static_cast<size_t>(j)], values[static_cast<size_t>(j)], 1e-9 * values[0]);
       // B-orthonormal: WᵀBW = I.
-      EXPECT_LT(test::max_abs_diff(matmul('T', 'N', r.W, matmul('N', 'N', B, r.W)), Dense::identity(m)), 1e-8);
+      EXPECT_LT(test::max_abs_diff(mul(r.W, mul(B, r.W), 'T', 'N'), Dense::identity(m)), 1e-8);
     }
   }
 }
@@ -560,10 +503,7 @@ TEST(OneNnBaseline, AccuracyEqualsBruteForceOneNnOnTheRawData) {
   for (const char* file : {"wine.csv", "breast_cancer.csv"}) {
     const std::string path = test::data_path(file);
     io::Dataset ds = io::read_dataset(path, io::Format::csv, MPI_COMM_WORLD);
-    data::SplitSpec spec;
-    spec.labeled_per_class = 3;
-    spec.transductive_fraction = 0.5;
-    spec.seed = 3;
+    const data::SplitSpec spec = test::transductive_split(3, 0.5, 3);
     const auto roles = data::make_split(ds.labels, ds.classes, spec);
     driver::FitConfig cfg;
     cfg.method = "1nn";

@@ -27,25 +27,10 @@ using ::testing::HasSubstr;
 
 namespace {
 
-/// A directory unique to the current test and run, created by rank 0 and removed at the end.
-class TempDir {
+/// test::TempDir that also writes files.
+class TempDir : public test::TempDir {
  public:
-  TempDir() {
-    long pid = static_cast<long>(::getpid());
-    MPI_Bcast(&pid, 1, MPI_LONG, 0, MPI_COMM_WORLD);
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = (std::filesystem::temp_directory_path() /
-             ("ssdr_io_" + std::string(info->test_suite_name()) + "_" + info->name() + "_" +
-              std::to_string(pid)))
-                .string();
-    if (test::rank() == 0) std::filesystem::create_directories(path_);
-    MPI_Barrier(MPI_COMM_WORLD);
-  }
-  ~TempDir() {
-    MPI_Barrier(MPI_COMM_WORLD);
-    if (test::rank() == 0) std::filesystem::remove_all(path_);
-  }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
+  TempDir() : test::TempDir("io") {}
   /// Rank 0 writes `text` to `name` (gzip-compressed when gz); then every rank continues.
   std::string write(const std::string& name, const std::string& text, bool gz = false) const {
     const std::string p = file(name);
@@ -64,10 +49,6 @@ class TempDir {
       out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     }
   }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
 };
 
 /// Runs `f`, which must throw ssdr::Error (on this rank) with `expected` in its message.
@@ -102,6 +83,20 @@ void expect_read_error(const std::string& path, io::Format format, const std::st
     EXPECT_EQ(msg.find('\n'), std::string::npos) << "message is not one line";
   }
   expect_same_everywhere(msg);
+}
+
+/// Rank 0 writes `text` to `name` in `dir`; reading it as `format` must then fail on every
+/// rank with `before + path + after` in the message.
+void expect_file_error(const TempDir& dir, const std::string& name, const std::string& text, io::Format format,
+                       const std::string& after, const std::string& before = "") {
+  const std::string p = dir.write(name, text);
+  expect_read_error(p, format, before + p + after);
+}
+
+/// expect_file_error for a bad label: "labels must be integers >= 0 (<path><where>".
+void expect_label_error(const TempDir& dir, const std::string& name, const std::string& text, io::Format format,
+                        const std::string& where) {
+  expect_file_error(dir, name, text, format, where, "labels must be integers >= 0 (");
 }
 
 /// Checks that X has the block layout of n×d over MPI_COMM_WORLD.
@@ -263,48 +258,36 @@ TEST(CsvReader, StreamsFilesLongerThanOneChunkToTheOwningRanks) {
 
 TEST(CsvReader, RejectsARaggedRowNamingFileAndLine) {
   TempDir dir;
-  const std::string p = dir.write("ragged.csv", "0,1,2,3,4\n1,1,2,3,4\n1,1,2,3\n");
-  expect_read_error(p, io::Format::csv, p + ":3: expected 5 fields (label + 4 values), found 4");
+  expect_file_error(dir, "ragged.csv", "0,1,2,3,4\n1,1,2,3,4\n1,1,2,3\n",
+                    io::Format::csv, ":3: expected 5 fields (label + 4 values), found 4");
 }
 
 TEST(CsvReader, RejectsAValueThatIsNotANumber) {
   TempDir dir;
-  const std::string p = dir.write("abc.csv", "0,1,2\n\n1,abc,2\n");
-  expect_read_error(p, io::Format::csv, p + ":3: value 'abc' is not a number");
-  const std::string q = dir.write("empty_field.csv", "0,1,2\n1,,2\n");
-  expect_read_error(q, io::Format::csv, q + ":2: value '' is not a number");
-  const std::string r = dir.write("trailing.csv", "0,1,2\n1,2x,2\n");
-  expect_read_error(r, io::Format::csv, r + ":2: value '2x' is not a number");
+  expect_file_error(dir, "abc.csv", "0,1,2\n\n1,abc,2\n", io::Format::csv, ":3: value 'abc' is not a number");
+  expect_file_error(dir, "empty_field.csv", "0,1,2\n1,,2\n", io::Format::csv, ":2: value '' is not a number");
+  expect_file_error(dir, "trailing.csv", "0,1,2\n1,2x,2\n", io::Format::csv, ":2: value '2x' is not a number");
 }
 
 TEST(CsvReader, RejectsNanAndInfValuesNamingTheColumn) {
   TempDir dir;
-  const std::string p = dir.write("nan.csv", "0,1,2,3\n1,1,2,nan\n");
-  expect_read_error(p, io::Format::csv, p + ":2: NaN/Inf value in column 4");
-  const std::string q = dir.write("inf.csv", "0,1,2,3\n1,-inf,2,3\n");
-  expect_read_error(q, io::Format::csv, q + ":2: NaN/Inf value in column 2");
-  const std::string r = dir.write("overflow.csv", "0,1,2,3\n1,1,1e999,3\n");
-  expect_read_error(r, io::Format::csv, r + ":2: NaN/Inf value in column 3");
+  expect_file_error(dir, "nan.csv", "0,1,2,3\n1,1,2,nan\n", io::Format::csv, ":2: NaN/Inf value in column 4");
+  expect_file_error(dir, "inf.csv", "0,1,2,3\n1,-inf,2,3\n", io::Format::csv, ":2: NaN/Inf value in column 2");
+  expect_file_error(dir, "overflow.csv", "0,1,2,3\n1,1,1e999,3\n", io::Format::csv, ":2: NaN/Inf value in column 3");
 }
 
 TEST(CsvReader, RejectsLabelsThatAreNotNonNegativeIntegers) {
   TempDir dir;
-  const std::string p = dir.write("neg.csv", "0,1\n1,2\n-1,3\n");
-  expect_read_error(p, io::Format::csv, "labels must be integers >= 0 (" + p + ":3: '-1')");
-  const std::string q = dir.write("frac.csv", "0,1\n1.5,2\n");
-  expect_read_error(q, io::Format::csv, "labels must be integers >= 0 (" + q + ":2: '1.5')");
-  const std::string r = dir.write("word.csv", "setosa,1\n");
-  expect_read_error(r, io::Format::csv, "labels must be integers >= 0 (" + r + ":1: 'setosa')");
+  expect_label_error(dir, "neg.csv", "0,1\n1,2\n-1,3\n", io::Format::csv, ":3: '-1')");
+  expect_label_error(dir, "frac.csv", "0,1\n1.5,2\n", io::Format::csv, ":2: '1.5')");
+  expect_label_error(dir, "word.csv", "setosa,1\n", io::Format::csv, ":1: 'setosa')");
 }
 
 TEST(CsvReader, RejectsEmptyFilesAndFilesWithOnlyLabels) {
   TempDir dir;
-  const std::string p = dir.write("empty.csv", "");
-  expect_read_error(p, io::Format::csv, p + ": empty file (no samples)");
-  const std::string q = dir.write("blank.csv", "\n  \n\r\n");
-  expect_read_error(q, io::Format::csv, q + ": empty file (no samples)");
-  const std::string r = dir.write("labels_only.csv", "0\n1\n");
-  expect_read_error(r, io::Format::csv, r + ":1: expected a label and at least one value");
+  expect_file_error(dir, "empty.csv", "", io::Format::csv, ": empty file (no samples)");
+  expect_file_error(dir, "blank.csv", "\n  \n\r\n", io::Format::csv, ": empty file (no samples)");
+  expect_file_error(dir, "labels_only.csv", "0\n1\n", io::Format::csv, ":1: expected a label and at least one value");
 }
 
 TEST(CsvReader, ReportsAMissingFileOrADirectory) {
@@ -364,32 +347,26 @@ TEST(LibsvmReader, ReadsGzipCompressedFiles) {
 
 TEST(LibsvmReader, RejectsIndicesThatAreNotStrictlyIncreasing) {
   TempDir dir;
-  const std::string p = dir.write("order.libsvm", "0 1:1 2:2\n1 3:1 2:2\n");
-  expect_read_error(p, io::Format::libsvm, p + ":2: feature indices must be strictly increasing (2 after 3)");
-  const std::string q = dir.write("dup.libsvm", "0 1:1 1:2\n");
-  expect_read_error(q, io::Format::libsvm, q + ":1: feature indices must be strictly increasing (1 after 1)");
+  expect_file_error(dir, "order.libsvm", "0 1:1 2:2\n1 3:1 2:2\n",
+                    io::Format::libsvm, ":2: feature indices must be strictly increasing (2 after 3)");
+  expect_file_error(dir, "dup.libsvm", "0 1:1 1:2\n",
+                    io::Format::libsvm, ":1: feature indices must be strictly increasing (1 after 1)");
 }
 
 TEST(LibsvmReader, RejectsIndicesBelowOneAndMalformedPairs) {
   TempDir dir;
-  const std::string p = dir.write("zero.libsvm", "0 1:1\n1 0:2\n");
-  expect_read_error(p, io::Format::libsvm, p + ":2: feature index '0' is not an integer >= 1");
-  const std::string q = dir.write("pair.libsvm", "0 1:1 7\n");
-  expect_read_error(q, io::Format::libsvm, q + ":1: expected 'index:value', found '7'");
-  const std::string r = dir.write("val.libsvm", "0 1:1\n0 1:x\n");
-  expect_read_error(r, io::Format::libsvm, r + ":2: value 'x' is not a number");
-  const std::string s = dir.write("nan.libsvm", "0 1:1 4:nan\n");
-  expect_read_error(s, io::Format::libsvm, s + ":1: NaN/Inf value in feature 4");
+  expect_file_error(dir, "zero.libsvm", "0 1:1\n1 0:2\n",
+                    io::Format::libsvm, ":2: feature index '0' is not an integer >= 1");
+  expect_file_error(dir, "pair.libsvm", "0 1:1 7\n", io::Format::libsvm, ":1: expected 'index:value', found '7'");
+  expect_file_error(dir, "val.libsvm", "0 1:1\n0 1:x\n", io::Format::libsvm, ":2: value 'x' is not a number");
+  expect_file_error(dir, "nan.libsvm", "0 1:1 4:nan\n", io::Format::libsvm, ":1: NaN/Inf value in feature 4");
 }
 
 TEST(LibsvmReader, RejectsNegativeLabelsAndEmptyFiles) {
   TempDir dir;
-  const std::string p = dir.write("neg.libsvm", "1 1:1\n-1 1:2\n");
-  expect_read_error(p, io::Format::libsvm, "labels must be integers >= 0 (" + p + ":2: '-1')");
-  const std::string q = dir.write("empty.libsvm", "\n");
-  expect_read_error(q, io::Format::libsvm, q + ": empty file (no samples)");
-  const std::string r = dir.write("nofeat.libsvm", "1\n0\n");
-  expect_read_error(r, io::Format::libsvm, r + ": no feature values in any line");
+  expect_label_error(dir, "neg.libsvm", "1 1:1\n-1 1:2\n", io::Format::libsvm, ":2: '-1')");
+  expect_file_error(dir, "empty.libsvm", "\n", io::Format::libsvm, ": empty file (no samples)");
+  expect_file_error(dir, "nofeat.libsvm", "1\n0\n", io::Format::libsvm, ": no feature values in any line");
 }
 
 // ------------------------------------------------------------------------------------------

@@ -2,11 +2,9 @@
 // out-of-sample transforms of kernel models, against serial dense LAPACK references.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -32,16 +30,8 @@ Dense iris_standardized(std::vector<int>* labels = nullptr) {
   Dense X;
   std::vector<int> y;
   test::load_csv_replicated("iris.csv", X, y);
-  for (int64_t j = 0; j < X.cols; ++j) {
-    double m = 0, s = 0;
-    for (int64_t i = 0; i < X.rows; ++i) m += X(i, j);
-    m /= static_cast<double>(X.rows);
-    for (int64_t i = 0; i < X.rows; ++i) s += (X(i, j) - m) * (X(i, j) - m);
-    s = std::sqrt(s / static_cast<double>(X.rows));
-    for (int64_t i = 0; i < X.rows; ++i) X(i, j) = (X(i, j) - m) / s;
-  }
   if (labels) *labels = y;
-  return X;
+  return test::standardize(X);
 }
 
 /// Dense kernel k(A_i, B_j) of the rows of A (na×d) and B (nb×d), straight from the definitions.
@@ -83,11 +73,7 @@ Dense gram(const Dense& Phi) {
   return G;
 }
 
-double max_abs(const Dense& A) {
-  double m = 0;
-  for (double v : A.v) m = std::max(m, std::abs(v));
-  return m;
-}
+using test::max_abs;
 
 /// Serial exact empirical kernel map: eigen-decomposition (36) of the centered K with LAPACK,
 /// U (n×r) and Λ (r) for the eigenvalues > 1e-10·λ_max.
@@ -120,21 +106,6 @@ kernels::KernelOptions options(kernels::KernelType t, int64_t landmarks = 0) {
   return o;
 }
 
-/// A temporary directory shared by all ranks, removed at the end.
-struct TempDir {
-  std::string path;
-  TempDir() {
-    long pid = static_cast<long>(::getpid());
-    MPI_Bcast(&pid, 1, MPI_LONG, 0, MPI_COMM_WORLD);
-    path = (std::filesystem::temp_directory_path() / ("ssdr_kernel_test_" + std::to_string(pid))).string();
-    if (test::rank() == 0) std::filesystem::create_directories(path);
-    MPI_Barrier(MPI_COMM_WORLD);
-  }
-  ~TempDir() {
-    MPI_Barrier(MPI_COMM_WORLD);
-    if (test::rank() == 0) std::filesystem::remove_all(path);
-  }
-};
 
 /// The transductive samples after the method's preprocessing, as the pipeline computes them.
 struct Transductive {
@@ -318,10 +289,7 @@ TEST(Ksoda, EqualsSodaOnTheDenseEmpiricalKernelMapAndProjectsNewSamplesByEq40) {
   // on the input samples; every sample (transductive and unseen) embedded by (40).
   const std::string path = test::data_path("iris.csv");
   io::Dataset ds = io::read_dataset(path, io::Format::csv, MPI_COMM_WORLD);
-  data::SplitSpec spec;
-  spec.labeled_per_class = 3;
-  spec.transductive_fraction = 0.5;
-  spec.seed = 5;
+  const data::SplitSpec spec = test::transductive_split(3, 0.5, 5);
   const auto roles = data::make_split(ds.labels, ds.classes, spec);
   driver::FitConfig cfg;
   cfg.method = "ksoda";
@@ -348,7 +316,7 @@ TEST(Ksoda, EqualsSodaOnTheDenseEmpiricalKernelMapAndProjectsNewSamplesByEq40) {
 
   const DistMatrix Phid = ref::distribute(Phi, MPI_COMM_WORLD);
   const DistMatrix Xtd = ref::distribute(Xt, MPI_COMM_WORLD);
-  const std::vector<int> local(semi.begin() + Phid.row_start, semi.begin() + Phid.row_start + Phid.n_local);
+  const std::vector<int> local = test::local_part(semi, Phid);
   methods::Timings t;
   const methods::FitResult soda =
       methods::make_soda()->fit(methods::TrainingData{Phid, local, ds.classes, &Xtd}, cfg.method_options, t);
@@ -376,12 +344,9 @@ TEST(Ksoda, EqualsSodaOnTheDenseEmpiricalKernelMapAndProjectsNewSamplesByEq40) {
 TEST(Ksoda, TransformOfTheTrainingSamplesEqualsTheFitEmbeddingForExactAndNystromMaps) {
   const std::string path = test::data_path("wine.csv");
   io::Dataset ds = io::read_dataset(path, io::Format::csv, MPI_COMM_WORLD);
-  data::SplitSpec spec;
-  spec.labeled_per_class = 3;
-  spec.transductive_fraction = 0.4;
-  spec.seed = 2;
+  const data::SplitSpec spec = test::transductive_split(3, 0.4, 2);
   const auto roles = data::make_split(ds.labels, ds.classes, spec);
-  TempDir dir;
+  test::TempDir dir("kernel");
   for (const int64_t landmarks : {int64_t{0}, int64_t{30}}) {
     driver::FitConfig cfg;
     cfg.method = "gda";
@@ -392,7 +357,7 @@ TEST(Ksoda, TransformOfTheTrainingSamplesEqualsTheFitEmbeddingForExactAndNystrom
     const driver::FitOutcome out = driver::fit_and_evaluate(ds, roles, cfg, true);
     ASSERT_EQ(out.model.kernel.exact, landmarks == 0);
     ASSERT_EQ(out.info["kernel"]["kernel"], "rbf");
-    const std::string file = dir.path + "/gda" + std::to_string(landmarks) + ".model";
+    const std::string file = dir.path() + "/gda" + std::to_string(landmarks) + ".model";
     if (test::rank() == 0) model::save(out.model, file);
     MPI_Barrier(MPI_COMM_WORLD);
     const model::Model back = model::load_collective(file, MPI_COMM_WORLD);

@@ -21,28 +21,9 @@ using ::testing::HasSubstr;
 
 namespace {
 
-/// A directory unique to the current test and run, created by rank 0 and removed at the end.
-class ModelTempDir {
- public:
-  ModelTempDir() {
-    long pid = static_cast<long>(::getpid());
-    MPI_Bcast(&pid, 1, MPI_LONG, 0, MPI_COMM_WORLD);
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = (std::filesystem::temp_directory_path() /
-             ("ssdr_model_" + std::string(info->test_suite_name()) + "_" + info->name() + "_" +
-              std::to_string(pid)))
-                .string();
-    if (test::rank() == 0) std::filesystem::create_directories(path_);
-    MPI_Barrier(MPI_COMM_WORLD);
-  }
-  ~ModelTempDir() {
-    MPI_Barrier(MPI_COMM_WORLD);
-    if (test::rank() == 0) std::filesystem::remove_all(path_);
-  }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
+/// test::TempDir named for this file.
+struct ModelTempDir : test::TempDir {
+  ModelTempDir() : test::TempDir("model") {}
 };
 
 std::string read_bytes(const std::string& p) {

@@ -22,45 +22,11 @@ using namespace ssdr;
 
 namespace {
 
-std::vector<int> first_p_labeled(const std::vector<int>& labels, int classes, int p) {
-  std::vector<int> seen(static_cast<size_t>(classes), 0), out(labels.size(), -1);
-  for (size_t i = 0; i < labels.size(); ++i)
-    if (seen[static_cast<size_t>(labels[i])]++ < p) out[i] = labels[i];
-  return out;
-}
+using test::local_part;
+using test::max_abs;
+using test::Problem;  // X standardized
 
-std::vector<int> local_part(const std::vector<int>& v, const DistMatrix& X) {
-  return std::vector<int>(v.begin() + X.row_start, v.begin() + X.row_start + X.n_local);
-}
-
-Dense standardize(const Dense& X) {
-  Dense Z = X;
-  for (int64_t j = 0; j < X.cols; ++j) {
-    double m = 0, s = 0;
-    for (int64_t i = 0; i < X.rows; ++i) m += X(i, j);
-    m /= static_cast<double>(X.rows);
-    for (int64_t i = 0; i < X.rows; ++i) s += (X(i, j) - m) * (X(i, j) - m);
-    s = std::sqrt(s / static_cast<double>(X.rows));
-    for (int64_t i = 0; i < X.rows; ++i) Z(i, j) = (X(i, j) - m) / s;
-  }
-  return Z;
-}
-
-struct Problem {
-  Dense X;  ///< standardized
-  std::vector<int> labels, semi;
-  int classes = 0;
-};
-
-Problem load(const std::string& name, int p) {
-  Problem pr;
-  Dense raw;
-  test::load_csv_replicated(name, raw, pr.labels);
-  pr.X = standardize(raw);
-  pr.classes = *std::max_element(pr.labels.begin(), pr.labels.end()) + 1;
-  pr.semi = first_p_labeled(pr.labels, pr.classes, p);
-  return pr;
-}
+Problem load(const std::string& name, int p) { return test::load_problem(name, p, true); }
 
 // ---- serial dense reference -------------------------------------------------------------
 
@@ -229,12 +195,6 @@ RefSlLda ref_sl_lda(const Problem& pr, int k) {
   lapack::posv(d, c, Bp.data(), d, H.data(), d);
   r.Vwls = H;
   return r;
-}
-
-double max_abs(const Dense& A) {
-  double m = 0;
-  for (double v : A.v) m = std::max(m, std::abs(v));
-  return m;
 }
 
 methods::FitResult fit(const char* method, const Problem& pr, const methods::MethodOptions& o) {
@@ -423,33 +383,15 @@ TEST(SlLda, EigenvalueScaledGevdEqualsNTildeTimesTheLeastSquaresProjector) {
 }
 
 TEST(SlLda, GivesTheSameEmbeddingAndAccuracyOnOneRankAsOnAllRanks) {
-  const std::string path = test::data_path("wine.csv");
-  io::Dataset ds = io::read_dataset(path, io::Format::csv, MPI_COMM_WORLD);
-  data::SplitSpec spec;
-  spec.labeled_per_class = 3;
-  spec.transductive_fraction = 0.8;
-  spec.seed = 5;
-  auto roles = data::make_split(ds.labels, ds.classes, spec);
+  const data::SplitSpec spec = test::transductive_split(3, 0.8, 5);
   for (const char* method : {"sl-lda", "sl-lda-wls"}) {
     driver::FitConfig cfg;
     cfg.method = method;
     cfg.preprocess.scaling = data::Scaling::standardize;
-    auto dist = driver::fit_and_evaluate(ds, roles, cfg, true);
-    Dense Yd = allgather(dist.embedding);
-    double serial[2] = {0, 0};
-    Dense Ys(Yd.rows, Yd.cols);
-    if (test::rank() == 0) {
-      io::Dataset one = io::read_dataset(path, io::Format::csv, MPI_COMM_SELF);
-      auto s = driver::fit_and_evaluate(one, roles, cfg, true);
-      serial[0] = s.accuracy.unlabeled;
-      serial[1] = s.accuracy.unseen;
-      Ys = allgather(s.embedding);
-    }
-    MPI_Bcast(serial, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-    MPI_Bcast(Ys.data(), static_cast<int>(Ys.v.size()), MPI_DOUBLE, 0, MPI_COMM_WORLD);
-    EXPECT_EQ(dist.accuracy.unlabeled, serial[0]) << method;
-    EXPECT_EQ(dist.accuracy.unseen, serial[1]) << method;
-    EXPECT_LT(test::max_diff_up_to_column_sign(Yd, Ys), 1e-6 * max_abs(Ys)) << method;
-    EXPECT_GT(dist.accuracy.unlabeled, 0.85) << method;
+    const test::SerialAndDistributed r = test::fit_serial_and_distributed("wine.csv", spec, cfg);
+    EXPECT_EQ(r.dist.accuracy.unlabeled, r.serial_accuracy.unlabeled) << method;
+    EXPECT_EQ(r.dist.accuracy.unseen, r.serial_accuracy.unseen) << method;
+    EXPECT_LT(test::max_diff_up_to_column_sign(r.Y_dist, r.Y_serial), 1e-6 * max_abs(r.Y_serial)) << method;
+    EXPECT_GT(r.dist.accuracy.unlabeled, 0.85) << method;
   }
 }

@@ -18,45 +18,11 @@ using namespace ssdr;
 
 namespace {
 
-/// A deterministic semi-supervised labeling: the first `p` samples of each class labeled.
-std::vector<int> first_p_labeled(const std::vector<int>& labels, int classes, int p) {
-  std::vector<int> seen(static_cast<size_t>(classes), 0), out(labels.size(), -1);
-  for (size_t i = 0; i < labels.size(); ++i)
-    if (seen[static_cast<size_t>(labels[i])]++ < p) out[i] = labels[i];
-  return out;
-}
+using test::local_part;
+using test::Problem;
+using test::standardize;  // wine's features span five orders of magnitude
 
-std::vector<int> local_part(const std::vector<int>& v, const DistMatrix& X) {
-  return std::vector<int>(v.begin() + X.row_start, v.begin() + X.row_start + X.n_local);
-}
-
-struct Problem {
-  Dense X;
-  std::vector<int> labels, semi;
-  int classes = 0;
-};
-
-Problem load(const std::string& name, int p) {
-  Problem pr;
-  test::load_csv_replicated(name, pr.X, pr.labels);
-  pr.classes = *std::max_element(pr.labels.begin(), pr.labels.end()) + 1;
-  pr.semi = first_p_labeled(pr.labels, pr.classes, p);
-  return pr;
-}
-
-/// Standardized copy (wine's features span five orders of magnitude).
-Dense standardize(const Dense& X) {
-  Dense Z = X;
-  for (int64_t j = 0; j < X.cols; ++j) {
-    double m = 0, s = 0;
-    for (int64_t i = 0; i < X.rows; ++i) m += X(i, j);
-    m /= static_cast<double>(X.rows);
-    for (int64_t i = 0; i < X.rows; ++i) s += (X(i, j) - m) * (X(i, j) - m);
-    s = std::sqrt(s / static_cast<double>(X.rows));
-    for (int64_t i = 0; i < X.rows; ++i) Z(i, j) = (X(i, j) - m) / s;
-  }
-  return Z;
-}
+Problem load(const std::string& name, int p) { return test::load_problem(name, p, false); }
 
 }  // namespace
 
@@ -216,38 +182,16 @@ TEST(Soda, AgreesWithTheSerialDenseReference) {
 TEST(Soda, GivesTheSameEmbeddingAndAccuracyOnOneRankAsOnAllRanks) {
   // The pipeline (PCA, graph, propagation, scatter, trace ratio, 1-NN) on rank 0 alone, on
   // MPI_COMM_SELF, against the same pipeline on every rank of MPI_COMM_WORLD.
-  const std::string path = test::data_path("wine.csv");
   driver::FitConfig cfg;
   cfg.method = "soda";
   cfg.preprocess.scaling = data::Scaling::standardize;
   cfg.method_options.mu_scale = 10;  // wine has d = 13: the paper's 0.1 under-regularizes it
-  io::Dataset ds = io::read_dataset(path, io::Format::csv, MPI_COMM_WORLD);
-  data::SplitSpec spec;
-  spec.labeled_per_class = 3;
-  spec.transductive_fraction = 0.8;
-  spec.seed = 11;
-  auto roles = data::make_split(ds.labels, ds.classes, spec);
-  auto dist = driver::fit_and_evaluate(ds, roles, cfg, true);
-  Dense Yd = allgather(dist.embedding);
-
-  double serial[3] = {0, 0, 0};
-  Dense Ys(Yd.rows, Yd.cols);
-  if (test::rank() == 0) {
-    io::Dataset one = io::read_dataset(path, io::Format::csv, MPI_COMM_SELF);
-    auto s = driver::fit_and_evaluate(one, roles, cfg, true);
-    serial[0] = s.accuracy.unlabeled;
-    serial[1] = s.accuracy.unseen;
-    serial[2] = s.trace_ratio;
-    Ys = allgather(s.embedding);
-  }
-  MPI_Bcast(serial, 3, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-  MPI_Bcast(Ys.data(), static_cast<int>(Ys.v.size()), MPI_DOUBLE, 0, MPI_COMM_WORLD);
-  EXPECT_EQ(dist.accuracy.unlabeled, serial[0]);
-  EXPECT_EQ(dist.accuracy.unseen, serial[1]);
+  const data::SplitSpec spec = test::transductive_split(3, 0.8, 11);
+  const test::SerialAndDistributed r = test::fit_serial_and_distributed("wine.csv", spec, cfg);
+  EXPECT_EQ(r.dist.accuracy.unlabeled, r.serial_accuracy.unlabeled);
+  EXPECT_EQ(r.dist.accuracy.unseen, r.serial_accuracy.unseen);
   // Different rank counts sum in different orders and the KSP stops at rtol 1e-10.
-  EXPECT_NEAR(dist.trace_ratio, serial[2], 1e-7 * serial[2]);
-  double scale = 0;
-  for (double v : Ys.v) scale = std::max(scale, std::abs(v));
-  EXPECT_LT(test::max_diff_up_to_column_sign(Yd, Ys), 1e-6 * scale);
-  EXPECT_GT(dist.accuracy.unlabeled, 0.9);  // wine with 3 labels per class: SODA separates it
+  EXPECT_NEAR(r.dist.trace_ratio, r.serial_trace_ratio, 1e-7 * r.serial_trace_ratio);
+  EXPECT_LT(test::max_diff_up_to_column_sign(r.Y_dist, r.Y_serial), 1e-6 * test::max_abs(r.Y_serial));
+  EXPECT_GT(r.dist.accuracy.unlabeled, 0.9);  // wine with 3 labels per class: SODA separates it
 }

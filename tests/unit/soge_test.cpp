@@ -22,19 +22,9 @@ namespace {
 
 constexpr double kMu = 100.0;
 
-Dense mul(const Dense& A, const Dense& B, char ta = 'N', char tb = 'N') {
-  const int64_t m = ta == 'N' ? A.rows : A.cols, k = ta == 'N' ? A.cols : A.rows;
-  const int64_t n = tb == 'N' ? B.cols : B.rows;
-  Dense C(m, n);
-  blas::gemm(ta, tb, m, n, k, 1.0, A.data(), A.rows, B.data(), B.rows, 0.0, C.data(), m);
-  return C;
-}
-
-double max_abs(const Dense& A) {
-  double m = 0;
-  for (double v : A.v) m = std::max(m, std::abs(v));
-  return m;
-}
+using test::local_part;
+using test::max_abs;
+using test::mul;
 
 /// The data as SOGE receives it: centered and scaled by one factor to unit mean ‖x‖².
 struct Problem {
@@ -61,15 +51,8 @@ Problem load(const std::string& name, int p, bool standardize = false) {
   }
   const double f = 1.0 / std::sqrt(ss / static_cast<double>(n));
   for (double& v : pr.X.v) v *= f;
-  std::vector<int> seen(static_cast<size_t>(pr.classes), 0);
-  pr.semi.assign(pr.labels.size(), -1);
-  for (size_t i = 0; i < pr.labels.size(); ++i)
-    if (seen[static_cast<size_t>(pr.labels[i])]++ < p) pr.semi[i] = pr.labels[i];
+  pr.semi = test::first_p_labeled(pr.labels, pr.classes, p);
   return pr;
-}
-
-std::vector<int> local_part(const std::vector<int>& v, const DistMatrix& X) {
-  return std::vector<int>(v.begin() + X.row_start, v.begin() + X.row_start + X.n_local);
 }
 
 /// The dense objects of §4.1 for one α: graph S (the same kNN heat graph), L + U, H_c,
@@ -392,40 +375,22 @@ TEST(SogeRecursion, BlocksAreOrthonormalAndDeflatedDataIsOrthogonalToEarlierBloc
 TEST(Soge, GivesTheSameEmbeddingAndAccuracyOnOneRankAsOnAllRanks) {
   // The whole pipeline (SOGE's preprocessing, graph, solves, Algorithm 1, two recursions,
   // 1-NN) on rank 0 alone (MPI_COMM_SELF) against every rank of MPI_COMM_WORLD.
-  const std::string path = test::data_path("iris.csv");
   driver::FitConfig cfg;
   cfg.method = "soge";
   cfg.preprocess = methods::find_method("soge").preprocess;
   cfg.preprocess.pca_energy = -1;  // iris keeps d' = 4 ≥ c (95 % energy would leave 2 < c)
-  io::Dataset ds = io::read_dataset(path, io::Format::csv, MPI_COMM_WORLD);
-  data::SplitSpec spec;
-  spec.labeled_per_class = 3;
-  spec.transductive_fraction = 0.6;
-  spec.seed = 4;
-  auto roles = data::make_split(ds.labels, ds.classes, spec);
-  auto dist = driver::fit_and_evaluate(ds, roles, cfg, true);
-  Dense Yd = allgather(dist.embedding);
-  EXPECT_EQ(dist.dim, ds.classes);
+  const data::SplitSpec spec = test::transductive_split(3, 0.6, 4);
+  const test::SerialAndDistributed r = test::fit_serial_and_distributed("iris.csv", spec, cfg);
+  const driver::FitOutcome& dist = r.dist;
+  EXPECT_EQ(dist.dim, r.classes);
   EXPECT_EQ(dist.info["recursions"], 1);
   EXPECT_EQ(dist.info["alpha"], 1.0);
   EXPECT_EQ(dist.info["mu"], 100.0);
-
-  double serial[2] = {0, 0};
-  Dense Ys(Yd.rows, Yd.cols);
-  if (test::rank() == 0) {
-    io::Dataset one = io::read_dataset(path, io::Format::csv, MPI_COMM_SELF);
-    auto s = driver::fit_and_evaluate(one, roles, cfg, true);
-    serial[0] = s.accuracy.unlabeled;
-    serial[1] = s.accuracy.unseen;
-    Ys = allgather(s.embedding);
-  }
-  MPI_Bcast(serial, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-  MPI_Bcast(Ys.data(), static_cast<int>(Ys.v.size()), MPI_DOUBLE, 0, MPI_COMM_WORLD);
-  EXPECT_EQ(dist.accuracy.unlabeled, serial[0]);
-  EXPECT_EQ(dist.accuracy.unseen, serial[1]);
+  EXPECT_EQ(dist.accuracy.unlabeled, r.serial_accuracy.unlabeled);
+  EXPECT_EQ(dist.accuracy.unseen, r.serial_accuracy.unseen);
   // The embeddings agree up to an orthogonal map (W ↦ W(I − 2·11ᵀ/c) leaves (13) unchanged):
   // compare the Gram matrices Y Yᵀ.
-  const Dense Gd = mul(Yd, Yd, 'N', 'T'), Gs = mul(Ys, Ys, 'N', 'T');
+  const Dense Gd = mul(r.Y_dist, r.Y_dist, 'N', 'T'), Gs = mul(r.Y_serial, r.Y_serial, 'N', 'T');
   // Algorithm 1 stops on a relative change of (13) of 1e-10, which leaves W accurate to
   // about its square root.
   EXPECT_LT(test::max_abs_diff(Gd, Gs), 1e-4 * max_abs(Gs));

@@ -48,9 +48,6 @@ namespace {
 constexpr double kTheta = 0.7;  // ssgda.cpp's θ and K (sec. III-D, Table I)
 constexpr int kK = 5;
 
-std::vector<int> local_part(const std::vector<int>& v, const DistMatrix& X) {
-  return std::vector<int>(v.begin() + X.row_start, v.begin() + X.row_start + X.n_local);
-}
 std::vector<int> gather_ints(const std::vector<int>& local, MPI_Comm comm) {
   int p = 0;
   MPI_Comm_size(comm, &p);
@@ -63,35 +60,8 @@ std::vector<int> gather_ints(const std::vector<int>& local, MPI_Comm comm) {
   return all;
 }
 
-/// The first p samples of each class labeled, the rest −1.
-std::vector<int> first_p_labeled(const std::vector<int>& labels, int classes, int p) {
-  std::vector<int> seen(static_cast<size_t>(classes), 0), out(labels.size(), -1);
-  for (size_t i = 0; i < labels.size(); ++i)
-    if (seen[static_cast<size_t>(labels[i])]++ < p) out[i] = labels[i];
-  return out;
-}
-
-/// Columns centered (and scaled to unit variance when `standardize`).
-Dense center(const Dense& X, bool standardize = false) {
-  Dense Z = X;
-  for (int64_t j = 0; j < X.cols; ++j) {
-    double m = 0, s = 0;
-    for (int64_t i = 0; i < X.rows; ++i) m += X(i, j);
-    m /= static_cast<double>(X.rows);
-    for (int64_t i = 0; i < X.rows; ++i) s += (X(i, j) - m) * (X(i, j) - m);
-    s = standardize ? std::sqrt(s / static_cast<double>(X.rows)) : 1.0;
-    for (int64_t i = 0; i < X.rows; ++i) Z(i, j) = (X(i, j) - m) / s;
-  }
-  return Z;
-}
-
-Dense mul(const Dense& A, const Dense& B, char ta = 'N', char tb = 'N') {
-  const int64_t m = ta == 'N' ? A.rows : A.cols, k = ta == 'N' ? A.cols : A.rows;
-  const int64_t n = tb == 'N' ? B.cols : B.rows;
-  Dense C(m, n);
-  blas::gemm(ta, tb, m, n, k, 1.0, A.data(), A.rows, B.data(), B.rows, 0.0, C.data(), m);
-  return C;
-}
+using test::local_part;
+using test::mul;
 
 /// Moore–Penrose pseudo-inverse of a symmetric PSD matrix (eigenvalues > rtol·largest).
 Dense pinv_sym(const Dense& A, double rtol) {
@@ -228,18 +198,11 @@ std::vector<char> reference_selection(const Dense& Y, const std::vector<int>& se
   return keep;
 }
 
-struct Problem {
-  Dense X;  // centered (and standardized if asked)
-  std::vector<int> labels, semi;
-  int classes = 0;
-};
+using test::Problem;
+/// X centered (and standardized if asked).
 Problem load(const std::string& name, int p, bool standardize) {
-  Problem pr;
-  Dense raw;
-  test::load_csv_replicated(name, raw, pr.labels);
-  pr.X = center(raw, standardize);
-  pr.classes = *std::max_element(pr.labels.begin(), pr.labels.end()) + 1;
-  pr.semi = first_p_labeled(pr.labels, pr.classes, p);
+  Problem pr = test::load_problem(name, p, false);
+  pr.X = test::center_columns(pr.X, standardize);
   return pr;
 }
 
@@ -286,7 +249,7 @@ TEST(SsgdaProjector, ThroughTheFeatureMapEqualsTheDenseKernelFormulaForRbf) {
   const Dense K = mul(Phi, Phi, 'N', 'T');
   const Dense S = paper_S(K, 1e-13);
   // The feature-map side, distributed.
-  const Dense Phic = center(Phi);
+  const Dense Phic = test::center_columns(Phi, false);
   int64_t rank = 0;
   const DistMatrix Q = sd::range_basis(ref::distribute(Phic, MPI_COMM_WORLD), &rank);
   EXPECT_EQ(rank, L);
@@ -333,7 +296,7 @@ TEST(Ssgda, DualClosedFormSolvesTheCccpLinearProgram) {
   const std::vector<int> semi = {0, 1, 2, 0, -1, -1, -1, -1, -1, -1};
   for (int i = 0; i < n; ++i)
     for (int a = 0; a < 3; ++a) Phi(i, a) = N(rng) + (a == truth[static_cast<size_t>(i)] ? 1.5 : 0.0);
-  Phi = center(Phi);
+  Phi = test::center_columns(Phi, false);
   const Dense S = paper_S(mul(Phi, Phi, 'N', 'T'), 1e-12);
   const DistMatrix Q = sd::range_basis(ref::distribute(Phi, MPI_COMM_WORLD), nullptr);
   DistMatrix E = sd::initial_indicator(local_part(semi, Q), c, MPI_COMM_WORLD);
@@ -622,45 +585,23 @@ namespace {
 /// Pipeline on every rank against the pipeline on MPI_COMM_SELF of rank 0.
 /// kernel: linear, or the exact RBF map (whose rank n − 1 saturates the criterion).
 void same_on_all_rank_counts(const std::string& method, bool linear) {
-  const std::string path = test::data_path("wine.csv");
   driver::FitConfig cfg;
   cfg.method = method;
   kernels::KernelOptions ko;
   ko.type = linear ? kernels::KernelType::linear : kernels::KernelType::rbf;
   cfg.parameters["kernel"] = kernels::to_json(ko);
   cfg.preprocess.scaling = data::Scaling::standardize;
-  io::Dataset ds = io::read_dataset(path, io::Format::csv, MPI_COMM_WORLD);
-  data::SplitSpec spec;
-  spec.labeled_per_class = 3;
-  spec.transductive_fraction = 0.8;
-  spec.seed = 4;
-  auto roles = data::make_split(ds.labels, ds.classes, spec);
-  auto dist = driver::fit_and_evaluate(ds, roles, cfg, true);
-  Dense Yd = allgather(dist.embedding);
-  double serial[4] = {0, 0, 0, 0};
-  Dense Ys(Yd.rows, Yd.cols);
-  if (test::rank() == 0) {
-    io::Dataset one = io::read_dataset(path, io::Format::csv, MPI_COMM_SELF);
-    auto s = driver::fit_and_evaluate(one, roles, cfg, true);
-    serial[0] = s.accuracy.unlabeled;
-    serial[1] = s.accuracy.unseen;
-    serial[2] = s.info["cccp_iterations"].get<double>();
-    serial[3] = s.info["selected"].get<double>();
-    Ys = allgather(s.embedding);
-  }
-  MPI_Bcast(serial, 4, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-  MPI_Bcast(Ys.data(), static_cast<int>(Ys.v.size()), MPI_DOUBLE, 0, MPI_COMM_WORLD);
-  EXPECT_EQ(dist.accuracy.unlabeled, serial[0]) << method;
-  EXPECT_EQ(dist.accuracy.unseen, serial[1]) << method;
-  EXPECT_EQ(dist.info["cccp_iterations"].get<double>(), serial[2]) << method;
-  EXPECT_EQ(dist.info["selected"].get<double>(), serial[3]) << method;
-  double scale = 0;
-  for (double v : Ys.v) scale = std::max(scale, std::abs(v));
-  EXPECT_LT(test::max_diff_up_to_column_sign(Yd, Ys), 1e-7 * scale) << method;
+  const data::SplitSpec spec = test::transductive_split(3, 0.8, 4);
+  const test::SerialAndDistributed r = test::fit_serial_and_distributed("wine.csv", spec, cfg);
+  EXPECT_EQ(r.dist.accuracy.unlabeled, r.serial_accuracy.unlabeled) << method;
+  EXPECT_EQ(r.dist.accuracy.unseen, r.serial_accuracy.unseen) << method;
+  EXPECT_EQ(r.dist.info["cccp_iterations"].get<double>(), r.serial_info["cccp_iterations"].get<double>()) << method;
+  EXPECT_EQ(r.dist.info["selected"].get<double>(), r.serial_info["selected"].get<double>()) << method;
+  EXPECT_LT(test::max_diff_up_to_column_sign(r.Y_dist, r.Y_serial), 1e-7 * test::max_abs(r.Y_serial)) << method;
   // wine, 3 labels per class (chance 1/3). The exact RBF map has rank n − 1, S = H_n, the
   // criterion is C − 1 for every labeling and the estimate is uninformative (reported).
-  if (linear) EXPECT_GT(dist.accuracy.unlabeled, 0.5) << method;
-  else EXPECT_TRUE(dist.info["criterion_saturated"].get<bool>()) << method;
+  if (linear) EXPECT_GT(r.dist.accuracy.unlabeled, 0.5) << method;
+  else EXPECT_TRUE(r.dist.info["criterion_saturated"].get<bool>()) << method;
 }
 }  // namespace
 

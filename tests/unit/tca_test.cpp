@@ -42,24 +42,10 @@ namespace tca = ssdr::methods::tca;
 
 // ---------------------------------------------------------------- small dense helpers
 
-Dense matmul(const Dense& A, const Dense& B, char ta = 'N', char tb = 'N') {
-  const int64_t m = ta == 'N' ? A.rows : A.cols, k = ta == 'N' ? A.cols : A.rows;
-  const int64_t n = tb == 'N' ? B.cols : B.rows;
-  Dense C(m, n);
-  blas::gemm(ta, tb, m, n, k, 1.0, A.data(), A.rows, B.data(), B.rows, 0.0, C.data(), m);
-  return C;
-}
-
 Dense axpy(const Dense& A, double b, const Dense& B) {
   Dense C = A;
   for (size_t i = 0; i < C.v.size(); ++i) C.v[i] += b * B.v[i];
   return C;
-}
-
-double max_abs(const Dense& A) {
-  double s = 0;
-  for (double v : A.v) s = std::max(s, std::abs(v));
-  return s;
 }
 
 std::vector<double> eigenvalues(Dense A) {
@@ -68,43 +54,14 @@ std::vector<double> eigenvalues(Dense A) {
   return w;
 }
 
-std::vector<int> local_part(const std::vector<int>& v, const DistMatrix& X) {
-  return std::vector<int>(v.begin() + X.row_start, v.begin() + X.row_start + X.n_local);
-}
+using test::local_part;
+using test::max_abs;
+using test::mul;
+using test::Problem;
 
-/// Standardized (hence centered) copy: wine's features span five orders of magnitude.
-Dense standardize(const Dense& X) {
-  Dense Z = X;
-  for (int64_t j = 0; j < X.cols; ++j) {
-    double m = 0, s = 0;
-    for (int64_t i = 0; i < X.rows; ++i) m += X(i, j);
-    m /= static_cast<double>(X.rows);
-    for (int64_t i = 0; i < X.rows; ++i) s += (X(i, j) - m) * (X(i, j) - m);
-    s = std::sqrt(s / static_cast<double>(X.rows));
-    for (int64_t i = 0; i < X.rows; ++i) Z(i, j) = (X(i, j) - m) / s;
-  }
-  return Z;
-}
-
-struct Problem {
-  Dense X;  // n×d, centered
-  std::vector<int> labels, semi;
-  int classes = 0;
-};
-
-/// The data set standardized, with the first p samples of each class labeled.
-Problem load(const std::string& name, int p) {
-  Problem pr;
-  Dense raw;
-  test::load_csv_replicated(name, raw, pr.labels);
-  pr.X = standardize(raw);
-  pr.classes = *std::max_element(pr.labels.begin(), pr.labels.end()) + 1;
-  std::vector<int> seen(static_cast<size_t>(pr.classes), 0);
-  pr.semi.assign(pr.labels.size(), -1);
-  for (size_t i = 0; i < pr.labels.size(); ++i)
-    if (seen[static_cast<size_t>(pr.labels[i])]++ < p) pr.semi[i] = pr.labels[i];
-  return pr;
-}
+/// The data set standardized (hence centered: wine's features span five orders of
+/// magnitude), with the first p samples of each class labeled.
+Problem load(const std::string& name, int p) { return test::load_problem(name, p, true); }
 
 // ---------------------------------------------------------------- the dense reference
 
@@ -180,7 +137,7 @@ DenseProblem dense_problem(const Problem& pr, double alpha) {
   const int64_t l = static_cast<int64_t>(yl.size()), d = pr.X.cols;
   DenseProblem dp;
   if (d > l) {
-    Dense C = matmul(pr.X, pr.X, 'T', 'N');
+    Dense C = mul(pr.X, pr.X, 'T', 'N');
     std::vector<double> w(static_cast<size_t>(d));
     lapack::syev(d, C.data(), d, w.data());
     dp.P = Dense(d, l);
@@ -189,15 +146,15 @@ DenseProblem dense_problem(const Problem& pr, double alpha) {
   } else {
     dp.P = Dense::identity(d);
   }
-  const Dense Y = matmul(pr.X, dp.P), Yl = matmul(ref::rows(pr.X, keep), dp.P);
+  const Dense Y = mul(pr.X, dp.P), Yl = mul(ref::rows(pr.X, keep), dp.P);
   const DenseGraphs g = dense_graphs(yl, pr.classes);
-  dp.XSX = matmul(Y, matmul(dense_S(A, alpha), Y), 'T', 'N');
-  dp.XMX = matmul(Yl, matmul(g.Ml, Yl), 'T', 'N');
-  dp.XDX = matmul(Yl, matmul(g.Dl, Yl), 'T', 'N');
-  dp.XX = matmul(Yl, Yl, 'T', 'N');
+  dp.XSX = mul(Y, mul(dense_S(A, alpha), Y), 'T', 'N');
+  dp.XMX = mul(Yl, mul(g.Ml, Yl), 'T', 'N');
+  dp.XDX = mul(Yl, mul(g.Dl, Yl), 'T', 'N');
+  dp.XX = mul(Yl, Yl, 'T', 'N');
   Dense ind(l, pr.classes);
   for (int64_t i = 0; i < l; ++i) ind(i, yl[static_cast<size_t>(i)]) = 1.0;
-  dp.XY = matmul(Yl, ind, 'T', 'N');
+  dp.XY = mul(Yl, ind, 'T', 'N');
   return dp;
 }
 
@@ -209,7 +166,7 @@ Dense dense_tca(const DenseProblem& dp, double beta, int64_t m, std::vector<doub
   Dense V(A.rows, m);
   std::copy(A.v.begin(), A.v.begin() + A.rows * m, V.v.begin());
   if (values) values->assign(w.begin(), w.begin() + m);
-  return matmul(dp.P, V);
+  return mul(dp.P, V);
 }
 
 /// Orthonormal basis of the orthogonal complement of span(A) (d×k): the eigenvectors of
@@ -217,7 +174,7 @@ Dense dense_tca(const DenseProblem& dp, double beta, int64_t m, std::vector<doub
 Dense complement(const Dense& A) {
   Dense Q = A;
   lapack::orthonormalize(Q.rows, Q.cols, Q.data(), Q.rows);
-  Dense Pc = axpy(Dense::identity(A.rows), -1.0, matmul(Q, Q, 'N', 'T'));
+  Dense Pc = axpy(Dense::identity(A.rows), -1.0, mul(Q, Q, 'N', 'T'));
   std::vector<double> w(static_cast<size_t>(A.rows));
   lapack::syev(A.rows, Pc.data(), A.rows, w.data());
   Dense E(A.rows, A.rows - A.cols);
@@ -231,12 +188,12 @@ Dense dense_otca(const DenseProblem& dp, double beta, double gamma, int64_t m) {
   const int64_t d1 = H.rows;
   Dense A(d1, m), E = Dense::identity(d1);
   for (int64_t k = 0; k < m; ++k) {
-    Dense Hk = matmul(E, matmul(H, E), 'T', 'N');
+    Dense Hk = mul(E, mul(H, E), 'T', 'N');
     Dense r(d1, 1);
     std::copy(dp.XY.col(k), dp.XY.col(k) + d1, r.data());
-    Dense b = matmul(E, r, 'T', 'N');
+    Dense b = mul(E, r, 'T', 'N');
     lapack::posv(Hk.rows, 1, Hk.data(), Hk.rows, b.data(), b.rows);
-    const Dense a = matmul(E, b);
+    const Dense a = mul(E, b);
     for (int64_t i = 0; i < d1; ++i) A(i, k) = a.v[static_cast<size_t>(i)];
     Dense Ak(d1, k + 1);
     std::copy(A.v.begin(), A.v.begin() + d1 * (k + 1), Ak.v.begin());
@@ -247,7 +204,7 @@ Dense dense_otca(const DenseProblem& dp, double beta, double gamma, int64_t m) {
     for (int64_t i = 0; i < d1; ++i) s += A(i, k) * A(i, k);
     for (int64_t i = 0; i < d1; ++i) A(i, k) /= std::sqrt(s);
   }
-  return matmul(dp.P, A);
+  return mul(dp.P, A);
 }
 
 /// Labeled rows of the replicated problem, distributed, with their local labels.
@@ -377,7 +334,7 @@ TEST(TcaSmoothness, SparseSolvesGiveTheDenseXSXt) {
     std::vector<int> its;
     const Dense XSX = tca::smoothness_regularizer(g.A, X, alpha, so, &its);
     const Dense S = dense_S(A, alpha);
-    const Dense ref = matmul(pr.X, matmul(S, pr.X), 'T', 'N');
+    const Dense ref = mul(pr.X, mul(S, pr.X), 'T', 'N');
     EXPECT_LT(test::max_abs_diff(XSX, ref), 1e-8 * max_abs(ref)) << "alpha " << alpha;
     EXPECT_EQ(static_cast<int64_t>(its.size()), pr.X.cols);
     // Proposition 1: S (and so X S Xᵀ) is positive semidefinite, with eigenvalues below 1.
@@ -386,7 +343,7 @@ TEST(TcaSmoothness, SparseSolvesGiveTheDenseXSXt) {
     EXPECT_LT(ws.back(), 1.0);
     EXPECT_GT(eigenvalues(XSX).front(), -1e-10 * max_abs(ref));
     if (alpha == 1e-6) {  // eq. (13): X S Xᵀ/α → X L Xᵀ
-      const Dense XLX = matmul(pr.X, matmul(dense_laplacian(A), pr.X), 'T', 'N');
+      const Dense XLX = mul(pr.X, mul(dense_laplacian(A), pr.X), 'T', 'N');
       Dense scaled = XSX;
       for (double& v : scaled.v) v /= alpha;
       EXPECT_LT(test::max_abs_diff(scaled, XLX), 1e-3 * max_abs(XLX));
@@ -417,8 +374,8 @@ TEST(Tca, AgreesWithTheSerialDenseReference) {
     for (int64_t i = 0; i < m; ++i) EXPECT_NEAR(got[static_cast<size_t>(i)], values[static_cast<size_t>(i)], 1e-8 * values.back()) << name;
     EXPECT_LT(test::max_diff_up_to_column_sign(U, r.W), 1e-6 * max_abs(U)) << name;
     // The constraint of (20): uᵀ X_l D_l X_lᵀ u = 1 in the PCA coordinates.
-    const Dense a = matmul(dp.P, r.W, 'T', 'N');
-    const Dense B = matmul(a, matmul(dp.XDX, a), 'T', 'N');
+    const Dense a = mul(dp.P, r.W, 'T', 'N');
+    const Dense B = mul(a, mul(dp.XDX, a), 'T', 'N');
     for (int64_t i = 0; i < m; ++i) EXPECT_NEAR(B(i, i), 1.0, 1e-8) << name;
   }
 }
@@ -427,11 +384,11 @@ TEST(Tca, PcaStepKeepsTheLeadingPrincipalAxes) {
   Problem pr = load("wine.csv", 3);
   DistMatrix X = ref::distribute(pr.X, MPI_COMM_WORLD);
   const Dense P = tca::pca_basis(X, 5);
-  const Dense C = matmul(pr.X, pr.X, 'T', 'N');
+  const Dense C = mul(pr.X, pr.X, 'T', 'N');
   std::vector<double> w = eigenvalues(C);
-  const Dense PtP = matmul(P, P, 'T', 'N');
+  const Dense PtP = mul(P, P, 'T', 'N');
   EXPECT_LT(test::max_abs_diff(PtP, Dense::identity(5)), 1e-12);
-  const Dense PtCP = matmul(P, matmul(C, P), 'T', 'N');  // diag of the 5 largest eigenvalues
+  const Dense PtCP = mul(P, mul(C, P), 'T', 'N');  // diag of the 5 largest eigenvalues
   for (int64_t j = 0; j < 5; ++j) EXPECT_NEAR(PtCP(j, j), w[static_cast<size_t>(w.size() - 1 - j)], 1e-10 * w.back());
 }
 
@@ -453,15 +410,14 @@ TEST(Otca, AgreesWithTheSerialDenseReference) {
 }
 
 TEST(Otca, DirectionsAreOrthonormalOnDigits) {
-  Problem pr = load("digits.csv", 5);  // l = 50 < d = 64: PCA step to 50 dimensions
-  for (auto& v : pr.X.v)
-    if (!std::isfinite(v)) v = 0;  // constant pixels standardize to 0/0
+  // l = 50 < d = 64: PCA step to 50 dimensions (constant pixels standardize to 0).
+  Problem pr = load("digits.csv", 5);
   methods::MethodOptions o;
   DistMatrix X;
   const methods::FitResult r = fit("otca", pr, o, X);
   ASSERT_EQ(r.W.cols, 10);
   EXPECT_EQ(r.info.at("pca_dim").get<int64_t>(), 50);
-  const Dense G = matmul(r.W, r.W, 'T', 'N');
+  const Dense G = mul(r.W, r.W, 'T', 'N');
   EXPECT_LT(test::max_abs_diff(G, Dense::identity(10)), 1e-10);
 }
 
@@ -474,9 +430,9 @@ TEST(Otca, EachDirectionSolvesItsRegularizedLeastSquaresOnTheComplement) {
   Dense G(d1, 2 * d1), R(d1, c);
   for (auto& x : G.v) x = N(rng);
   for (auto& x : R.v) x = N(rng);
-  const Dense H = axpy(matmul(G, G, 'N', 'T'), 0.1, Dense::identity(d1));
+  const Dense H = axpy(mul(G, G, 'N', 'T'), 0.1, Dense::identity(d1));
   const Dense A = tca::otca_directions(H, R, c);
-  const Dense AtA = matmul(A, A, 'T', 'N');
+  const Dense AtA = mul(A, A, 'T', 'N');
   for (int64_t i = 0; i < c; ++i) {
     EXPECT_GT(AtA(i, i), 1e-6);
     for (int64_t j = 0; j < c; ++j)
@@ -485,14 +441,14 @@ TEST(Otca, EachDirectionSolvesItsRegularizedLeastSquaresOnTheComplement) {
   for (int64_t k = 0; k < c; ++k) {
     Dense a(d1, 1), g(d1, 1);
     std::copy(A.col(k), A.col(k) + d1, a.data());
-    g = matmul(H, a);
+    g = mul(H, a);
     for (int64_t i = 0; i < d1; ++i) g.v[i] -= R(i, k);
     Dense Pg = g;  // the component of g in the complement of span{a_1 … a_{k−1}}
     if (k > 0) {
       Dense Ak(d1, k);
       std::copy(A.v.begin(), A.v.begin() + d1 * k, Ak.v.begin());
       const Dense E = complement(Ak);
-      Pg = matmul(E, g, 'T', 'N');
+      Pg = mul(E, g, 'T', 'N');
     }
     EXPECT_LT(max_abs(Pg), 1e-10 * max_abs(R)) << "direction " << k;
   }
@@ -503,35 +459,16 @@ TEST(Otca, EachDirectionSolvesItsRegularizedLeastSquaresOnTheComplement) {
 
 namespace {
 void expect_same_on_one_rank(const std::string& method) {
-  const std::string path = test::data_path("wine.csv");
   driver::FitConfig cfg;
   cfg.method = method;
   cfg.preprocess.scaling = data::Scaling::standardize;
-  io::Dataset ds = io::read_dataset(path, io::Format::csv, MPI_COMM_WORLD);
-  data::SplitSpec spec;
-  spec.labeled_per_class = 3;
-  spec.transductive_fraction = 0.8;
-  spec.seed = 11;
-  auto roles = data::make_split(ds.labels, ds.classes, spec);
-  auto dist = driver::fit_and_evaluate(ds, roles, cfg, true);
-  Dense Yd = allgather(dist.embedding);
-
-  double serial[2] = {0, 0};
-  Dense Ys(Yd.rows, Yd.cols);
-  if (test::rank() == 0) {
-    io::Dataset one = io::read_dataset(path, io::Format::csv, MPI_COMM_SELF);
-    auto s = driver::fit_and_evaluate(one, roles, cfg, true);
-    serial[0] = s.accuracy.unlabeled;
-    serial[1] = s.accuracy.unseen;
-    Ys = allgather(s.embedding);
-  }
-  MPI_Bcast(serial, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-  MPI_Bcast(Ys.data(), static_cast<int>(Ys.v.size()), MPI_DOUBLE, 0, MPI_COMM_WORLD);
-  EXPECT_EQ(dist.accuracy.unlabeled, serial[0]) << method;
-  EXPECT_EQ(dist.accuracy.unseen, serial[1]) << method;
-  EXPECT_LT(test::max_diff_up_to_column_sign(Yd, Ys), 1e-6 * max_abs(Ys)) << method;
+  const data::SplitSpec spec = test::transductive_split(3, 0.8, 11);
+  const test::SerialAndDistributed r = test::fit_serial_and_distributed("wine.csv", spec, cfg);
+  EXPECT_EQ(r.dist.accuracy.unlabeled, r.serial_accuracy.unlabeled) << method;
+  EXPECT_EQ(r.dist.accuracy.unseen, r.serial_accuracy.unseen) << method;
+  EXPECT_LT(test::max_diff_up_to_column_sign(r.Y_dist, r.Y_serial), 1e-6 * max_abs(r.Y_serial)) << method;
   // wine, 3 labels per class, this split: tca 0.74, otca 0.65 (chance 0.33).
-  EXPECT_GT(dist.accuracy.unlabeled, 0.6) << method;
+  EXPECT_GT(r.dist.accuracy.unlabeled, 0.6) << method;
 }
 }  // namespace
 
