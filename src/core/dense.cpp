@@ -31,6 +31,21 @@ Layout layout_from_local(int64_t n_local, MPI_Comm comm) {
   return l;
 }
 
+void gather_layout(MPI_Comm comm, int64_t row_start, int64_t n_local, std::vector<int64_t>& starts,
+                   std::vector<int64_t>& counts) {
+  int size = 1;
+  MPI_Comm_size(comm, &size);
+  int64_t mine[2] = {row_start, n_local};
+  std::vector<int64_t> all(2 * static_cast<size_t>(size));
+  MPI_Allgather(mine, 2, MPI_INT64_T, all.data(), 2, MPI_INT64_T, comm);
+  starts.resize(static_cast<size_t>(size));
+  counts.resize(static_cast<size_t>(size));
+  for (size_t r = 0; r < static_cast<size_t>(size); ++r) {
+    starts[r] = all[2 * r];
+    counts[r] = all[2 * r + 1];
+  }
+}
+
 Dense Dense::identity(int64_t n) {
   Dense I(n, n);
   for (int64_t i = 0; i < n; ++i) I(i, i) = 1.0;

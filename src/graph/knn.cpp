@@ -89,22 +89,6 @@ struct RowType {
   RowType& operator=(const RowType&) = delete;
 };
 
-/// Every rank's (row_start, n_local). Collective.
-void gather_layout(MPI_Comm comm, int64_t row_start, int64_t n_local, std::vector<int64_t>& starts,
-                   std::vector<int64_t>& counts) {
-  int size = 1;
-  MPI_Comm_size(comm, &size);
-  int64_t mine[2] = {row_start, n_local};
-  std::vector<int64_t> all(2 * static_cast<size_t>(size));
-  MPI_Allgather(mine, 2, MPI_INT64_T, all.data(), 2, MPI_INT64_T, comm);
-  starts.resize(static_cast<size_t>(size));
-  counts.resize(static_cast<size_t>(size));
-  for (int r = 0; r < size; ++r) {
-    starts[r] = all[2 * r];
-    counts[r] = all[2 * r + 1];
-  }
-}
-
 std::string k_message(int k, int64_t n) {
   if (k < 1) return "--knn " + std::to_string(k) + " must be at least 1";
   return "--knn " + std::to_string(k) + " must be smaller than the number of graph samples (" +

@@ -64,22 +64,6 @@ void passive_least_squares(const Dense& A, const std::vector<double>& b, const s
   for (int64_t j = 0; j < p; ++j) z[static_cast<size_t>(cols[static_cast<size_t>(j)])] = zp[static_cast<size_t>(j)];
 }
 
-/// Every rank's (row_start, n_local). Collective.
-void gather_layout(MPI_Comm comm, int64_t row_start, int64_t n_local, std::vector<int64_t>& starts,
-                   std::vector<int64_t>& ends) {
-  int size = 1;
-  MPI_Comm_size(comm, &size);
-  int64_t mine[2] = {row_start, n_local};
-  std::vector<int64_t> all(2 * static_cast<size_t>(size));
-  MPI_Allgather(mine, 2, MPI_INT64_T, all.data(), 2, MPI_INT64_T, comm);
-  starts.resize(static_cast<size_t>(size));
-  ends.resize(static_cast<size_t>(size));
-  for (int r = 0; r < size; ++r) {
-    starts[static_cast<size_t>(r)] = all[2 * static_cast<size_t>(r)];
-    ends[static_cast<size_t>(r)] = all[2 * static_cast<size_t>(r)] + all[2 * static_cast<size_t>(r) + 1];
-  }
-}
-
 /// The rows `wanted` (sorted, unique global indices, none of them local) of X, fetched from
 /// their owners: row-major |wanted|×d. Collective over X.comm.
 std::vector<double> fetch_rows(const DistMatrix& X, const std::vector<int64_t>& wanted) {
@@ -88,6 +72,7 @@ std::vector<double> fetch_rows(const DistMatrix& X, const std::vector<int64_t>& 
   MPI_Comm_size(comm, &size);
   std::vector<int64_t> starts, ends;
   gather_layout(comm, X.row_start, X.n_local, starts, ends);
+  for (size_t r = 0; r < ends.size(); ++r) ends[r] += starts[r];  // counts → one past the last row
   auto owner = [&](int64_t j) {
     return static_cast<int>(std::upper_bound(ends.begin(), ends.end(), j) - ends.begin());
   };

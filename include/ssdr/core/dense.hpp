@@ -29,6 +29,11 @@ Layout block_layout(int64_t n, MPI_Comm comm);
 /// Layout given the local count on every rank. Collective (MPI_Exscan + MPI_Allreduce).
 Layout layout_from_local(int64_t n_local, MPI_Comm comm);
 
+/// Every rank's first global row and row count (MPI_Allgather of two integers), for
+/// finding the owner of a global row in any (even uneven) row layout. Collective.
+void gather_layout(MPI_Comm comm, int64_t row_start, int64_t n_local, std::vector<int64_t>& starts,
+                   std::vector<int64_t>& counts);
+
 /// Replicated column-major dense matrix (rows×cols), the same on every rank that holds it.
 struct Dense {
   int64_t rows = 0;
