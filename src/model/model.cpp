@@ -203,6 +203,21 @@ Model from_bytes(const std::string& bytes, const std::string& path) {
 
 /// project() for a model with a kernel map: per block of rows, z = (x − shift) ∘ scale −
 /// mean, x' = Pᵀz, φ_c(x') (kernels::apply_rows), y = Wᵀφ_c. Not collective.
+/// (z − shift) ∘ scale − mean for b row-major rows of width d, in place (empty vectors are
+/// the identity). Local.
+void scale_and_center(const Model& m, double* Z, int64_t b, int64_t d) {
+  const bool has_shift = !m.shift.empty(), has_scale = !m.scale.empty(), has_mean = !m.mean.empty();
+  for (int64_t i = 0; i < b; ++i) {
+    double* z = Z + i * d;
+    if (has_shift)
+      for (int64_t j = 0; j < d; ++j) z[j] -= m.shift[static_cast<size_t>(j)];
+    if (has_scale)
+      for (int64_t j = 0; j < d; ++j) z[j] *= m.scale[static_cast<size_t>(j)];
+    if (has_mean)
+      for (int64_t j = 0; j < d; ++j) z[j] -= m.mean[static_cast<size_t>(j)];
+  }
+}
+
 DistMatrix project_kernel(const Model& m, const DistMatrix& X) {
   const std::string why = inconsistency(m);
   SSDR_CHECK(why.empty(), "model: " + why);
@@ -216,7 +231,6 @@ DistMatrix project_kernel(const Model& m, const DistMatrix& X) {
   Y.cols = out;
   Y.v.assign(static_cast<size_t>(X.n_local * out), 0.0);
   if (X.n_local == 0 || out == 0) return Y;
-  const bool has_shift = !m.shift.empty(), has_scale = !m.scale.empty(), has_mean = !m.mean.empty();
   const bool has_basis = m.basis.rows > 0;
   const int64_t width = std::max<int64_t>({d, f.Zt.cols, r, 1});
   const int64_t block = std::clamp<int64_t>((int64_t{1} << 22) / width, 1, 4096);
@@ -224,15 +238,7 @@ DistMatrix project_kernel(const Model& m, const DistMatrix& X) {
   for (int64_t i0 = 0; i0 < X.n_local; i0 += block) {
     const int64_t b = std::min(block, X.n_local - i0);
     Z.assign(X.row(i0), X.row(i0) + b * d);
-    for (int64_t i = 0; i < b; ++i) {
-      double* z = Z.data() + i * d;
-      if (has_shift)
-        for (int64_t j = 0; j < d; ++j) z[j] -= m.shift[static_cast<size_t>(j)];
-      if (has_scale)
-        for (int64_t j = 0; j < d; ++j) z[j] *= m.scale[static_cast<size_t>(j)];
-      if (has_mean)
-        for (int64_t j = 0; j < d; ++j) z[j] -= m.mean[static_cast<size_t>(j)];
-    }
+    scale_and_center(m, Z.data(), b, d);
     const double* xp = Z.data();
     if (has_basis) {  // row-major b×d' = column-major d'×b = Pᵀ (d'×d) · Zᵀ (d×b)
       P.assign(static_cast<size_t>(b * dp), 0.0);
@@ -340,21 +346,12 @@ DistMatrix project(const Model& m, const DistMatrix& X) {
   Y.v.assign(static_cast<size_t>(X.n_local * out), 0.0);
   if (X.n_local == 0 || out == 0 || d == 0) return Y;
 
-  const bool has_shift = !m.shift.empty(), has_scale = !m.scale.empty(), has_mean = !m.mean.empty();
   const int64_t block = std::clamp<int64_t>((int64_t{1} << 20) / std::max<int64_t>(d, 1), 1, 1024);
   std::vector<double> Z;
   for (int64_t i0 = 0; i0 < X.n_local; i0 += block) {
     const int64_t b = std::min(block, X.n_local - i0);
     Z.assign(X.row(i0), X.row(i0) + b * d);
-    for (int64_t i = 0; i < b; ++i) {
-      double* z = Z.data() + i * d;
-      if (has_shift)
-        for (int64_t j = 0; j < d; ++j) z[j] -= m.shift[static_cast<size_t>(j)];
-      if (has_scale)
-        for (int64_t j = 0; j < d; ++j) z[j] *= m.scale[static_cast<size_t>(j)];
-      if (has_mean)
-        for (int64_t j = 0; j < d; ++j) z[j] -= m.mean[static_cast<size_t>(j)];
-    }
+    scale_and_center(m, Z.data(), b, d);
     // Row-major Y block (b×out) is column-major Yᵀ (out×b) = Cᵀ (out×d) · Zᵀ (d×b).
     blas::gemm('T', 'N', out, b, d, 1.0, C.data(), C.rows, Z.data(), d, 0.0, Y.row(i0), out);
   }
