@@ -105,6 +105,18 @@ DistMatrix multiply(const DistMatrix& X, const Dense& W) {
   return Y;
 }
 
+Dense transpose_multiply(const DistMatrix& A, const DistMatrix& B) {
+  SSDR_CHECK_COLLECTIVE(A.comm, A.n_local == B.n_local,
+                        shape_message("transpose_multiply: local rows of B", B.n_local, B.cols, A.n_local, B.cols));
+  Dense G(A.cols, B.cols);
+  // Local blocks are row-major n_local×p, i.e. column-major p×n_local: G = A_locᵀ B_loc.
+  if (A.n_local > 0 && A.cols > 0 && B.cols > 0)
+    blas::gemm('N', 'T', A.cols, B.cols, A.n_local, 1.0, A.v.data(), A.cols, B.v.data(), B.cols, 0.0, G.data(),
+               G.rows);
+  allreduce_sum(G, A.comm);
+  return G;
+}
+
 Dense allgather(const DistMatrix& X) {
   int size = 1;
   MPI_Comm_size(X.comm, &size);

@@ -84,16 +84,6 @@ std::vector<double> allgather_doubles(const std::vector<double>& local, MPI_Comm
   return all;
 }
 
-/// Qᵀ E (q×c, replicated) for sample-distributed Q (n×q) and E (n×c). Collective.
-Dense transpose_times(const DistMatrix& Q, const DistMatrix& E) {
-  Dense C(Q.cols, E.cols);
-  if (Q.n_local > 0 && Q.cols > 0 && E.cols > 0)
-    blas::gemm('N', 'T', Q.cols, E.cols, Q.n_local, 1.0, Q.v.data(), Q.cols, E.v.data(), E.cols, 0.0,
-               C.data(), C.rows);
-  allreduce_sum(C, Q.comm);
-  return C;
-}
-
 /// Hard label of an indicator row: the class of its largest entry (smallest index on ties).
 int row_label(const double* e, int c) {
   int best = 0;
@@ -146,7 +136,7 @@ DistMatrix range_basis(const DistMatrix& Phi, int64_t* rank_out) {
 /// S E = Q (QᵀE) (n×c, X's layout) for the basis Q of range_basis and any E (n×c).
 /// Collective (one q×c all-reduce).
 DistMatrix apply_projector(const DistMatrix& Q, const DistMatrix& E) {
-  return multiply(Q, transpose_times(Q, E));
+  return multiply(Q, transpose_multiply(Q, E));
 }
 
 /// E⁽⁰⁾ of eq. (8) (n×c, labels' layout): one-hot rows for labeled samples (labels[i] in
@@ -167,7 +157,7 @@ DistMatrix initial_indicator(const std::vector<int>& labels, int classes, MPI_Co
 /// Collective. \throws ssdr::Error (collective) when a class has t_k ≤ 0.
 DistMatrix cccp_costs(const DistMatrix& Q, const DistMatrix& E, double* criterion) {
   const int c = static_cast<int>(E.cols);
-  Dense C = transpose_times(Q, E);  // q×c: column k = Qᵀe_k
+  Dense C = transpose_multiply(Q, E);  // q×c: column k = Qᵀe_k
   std::vector<double> t(static_cast<size_t>(c), 0.0), s(static_cast<size_t>(c), 0.0);
   for (int64_t i = 0; i < E.n_local; ++i)
     for (int k = 0; k < c; ++k) t[static_cast<size_t>(k)] += E(i, k);

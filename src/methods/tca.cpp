@@ -58,11 +58,6 @@ namespace ssdr::methods::tca {
 // The helpers below are used by fit() and by tests/unit/tca_test.cpp, which re-declares
 // them (there is no shared header for TCA's internals).
 
-/// Aᵀ B for two row-distributed matrices with the same layout (n×p and n×q): local GEMM
-/// plus MPI_Allreduce; the p×q result is replicated. Collective over A.comm.
-/// \throws ssdr::Error (collectively) when the local row counts differ.
-Dense gram(const DistMatrix& A, const DistMatrix& B);
-
 namespace {
 
 /// Class sums T (c×r, T_k = Σ_{i∈C_k} y_i) and class sizes l_k of the labeled rows Y (l×r,
@@ -147,17 +142,6 @@ void symmetrize_average(Dense& A) {
 
 }  // namespace
 
-Dense gram(const DistMatrix& A, const DistMatrix& B) {
-  SSDR_CHECK_COLLECTIVE(A.comm, A.n_local == B.n_local, "tca gram: row layouts differ");
-  Dense G(A.cols, B.cols);
-  // Local blocks are row-major n_local×p, i.e. column-major p×n_local: G = A_locᵀ B_loc.
-  if (A.n_local > 0 && A.cols > 0 && B.cols > 0)
-    blas::gemm('N', 'T', A.cols, B.cols, A.n_local, 1.0, A.v.data(), A.cols, B.v.data(), B.cols, 0.0,
-               G.data(), G.rows);
-  allreduce_sum(G, A.comm);
-  return G;
-}
-
 /// W^r Y, eq. (15): (W^r Y)_i = (1/l_k) Σ_{j∈C_k} y_j for i ∈ C_k. Y: l×r labeled rows,
 /// rows distributed, `labels` one per local row in 0..c−1. Collective over Y.comm.
 /// \throws ssdr::Error (collectively) on a bad label or fewer than two classes present.
@@ -212,7 +196,7 @@ Dense smoothness_regularizer(Mat A, const DistMatrix& Y, double alpha,
   }
   solvers::SparseSolveResult z = solvers::solve_columns(M, R, solve);
   if (iterations) *iterations = z.iterations;
-  Dense G = gram(Y, z.Z);
+  Dense G = transpose_multiply(Y, z.Z);
   symmetrize_average(G);
   return G;
 }
@@ -223,7 +207,7 @@ Dense smoothness_regularizer(Mat A, const DistMatrix& Y, double alpha,
 /// then the same LAPACK dsyevd on every rank). \throws ssdr::Error when d1 ∉ [1, d'].
 Dense pca_basis(const DistMatrix& X, int64_t d1) {
   SSDR_REQUIRE(d1 >= 1 && d1 <= X.cols, "tca: PCA dimension out of range");
-  Dense C = gram(X, X);
+  Dense C = transpose_multiply(X, X);
   std::vector<double> w(static_cast<size_t>(C.rows));
   lapack::syev(C.rows, C.data(), C.rows, w.data());
   Dense P(X.cols, d1);
@@ -330,11 +314,11 @@ Problem build_problem(const TrainingData& data, const MethodOptions& o, double a
   DistMatrix Y = use_pca ? multiply(X, pb.P) : X;
   DistMatrix Yl = use_pca ? multiply(lp.X, pb.P) : lp.X;
 
-  pb.XMX = gram(Yl, apply_Ml(Yl, lp.labels, c));
-  pb.XDX = gram(Yl, apply_Dl(Yl, lp.labels, c));
+  pb.XMX = transpose_multiply(Yl, apply_Ml(Yl, lp.labels, c));
+  pb.XDX = transpose_multiply(Yl, apply_Dl(Yl, lp.labels, c));
   symmetrize_average(pb.XMX);
   symmetrize_average(pb.XDX);
-  pb.XX = gram(Yl, Yl);
+  pb.XX = transpose_multiply(Yl, Yl);
   pb.XY = Dense(pb.d1, c);
   {
     const ClassSums s = class_sums(Yl, lp.labels, c);

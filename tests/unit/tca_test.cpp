@@ -24,7 +24,6 @@ using namespace ssdr;
 
 // The internals of src/methods/tca.cpp under test (declared there; no shared header).
 namespace ssdr::methods::tca {
-Dense gram(const DistMatrix& A, const DistMatrix& B);
 DistMatrix apply_Wr(const DistMatrix& Y, const std::vector<int>& labels, int classes);
 DistMatrix apply_We(const DistMatrix& Y, const std::vector<int>& labels, int classes);
 DistMatrix apply_WeT(const DistMatrix& Y, const std::vector<int>& labels, int classes);
@@ -295,8 +294,8 @@ TEST(TcaGraphs, AverageMarginEqualsTheQuadraticFormsOfEquation17) {
   for (auto& x : v.v) x = N(rng);
   DistMatrix vd = ref::distribute(v, MPI_COMM_WORLD);
   const std::vector<int> yl = local_part(y, vd);
-  const Dense Dv = tca::gram(vd, tca::apply_Dl(vd, yl, c));
-  const Dense Mv = tca::gram(vd, tca::apply_Ml(vd, yl, c));
+  const Dense Dv = transpose_multiply(vd, tca::apply_Dl(vd, yl, c));
+  const Dense Mv = transpose_multiply(vd, tca::apply_Ml(vd, yl, c));
   const double quadratic = (2.0 * Dv(0, 0) - Mv(0, 0)) / static_cast<double>(l);
 
   std::vector<double> lk(static_cast<size_t>(c), 0.0);

@@ -83,6 +83,11 @@ DistMatrix select_rows(const DistMatrix& X, const std::vector<char>& keep);
 /// \throws ssdr::Error when X.cols != W.rows.
 DistMatrix multiply(const DistMatrix& X, const Dense& W);
 
+/// Aᵀ B (p×q, replicated) for two sample-distributed matrices with the same row layout
+/// (n×p and n×q): local GEMM plus MPI_Allreduce. Collective over A.comm.
+/// \throws ssdr::Error (collectively) when the local row counts differ.
+Dense transpose_multiply(const DistMatrix& A, const DistMatrix& B);
+
 /// Gathers a DistMatrix on every rank as a Dense (n×cols). Only for small matrices (tests,
 /// n·cols doubles on every rank). Collective.
 Dense allgather(const DistMatrix& X);
