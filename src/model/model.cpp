@@ -37,8 +37,10 @@ struct CorruptLength {};
 /// Format version of the archive being read or written (set by to_bytes/from_bytes).
 thread_local uint32_t g_format_version = static_cast<uint32_t>(ssdr::model::kFormatVersion);
 
-template <class Archive, class T>
-void serialize_vector(Archive& ar, std::vector<T>& v) {
+/// A length-prefixed contiguous container (std::vector<T> or std::string); on loading a
+/// length beyond what the file can hold is corruption, not an allocation.
+template <class Archive, class Container>
+void serialize_contiguous(Archive& ar, Container& v) {
   uint64_t n = v.size();
   ar & n;
   if constexpr (Archive::is_loading::value) {
@@ -48,17 +50,6 @@ void serialize_vector(Archive& ar, std::vector<T>& v) {
   if (n > 0) ar & boost::serialization::make_array(v.data(), static_cast<size_t>(n));
 }
 
-template <class Archive>
-void serialize_string(Archive& ar, std::string& s) {
-  uint64_t n = s.size();
-  ar & n;
-  if constexpr (Archive::is_loading::value) {
-    if (n > g_load_limit) throw CorruptLength{};
-    s.resize(static_cast<size_t>(n));
-  }
-  if (n > 0) ar & boost::serialization::make_array(s.data(), static_cast<size_t>(n));
-}
-
 }  // namespace
 
 namespace boost::serialization {
@@ -66,7 +57,7 @@ namespace boost::serialization {
 template <class Archive>
 void serialize(Archive& ar, ssdr::Dense& D, const unsigned int /*version*/) {
   ar & D.rows & D.cols;
-  serialize_vector(ar, D.v);
+  serialize_contiguous(ar, D.v);
   if constexpr (Archive::is_loading::value) {
     if (D.rows < 0 || D.cols < 0 || static_cast<uint64_t>(D.rows) * static_cast<uint64_t>(D.cols) != D.v.size())
       throw CorruptLength{};
@@ -85,18 +76,18 @@ void serialize(Archive& ar, ssdr::kernels::FeatureMap& f, const unsigned int /*v
   ar & f.degree & f.sigma2 & exact;
   f.exact = exact != 0;
   ar & f.Zt & f.M;
-  serialize_vector(ar, f.a);
+  serialize_contiguous(ar, f.a);
 }
 
 template <class Archive>
 void serialize(Archive& ar, ssdr::model::Model& m, const unsigned int /*version*/) {
-  serialize_string(ar, m.method);
-  serialize_string(ar, m.ssdr_version);
-  serialize_string(ar, m.parameters_json);
+  serialize_contiguous(ar, m.method);
+  serialize_contiguous(ar, m.ssdr_version);
+  serialize_contiguous(ar, m.parameters_json);
   ar & m.d_input & m.classes;
-  serialize_vector(ar, m.shift);
-  serialize_vector(ar, m.scale);
-  serialize_vector(ar, m.mean);
+  serialize_contiguous(ar, m.shift);
+  serialize_contiguous(ar, m.scale);
+  serialize_contiguous(ar, m.mean);
   ar & m.basis & m.W;
   if (g_format_version >= 2) ar & m.kernel;
 }
