@@ -100,8 +100,23 @@ DistMatrix multiply(const DistMatrix& X, const Dense& W) {
   Y.v.assign(static_cast<size_t>(X.n_local * W.cols), 0.0);
   if (X.n_local == 0 || W.cols == 0 || X.cols == 0) return Y;
   // Row-major Y (n_local×m) is column-major Yᵀ (m×n_local) = Wᵀ (m×d) · Xᵀ (d×n_local).
-  blas::gemm('T', 'N', W.cols, X.n_local, X.cols, 1.0, W.data(), W.rows, X.v.data(), X.cols,
-             0.0, Y.v.data(), Y.cols);
+  // Every GEMM has the same shape (m×kTile×d; the last tile is zero-padded), so a row's
+  // result never depends on how many rows this rank holds (BLAS libraries switch kernels
+  // with the matrix size): the same bits on any rank count.
+  constexpr int64_t kTile = 64;
+  const int64_t d = X.cols, m = W.cols;
+  const int64_t full = X.n_local / kTile * kTile;
+  if (full > 0)
+    for (int64_t i0 = 0; i0 < full; i0 += kTile)
+      blas::gemm('T', 'N', m, kTile, d, 1.0, W.data(), W.rows, X.v.data() + i0 * d, d, 0.0,
+                 Y.v.data() + i0 * m, m);
+  if (full < X.n_local) {
+    const int64_t rest = X.n_local - full;
+    std::vector<double> xin(static_cast<size_t>(kTile * d), 0.0), yout(static_cast<size_t>(kTile * m));
+    std::copy_n(X.v.data() + full * d, rest * d, xin.data());
+    blas::gemm('T', 'N', m, kTile, d, 1.0, W.data(), W.rows, xin.data(), d, 0.0, yout.data(), m);
+    std::copy_n(yout.data(), rest * m, Y.v.data() + full * m);
+  }
   return Y;
 }
 

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numeric>
 
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/lapack.hpp"
+#include "ssdr/core/ordered_sum.hpp"
 
 namespace ssdr::data {
 
@@ -29,19 +31,37 @@ std::string to_string(Scaling s) {
 
 namespace {
 
-/// Per-feature reductions over the fit rows.
-void column_sums(const DistMatrix& X, const std::vector<char>& fit, std::vector<double>& sum,
+/// Local indices of the fit rows.
+std::vector<int64_t> fit_rows(const std::vector<char>& fit) {
+  std::vector<int64_t> idx;
+  for (size_t i = 0; i < fit.size(); ++i)
+    if (fit[i]) idx.push_back(static_cast<int64_t>(i));
+  return idx;
+}
+
+/// Per-feature Σ over the fit rows of f(row) (f writes d values), in the rank-independent
+/// order of ordered_row_sum: the same bits on any rank count, so the graph built on the
+/// preprocessed data breaks distance ties the same way. Collective.
+std::vector<double> ordered_column_sums(const DistMatrix& X, const std::vector<int64_t>& rows,
+                                        const std::function<void(const double*, double*)>& f) {
+  const int64_t d = X.cols;
+  if (d == 0) return {};
+  return ordered_row_sum(
+      X.comm, static_cast<int64_t>(rows.size()), d, d,
+      [&](int64_t i, double* out) { f(X.row(rows[static_cast<size_t>(i)]), out); },
+      [d](const double* block, int64_t n, double* out) {
+        std::fill(out, out + d, 0.0);
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t j = 0; j < d; ++j) out[j] += block[i * d + j];
+      });
+}
+
+/// Per-feature sums over the fit rows and their number.
+void column_sums(const DistMatrix& X, const std::vector<int64_t>& rows, std::vector<double>& sum,
                  int64_t& count) {
   const int64_t d = X.cols;
-  sum.assign(static_cast<size_t>(d), 0.0);
-  count = 0;
-  for (int64_t i = 0; i < X.n_local; ++i) {
-    if (!fit[static_cast<size_t>(i)]) continue;
-    ++count;
-    const double* x = X.row(i);
-    for (int64_t j = 0; j < d; ++j) sum[static_cast<size_t>(j)] += x[j];
-  }
-  MPI_Allreduce(MPI_IN_PLACE, sum.data(), static_cast<int>(d), MPI_DOUBLE, MPI_SUM, X.comm);
+  sum = ordered_column_sums(X, rows, [d](const double* x, double* out) { std::copy_n(x, d, out); });
+  count = static_cast<int64_t>(rows.size());
   MPI_Allreduce(MPI_IN_PLACE, &count, 1, MPI_INT64_T, MPI_SUM, X.comm);
 }
 
@@ -61,9 +81,10 @@ Preprocessor fit_preprocessor(const DistMatrix& X, const std::vector<char>& fit,
              "--pca-energy must be in (0, 1], got " + std::to_string(options.pca_energy));
   const int64_t d = X.cols;
   Preprocessor p;
+  const std::vector<int64_t> rows = fit_rows(fit);
   std::vector<double> sum;
   int64_t count = 0;
-  column_sums(X, fit, sum, count);
+  column_sums(X, rows, sum, count);
   SSDR_REQUIRE(count > 0, "no transductive sample to fit the preprocessing on");
 
   if (options.scaling == Scaling::unit_range) {
@@ -86,30 +107,26 @@ Preprocessor fit_preprocessor(const DistMatrix& X, const std::vector<char>& fit,
   } else if (options.scaling == Scaling::standardize) {
     p.shift.resize(static_cast<size_t>(d));
     for (int64_t j = 0; j < d; ++j) p.shift[static_cast<size_t>(j)] = sum[static_cast<size_t>(j)] / static_cast<double>(count);
-    std::vector<double> ss(static_cast<size_t>(d), 0.0);
-    for (int64_t i = 0; i < X.n_local; ++i) {
-      if (!fit[static_cast<size_t>(i)]) continue;
+    const std::vector<double> ss = ordered_column_sums(X, rows, [&](const double* x, double* out) {
       for (int64_t j = 0; j < d; ++j) {
-        const double t = X(i, j) - p.shift[static_cast<size_t>(j)];
-        ss[static_cast<size_t>(j)] += t * t;
+        const double t = x[j] - p.shift[static_cast<size_t>(j)];
+        out[j] = t * t;
       }
-    }
-    MPI_Allreduce(MPI_IN_PLACE, ss.data(), static_cast<int>(d), MPI_DOUBLE, MPI_SUM, X.comm);
+    });
     p.scale.resize(static_cast<size_t>(d));
     for (int64_t j = 0; j < d; ++j) {
       const double sd = std::sqrt(ss[static_cast<size_t>(j)] / static_cast<double>(count));
       p.scale[static_cast<size_t>(j)] = sd > 0 ? 1.0 / sd : 1.0;
     }
   } else if (options.scaling == Scaling::global_unit) {
-    double ss = 0;
-    for (int64_t i = 0; i < X.n_local; ++i) {
-      if (!fit[static_cast<size_t>(i)]) continue;
+    const std::vector<double> css = ordered_column_sums(X, rows, [&](const double* x, double* out) {
       for (int64_t j = 0; j < d; ++j) {
-        const double t = X(i, j) - sum[static_cast<size_t>(j)] / static_cast<double>(count);
-        ss += t * t;
+        const double t = x[j] - sum[static_cast<size_t>(j)] / static_cast<double>(count);
+        out[j] = t * t;
       }
-    }
-    MPI_Allreduce(MPI_IN_PLACE, &ss, 1, MPI_DOUBLE, MPI_SUM, X.comm);
+    });
+    double ss = 0;
+    for (double v : css) ss += v;
     const double ms = ss / static_cast<double>(count);
     p.scale.assign(static_cast<size_t>(d), ms > 0 ? 1.0 / std::sqrt(ms) : 1.0);
   }
@@ -124,27 +141,23 @@ Preprocessor fit_preprocessor(const DistMatrix& X, const std::vector<char>& fit,
   }
   if (!options.pca) return p;
 
-  // Covariance C = Σ (x − m)(x − m)ᵀ / n_fit, local DSYRK on row chunks, then Allreduce.
+  // Covariance C = Σ (x − m)(x − m)ᵀ / n_fit: one DSYRK per fixed chunk of fit rows, chunks
+  // added in ordered_row_sum's fixed tree (bitwise the same C on any rank count).
   Dense C(d, d);
-  const int64_t chunk = 1024;
-  std::vector<double> buf(static_cast<size_t>(chunk * d));
-  int64_t filled = 0;
-  auto flush = [&]() {
-    if (filled == 0) return;
-    // buf is row-major filled×d = column-major d×filled: C += buf·bufᵀ.
-    blas::syrk('L', 'N', d, filled, 1.0, buf.data(), d, 1.0, C.data(), d);
-    filled = 0;
-  };
-  for (int64_t i = 0; i < X.n_local; ++i) {
-    if (!fit[static_cast<size_t>(i)]) continue;
-    const double* x = X.row(i);
-    double* b = buf.data() + filled * d;
-    for (int64_t j = 0; j < d; ++j) b[j] = transformed(p, x, j) - p.mean[static_cast<size_t>(j)];
-    if (++filled == chunk) flush();
+  if (d > 0) {
+    C.v = ordered_row_sum(
+        X.comm, static_cast<int64_t>(rows.size()), d, d * d,
+        [&](int64_t i, double* out) {
+          const double* x = X.row(rows[static_cast<size_t>(i)]);
+          for (int64_t j = 0; j < d; ++j) out[j] = transformed(p, x, j) - p.mean[static_cast<size_t>(j)];
+        },
+        [d](const double* block, int64_t n, double* out) {
+          // block is row-major n×d = column-major d×n: out = block·blockᵀ (lower triangle).
+          std::fill(out, out + d * d, 0.0);
+          blas::syrk('L', 'N', d, n, 1.0, block, d, 0.0, out, d);
+        });
   }
-  flush();
   blas::symmetrize('L', d, C.data(), d);
-  allreduce_sum(C, X.comm);
   for (double& c : C.v) c /= static_cast<double>(count);
 
   std::vector<double> w(static_cast<size_t>(d));

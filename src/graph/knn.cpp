@@ -30,6 +30,7 @@
 
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/lapack.hpp"
+#include "ssdr/core/ordered_sum.hpp"
 #include "ssdr/core/progress.hpp"
 
 namespace ssdr::graph {
@@ -339,13 +340,17 @@ Graph build_knn_graph(const DistMatrix& X, const GraphOptions& options) {
   const int64_t nl = E.n_local;
 
   // d̄ over undirected edges: every edge appears in two rows, so sum/entries = sum/2/edges.
-  double local[2] = {0, static_cast<double>(E.col.size())};
-  for (double v : E.dist2) local[0] += v;
-  double global[2] = {0, 0};
-  MPI_Allreduce(local, global, 2, MPI_DOUBLE, MPI_SUM, comm);
+  // Row sums in column order, added in ordered_sum's fixed order: σ has the same bits on
+  // any rank count.
+  std::vector<double> row_sums(static_cast<size_t>(nl), 0.0);
+  for (int64_t i = 0; i < nl; ++i)
+    for (int64_t e = E.row_ptr[i]; e < E.row_ptr[i + 1]; ++e) row_sums[static_cast<size_t>(i)] += E.dist2[e];
+  const double total = ordered_sum(comm, row_sums);
+  int64_t entries = static_cast<int64_t>(E.col.size());
+  MPI_Allreduce(MPI_IN_PLACE, &entries, 1, MPI_INT64_T, MPI_SUM, comm);
   Graph g;
-  g.edges = static_cast<int64_t>(global[1]) / 2;
-  g.mean_edge_dist2 = global[1] > 0 ? global[0] / global[1] : 0.0;
+  g.edges = entries / 2;
+  g.mean_edge_dist2 = entries > 0 ? total / static_cast<double>(entries) : 0.0;
   if (options.sigma > 0)
     g.sigma = options.sigma;
   else if (g.mean_edge_dist2 > 0)

@@ -78,8 +78,9 @@ DistMatrix make_dist_local(MPI_Comm comm, int64_t n_local, int64_t cols);
 /// \throws ssdr::Error when keep has the wrong length (on that rank).
 DistMatrix select_rows(const DistMatrix& X, const std::vector<char>& keep);
 
-/// Y = X · W for a sample-distributed X (n×d) and a replicated W (d×m): local GEMM, no
-/// communication. Result n×m with X's layout. Not collective.
+/// Y = X · W for a sample-distributed X (n×d) and a replicated W (d×m): local GEMMs of one
+/// fixed shape (tiles of 64 rows), no communication, so each row of Y has the same bits for
+/// any rank count. Result n×m with X's layout. Not collective.
 /// \throws ssdr::Error when X.cols != W.rows.
 DistMatrix multiply(const DistMatrix& X, const Dense& W);
 

@@ -35,10 +35,12 @@ struct Preprocessor {
   std::vector<double> eigenvalues;   ///< d' kept covariance eigenvalues (of Σ(x−m)(x−m)ᵀ/n_fit)
 };
 
-/// Fits the preprocessor on the rows of X whose local flag fit[i] != 0. The covariance
-/// d×d is reduced over the ranks (local DSYRK + MPI_Allreduce) and eigen-decomposed with
-/// LAPACK on every rank (identical input → identical result); eigenvector signs are fixed
-/// (largest-magnitude entry positive). Memory d² per rank. Collective over X.comm.
+/// Fits the preprocessor on the rows of X whose local flag fit[i] != 0. Every sum over
+/// samples (means, variances, the d×d covariance by one DSYRK per chunk of fit rows) goes
+/// through ordered_row_sum, so the fitted map has the same bits on any number of ranks and
+/// any row layout; the covariance is eigen-decomposed with LAPACK on every rank (identical
+/// input → identical result); eigenvector signs are fixed (largest-magnitude entry
+/// positive). Memory O(d² log(n/256)) per rank. Collective over X.comm.
 /// \throws ssdr::Error when no rank has a fit row or pca_energy > 1.
 Preprocessor fit_preprocessor(const DistMatrix& X, const std::vector<char>& fit,
                               const PreprocessOptions& options);
