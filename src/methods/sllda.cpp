@@ -224,7 +224,7 @@ PetscErrorCode wls_mult_transpose(Mat A, Vec u, Vec y) {
 
 /// SL-LDA by weighted least squares, eq. (16)/(19): V_WLS = (S̃t + αI)⁻¹ H̃b with the class
 /// indicator (20) t_ij = f_ij/(E_jj √ñ_i), all classes in one LSQR solve (KSP prefix "wls_",
-/// rtol 1e-10; -wls_ksp_type cgls or lsqr). V_WLS is d'×c of rank ≤ c−1 (H̃b's columns
+/// rtol 1e-12; -wls_ksp_type cgls or lsqr). V_WLS is d'×c of rank ≤ c−1 (H̃b's columns
 /// √ñ_i(x̃_i − x̃) are dependent: Σ_i √ñ_i·H̃b_i = 0); W is its principal form P Σ (thin SVD
 /// V_WLS = P Σ Qᵀ), the first m columns, so W Wᵀ = V_WLS V_WLSᵀ for m ≥ c−1 and the 1-NN
 /// distances are those of V_WLS itself.
@@ -318,7 +318,7 @@ class SlLdaWls final : public Method {
     PC pc;
     SSDR_PETSC(KSPGetPC(ksp, &pc));
     SSDR_PETSC(PCSetType(pc, PCNONE));
-    SSDR_PETSC(KSPSetTolerances(ksp, 1e-10, PETSC_DEFAULT, PETSC_DEFAULT, std::max<PetscInt>(1000, 10 * d)));
+    SSDR_PETSC(KSPSetTolerances(ksp, 1e-12, PETSC_DEFAULT, PETSC_DEFAULT, std::max<PetscInt>(1000, 10 * d)));
     SSDR_PETSC(KSPSetFromOptions(ksp));
 
     Owned<Vec> v, rhs;

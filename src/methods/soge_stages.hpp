@@ -58,7 +58,11 @@ Operators operators(const DistMatrix& Xc, Mat S, const std::vector<int>& labels,
 
 /// Algorithm 1 on the Stiefel manifold for eq. (13).
 struct StiefelOptions {
-  double tol = 1e-10;        ///< stop when the relative increase of (13) is ≤ tol
+  /// Stop when the relative Riemannian gradient ‖D − W sym(WᵀD)‖/‖D‖ is ≤ tol (W is then
+  /// within ~tol·‖D‖/gap of the maximizer), or when (13) stops growing by more than its
+  /// rounding; in the latter case converged = stationarity ≤ stagnation_tol.
+  double tol = 1e-12;
+  double stagnation_tol = 1e-9;
   int max_iterations = 5000;
   bool extrapolate = true;   ///< safeguarded extrapolation (keeps (13) monotone)
   bool newton = true;        ///< safeguarded Riemannian Newton candidate (keeps (13) monotone)

@@ -38,8 +38,16 @@ PropagationResult propagate(Mat A, const std::vector<int>& labels, int classes,
   Owned<KSP> ksp;
   SSDR_PETSC(KSPCreate(comm, ksp.out()));
   SSDR_PETSC(KSPSetOperators(ksp, M, M));
+  // Defaults that do not depend on the partition: GMRES with point Jacobi (PETSc's own
+  // default, block Jacobi + ILU, changes with the rank count) to rtol 1e-12, so F has the
+  // same value on any rank count up to rounding. -lp_ksp_type / -lp_pc_type override.
   SSDR_PETSC(KSPSetType(ksp, KSPGMRES));
-  SSDR_PETSC(KSPSetTolerances(ksp, options.rtol, 1e-50, PETSC_DEFAULT, 10000));
+  {
+    PC pc = nullptr;
+    SSDR_PETSC(KSPGetPC(ksp, &pc));
+    SSDR_PETSC(PCSetType(pc, PCJACOBI));
+  }
+  SSDR_PETSC(KSPSetTolerances(ksp, options.rtol, 1e-300, PETSC_DEFAULT, 10000));
   SSDR_PETSC(KSPSetOptionsPrefix(ksp, options.prefix.c_str()));
   SSDR_PETSC(KSPSetFromOptions(ksp));
   SSDR_PETSC(KSPSetUp(ksp));

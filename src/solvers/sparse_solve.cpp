@@ -20,6 +20,13 @@ SparseSolveResult solve_columns(Mat M, const DistMatrix& R, const SparseSolveOpt
   SSDR_PETSC(KSPCreate(comm, ksp.out()));
   SSDR_PETSC(KSPSetOperators(ksp, M, M));
   SSDR_PETSC(KSPSetType(ksp, options.ksp_type));
+  {
+    // Point Jacobi: the preconditioner (and so the iterates) do not depend on the partition,
+    // unlike PETSc's default block Jacobi + ILU. -<prefix>pc_type overrides.
+    PC pc = nullptr;
+    SSDR_PETSC(KSPGetPC(ksp, &pc));
+    SSDR_PETSC(PCSetType(pc, PCJACOBI));
+  }
   SSDR_PETSC(KSPSetTolerances(ksp, options.rtol, 1e-300, PETSC_DEFAULT, 100000));
   if (!options.prefix.empty()) SSDR_PETSC(KSPSetOptionsPrefix(ksp, options.prefix.c_str()));
   SSDR_PETSC(KSPSetFromOptions(ksp));

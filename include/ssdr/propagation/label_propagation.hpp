@@ -14,7 +14,7 @@ namespace ssdr::propagation {
 struct PropagationOptions {
   double alpha_labeled = 0.0;     ///< α_i on labeled samples (paper: 0)
   double alpha_unlabeled = 0.99;  ///< α_u on unlabeled samples, in [0, 1)
-  double rtol = 1e-10;            ///< KSP relative tolerance (rows of F sum to 1 to ~rtol)
+  double rtol = 1e-12;            ///< KSP relative tolerance (rows of F sum to 1 to ~rtol)
   std::string prefix = "lp_";     ///< KSP options prefix (-lp_ksp_type, -lp_pc_type, ...)
 };
 

@@ -14,7 +14,7 @@ namespace ssdr::solvers {
 struct SparseSolveOptions {
   std::string prefix;             ///< KSP options prefix, e.g. "tca_" → -tca_ksp_type
   const char* ksp_type = "cg";    ///< default KSP type (CG for SPD matrices; "gmres" otherwise)
-  double rtol = 1e-10;
+  double rtol = 1e-12;
 };
 
 struct SparseSolveResult {
