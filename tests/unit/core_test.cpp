@@ -2,6 +2,11 @@
 
 #include "ssdr/core/dense.hpp"
 #include "ssdr/core/error.hpp"
+#include "ssdr/core/ordered_sum.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
 #include "support.hpp"
 
 using namespace ssdr;
@@ -39,4 +44,90 @@ TEST(Multiply, DistributedProductEqualsSerialProduct) {
     EXPECT_DOUBLE_EQ(Y(i, 0), 3.0 * i * 1 + (3.0 * i + 1) * 2 - (3.0 * i + 2));
     EXPECT_DOUBLE_EQ(Y(i, 1), 0.5 * 3.0 * i + 3 * (3.0 * i + 2));
   }
+}
+
+namespace {
+
+/// Global row g of the ordered-sum test data: 3 values of very different magnitudes, so the
+/// order of additions shows in the last bits.
+void test_row(int64_t g, double* out) {
+  out[0] = std::sin(1.0 + static_cast<double>(g)) * 1e8;
+  out[1] = 1.0 / (1.0 + static_cast<double>(g));
+  out[2] = static_cast<double>((g * 7919) % 1000) * 1e-3 - 0.5;
+}
+
+void column_sum_partial(const double* block, int64_t rows, double* out) {
+  out[0] = out[1] = out[2] = 0;
+  for (int64_t i = 0; i < rows; ++i)
+    for (int j = 0; j < 3; ++j) out[j] += block[i * 3 + j];
+}
+
+/// Serial reference of the fixed tree: node (l, i) = node(l−1, 2i) + node(l−1, 2i+1).
+std::vector<double> tree_node(int64_t n, int64_t B, int64_t level, int64_t index) {
+  const int64_t chunks = (n + B - 1) / B;
+  if (level == 0) {
+    std::vector<double> block, out(3);
+    for (int64_t g = index * B; g < std::min(n, (index + 1) * B); ++g) {
+      double r[3];
+      test_row(g, r);
+      block.insert(block.end(), r, r + 3);
+    }
+    column_sum_partial(block.data(), static_cast<int64_t>(block.size() / 3), out.data());
+    return out;
+  }
+  std::vector<double> left = tree_node(n, B, level - 1, 2 * index);
+  const int64_t below = (chunks + (int64_t{1} << (level - 1)) - 1) >> (level - 1);
+  if (2 * index + 1 < below) {
+    const std::vector<double> right = tree_node(n, B, level - 1, 2 * index + 1);
+    for (int j = 0; j < 3; ++j) left[j] += right[j];
+  }
+  return left;
+}
+
+}  // namespace
+
+TEST(OrderedRowSum, HasTheSameBitsAsTheSerialFixedTreeForEveryLayout) {
+  // Uneven layouts with empty ranks, chunk sizes that straddle several ranks, and n around
+  // powers of two (the tree's odd last nodes).
+  for (int64_t B : {1, 3, 256}) {
+    for (int64_t n : {0, 1, 2, 5, 64, 255, 256, 257, 1000}) {
+      for (int layout = 0; layout < 3; ++layout) {
+        // layout 0: block; 1: everything on the last rank; 2: rank r gets weight (r*5+1)%4.
+        const int p = test::size(), r = test::rank();
+        std::vector<int64_t> weight(static_cast<size_t>(p));
+        for (int q = 0; q < p; ++q) weight[q] = layout == 0 ? 1 : layout == 1 ? (q == p - 1) : (q * 5 + 1) % 4;
+        int64_t wsum = 0, before = 0;
+        for (int q = 0; q < p; ++q) wsum += weight[q];
+        for (int q = 0; q < r; ++q) before += weight[q];
+        const int64_t start = n * before / wsum, end = n * (before + weight[r]) / wsum;
+        const std::vector<double> got = ordered_row_sum(
+            MPI_COMM_WORLD, end - start, 3, 3, [&](int64_t i, double* out) { test_row(start + i, out); },
+            column_sum_partial, B);
+        std::vector<double> want(3, 0.0);
+        if (n > 0) {
+          const int64_t chunks = (n + B - 1) / B;
+          int64_t top = 0;
+          while (((chunks + (int64_t{1} << top) - 1) >> top) > 1) ++top;
+          want = tree_node(n, B, top, 0);
+        }
+        for (int j = 0; j < 3; ++j)
+          EXPECT_EQ(got[j], want[j]) << "B " << B << " n " << n << " layout " << layout << " column " << j;
+      }
+    }
+  }
+}
+
+TEST(Multiply, GivesEveryRowTheSameBitsWhateverTheLocalRowCount) {
+  // 150 rows × 13 by a 13×5 W on 1 rank and on every rank: fixed-shape GEMM tiles.
+  const int64_t n = 150, d = 13, m = 5;
+  Dense W(d, m);
+  for (int64_t t = 0; t < d * m; ++t) W.v[t] = std::cos(0.37 * t) * (1 + t % 3);
+  auto make = [&](MPI_Comm comm) {
+    DistMatrix X = make_dist(comm, n, d);
+    for (int64_t i = 0; i < X.n_local; ++i)
+      for (int64_t j = 0; j < d; ++j) X(i, j) = std::sin(0.1 * ((X.row_start + i) * d + j)) * 1e3;
+    return allgather(multiply(X, W));
+  };
+  const Dense all = make(MPI_COMM_WORLD), one = make(MPI_COMM_SELF);
+  EXPECT_EQ(all.v, one.v);
 }

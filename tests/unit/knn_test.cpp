@@ -519,3 +519,56 @@ TEST(KnnSearch, RejectsKNotSmallerThanN) {
     EXPECT_EQ(s.count(L.row_start + i), 0u);
   }
 }
+
+TEST(KnnGraph, IsTheSameOnEveryRankCountWhenDistancesTie) {
+  // 400 points on the integer grid {0,1,2}^4 (81 distinct points, so every point has
+  // duplicates and a shell of equidistant neighbours: ties everywhere), on sub-communicators
+  // of 1..p ranks with uneven blocks (rank r drops rows with (i + r) % 4 == 0 of its
+  // block). Lists must equal the brute force bit for bit (ties to the smaller global
+  // index), and σ (eq. (42)) must have the same bits as on one rank.
+  Dense Xs(400, 4);
+  for (int64_t i = 0; i < Xs.rows; ++i)
+    for (int64_t t = 0; t < 4; ++t) Xs(i, t) = static_cast<double>(((i * 7 + t * 13) / (t + 1)) % 3);
+  const int k = 8;
+  double sigma_one = 0;
+  int64_t edges_one = 0;
+  for (int m = 1; m <= test::size(); ++m) {
+    MPI_Comm sub = MPI_COMM_NULL;
+    MPI_Comm_split(MPI_COMM_WORLD, test::rank() < m ? 0 : MPI_UNDEFINED, test::rank(), &sub);
+    if (sub != MPI_COMM_NULL) {
+      int r = 0;
+      MPI_Comm_rank(sub, &r);
+      DistMatrix X = distribute(Xs, sub);
+      std::vector<char> keep(static_cast<size_t>(X.n_local));
+      for (int64_t i = 0; i < X.n_local; ++i) keep[static_cast<size_t>(i)] = m == 1 || (i + r) % 4 != 0;
+      DistMatrix Y = select_rows(X, keep);
+      const Dense Ys = allgather(Y);
+      const Reference R = brute_force(Ys, k);
+      std::vector<int64_t> index;
+      std::vector<double> d2;
+      gather_lists(knn_search(Y, k), sub, index, d2);
+      expect_lists_equal(R, index, d2, std::to_string(m) + " ranks");
+      GraphOptions opt;
+      opt.k = k;
+      const Graph G = build_knn_graph(Y, opt);
+      EXPECT_EQ(G.edges, R.edges) << m << " ranks";
+      if (m == 1) {
+        // The one-rank graph (all 400 rows) is the reference for σ's bits; later
+        // sub-communicators drop rows, so compare them with their own serial graph.
+        sigma_one = G.sigma;
+        edges_one = G.edges;
+      } else {
+        DistMatrix Yself = distribute(Ys, MPI_COMM_SELF);
+        const Graph Gs = build_knn_graph(Yself, opt);
+        EXPECT_EQ(G.sigma, Gs.sigma) << m << " ranks: σ differs in its bits from one rank's";
+        EXPECT_EQ(G.edges, Gs.edges) << m << " ranks";
+      }
+      MPI_Comm_free(&sub);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  if (test::rank() == 0) {
+    EXPECT_GT(sigma_one, 0.0);
+    EXPECT_GT(edges_one, 0);
+  }
+}

@@ -391,8 +391,10 @@ TEST(Soge, GivesTheSameEmbeddingAndAccuracyOnOneRankAsOnAllRanks) {
   // The embeddings agree up to an orthogonal map (W ↦ W(I − 2·11ᵀ/c) leaves (13) unchanged):
   // compare the Gram matrices Y Yᵀ.
   const Dense Gd = mul(r.Y_dist, r.Y_dist, 'N', 'T'), Gs = mul(r.Y_serial, r.Y_serial, 'N', 'T');
-  // Algorithm 1 stops on a relative change of (13) of 1e-10, which leaves W accurate to
-  // about its square root.
-  EXPECT_LT(test::max_abs_diff(Gd, Gs), 1e-4 * max_abs(Gs));
+  // The preprocessing and graph have the same bits on any rank count; the CG solves stop
+  // at rtol 1e-12 (condition of L + U + αI on iris ≲ 10³ → ≤ 1e-9 relative on A and B) and
+  // Algorithm 1 at relative stationarity 1e-12, so W moves by ≲ 1e-9/gap with gaps ≥ 1e-2:
+  // 1e-7 relative on the Gram matrix (see tests/mpi/rank_invariance_test.cpp).
+  EXPECT_LT(test::max_abs_diff(Gd, Gs), 1e-7 * max_abs(Gs));
   EXPECT_GT(dist.accuracy.unlabeled, 0.6);  // SOGE on iris with 3 labels per class: 0.69
 }
