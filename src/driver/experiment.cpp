@@ -1,5 +1,12 @@
 #include "ssdr/driver/experiment.hpp"
 
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -452,13 +459,42 @@ std::string params_text(const json& p) {
   return s.empty() ? "defaults" : s;
 }
 
-void run_gnuplot(const std::string& script_path) {
-  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
+/// A file-name-safe form of user text (data set names come from job files): letters,
+/// digits, '-', '_' and '.' are kept, anything else becomes '_', and a leading '.' or '-'
+/// gets a '_' in front, so the result never leaves its folder ("../x" → "_.._x"), never
+/// reads as an option, and needs no quoting inside a gnuplot string. Local.
+std::string slug(const std::string& text) {
+  std::string out;
+  for (char ch : text) {
+    const unsigned char u = static_cast<unsigned char>(ch);
+    out += (std::isalnum(u) || ch == '-' || ch == '_' || ch == '.') ? ch : '_';
+  }
+  if (out.empty() || out[0] == '.' || out[0] == '-') out.insert(out.begin(), '_');
+  return out;
+}
+
+/// Runs `gnuplot SCRIPT` inside `folder` with an argument vector (posix_spawnp: no shell,
+/// so no user text is ever interpreted), its output to /dev/null. The script names its
+/// files relative to the folder. Says so (and goes on) when gnuplot is missing or fails.
+void run_gnuplot(const std::string& folder, const std::string& script) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addchdir_np(&actions, folder.c_str());
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  std::string prog = "gnuplot", arg = script;
+  char* argv[] = {prog.data(), arg.data(), nullptr};
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, "gnuplot", &actions, nullptr, argv, environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) {
     say("gnuplot not found: plots skipped (their data and scripts are in the plots/ folder)");
     return;
   }
-  const std::string cmd = "gnuplot '" + script_path + "' 2>/dev/null";
-  if (std::system(cmd.c_str()) != 0) say("gnuplot failed on " + script_path);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) say("gnuplot failed on " + folder + "/" + script);
 }
 
 void summarize(const Job& job, const std::string& out_dir, const std::vector<json>& results, double sweep_seconds,
@@ -562,7 +598,7 @@ void summarize(const Job& job, const std::string& out_dir, const std::vector<jso
     bool any_curve = false;
     for (const auto& [m, curve] : methods_map) any_curve = any_curve || curve.size() > 1;
     if (!any_curve) continue;
-    const std::string stem = plots + "/" + k.first + "_p" + std::to_string(k.second) + "_accuracy_vs_dim";
+    const std::string stem = slug(k.first) + "_p" + std::to_string(k.second) + "_accuracy_vs_dim";
     std::ostringstream dat, gp;
     std::vector<std::string> names;
     for (const auto& [m, curve] : methods_map) {
@@ -573,28 +609,29 @@ void summarize(const Job& job, const std::string& out_dir, const std::vector<jso
       dat << "\n\n";
       names.push_back(m);
     }
-    io::write_text_atomic(stem + ".dat", dat.str());
+    io::write_text_atomic(plots + "/" + stem + ".dat", dat.str());
     for (const char* term : {"pngcairo size 900,600", "svg size 900,600"}) {
       const bool png = std::string(term).rfind("png", 0) == 0;
       gp << "set terminal " << term << "\nset output '" << stem << (png ? ".png" : ".svg") << "'\n"
-         << "set title '" << k.first << ", " << k.second << " labeled per class (mean of " << job.splits
+         << "set title '" << slug(k.first) << ", " << k.second << " labeled per class (mean of " << job.splits
          << " splits)'\nset xlabel 'dimension m'\nset ylabel '1-NN accuracy'\nset key bottom right\nset grid\n"
          << "set xtics 1\nset mxtics 1\n"
          << "plot ";
       for (size_t i = 0; i < names.size(); ++i)
         gp << (i ? ", " : "") << "'" << stem << ".dat' index " << i << " using 1:2 with linespoints lw 2 title '"
-           << names[i] << " unlabeled', '" << stem << ".dat' index " << i
-           << " using 1:3 with linespoints dt 2 title '" << names[i] << " unseen'";
+           << slug(names[i]) << " unlabeled', '" << stem << ".dat' index " << i
+           << " using 1:3 with linespoints dt 2 title '" << slug(names[i]) << " unseen'";
       gp << "\n";
     }
-    io::write_text_atomic(stem + ".gp", gp.str());
-    run_gnuplot(stem + ".gp");
-    made.push_back(stem + ".png");
+    io::write_text_atomic(plots + "/" + stem + ".gp", gp.str());
+    run_gnuplot(plots, stem + ".gp");
+    made.push_back(plots + "/" + stem + ".png");
   }
   for (const auto& [k, curve] : by_param) {
     if (curve.size() < 2) continue;
     const auto& [dataset, p, method, param] = k;
-    const std::string stem = plots + "/" + dataset + "_p" + std::to_string(p) + "_" + method + "_accuracy_vs_" + param;
+    const std::string stem =
+        slug(dataset) + "_p" + std::to_string(p) + "_" + slug(method) + "_accuracy_vs_" + slug(param);
     std::ostringstream dat, gp;
     bool log_x = true;
     for (const auto& [v, st] : curve) {
@@ -602,18 +639,18 @@ void summarize(const Job& job, const std::string& out_dir, const std::vector<jso
       log_x = log_x && v > 0;
     }
     log_x = log_x && curve.rbegin()->first / curve.begin()->first >= 100;
-    io::write_text_atomic(stem + ".dat", dat.str());
+    io::write_text_atomic(plots + "/" + stem + ".dat", dat.str());
     for (const char* term : {"pngcairo size 900,600", "svg size 900,600"}) {
       const bool png = std::string(term).rfind("png", 0) == 0;
       gp << "set terminal " << term << "\nset output '" << stem << (png ? ".png" : ".svg") << "'\n"
-         << "set title '" << method << " on " << dataset << ", " << p << " labeled per class'\n"
-         << (log_x ? "set logscale x\n" : "") << "set xlabel '" << param << "'\nset ylabel '1-NN accuracy'\nset grid\n"
+         << "set title '" << slug(method) << " on " << slug(dataset) << ", " << p << " labeled per class'\n"
+         << (log_x ? "set logscale x\n" : "") << "set xlabel '" << slug(param) << "'\nset ylabel '1-NN accuracy'\nset grid\n"
          << "plot '" << stem << ".dat' using 1:2 with linespoints lw 2 title 'unlabeled', '" << stem
          << ".dat' using 1:3 with linespoints dt 2 title 'unseen'\n";
     }
-    io::write_text_atomic(stem + ".gp", gp.str());
-    run_gnuplot(stem + ".gp");
-    made.push_back(stem + ".png");
+    io::write_text_atomic(plots + "/" + stem + ".gp", gp.str());
+    run_gnuplot(plots, stem + ".gp");
+    made.push_back(plots + "/" + stem + ".png");
   }
   say("wrote " + out_dir + "/results.json, summary.csv, summary.md and " + std::to_string(made.size()) +
       " plot(s) (PNG and SVG) in " + plots);
