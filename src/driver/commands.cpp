@@ -114,22 +114,8 @@ void print_table_header() {
 }  // namespace
 
 void check_outputs(const FitCommand& cmd, MPI_Comm comm) {
-  bool ok = true;
-  std::string msg;
-  if (comm_rank(comm) == 0) {
-    for (auto [opt, path] : {std::pair<const char*, std::string>{"--report", cmd.report},
-                             {"--model", cmd.model}, {"--embedding", cmd.embedding}}) {
-      if (path.empty()) continue;
-      const auto slash = path.find_last_of('/');
-      const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
-      if (access(dir.c_str(), W_OK) != 0) {
-        ok = false;
-        msg = std::string(opt) + " " + path + ": directory '" + dir + "' does not exist or is not writable";
-        break;
-      }
-    }
-  }
-  SSDR_CHECK_COLLECTIVE(comm, ok, msg);
+  io::check_outputs({{"--report", cmd.report}, {"--model", cmd.model}, {"--embedding", cmd.embedding}},
+                    {{"--data", cmd.data}, {"--split", cmd.split_file}}, comm);
 }
 
 int run_fit(const FitCommand& cmd, MPI_Comm comm) {
@@ -262,9 +248,7 @@ int run_evaluate(const FitCommand& cmd, MPI_Comm comm) {
 
 int run_transform(const TransformCommand& cmd, MPI_Comm comm) {
   SSDR_REQUIRE(!cmd.embedding.empty(), "transform needs --embedding FILE");
-  FitCommand probe;
-  probe.embedding = cmd.embedding;
-  check_outputs(probe, comm);
+  io::check_outputs({{"--embedding", cmd.embedding}}, {{"--model", cmd.model}, {"--data", cmd.data}}, comm);
   model::Model m = model::load_collective(cmd.model, comm);
   methods::Timings t;
   io::Dataset ds = read_data(cmd.data, cmd.format, comm, t);

@@ -1,7 +1,12 @@
 // Atomic output files and the embedding writer (CSV or NPY), streamed through rank 0.
 #include "ssdr/io/output.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
 
 #include <algorithm>
 #include <cerrno>
@@ -85,6 +90,23 @@ void write_rows(std::FILE* f, const double* v, int64_t rows, int64_t cols, bool 
 }  // namespace
 
 AtomicFile::AtomicFile(const std::string& path, bool binary) : path_(path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (S_ISDIR(st.st_mode)) SSDR_THROW("cannot write '" + path + "': it is a directory, expected a file name");
+    // A device or FIFO: write into it (O_NONBLOCK so a FIFO without a reader fails now
+    // instead of hanging; blocking again for the writes).
+    errno = 0;
+    const int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK);
+    if (fd < 0) SSDR_THROW("cannot open '" + path + "' for writing: " + errno_text(errno));
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    f_ = ::fdopen(fd, binary ? "wb" : "w");
+    if (f_ == nullptr) {
+      ::close(fd);
+      SSDR_THROW("cannot open '" + path + "' for writing: " + errno_text(errno));
+    }
+    in_place_ = true;
+    return;
+  }
   tmp_ = path + ".tmp." + std::to_string(static_cast<long>(::getpid()));
   errno = 0;
   f_ = std::fopen(tmp_.c_str(), binary ? "wb" : "w");
@@ -94,7 +116,7 @@ AtomicFile::AtomicFile(const std::string& path, bool binary) : path_(path) {
 AtomicFile::~AtomicFile() {
   if (f_ != nullptr) std::fclose(f_);
   f_ = nullptr;
-  if (!done_) ::unlink(tmp_.c_str());
+  if (!done_ && !in_place_) ::unlink(tmp_.c_str());
 }
 
 void AtomicFile::commit() {
@@ -105,6 +127,12 @@ void AtomicFile::commit() {
   const int close_rc = std::fclose(f_);
   const int close_errno = errno;
   f_ = nullptr;
+  if (in_place_) {
+    done_ = true;
+    if (write_failed || close_rc != 0)
+      SSDR_THROW("cannot write '" + path_ + "': " + errno_text(write_failed ? write_errno : close_errno));
+    return;
+  }
   if (write_failed || close_rc != 0) {
     ::unlink(tmp_.c_str());
     done_ = true;
@@ -117,6 +145,66 @@ void AtomicFile::commit() {
     SSDR_THROW("cannot rename '" + tmp_ + "' to '" + path_ + "': " + errno_text(err));
   }
   done_ = true;
+}
+
+namespace {
+
+/// The directory part of a path ("." for a bare name).
+std::string dir_of(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  return slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+}
+
+/// A key identifying the file a path names: "dev:ino" when it exists, else the resolved
+/// directory plus the name (so "x.csv" and "./x.csv" match before either exists).
+std::string file_identity(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0)
+    return "inode:" + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
+  char buf[PATH_MAX];
+  const std::string dir = dir_of(path);
+  const std::string name = path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
+  if (::realpath(dir.c_str(), buf) != nullptr) return "path:" + std::string(buf) + "/" + name;
+  return "path:" + path;
+}
+
+std::string check_outputs_local(const std::vector<NamedPath>& outputs, const std::vector<NamedPath>& inputs) {
+  std::vector<std::pair<std::string, const NamedPath*>> seen;
+  for (const NamedPath& in : inputs)
+    if (!in.path.empty()) seen.emplace_back(file_identity(in.path), &in);
+  const size_t n_inputs = seen.size();
+  for (const NamedPath& out : outputs) {
+    if (out.path.empty()) continue;
+    const std::string& p = out.path;
+    if (p.back() == '/') return out.option + " " + p + ": expected a file name, not a directory";
+    struct stat st {};
+    if (::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+      return out.option + " " + p + ": is a directory, expected a file name";
+    // A character device (/dev/null) is written in place and shares nothing: any number of
+    // outputs may name it.
+    if (::stat(p.c_str(), &st) == 0 && S_ISCHR(st.st_mode)) continue;
+    const std::string dir = dir_of(p);
+    if (::access(dir.c_str(), W_OK) != 0)
+      return out.option + " " + p + ": directory '" + dir + "' does not exist or is not writable";
+    const std::string id = file_identity(p);
+    for (size_t k = 0; k < seen.size(); ++k)
+      if (seen[k].first == id)
+        return out.option + " " + p + " is the same file as " + seen[k].second->option + " " +
+               seen[k].second->path +
+               (k < n_inputs ? ": an output never replaces an input" : ": two outputs cannot share a file");
+    seen.emplace_back(id, &out);
+  }
+  return "";
+}
+
+}  // namespace
+
+void check_outputs(const std::vector<NamedPath>& outputs, const std::vector<NamedPath>& inputs, MPI_Comm comm) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  std::string msg;
+  if (rank == 0) msg = check_outputs_local(outputs, inputs);
+  SSDR_CHECK_COLLECTIVE(comm, msg.empty(), msg);
 }
 
 void write_text_atomic(const std::string& path, const std::string& text) {

@@ -51,5 +51,55 @@ else
   bad "experiment with hostile names failed"; cat "$tmp/inj.out"
 fi
 
+# 2. Outputs never replace an input, another output or a device. Each case: one line on
+#    stderr naming the option, non-zero exit, the input untouched, no file left behind.
+cp "$DATA/iris.csv" "$tmp/iris.csv"
+sum_before=$(md5sum <"$tmp/iris.csv")
+FIT=(fit --method lda --data "$tmp/iris.csv" --labeled-per-class 3 -q)
+refuse() {  # refuse NAME EXPECTED_TEXT ARGS...
+  local name="$1" want="$2"; shift 2
+  if timeout 120 "$MPIEXEC" -n 2 "$SSDR" "$@" >"$tmp/out" 2>"$tmp/err"; then
+    bad "$name: exit 0"
+  elif [ "$(wc -l <"$tmp/err")" -ne 1 ] || ! grep -q -- "$want" "$tmp/err"; then
+    bad "$name: expected one line with '$want', got: $(head -c 400 "$tmp/err")"
+  else
+    ok "$name"
+  fi
+}
+refuse "--embedding equal to --data" "is the same file as --data" "${FIT[@]}" --embedding "$tmp/iris.csv"
+refuse "--embedding equal to --data by another path" "is the same file as --data" "${FIT[@]}" --embedding "$tmp/./iris.csv"
+refuse "--report equal to --model" "is the same file as --report" "${FIT[@]}" --report "$tmp/x" --model "$tmp/x"
+refuse "--embedding ending in /" "expected a file name" "${FIT[@]}" --embedding "$tmp/"
+refuse "--model naming a directory" "is a directory" "${FIT[@]}" --model "$tmp"
+[ "$(md5sum <"$tmp/iris.csv")" = "$sum_before" ] && ok "the input data is untouched" || bad "the input data changed"
+[ ! -e "$tmp/x" ] && ok "no output left by refused runs" || bad "a refused run left $tmp/x"
+if timeout 120 "$MPIEXEC" -n 2 "$SSDR" "${FIT[@]}" --model "$tmp/m.model" >/dev/null 2>&1; then
+  cp "$tmp/m.model" "$tmp/m.copy"
+  refuse "transform --embedding equal to --model" "is the same file as --model" \
+    transform --model "$tmp/m.model" --data "$tmp/iris.csv" --embedding "$tmp/m.model" -q
+  cmp -s "$tmp/m.model" "$tmp/m.copy" && ok "the model is untouched" || bad "the model changed"
+else
+  bad "fit --model"
+fi
+# A device target is written in place, never renamed over (as root, a rename would turn
+# /dev/null into a regular file). Use a FIFO of our own with a reader, and /dev/null.
+mkfifo "$tmp/fifo"
+(cat "$tmp/fifo" >"$tmp/fifo.out") &
+reader=$!
+if timeout 120 "$MPIEXEC" -n 2 "$SSDR" "${FIT[@]}" --embedding "$tmp/fifo" >/dev/null 2>"$tmp/err" && wait "$reader" &&
+   [ -p "$tmp/fifo" ] && [ "$(wc -l <"$tmp/fifo.out")" -eq 150 ]; then
+  ok "a FIFO output is written through and stays a FIFO"
+else
+  bad "FIFO output: $(head -c 300 "$tmp/err")"; kill "$reader" 2>/dev/null
+fi
+if timeout 120 "$MPIEXEC" -n 2 "$SSDR" "${FIT[@]}" --embedding /dev/null --report /dev/null >/dev/null 2>"$tmp/err" &&
+   [ -c /dev/null ]; then
+  ok "/dev/null as an output stays a character device"
+else
+  bad "/dev/null output: $(head -c 300 "$tmp/err"); is char device: $([ -c /dev/null ] && echo yes || echo NO)"
+fi
+rm -f "$tmp/fifo2"; mkfifo "$tmp/fifo2"
+refuse "a FIFO output without a reader" "fifo2" "${FIT[@]}" --embedding "$tmp/fifo2"
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -3,6 +3,7 @@
 /// Writing results without ever leaving a partial file behind.
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "ssdr/core/dense.hpp"
 
@@ -10,8 +11,10 @@ namespace ssdr::io {
 
 /// A file written under a temporary name in the same directory ("<path>.tmp.<pid>") and
 /// renamed to `path` by commit(). If commit() is never called (an exception unwinds), the
-/// destructor removes the temporary file, so no partial output is ever visible. Local (one
-/// rank writes).
+/// destructor removes the temporary file, so no partial output is ever visible. An existing
+/// target that is not a regular file (a device such as /dev/null, a FIFO) is written in
+/// place instead: renaming over it would replace the device with a regular file (a FIFO
+/// without a reader is refused at once, never waited on). Local (one rank writes).
 class AtomicFile {
  public:
   /// \throws ssdr::Error naming `path` when the temporary file cannot be created.
@@ -28,7 +31,23 @@ class AtomicFile {
   std::string path_, tmp_;
   std::FILE* f_ = nullptr;
   bool done_ = false;
+  bool in_place_ = false;  ///< an existing device or FIFO, written directly
 };
+
+/// A named path from the command line or a job file, e.g. {"--model", "soda.model"}.
+struct NamedPath {
+  std::string option;
+  std::string path;
+};
+
+/// Checks, before any computation, that every output can be written and destroys nothing:
+/// its directory exists and is writable, it does not end in '/' and is not a directory, and
+/// it is not the same file as an input or as another output (compared by device and inode
+/// where the file exists, by resolved directory and name otherwise). Empty paths are
+/// skipped. Rank 0 checks; collective over comm.
+/// \throws ssdr::Error (collectively) naming both options and paths, e.g.
+/// "--embedding x.csv is the same file as --data x.csv: an output never replaces an input".
+void check_outputs(const std::vector<NamedPath>& outputs, const std::vector<NamedPath>& inputs, MPI_Comm comm);
 
 /// Writes a whole text file atomically from rank 0 only (other ranks do nothing). Local.
 void write_text_atomic(const std::string& path, const std::string& text);
