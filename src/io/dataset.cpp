@@ -10,6 +10,7 @@
 #include "ssdr/io/dataset.hpp"
 
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -58,6 +59,49 @@ struct LocalFailure {
 
 [[noreturn]] void fail(std::string message) { throw LocalFailure{std::move(message)}; }
 
+/// Fails unless `path` is a regular file: a FIFO without a writer would block forever, and a
+/// device such as /dev/zero never ends. stat() itself never blocks.
+void require_regular(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return;  // the open that follows names the error
+  if (S_ISDIR(st.st_mode)) fail("cannot read '" + path + "': Is a directory");
+  if (!S_ISREG(st.st_mode))
+    fail("cannot read '" + path + "': not a regular file (a device, FIFO or socket); expected a data file");
+}
+
+/// Size in bytes of a regular file (−1 when unknown).
+int64_t file_size(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) ? static_cast<int64_t>(st.st_size) : -1;
+}
+
+/// Fails when an n×d dense double matrix split over `ranks` ranks, `per_node` of them on
+/// this host, would not fit this host's memory. `what` names the file, line and value that
+/// set the size.
+void require_dense_fits(int64_t n, int64_t d, int ranks, int per_node, const std::string& what) {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return;
+  const double host = static_cast<double>(pages) * static_cast<double>(page);
+  const double per_rank = std::ceil(static_cast<double>(n) / ranks) * static_cast<double>(d) * 8.0;
+  if (per_rank * per_node > host) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%lld x %lld doubles need %.3g GiB per rank, %.3g GiB for the %d rank(s) on this host (%.3g GiB)",
+                  static_cast<long long>(n), static_cast<long long>(d), per_rank / 1073741824.0,
+                  per_rank * per_node / 1073741824.0, per_node, host / 1073741824.0);
+    fail(what + ": " + buf);
+  }
+}
+
+/// Ranks of comm on this host (MPI_COMM_TYPE_SHARED). Collective.
+int ranks_on_host(MPI_Comm comm) {
+  MPI_Comm node = MPI_COMM_NULL;
+  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int k = 1;
+  MPI_Comm_size(node, &k);
+  MPI_Comm_free(&node);
+  return k;
+}
+
 /// A zlib file handle that closes itself.
 class GzFile {
  public:
@@ -71,6 +115,7 @@ class GzFile {
     close();
     path_ = path;
     if (is_directory(path)) fail("cannot read '" + path + "': Is a directory");
+    require_regular(path);
     errno = 0;
     f_ = gzopen(path.c_str(), "rb");
     if (f_ == nullptr) fail("cannot open '" + path + "': " + errno_text(errno));
@@ -335,12 +380,15 @@ Dataset read_text(const std::string& path, Format format, MPI_Comm comm) {
   int64_t dims[2] = {0, 0};  // n, d
   std::string message;
   bool ok = true;
+  const int per_node = ranks_on_host(comm);
   if (rank == 0) {
     ok = attempt(
         [&] {
+          require_regular(path);
           LineReader in(path);
           std::string_view line;
-          int64_t fields = -1, max_index = 0;
+          int64_t fields = -1, max_index = 0, max_index_line = 0, max_label_line = 0;
+          int max_label = -1;
           while (in.next(line)) {
             if (is_blank(line)) continue;
             const Where at{&path, in.line_no()};
@@ -352,13 +400,28 @@ Dataset read_text(const std::string& path, Format format, MPI_Comm comm) {
               }
               labels.push_back(parse_csv_line(line, fields, at, nullptr));
             } else {
+              const int64_t before = max_index;
               labels.push_back(parse_libsvm_line(line, at, max_index, nullptr, 0));
+              if (max_index > before) max_index_line = at.line;
+            }
+            if (labels.back() > max_label) {
+              max_label = labels.back();
+              max_label_line = at.line;
             }
           }
           if (labels.empty()) fail(path + ": empty file (no samples)");
           dims[0] = static_cast<int64_t>(labels.size());
           dims[1] = csv ? fields - 1 : max_index;
           if (dims[1] < 1) fail(path + ": no feature values in any line");
+          // Classes are 0..c−1 and every class needs samples: a label ≥ n cannot be one
+          // (and would size per-class arrays from a few bytes of input).
+          if (max_label >= dims[0])
+            fail(path + ":" + std::to_string(max_label_line) + ": label " + std::to_string(max_label) +
+                 " is not a class: labels must be 0..c-1 with c at most the number of samples (" +
+                 std::to_string(dims[0]) + ")");
+          require_dense_fits(dims[0], dims[1], size, per_node,
+                             csv ? path : path + ":" + std::to_string(max_index_line) + ": feature index " +
+                                              std::to_string(max_index));
         },
         message);
   }
@@ -506,6 +569,11 @@ void read_images_header(IdxPart& part) {
   part.d = static_cast<int64_t>(be32(h + 8)) * be32(h + 12);
   if (part.n == 0) fail("'" + part.images + "': no images (empty file)");
   if (part.d == 0) fail("'" + part.images + "': images of size 0");
+  const int64_t bytes = file_size(part.images);
+  if (!ends_with(part.images, ".gz") && bytes >= 0 && bytes < 16 + part.n * part.d)
+    fail("'" + part.images + "': truncated (expected " + std::to_string(part.n) + " images of " +
+         std::to_string(part.d) + " pixels as the header claims, " + std::to_string(16 + part.n * part.d) +
+         " bytes, but the file has " + std::to_string(bytes) + ")");
 }
 
 /// Reads all labels of `part` and appends them to `labels`.
@@ -519,6 +587,10 @@ void read_idx_labels(const IdxPart& part, std::vector<int>& labels) {
     fail("'" + part.labels + "': not an IDX label file (magic " + hex32(magic) +
          ", expected 0x00000801)");
   const int64_t count = be32(h + 4);
+  const int64_t bytes = file_size(part.labels);
+  if (!ends_with(part.labels, ".gz") && bytes >= 0 && bytes < 8 + count)
+    fail("'" + part.labels + "': truncated (expected " + std::to_string(count) + " labels, found " +
+         std::to_string(std::max<int64_t>(bytes - 8, 0)) + ")");
   if (count != part.n)
     fail("'" + part.labels + "' has " + std::to_string(count) + " labels but '" + part.images +
          "' has " + std::to_string(part.n) + " images");
@@ -535,6 +607,9 @@ Dataset read_idx(const std::string& path, MPI_Comm comm) {
   std::vector<int> labels;
   std::string message;
   int64_t n = 0, d = 0;
+  int size = 1;
+  MPI_Comm_size(comm, &size);
+  const int per_node = ranks_on_host(comm);
   bool ok = attempt(
       [&] {
         parts = idx_parts(path);
@@ -546,8 +621,13 @@ Dataset read_idx(const std::string& path, MPI_Comm comm) {
                  std::to_string(d) + " as in '" + parts.front().images + "'");
           p.offset = n;
           n += p.n;
+          require_dense_fits(n, d, size, per_node, "'" + p.images + "'");
           read_idx_labels(p, labels);
         }
+        const int max_label = *std::max_element(labels.begin(), labels.end());
+        if (max_label >= n)
+          fail("'" + parts.back().labels + "': label " + std::to_string(max_label) +
+               " is not a class: labels must be 0..c-1 with c at most the number of samples");
       },
       message);
   SSDR_CHECK_COLLECTIVE(comm, ok, message);

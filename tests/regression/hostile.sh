@@ -101,5 +101,23 @@ fi
 rm -f "$tmp/fifo2"; mkfifo "$tmp/fifo2"
 refuse "a FIFO output without a reader" "fifo2" "${FIT[@]}" --embedding "$tmp/fifo2"
 
+# 3. Sizes from a few bytes of input are checked against the file and the host's memory
+#    before anything is allocated; non-regular inputs are refused instead of read forever.
+printf '0,1,2\n2147483646,3,4\n1,5,6\n' >"$tmp/big_label.csv"
+refuse "a label of 2147483646 in a 3-row CSV" "big_label.csv:2: label 2147483646 is not a class" \
+  fit --method lda --data "$tmp/big_label.csv" --labeled-per-class 1 -q
+printf '0 1:1 99999999999:2\n1 1:3\n' >"$tmp/big_index.libsvm"
+refuse "a LIBSVM feature index of 99999999999" "big_index.libsvm:1: feature index 99999999999" \
+  fit --method lda --data "$tmp/big_index.libsvm" --labeled-per-class 1 -q
+python3 -c "
+import struct
+open('$tmp/huge-images-idx3-ubyte','wb').write(struct.pack('>IIII',0x803,65536,256,256)+bytes(100))
+open('$tmp/huge-labels-idx1-ubyte','wb').write(struct.pack('>II',0x801,65536)+bytes(10))"
+refuse "an IDX header claiming 65536 images of 65536 pixels" "truncated (expected 65536 images" \
+  fit --method lda --data "$tmp/huge-images-idx3-ubyte" --labeled-per-class 1 -q
+refuse "--data /dev/zero" "not a regular file" fit --method lda --data /dev/zero --labeled-per-class 1 -q
+mkfifo "$tmp/in.fifo"
+refuse "--data a FIFO without a writer" "not a regular file" fit --method lda --data "$tmp/in.fifo" --labeled-per-class 1 -q
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
