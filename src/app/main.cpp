@@ -103,6 +103,15 @@ po::options_description fit_options(driver::FitCommand& c, std::string& format, 
   return d;
 }
 
+/// A word that is no option (a stray "foo", a value without its option) is an error, not
+/// silently dropped. Replicated (every rank parses the same argv).
+void reject_positional(const po::parsed_options& parsed) {
+  for (const auto& o : parsed.options)
+    if (o.position_key >= 0 || o.string_key.empty())
+      SSDR_REQUIRE(false, "unexpected argument '" + (o.original_tokens.empty() ? std::string() : o.original_tokens.front()) +
+                              "': every ssdr argument is an option (--name value); PETSc options start with a single '-'");
+}
+
 /// Parses `fit`/`evaluate` options. Every rank parses the same argv, so errors are
 /// replicated (collective).
 driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate, bool& help) {
@@ -111,7 +120,9 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
   KernelArgs kernel;
   auto desc = fit_options(c, format, scaling, weight, kernel, evaluate);
   po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).run(), vm);
+  const po::parsed_options parsed = po::command_line_parser(args).options(desc).run();
+  reject_positional(parsed);
+  po::store(parsed, vm);
   if (vm.count("help")) {
     help = true;
     std::ostringstream s;
@@ -125,7 +136,13 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
   // The method's paper preprocessing unless the user chose one.
   const auto& info = methods::find_method(c.config.method);
   if (vm["scaling"].defaulted()) scaling = data::to_string(info.preprocess.scaling);
-  if (vm["pca-energy"].defaulted()) c.config.preprocess.pca_energy = info.preprocess.pca_energy;
+  if (vm["pca-energy"].defaulted())
+    c.config.preprocess.pca_energy = info.preprocess.pca_energy;
+  else
+    SSDR_REQUIRE(c.config.preprocess.pca_energy > 0 && c.config.preprocess.pca_energy <= 1,
+                 "--pca-energy must be in (0, 1], got " + std::to_string(c.config.preprocess.pca_energy));
+  SSDR_REQUIRE(c.config.method_options.recursions >= 1,
+               "--recursions must be at least 1, got " + std::to_string(c.config.method_options.recursions));
   c.config.preprocess.scaling = data::parse_scaling(scaling);
   c.config.preprocess.pca = vm.count("no-pca") == 0 && info.preprocess.pca;
   c.config.method_options.eigenvalue_scaling = vm.count("eigenvalue-scaling") > 0;
@@ -190,7 +207,9 @@ driver::TransformCommand parse_transform(const std::vector<std::string>& args, b
                                                                  "csv | libsvm | idx | auto")(
       "embedding", po::value(&c.embedding)->required(), "output, .csv or .npy")("quiet,q", "no progress output");
   po::variables_map vm;
-  po::store(po::command_line_parser(args).options(d).run(), vm);
+  const po::parsed_options parsed = po::command_line_parser(args).options(d).run();
+  reject_positional(parsed);
+  po::store(parsed, vm);
   if (vm.count("help")) {
     help = true;
     std::ostringstream s;

@@ -77,7 +77,9 @@ inline double transformed(const Preprocessor& p, const double* x, int64_t j) {
 Preprocessor fit_preprocessor(const DistMatrix& X, const std::vector<char>& fit,
                               const PreprocessOptions& options) {
   SSDR_CHECK(static_cast<int64_t>(fit.size()) == X.n_local, "fit_preprocessor: mask length");
-  SSDR_REQUIRE(options.pca_energy <= 1.0,
+  // −1 (any value ≤ 0 from code) means "drop the null space only"; the option itself takes
+  // (0, 1] (checked where it is parsed: 0 or NaN must not mean "default").
+  SSDR_REQUIRE(!(options.pca_energy > 1.0) && !std::isnan(options.pca_energy),
              "--pca-energy must be in (0, 1], got " + std::to_string(options.pca_energy));
   const int64_t d = X.cols;
   Preprocessor p;

@@ -1,5 +1,7 @@
 #include "ssdr/data/split.hpp"
 
+#include <cstdio>
+
 #include <cmath>
 #include <fstream>
 #include <random>
@@ -8,15 +10,32 @@
 
 namespace ssdr::data {
 
+namespace {
+/// A double as the user would write it ("nan", "-0.1").
+std::string fmt_value(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%g", v);
+  return b;
+}
+}  // namespace
+
 std::vector<Role> make_split(const std::vector<int>& labels, int classes, const SplitSpec& spec) {
   SSDR_REQUIRE(spec.labeled_per_class >= 1,
              "--labeled-per-class must be at least 1, got " + std::to_string(spec.labeled_per_class));
-  SSDR_REQUIRE(!(spec.unlabeled_per_class >= 0 && spec.transductive_fraction >= 0),
+  SSDR_REQUIRE(classes >= 2, "the data has " + std::to_string(classes) +
+                                 " class(es): labels 0..c-1 with at least 2 classes are needed to learn a discriminant projection");
+  // −1 exactly means "not given"; any other value must be valid (NaN, −0.1 or −5 used to
+  // read as "not given" and were silently ignored).
+  const bool has_fraction = spec.transductive_fraction != -1.0;
+  const bool has_unlabeled = spec.unlabeled_per_class != -1;
+  SSDR_REQUIRE(!(has_unlabeled && has_fraction),
              "--unlabeled-per-class and --transductive-fraction are mutually exclusive");
-  if (spec.transductive_fraction >= 0)
+  if (has_fraction)
     SSDR_REQUIRE(spec.transductive_fraction > 0 && spec.transductive_fraction <= 1,
-               "--transductive-fraction must be in (0, 1], got " +
-                   std::to_string(spec.transductive_fraction));
+               "--transductive-fraction must be in (0, 1], got " + fmt_value(spec.transductive_fraction));
+  if (has_unlabeled)
+    SSDR_REQUIRE(spec.unlabeled_per_class >= 0,
+               "--unlabeled-per-class must be at least 0, got " + std::to_string(spec.unlabeled_per_class));
   std::vector<std::vector<int64_t>> members(static_cast<size_t>(classes));
   for (size_t i = 0; i < labels.size(); ++i) members[static_cast<size_t>(labels[i])].push_back(static_cast<int64_t>(i));
   std::vector<Role> roles(labels.size(), Role::unseen);
@@ -30,9 +49,9 @@ std::vector<Role> make_split(const std::vector<int>& labels, int classes, const 
       std::swap(idx[static_cast<size_t>(i)], idx[static_cast<size_t>(j)]);
     }
     int64_t transductive = nk;
-    if (spec.transductive_fraction >= 0)
+    if (has_fraction)
       transductive = static_cast<int64_t>(std::llround(spec.transductive_fraction * static_cast<double>(nk)));
-    else if (spec.unlabeled_per_class >= 0)
+    else if (has_unlabeled)
       transductive = spec.labeled_per_class + spec.unlabeled_per_class;
     SSDR_REQUIRE(transductive <= nk,
                "class " + std::to_string(k) + " has " + std::to_string(nk) + " samples, fewer than the " +

@@ -119,5 +119,16 @@ refuse "--data /dev/zero" "not a regular file" fit --method lda --data /dev/zero
 mkfifo "$tmp/in.fifo"
 refuse "--data a FIFO without a writer" "not a regular file" fit --method lda --data "$tmp/in.fifo" --labeled-per-class 1 -q
 
+# 4. Silent acceptance: invalid values, a stray word and a one-class data set are refused.
+IRIS=(fit --method lda --data "$DATA/iris.csv" --labeled-per-class 3 -q)
+refuse "--transductive-fraction nan" "--transductive-fraction must be in (0, 1], got nan" "${IRIS[@]}" --transductive-fraction nan
+refuse "--transductive-fraction -0.1" "--transductive-fraction must be in (0, 1]" "${IRIS[@]}" --transductive-fraction -0.1
+refuse "--pca-energy 0" "--pca-energy must be in (0, 1]" "${IRIS[@]}" --pca-energy 0
+refuse "--unlabeled-per-class -5" "--unlabeled-per-class must be at least 0" "${IRIS[@]}" --unlabeled-per-class -5
+refuse "--recursions 0" "--recursions must be at least 1" "${IRIS[@]}" --recursions 0
+refuse "a stray positional word" "unexpected argument 'stray'" "${IRIS[@]}" stray
+head -50 "$DATA/iris.csv" >"$tmp/one_class.csv"
+refuse "a data set with one class" "1 class(es)" fit --method lda --data "$tmp/one_class.csv" --labeled-per-class 3 -q
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
