@@ -5,7 +5,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
 #include <cctype>
+#include <climits>
 #include <cerrno>
 #include <dirent.h>
 #include <fcntl.h>
@@ -67,6 +70,7 @@ struct Job {
   std::vector<DatasetSpec> datasets;
   std::vector<MethodSpec> methods;
   json preprocess = json::object();  ///< job-wide preprocessing override
+  std::string fingerprint;           ///< job_fingerprint(), set once the job is complete
 };
 
 [[noreturn]] void job_error(const Job& job, const std::string& what) {
@@ -236,9 +240,39 @@ struct Unit {
   int block = 0;                 ///< (dataset, p, split): the unit of work of a group
 };
 
+/// What determines every result of a job besides the unit's own coordinates: the protocol
+/// (seed, fractions, counts, selection), the preprocessing override, each data set's file
+/// (resolved path, size, modification time, inode) and the ssdr version, as a 64-bit FNV-1a
+/// hash in hex. A resumed run whose output folder holds results under another hash is
+/// refused: changing the seed or the data and re-running into the same folder must not
+/// bring old results back. Local (stat only).
+std::string job_fingerprint(const Job& job) {
+  json j = {{"seed", job.seed}, {"protocol", job.protocol}, {"splits", job.splits},
+            {"transductive_fraction", job.transductive_fraction}, {"unlabeled_per_class", job.unlabeled_per_class},
+            {"select_by", job.select_by}, {"cv_folds", job.cv_folds}, {"preprocess", job.preprocess},
+            {"version", version()}};
+  for (const DatasetSpec& d : job.datasets) {
+    struct stat st {};
+    char real[PATH_MAX];
+    const bool found = ::stat(d.path.c_str(), &st) == 0;
+    j["data"].push_back({{"name", d.name}, {"path", ::realpath(d.path.c_str(), real) ? std::string(real) : d.path},
+                         {"format", static_cast<int>(d.format)}, {"size", found ? static_cast<int64_t>(st.st_size) : -1},
+                         {"mtime_ns", found ? static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec : -1},
+                         {"inode", found ? static_cast<int64_t>(st.st_ino) : -1}});
+  }
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char ch : j.dump()) {
+    h ^= ch;
+    h *= 1099511628211ull;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
 std::string config_key(const Job& job, const Unit& u, int64_t dim) {
   std::ostringstream s;
-  s << job.datasets[static_cast<size_t>(u.dataset)].name << "|p=" << u.p << "|split=" << u.split << "|"
+  s << job.fingerprint << "|" << job.datasets[static_cast<size_t>(u.dataset)].name << "|p=" << u.p << "|split=" << u.split << "|"
     << job.methods[static_cast<size_t>(u.method)].name << "|" << u.params.dump() << "|dim=" << dim;
   return s.str();
 }
@@ -387,13 +421,21 @@ std::vector<json> read_results(const std::string& dir) {
 /// Appends one line with a single write() and fsync: the line is either there whole or,
 /// after a kill, cut (and ignored on reading).
 void append_line(const std::string& path, const std::string& line) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND, 0644);
   SSDR_CHECK(fd >= 0, "cannot open results file '" + path + "' for appending");
-  const std::string text = line + "\n";
+  // A line cut earlier (full disk, kill) has no newline: start on a fresh line, or this
+  // record would be glued to the cut one and lost with it.
+  const off_t size = ::lseek(fd, 0, SEEK_END);
+  char last = '\n';
+  if (size > 0 && ::pread(fd, &last, 1, size - 1) != 1) last = '\n';
+  const std::string text = (last == '\n' ? "" : "\n") + line + "\n";
   const ssize_t w = ::write(fd, text.data(), text.size());
-  ::fsync(fd);
+  const bool whole = w == static_cast<ssize_t>(text.size()) && ::fsync(fd) == 0;
+  if (!whole && size >= 0 && ::ftruncate(fd, size) != 0) {
+    // nothing more to do: the cut line is ignored on reading
+  }
   ::close(fd);
-  SSDR_CHECK(w == static_cast<ssize_t>(text.size()), "cannot write to results file '" + path + "'");
+  SSDR_CHECK(whole, "cannot write to results file '" + path + "' (disk full?)");
 }
 
 void make_dirs(const std::string& path) {
@@ -703,6 +745,7 @@ int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
                    std::to_string(wsize) + ")");
   Job job = parse_job(options.job_file);
   if (!options.output.empty()) job.output = options.output;
+  job.fingerprint = job_fingerprint(job);
   const std::vector<Unit> units = make_units(job);
 
   // Output directory and what is already done (every rank reads the same files).
@@ -718,7 +761,15 @@ int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
   SSDR_CHECK_COLLECTIVE(world, ok, msg);
   MPI_Barrier(world);
   std::set<std::string> done;
-  for (const auto& r : read_results(job.output)) done.insert(r["key"].get<std::string>());
+  const std::string& fingerprint = job.fingerprint;
+  for (const auto& r : read_results(job.output)) {
+    const std::string key = r.contains("key") && r["key"].is_string() ? r["key"].get<std::string>() : "";
+    SSDR_REQUIRE(key.rfind(fingerprint + "|", 0) == 0,
+                 "--output " + job.output + " holds results of another configuration of this job (its seed, protocol, "
+                 "data files or ssdr version differ: '" + key.substr(0, 60) +
+                 "'); choose a new --output folder or remove its results*.jsonl to start over");
+    done.insert(key);
+  }
 
   // Groups: contiguous blocks of ranks; group g takes blocks b with b mod G == g.
   const int G = options.groups;

@@ -130,5 +130,46 @@ refuse "a stray positional word" "unexpected argument 'stray'" "${IRIS[@]}" stra
 head -50 "$DATA/iris.csv" >"$tmp/one_class.csv"
 refuse "a data set with one class" "1 class(es)" fit --method lda --data "$tmp/one_class.csv" --labeled-per-class 3 -q
 
+# 5. Honest checkpoints: a changed seed re-run into the same folder is refused (old results
+#    must not come back), and a line cut by a full disk does not swallow the next record.
+cat >"$tmp/ck.yaml" <<YAML
+name: checkpoint
+protocol: transductive-fraction
+transductive_fraction: 0.8
+labeled_per_class: 3
+splits: 2
+seed: 0
+datasets:
+  - {name: iris, path: $DATA/iris.csv}
+methods:
+  - name: lda
+    dim: "1:2"
+YAML
+count() { python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['results']))" "$1" 2>/dev/null || echo 0; }
+if timeout 300 "$MPIEXEC" -n 2 "$SSDR" experiment "$tmp/ck.yaml" --output "$tmp/ck" -q >/dev/null 2>&1; then
+  full=$(count "$tmp/ck/results.json")
+  sed 's/seed: 0/seed: 5/' "$tmp/ck.yaml" >"$tmp/ck5.yaml"
+  refuse "a changed seed re-run into the same folder" "holds results of another configuration" \
+    experiment "$tmp/ck5.yaml" --output "$tmp/ck" -q
+  # Cut the last record in the middle (as a full disk would), then resume: the cut
+  # configuration is redone and its new line must be read, not glued to the cut one.
+  f=$(ls "$tmp/ck"/results*.jsonl | head -1)
+  python3 - "$f" <<'PY'
+import sys
+p = sys.argv[1]
+lines = open(p).read().split("\n")
+lines = [l for l in lines if l]
+open(p, "w").write("\n".join(lines[:-1]) + "\n" + lines[-1][: len(lines[-1]) // 2])
+PY
+  if timeout 300 "$MPIEXEC" -n 2 "$SSDR" experiment "$tmp/ck.yaml" --output "$tmp/ck" -q >/dev/null 2>"$tmp/err" &&
+     [ "$(count "$tmp/ck/results.json")" -eq "$full" ] && [ "$full" -gt 0 ]; then
+    ok "a cut line is redone and the next record survives"
+  else
+    bad "after a cut line: $(count "$tmp/ck/results.json") results, expected $full; $(head -c 300 "$tmp/err")"
+  fi
+else
+  bad "checkpoint job"
+fi
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
