@@ -4,6 +4,7 @@
 #include <slepcsys.h>
 
 #include <boost/program_options.hpp>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -171,7 +172,8 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
                "--unlabeled-per-class and --transductive-fraction are mutually exclusive");
   SSDR_REQUIRE(c.config.method_options.graph.k >= 1, "--knn must be at least 1");
   SSDR_REQUIRE(c.config.method_options.dim >= 0, "--dim must be >= 0");
-  SSDR_REQUIRE(c.config.method_options.mu_scale >= 0, "--mu-scale must be >= 0");
+  SSDR_REQUIRE(std::isfinite(c.config.method_options.mu_scale) && c.config.method_options.mu_scale >= 0,
+               "--mu-scale must be a finite number >= 0, got " + std::to_string(c.config.method_options.mu_scale));
   auto& mo = c.config.method_options;
   c.config.parameters = {{"method", c.config.method},
                          {"dim", mo.dim},
@@ -241,7 +243,9 @@ int main(int argc, char** argv) {
   }
   elapsed_since_start();  // the progress clock starts now
   // PETSc/SLEPc errors become ssdr::Error (SSDR_PETSC) with one line, not a traceback.
-  PetscPushErrorHandler(PetscReturnErrorHandler, nullptr);
+  PetscPushErrorHandler(reinterpret_cast<PetscErrorCode (*)(MPI_Comm, int, const char*, const char*, PetscErrorCode,
+                                                            PetscErrorType, const char*, void*)>(&ssdr::petsc_error_handler),
+                        nullptr);
   MPI_Comm comm = PETSC_COMM_WORLD;
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
@@ -292,7 +296,11 @@ int main(int argc, char** argv) {
     code = 2;
   } catch (const Error& e) {
     if (!e.collective()) {
-      std::fprintf(stderr, "ssdr: error: %s (rank %d, %s)\n", e.what(), rank, e.where().c_str());
+      // The source location only on request (SSDR_DEBUG=1): users get the message.
+      if (std::getenv("SSDR_DEBUG") != nullptr)
+        std::fprintf(stderr, "ssdr: error: %s (rank %d, %s)\n", e.what(), rank, e.where().c_str());
+      else
+        std::fprintf(stderr, "ssdr: error: %s (rank %d)\n", e.what(), rank);
       std::fflush(stderr);
       MPI_Abort(MPI_COMM_WORLD, 1);
     }

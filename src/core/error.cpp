@@ -1,5 +1,8 @@
 #include "ssdr/core/error.hpp"
 
+#include <petscsys.h>
+
+#include <string>
 #include <vector>
 
 namespace ssdr {
@@ -26,6 +29,32 @@ void check_collective(MPI_Comm comm, bool ok, const std::string& message, const 
   if (rank == first) text = message;
   if (len > 0) MPI_Bcast(text.data(), len, MPI_CHAR, first, comm);
   throw Error(text, file, line, true);
+}
+
+namespace {
+std::string& last_petsc_message() {
+  static std::string m;
+  return m;
+}
+}  // namespace
+
+int petsc_error_handler(MPI_Comm, int, const char*, const char*, int code, int type, const char* message, void*) {
+  if (type == PETSC_ERROR_INITIAL && message != nullptr && last_petsc_message().empty())
+    last_petsc_message() = message;
+  return code;
+}
+
+std::string petsc_error_text(int code, const char* call) {
+  std::string text = last_petsc_message();
+  last_petsc_message().clear();
+  if (text.empty()) {
+    const char* generic = nullptr;
+    PetscErrorMessage(static_cast<PetscErrorCode>(code), &generic, nullptr);
+    text = generic != nullptr ? generic : "error " + std::to_string(code);
+  }
+  for (char& ch : text)
+    if (ch == '\n') ch = ' ';
+  return "PETSc: " + text + " (" + std::string(call) + ")";
 }
 
 std::string shape_message(const std::string& what, int64_t rows_a, int64_t cols_a,

@@ -165,6 +165,9 @@ Preprocessor fit_preprocessor(const DistMatrix& X, const std::vector<char>& fit,
   std::vector<double> w(static_cast<size_t>(d));
   lapack::syev(d, C.data(), d, w.data());  // ascending
   const double largest = std::max(w.back(), 0.0);
+  // C is replicated (the same bits on every rank), so this check is collective.
+  SSDR_REQUIRE(largest > 0, "every feature is constant on the " + std::to_string(count) +
+                                " transductive samples (zero variance): there is nothing to project");
   int64_t keep = 0;
   if (options.pca_energy > 0) {
     double total = 0;

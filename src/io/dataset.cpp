@@ -677,7 +677,8 @@ Format parse_format(const std::string& name) {
   if (name == "libsvm" || name == "svmlight") return Format::libsvm;
   if (name == "idx") return Format::idx;
   if (name == "auto" || name == "automatic") return Format::automatic;
-  SSDR_THROW("unknown data format '" + name + "' (expected csv, libsvm, idx or auto)");
+  throw Error("--format: unknown data format '" + name + "' (expected csv, libsvm, idx or auto)", __FILE__, __LINE__,
+              true);
 }
 
 Format detect_format(const std::string& path) {

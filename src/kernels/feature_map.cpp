@@ -194,7 +194,7 @@ void fit_exact(FeatureMap& f, const DistMatrix& X, const KernelOptions& o, nlohm
   SSDR_PETSC(EPSSetWhichEigenpairs(eps, EPS_LARGEST_REAL));
   SSDR_PETSC(EPSSetType(eps, scalapack ? EPSSCALAPACK : EPSLAPACK));
   if (!o.prefix.empty()) SSDR_PETSC(EPSSetOptionsPrefix(eps, o.prefix.c_str()));
-  SSDR_PETSC(EPSSetFromOptions(eps));
+  SSDR_PETSC_OPTIONS(EPSSetFromOptions(eps));
   SSDR_PETSC(EPSSolve(eps));
   PetscInt nconv = 0;
   SSDR_PETSC(EPSGetConverged(eps, &nconv));

@@ -319,7 +319,7 @@ class SlLdaWls final : public Method {
     SSDR_PETSC(KSPGetPC(ksp, &pc));
     SSDR_PETSC(PCSetType(pc, PCNONE));
     SSDR_PETSC(KSPSetTolerances(ksp, 1e-12, PETSC_DEFAULT, PETSC_DEFAULT, std::max<PetscInt>(1000, 10 * d)));
-    SSDR_PETSC(KSPSetFromOptions(ksp));
+    SSDR_PETSC_OPTIONS(KSPSetFromOptions(ksp));
 
     Owned<Vec> v, rhs;
     SSDR_PETSC(MatCreateVecs(A, v.out(), rhs.out()));

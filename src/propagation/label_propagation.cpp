@@ -49,7 +49,7 @@ PropagationResult propagate(Mat A, const std::vector<int>& labels, int classes,
   }
   SSDR_PETSC(KSPSetTolerances(ksp, options.rtol, 1e-300, PETSC_DEFAULT, 10000));
   SSDR_PETSC(KSPSetOptionsPrefix(ksp, options.prefix.c_str()));
-  SSDR_PETSC(KSPSetFromOptions(ksp));
+  SSDR_PETSC_OPTIONS(KSPSetFromOptions(ksp));
   SSDR_PETSC(KSPSetUp(ksp));
 
   PropagationResult result;

@@ -174,7 +174,7 @@ EigenPairs solve_with_eps(const Dense& A, const Dense* B, int64_t nev, Which whi
     SSDR_PETSC(PCSetType(pc, PCCHOLESKY));
     SSDR_PETSC(PCFactorSetMatSolverType(pc, MATSOLVERMUMPS));
   }
-  SSDR_PETSC(EPSSetFromOptions(eps));
+  SSDR_PETSC_OPTIONS(EPSSetFromOptions(eps));
   if (type == EPSLAPACK && !scalapack_ok) SSDR_PETSC(EPSSetType(eps, EPSLAPACK));
   SSDR_PETSC(EPSSolve(eps));
 

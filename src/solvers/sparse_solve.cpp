@@ -29,7 +29,7 @@ SparseSolveResult solve_columns(Mat M, const DistMatrix& R, const SparseSolveOpt
   }
   SSDR_PETSC(KSPSetTolerances(ksp, options.rtol, 1e-300, PETSC_DEFAULT, 100000));
   if (!options.prefix.empty()) SSDR_PETSC(KSPSetOptionsPrefix(ksp, options.prefix.c_str()));
-  SSDR_PETSC(KSPSetFromOptions(ksp));
+  SSDR_PETSC_OPTIONS(KSPSetFromOptions(ksp));
   SSDR_PETSC(KSPSetUp(ksp));
   SparseSolveResult out;
   out.Z = R;

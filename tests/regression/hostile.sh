@@ -171,5 +171,13 @@ else
   bad "checkpoint job"
 fi
 
+# 6. Messages: one line, once, naming the option or the problem, no source path.
+printf '0,0,0\n1,0,0\n2,0,0\n0,0,0\n1,0,0\n2,0,0\n0,0,0\n1,0,0\n2,0,0\n0,0,0\n1,0,0\n2,0,0\n' >"$tmp/zeros.csv"
+refuse "--format xml" "--format: unknown data format 'xml'" "${IRIS[@]}" --format xml
+refuse "--mu-scale inf" "--mu-scale must be a finite number" fit --method soda --data "$DATA/iris.csv" --labeled-per-class 3 -q --mu-scale inf
+refuse "-lp_ksp_type bogus" "requested KSP type bogus" fit --method soda --data "$DATA/iris.csv" --labeled-per-class 3 -q -lp_ksp_type bogus
+refuse "an all-zero feature matrix" "zero variance" fit --method soda --data "$tmp/zeros.csv" --labeled-per-class 2 -q
+if grep -q "\.cpp" "$tmp/err"; then bad "an error message shows a source path: $(cat "$tmp/err")"; else ok "no source path in messages"; fi
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

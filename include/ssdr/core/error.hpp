@@ -37,6 +37,15 @@ class Error : public std::runtime_error {
 void check_collective(MPI_Comm comm, bool ok, const std::string& message, const char* file,
                       int line);
 
+/// "PETSc: <PETSc's message of the failed call> (<call>)": the message recorded by
+/// petsc_error_handler since the last call (then cleared), or PETSc's text for `code`.
+std::string petsc_error_text(int code, const char* call);
+
+/// A PETSc error handler (PetscPushErrorHandler) that prints nothing and keeps the first
+/// message of each error for petsc_error_text, so PETSc's traceback becomes ssdr's one line.
+int petsc_error_handler(MPI_Comm comm, int line, const char* fun, const char* file, int code, int type,
+                        const char* message, void* ctx);
+
 /// Formats "what: expected A×B, got C×D" for shape mismatches.
 std::string shape_message(const std::string& what, int64_t rows_a, int64_t cols_a,
                           int64_t rows_b, int64_t cols_b);
@@ -67,11 +76,19 @@ std::string shape_message(const std::string& what, int64_t rows_a, int64_t cols_
     if ((ra) != (rb) || (ca) != (cb))                                               \
       SSDR_THROW(::ssdr::shape_message((what), (ra), (ca), (rb), (cb)));            \
   } while (0)
-/// Wraps a PETSc/SLEPc call: a non-zero error code becomes ssdr::Error naming the call.
+/// Wraps a PETSc/SLEPc call: a non-zero error code becomes ssdr::Error with PETSc's own
+/// message (kept by petsc_error_handler) and the call.
 #define SSDR_PETSC(call)                                                            \
   do {                                                                              \
     const int ssdr_ierr_ = static_cast<int>(call);                                  \
+    if (ssdr_ierr_ != 0) SSDR_THROW(::ssdr::petsc_error_text(ssdr_ierr_, #call));   \
+  } while (0)
+/// Like SSDR_PETSC for the ...SetFromOptions calls: the options database is the same on
+/// every rank, so a bad option (-lp_ksp_type bogus) fails on every rank alike and the
+/// error is collective (one line, clean exit everywhere).
+#define SSDR_PETSC_OPTIONS(call)                                                    \
+  do {                                                                              \
+    const int ssdr_ierr_ = static_cast<int>(call);                                  \
     if (ssdr_ierr_ != 0)                                                            \
-      SSDR_THROW(std::string("PETSc/SLEPc call failed (error ") +                   \
-                 std::to_string(ssdr_ierr_) + "): " #call);                          \
+      throw ::ssdr::Error(::ssdr::petsc_error_text(ssdr_ierr_, #call), __FILE__, __LINE__, true); \
   } while (0)
