@@ -6,7 +6,8 @@
 /// returns B-normalized columns (wᵀBw = 1, e.g. B = S_t + εI for LDA), which weights every
 /// embedding coordinate by 1/√(wᵀBw): the noisy trailing discriminants get the same spread
 /// as the first, and 1-NN in the embedding suffers (ssgda-zhang-yeung Table III protocol on
-/// iris: LDA 21 % unlabeled error with B-normalized columns, 9 % with unit columns). The
+/// iris, 20 splits: LDA 21.7 % unlabeled error with B-normalized columns, 5.8 % with unit
+/// columns). The
 /// reference code these papers' experiments follow (Cai's LDA/SDA code, used by SODA,
 /// SL-LDA and SSGDA) normalizes every projection vector to unit length instead; that is
 /// ssdr's default wherever the method's paper fixes no scale.
