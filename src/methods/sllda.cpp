@@ -23,7 +23,8 @@
 //
 // Theorem 3 of the paper (V Vᵀ = V_WLS V_WLSᵀ) holds only for the eigenvector scaling of
 // Theorem 2, V = V_WLS U, for which Vᵀ(S̃t + αI)V = Λ (paper's normalization), neither for
-// the B-orthonormal V a GEVD returns nor for unit-length columns. With the B-orthonormal V the identity that holds is
+// the B-orthonormal V a GEVD returns nor for unit-length columns. With the B-orthonormal V
+// the identity that holds is
 //      V Λ Vᵀ = ñ · V_WLS V_WLSᵀ      (ssdr normalization, the same relative α > 0),
 // exactly (up to solver tolerances) when m ≥ rank(S̃b) = c−1, i.e. every eigenvector with a
 // non-zero eigenvalue is kept: with B = S̃t + αI (ssdr's), V Λ Vᵀ = B⁻¹S̃bB⁻¹ (from
