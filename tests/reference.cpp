@@ -159,6 +159,16 @@ Dense projector(const Dense& W) {
   return P;
 }
 
+Dense unit_columns(const Dense& W) {
+  Dense U = W;
+  for (int64_t j = 0; j < W.cols; ++j) {
+    double s = 0;
+    for (int64_t i = 0; i < W.rows; ++i) s += W(i, j) * W(i, j);
+    for (int64_t i = 0; i < W.rows; ++i) U(i, j) = W(i, j) / std::sqrt(s);
+  }
+  return U;
+}
+
 Dense rows(const Dense& X, const std::vector<char>& keep) {
   int64_t n = 0;
   for (char k : keep) n += k ? 1 : 0;

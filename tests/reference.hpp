@@ -19,6 +19,9 @@ Dense trace_ratio(const Dense& Sb, const Dense& Sw, int m, double* ratio = nullp
 double ratio(const Dense& Sb, const Dense& Sw, const Dense& W);
 /// W Wᵀ (basis-independent comparison of subspaces).
 Dense projector(const Dense& W);
+/// W with every column divided by its Euclidean length (the unit-length convention of the
+/// field's LDA code, methods::Normalization::unit).
+Dense unit_columns(const Dense& W);
 /// A with the rows i where keep[i] is true.
 Dense rows(const Dense& X, const std::vector<char>& keep);
 /// Distribute a replicated Dense over comm in the block layout.

@@ -91,6 +91,16 @@ double max_abs(const Dense& A) {
   return m;
 }
 
+double max_unit_norm_error(const Dense& W) {
+  double worst = 0;
+  for (int64_t j = 0; j < W.cols; ++j) {
+    double s = 0;
+    for (int64_t i = 0; i < W.rows; ++i) s += W(i, j) * W(i, j);
+    worst = std::max(worst, std::abs(std::sqrt(s) - 1.0));
+  }
+  return worst;
+}
+
 Dense mul(const Dense& A, const Dense& B, char ta, char tb) {
   const int64_t m = ta == 'N' ? A.rows : A.cols, k = ta == 'N' ? A.cols : A.rows;
   const int64_t n = tb == 'N' ? B.cols : B.rows;

@@ -44,6 +44,11 @@ double max_diff_up_to_column_sign(const Dense& A, const Dense& B);
 double max_abs_diff(const Dense& A, const Dense& B);
 /// Max |A_ij| (0 for an empty matrix).
 double max_abs(const Dense& A);
+/// max_j | ‖W_·j‖₂ − 1 | (0 for no columns). Normalizing a column of length d in double
+/// leaves |‖w‖₂ − 1| ≤ ~(d/2 + 2)ε (the sum of squares has relative error ≤ dε, the square
+/// root halves it, the division and this check add a few ε): ~1e-14 for d ≤ 100, so 1e-12
+/// is a tolerance with a margin, not a fudge.
+double max_unit_norm_error(const Dense& W);
 /// op(A)·op(B) by BLAS gemm, op = transpose when ta/tb is 'T'.
 Dense mul(const Dense& A, const Dense& B, char ta = 'N', char tb = 'N');
 

@@ -56,8 +56,11 @@ struct KernelArgs {
   kernels::KernelOptions o;
 };
 
+/// The options of `fit` (evaluate = false) or `evaluate`, bound to c and to the strings that
+/// parse_fit converts and validates afterwards (format, scaling, weight, normalize, kernel).
+/// Not collective.
 po::options_description fit_options(driver::FitCommand& c, std::string& format, std::string& scaling,
-                                    std::string& weight, KernelArgs& k, bool evaluate) {
+                                    std::string& weight, std::string& normalize, KernelArgs& k, bool evaluate) {
   po::options_description d(evaluate ? "ssdr evaluate options" : "ssdr fit options");
   auto& mo = c.config.method_options;
   // clang-format off
@@ -82,7 +85,10 @@ po::options_description fit_options(driver::FitCommand& c, std::string& format, 
     ("gamma", po::value(&mo.gamma), "gamma of OTCA (default: the paper's)")
     ("mu", po::value(&mo.mu), "SOGE: mu on the labeled samples (default 100)")
     ("recursions", po::value(&mo.recursions)->default_value(1), "SOGE: recursive projections K (W is d x Kc)")
-    ("eigenvalue-scaling", "SL-LDA: scale the columns of V by Lambda^(1/2)")
+    ("eigenvalue-scaling", "SL-LDA: scale the columns of V by Lambda^(1/2) (implies --normalize metric)")
+    ("normalize", po::value(&normalize)->default_value("unit"),
+     "length of the projection columns: unit | metric (w'(St + eps I)w = 1 for LDA/GDA/SDA/SL-LDA/SSGDA's GDA); "
+     "TCA keeps its constraint's scale (metric) unless given")
     ("scaling", po::value(&scaling)->default_value("none"), "none | minmax | standardize | global")
     ("pca-energy", po::value(&c.config.preprocess.pca_energy)->default_value(-1), "PCA variance fraction in (0,1] (default: drop only the null space)")
     ("no-pca", "center only, no PCA")
@@ -117,9 +123,9 @@ void reject_positional(const po::parsed_options& parsed) {
 /// replicated (collective).
 driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate, bool& help) {
   driver::FitCommand c;
-  std::string format, scaling, weight;
+  std::string format, scaling, weight, normalize;
   KernelArgs kernel;
-  auto desc = fit_options(c, format, scaling, weight, kernel, evaluate);
+  auto desc = fit_options(c, format, scaling, weight, normalize, kernel, evaluate);
   po::variables_map vm;
   const po::parsed_options parsed = po::command_line_parser(args).options(desc).run();
   reject_positional(parsed);
@@ -147,6 +153,8 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
   c.config.preprocess.scaling = data::parse_scaling(scaling);
   c.config.preprocess.pca = vm.count("no-pca") == 0 && info.preprocess.pca;
   c.config.method_options.eigenvalue_scaling = vm.count("eigenvalue-scaling") > 0;
+  c.config.method_options.normalization = methods::parse_normalization(normalize);
+  c.config.method_options.normalization_given = !vm["normalize"].defaulted();
   c.config.method_options.knn_given = !vm["knn"].defaulted();
   // The method's paper kernel unless the user chose one with --kernel.
   kernel.o.type = vm["kernel"].defaulted() ? info.kernel.type : kernels::parse_kernel(kernel.kernel);
@@ -188,6 +196,7 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
                          {"mu", vm.count("mu") ? nlohmann::json(mo.mu) : nlohmann::json("default")},
                          {"recursions", mo.recursions},
                          {"eigenvalue_scaling", mo.eigenvalue_scaling},
+                         {"normalize", mo.normalization_given ? nlohmann::json(normalize) : nlohmann::json("default")},
                          {"scaling", scaling},
                          {"pca", c.config.preprocess.pca},
                          {"pca_energy", c.config.preprocess.pca_energy},

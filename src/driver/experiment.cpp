@@ -124,7 +124,7 @@ std::vector<int64_t> parse_range(const Job& job, const std::string& s) {
 
 const std::set<std::string>& known_parameters() {
   static const std::set<std::string> k = {"knn", "weight", "sigma_s", "alpha_u", "mu_scale", "alpha", "beta",
-                                          "gamma", "mu", "recursions", "eigenvalue_scaling", "scaling",
+                                          "gamma", "mu", "recursions", "eigenvalue_scaling", "normalize", "scaling",
                                           "pca_energy", "pca", "kernel", "degree", "sigma2", "landmarks",
                                           "landmark_seeding"};
   return k;
@@ -313,6 +313,10 @@ std::vector<Unit> make_units(const Job& job) {
   return units;
 }
 
+/// Applies one job parameter (a key of known_parameters()) to the configuration; `normalize`
+/// sets MethodOptions::normalization and marks it given. Not collective (the same job on
+/// every rank). \throws ssdr::Error (collective) naming the job file and the key when the
+/// value does not fit it.
 void set_param(const Job& job, FitConfig& c, const std::string& key, const json& v) {
   auto& o = c.method_options;
   auto num = [&]() {
@@ -338,6 +342,13 @@ void set_param(const Job& job, FitConfig& c, const std::string& key, const json&
   else if (key == "mu") o.mu = num();
   else if (key == "recursions") o.recursions = static_cast<int>(num());
   else if (key == "eigenvalue_scaling") o.eigenvalue_scaling = v.is_boolean() ? v.get<bool>() : num() != 0;
+  else if (key == "normalize") {
+    const std::string n = v.is_string() ? v.get<std::string>() : v.dump();
+    if (n == "unit") o.normalization = methods::Normalization::unit;
+    else if (n == "metric") o.normalization = methods::Normalization::metric;
+    else job_error(job, "normalize: expected unit or metric, got '" + n + "'");
+    o.normalization_given = true;
+  }
   else if (key == "scaling") c.preprocess.scaling = data::parse_scaling(v.get<std::string>());
   else if (key == "pca_energy") c.preprocess.pca_energy = num();
   else if (key == "pca") c.preprocess.pca = v.is_boolean() ? v.get<bool>() : num() != 0;

@@ -89,6 +89,7 @@ FitOutcome fit_and_evaluate(const io::Dataset& ds, const std::vector<data::Role>
   m.basis = pre.basis;
   m.kernel = std::move(feature_map);
   m.W = fit.W;
+  m.normalization = fit.normalization;
   out.dim = fit.W.cols;
 
   Phase phase("evaluate", &out.timings);

@@ -188,7 +188,8 @@ class Olda final : public Method {
 /// (Cai et al.'s setting; --knn overrides k, o.graph.weight is not used). α and β are relative to the traces:
 ///   α_eff = α·tr(S_t)/tr(XLXᵀ),  β_eff = β·tr(S_t)/d,  defaults α = 1, β = 10⁻³,
 /// so α = 0 is the regularized LDA of the `lda` method. The m = c−1 largest generalized
-/// eigenvectors (B-normalized) through sym_eigen (prefix o.eigen_prefix).
+/// eigenvectors through sym_eigen (prefix o.eigen_prefix), of unit length by default as in
+/// Cai et al.'s code (o.normalization; metric: aᵀBa = 1 with B the denominator above).
 class Sda final : public Method {
  public:
   FitResult fit(const TrainingData& data, const MethodOptions& o, Timings& t) override {
@@ -234,6 +235,7 @@ class Sda final : public Method {
     for (int64_t i = 0; i < d; ++i) B(i, i) += beta_eff;
     auto e = solvers::sym_eigen(S.Sb, &B, m, Which::largest, o.eigen_prefix, data.X.comm);
     out.W = std::move(e.vectors);
+    out.normalization = scale_generalized_eigenvectors(out.W, o.normalization, "sda", out.info);
     out.info["alpha"] = alpha;
     out.info["beta"] = beta;
     out.info["beta_eff"] = beta_eff;

@@ -13,6 +13,13 @@ double trace(const Dense& S) {
   return t;
 }
 
+Normalization scale_generalized_eigenvectors(Dense& W, Normalization n, const std::string& what,
+                                             nlohmann::json& info) {
+  if (n == Normalization::unit) normalize_columns_to_unit_length(W, what);
+  info["normalization"] = to_string(n);
+  return n;
+}
+
 scatter::ScatterMatrices labeled_scatter(const TrainingData& data, Timings& t) {
   Phase phase("scatter", &t);
   LabeledPart l = labeled_part(data);

@@ -12,12 +12,19 @@
 //
 // Normalization. ssdr's soft scatter matrices (scatter::soft_scatter) are the paper's (11)–(13)
 // divided by ñ = Σ_j E_jj = Σ_{i≤c} Σ_j f_ij (the paper's sums are not normalized). Both α
-// below are relative to tr(S̃t)/d', so they do not depend on that factor; the eigenvectors
-// are B-orthonormal in ssdr's normalization (Vᵀ(S̃t + αI)V = I), i.e. √ñ times the paper's.
+// below are relative to tr(S̃t)/d', so they do not depend on that factor.
+//
+// Column lengths. The GEVD (15) fixes no scale. sl-lda returns unit-length columns by
+// default, the convention of the LDA code the paper's experiments compare with
+// (o.normalization, --normalize); with --normalize metric the columns are B-orthonormal in
+// ssdr's normalization (Vᵀ(S̃t + αI)V = I), i.e. √ñ times the paper's. --eigenvalue-scaling
+// always starts from the B-orthonormal V (it rejects an explicit --normalize unit), so that
+// W = V Λ^{1/2} is the least-squares embedding below.
 //
 // Theorem 3 of the paper (V Vᵀ = V_WLS V_WLSᵀ) holds only for the eigenvector scaling of
-// Theorem 2, V = V_WLS U, for which Vᵀ(S̃t + αI)V = Λ (paper's normalization), not for the
-// B-orthonormal V a GEVD returns. With the B-orthonormal V the identity that holds is
+// Theorem 2, V = V_WLS U, for which Vᵀ(S̃t + αI)V = Λ (paper's normalization), neither for
+// the B-orthonormal V a GEVD returns nor for unit-length columns. With the B-orthonormal V
+// the identity that holds is
 //      V Λ Vᵀ = ñ · V_WLS V_WLSᵀ      (ssdr normalization, the same relative α > 0),
 // exactly (up to solver tolerances) when m ≥ rank(S̃b) = c−1, i.e. every eigenvector with a
 // non-zero eigenvalue is kept: with B = S̃t + αI (ssdr's), V Λ Vᵀ = B⁻¹S̃bB⁻¹ (from
@@ -97,13 +104,19 @@ void fix_signs(Dense& W) {
   }
 }
 
-/// SL-LDA, eq. (15): S̃b v = λ (S̃t + αI) v, the m largest, α = a·tr(S̃t)/d'.
+/// SL-LDA, eq. (15): S̃b v = λ (S̃t + αI) v, the m largest, α = a·tr(S̃t)/d'. Columns of unit
+/// length (o.normalization = unit, the default) or B-orthonormal (metric); with
+/// o.eigenvalue_scaling, W = V Λ^{1/2} with the B-orthonormal V (metric is implied; an
+/// explicit unit is an error).
 class SlLda final : public Method {
  public:
   FitResult fit(const TrainingData& data, const MethodOptions& o, Timings& t) override {
     const int64_t d = data.X.cols;
     const int64_t m = resolve_dim(o.dim, data.classes, d);
     const double a = relative_alpha(o);
+    SSDR_REQUIRE(!(o.eigenvalue_scaling && o.normalization_given && o.normalization == Normalization::unit),
+                 "--eigenvalue-scaling: expected --normalize metric (V Lambda^(1/2) is the least-squares "
+                 "embedding only for V'(St + alpha I)V = I), got --normalize unit");
     SoftLabels s = lnp_and_propagation(data, o, t);
     scatter::ScatterMatrices S;
     {
@@ -116,6 +129,8 @@ class SlLda final : public Method {
     auto e = solvers::sym_eigen(S.Sb, &B, m, solvers::Which::largest, o.eigen_prefix, data.X.comm);
     FitResult out;
     out.W = std::move(e.vectors);
+    out.normalization = scale_generalized_eigenvectors(
+        out.W, o.eigenvalue_scaling ? Normalization::metric : o.normalization, "sl-lda", out.info);
     if (o.eigenvalue_scaling)
       for (int64_t j = 0; j < m; ++j) {
         const double f = std::sqrt(std::max(e.values[static_cast<size_t>(j)], 0.0));
@@ -227,7 +242,8 @@ PetscErrorCode wls_mult_transpose(Mat A, Vec u, Vec y) {
 /// rtol 1e-12; -wls_ksp_type cgls or lsqr). V_WLS is d'×c of rank ≤ c−1 (H̃b's columns
 /// √ñ_i(x̃_i − x̃) are dependent: Σ_i √ñ_i·H̃b_i = 0); W is its principal form P Σ (thin SVD
 /// V_WLS = P Σ Qᵀ), the first m columns, so W Wᵀ = V_WLS V_WLSᵀ for m ≥ c−1 and the 1-NN
-/// distances are those of V_WLS itself.
+/// distances are those of V_WLS itself. o.normalization does not apply: the least-squares
+/// problem fixes the scale (recorded as metric).
 class SlLdaWls final : public Method {
  public:
   FitResult fit(const TrainingData& data, const MethodOptions& o, Timings& t) override {
@@ -363,6 +379,7 @@ class SlLdaWls final : public Method {
     for (int64_t j = 0; j < m; ++j)
       for (int64_t q = 0; q < d; ++q) out.W(q, j) = P(q, j) * sigma[static_cast<size_t>(j)];
     fix_signs(out.W);
+    out.normalization = Normalization::metric;  // the least-squares solution's own scale
     soft_label_info(s, o, out.info);
     out.info["alpha_relative"] = a;
     out.info["alpha"] = alpha;

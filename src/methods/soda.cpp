@@ -40,6 +40,10 @@ class Oda final : public Method {
   }
 };
 
+/// Regularized LDA (soda-nie2009 eq. (8)/(14)) on the labeled samples, also GDA when the
+/// pipeline hands over a kernel feature map: S_b a = λ (S_t + rI) a, r =
+/// o.lda_regularization·tr(S_t)/d', the m largest, columns of unit length by default
+/// (o.normalization; metric: aᵀ(S_t + rI)a = 1).
 class Lda final : public Method {
  public:
   FitResult fit(const TrainingData& data, const MethodOptions& o, Timings& t) override {
@@ -52,6 +56,7 @@ class Lda final : public Method {
     auto e = solvers::sym_eigen(S.Sb, &B, m, solvers::Which::largest, o.eigen_prefix, data.X.comm);
     FitResult out;
     out.W = std::move(e.vectors);
+    out.normalization = scale_generalized_eigenvectors(out.W, o.normalization, "lda", out.info);
     out.info["regularization"] = r;
     out.info["eigenvalues"] = e.values;
     return out;

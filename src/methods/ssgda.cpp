@@ -497,9 +497,11 @@ std::vector<char> confident_selection(const DistMatrix& Y, const std::vector<int
 
 /// GDA (eq. (3)–(4)) as regularized LDA on the feature map: S_b a = λ (S_t + εI) a on the
 /// rows with keep[i] ≠ 0 with hard labels y[i], ε = o.lda_regularization·tr(S_t)/r, the m
-/// largest, through solvers::sym_eigen with prefix o.eigen_prefix. X n×r distributed; returns
-/// W (r×m, replicated) and the eigenvalues. Collective. \throws ssdr::Error (collective) when
-/// a class has no kept row.
+/// largest, through solvers::sym_eigen with prefix o.eigen_prefix. The paper fixes no scale:
+/// columns of unit length when o.normalization is unit (the default; the convention of the
+/// LDA code the paper's experiments use), aᵀ(S_t + εI)a = 1 when metric. X n×r distributed;
+/// returns W (r×m, replicated) and the eigenvalues. Collective. \throws ssdr::Error
+/// (collective) when a class has no kept row.
 Dense gda(const DistMatrix& X, const std::vector<char>& keep, const std::vector<int>& y, int classes,
           int64_t m, const MethodOptions& o, std::vector<double>* eigenvalues, double* regularization) {
   std::vector<int> ys;
@@ -512,6 +514,7 @@ Dense gda(const DistMatrix& X, const std::vector<char>& keep, const std::vector<
   auto e = solvers::sym_eigen(S.Sb, &B, m, solvers::Which::largest, o.eigen_prefix, X.comm);
   if (eigenvalues) *eigenvalues = e.values;
   if (regularization) *regularization = eps;
+  if (o.normalization == Normalization::unit) normalize_columns_to_unit_length(e.vectors, "ssgda: GDA");
   return std::move(e.vectors);
 }
 
@@ -560,6 +563,8 @@ class Ssgda final : public Method {
     out.info["mean_neighbor_agreement"] = agreement;
     out.info["regularization"] = eps;
     out.info["eigenvalues"] = ev;
+    out.info["normalization"] = to_string(o.normalization);  // of both GDA steps
+    out.normalization = o.normalization;
     return out;
   }
 

@@ -3,7 +3,9 @@
 // File layout: the 10 bytes of kMagic, the format version as a 4-byte little-endian
 // integer, then a boost::archive::binary_oarchive holding the Model: the version-1 fields
 // (method … basis, W), then from version 2 on the kernel feature map (type, degree, σ²,
-// exact flag, Zt, M, a). A version-1 file is read as a model without a kernel.
+// exact flag, Zt, M, a), then from version 3 on the normalization of W's columns (int32:
+// 0 unit, 1 metric). A version-1 file is read as a model without a kernel; version-1 and -2
+// files are read with normalization metric (what produced them).
 #include "ssdr/model/model.hpp"
 
 #include <boost/archive/archive_exception.hpp>
@@ -90,6 +92,17 @@ void serialize(Archive& ar, ssdr::model::Model& m, const unsigned int /*version*
   serialize_contiguous(ar, m.mean);
   ar & m.basis & m.W;
   if (g_format_version >= 2) ar & m.kernel;
+  if (g_format_version >= 3) {
+    int32_t normalization = static_cast<int32_t>(m.normalization);
+    ar & normalization;
+    if constexpr (Archive::is_loading::value) {
+      if (normalization < 0 || normalization > static_cast<int32_t>(ssdr::methods::Normalization::metric))
+        throw CorruptLength{};
+      m.normalization = static_cast<ssdr::methods::Normalization>(normalization);
+    }
+  } else if constexpr (Archive::is_loading::value) {
+    m.normalization = ssdr::methods::Normalization::metric;
+  }
 }
 
 }  // namespace boost::serialization

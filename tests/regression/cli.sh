@@ -52,6 +52,30 @@ expect_error "unknown method" "unknown method 'sod'" fit --method sod --labeled-
 expect_error "unknown option" "unrecognised option '--bogus'" "${fit[@]}" --data "$iris" --bogus 1
 expect_error "unwritable output" "--embedding" "${fit[@]}" --data "$iris" --embedding /nonexistent/dir/e.csv
 expect_error "split file too short" "nolabel.split" fit --method soda --data "$DATA/wine.csv" --split "$tmp/nolabel.split"
+expect_error "unknown normalization" "--normalize: expected unit or metric, got 'bogus'" "${fit[@]}" --data "$iris" --normalize bogus
+expect_error "eigenvalue scaling with unit columns" "--eigenvalue-scaling: expected --normalize metric" \
+  fit --method sl-lda --labeled-per-class 3 --data "$iris" --eigenvalue-scaling --normalize unit
+
+# --normalize: the default (unit) and metric reach the report (parameters and info); the
+# metric model's transform reproduces its embedding (W is what transform uses).
+for norm in default metric; do
+  args=()
+  [ "$norm" = metric ] && args=(--normalize metric)
+  if run fit --method lda --data "$iris" --labeled-per-class 3 --transductive-fraction 0.8 --seed 2 -q "${args[@]}" \
+      --report "$tmp/n_$norm.json" --model "$tmp/n_$norm.model" --embedding "$tmp/n_$norm.csv" >/dev/null 2>"$tmp/stderr" &&
+     run transform --model "$tmp/n_$norm.model" --data "$iris" --embedding "$tmp/n_t_$norm.csv" -q 2>>"$tmp/stderr" &&
+     cmp -s "$tmp/n_$norm.csv" "$tmp/n_t_$norm.csv" &&
+     python3 - "$tmp/n_$norm.json" "$norm" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["parameters"]["normalize"] == sys.argv[2], r["parameters"]["normalize"]
+assert r["info"]["normalization"] == ("unit" if sys.argv[2] == "default" else "metric"), r["info"]["normalization"]
+PY
+  then ok "--normalize $norm recorded and transform reproduces the embedding"
+  else bad "--normalize $norm recorded and transform reproduces the embedding"; cat "$tmp/stderr"; fi
+done
+if ! cmp -s "$tmp/n_default.csv" "$tmp/n_metric.csv"; then ok "--normalize metric changes the lda embedding"
+else bad "--normalize metric changes the lda embedding"; fi
 
 # fit writes report, model and embedding; transform of the same samples reproduces the embedding.
 if run fit --method soda --data "$iris" --labeled-per-class 3 --transductive-fraction 0.8 --seed 2 -q \

@@ -87,5 +87,39 @@ for job in "$JOBS"/*_smoke.yaml; do
   fi
 done
 
+# 6. The job key normalize: both swept values reach the results and change LDA's accuracy on
+#    the SSGDA Table III protocol; a bad value is one line naming the key.
+cat >"$tmp/norm.yaml" <<EOF
+name: norm
+protocol: labeled-unlabeled-per-class
+unlabeled_per_class: 20
+labeled_per_class: 3
+splits: 3
+datasets:
+  - {name: iris, path: $2/iris.csv}
+methods:
+  - name: lda
+    normalize: [unit, metric]
+EOF
+if timeout 300 "$MPIEXEC" -n 2 "$SSDR" experiment "$tmp/norm.yaml" --output "$tmp/norm" -q >"$tmp/norm.out" 2>&1 &&
+   python3 - "$tmp/norm/results.json" <<'PY'
+import json, sys
+res = json.load(open(sys.argv[1]))["results"]
+acc = {}
+for x in res:
+    acc.setdefault(x["params"]["normalize"], []).append(x["accuracy"]["unlabeled"])
+assert sorted(acc) == ["metric", "unit"] and all(len(v) == 3 for v in acc.values()), acc
+assert acc["unit"] != acc["metric"], acc
+PY
+then ok "job key normalize"; else bad "job key normalize"; tail -5 "$tmp/norm.out"; fi
+sed 's/normalize: \[unit, metric\]/normalize: bogus/' "$tmp/norm.yaml" >"$tmp/norm_bad.yaml"
+timeout 300 "$MPIEXEC" -n 2 "$SSDR" experiment "$tmp/norm_bad.yaml" --output "$tmp/norm_bad" -q >/dev/null 2>"$tmp/norm_bad.err"
+rc=$?
+if [ "$rc" -ne 0 ] && [ "$(grep -c . "$tmp/norm_bad.err")" -eq 1 ] && grep -q "normalize: expected unit or metric, got 'bogus'" "$tmp/norm_bad.err"; then
+  ok "job key normalize: bad value ($(cat "$tmp/norm_bad.err"))"
+else
+  bad "job key normalize: bad value (exit $rc)"; cat "$tmp/norm_bad.err"
+fi
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

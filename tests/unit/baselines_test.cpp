@@ -361,7 +361,8 @@ TEST(Sda, GraphScatterEqualsTheDenseFormula) {
 
 TEST(Sda, AgreesWithTheSerialDenseReference) {
   // max aᵀS_b a / aᵀ(S_t + α_eff XLXᵀ + β_eff I)a with α_eff = α tr(S_t)/tr(XLXᵀ),
-  // β_eff = β tr(S_t)/d, at the defaults (α = 1, β = 1e-3) and at α = 5, β = 0.1.
+  // β_eff = β tr(S_t)/d, at the defaults (α = 1, β = 1e-3) and at α = 5, β = 0.1; columns
+  // of unit length by default, B-orthonormal with --normalize metric.
   for (const char* file : {"wine.csv", "breast_cancer.csv"}) {
     Problem pr = load(file, 3, true);
     DistMatrix X = ref::distribute(pr.X, MPI_COMM_WORLD);
@@ -375,6 +376,10 @@ TEST(Sda, AgreesWithTheSerialDenseReference) {
         o.beta = ab.second;
       }
       auto r = run("sda", pr, X, o);
+      methods::MethodOptions om = o;
+      om.normalization = methods::Normalization::metric;
+      om.normalization_given = true;
+      auto rm = run("sda", pr, X, om);
       const double a_eff = ab.first * trace_of(S.St) / trace_of(XLX);
       const double b_eff = ab.second * trace_of(S.St) / static_cast<double>(d);
       EXPECT_NEAR(r.info.at("alpha").get<double>(), ab.first, 0.0);
@@ -386,11 +391,17 @@ TEST(Sda, AgreesWithTheSerialDenseReference) {
       std::vector<double> values;
       const Dense Wr = top_generalized(S.Sb, B, m, &values);
       ASSERT_EQ(r.W.cols, m);
-      EXPECT_LT(test::max_diff_up_to_column_sign(r.W, Wr), 1e-7 * max_abs(Wr)) << file << " α=" << ab.first;
+      ASSERT_EQ(rm.W.cols, m);
+      EXPECT_EQ(r.info.at("normalization"), "unit");
+      EXPECT_EQ(rm.info.at("normalization"), "metric");
+      const Dense Wu = ref::unit_columns(Wr);
+      EXPECT_LT(test::max_diff_up_to_column_sign(r.W, Wu), 1e-7) << file << " α=" << ab.first;
+      EXPECT_LT(test::max_diff_up_to_column_sign(rm.W, Wr), 1e-7 * max_abs(Wr)) << file << " α=" << ab.first;
       const auto ev = r.info.at("eigenvalues").get<std::vector<double>>();
       for (int64_t j = 0; j < m; ++j) EXPECT_NEAR(ev[static_cast<size_t>(j)], values[static_cast<size_t>(j)], 1e-9 * values[0]);
-      // B-orthonormal: WᵀBW = I.
-      EXPECT_LT(test::max_abs_diff(mul(r.W, mul(B, r.W), 'T', 'N'), Dense::identity(m)), 1e-8);
+      // Unit columns by default; B-orthonormal with metric: WᵀBW = I.
+      EXPECT_LT(test::max_unit_norm_error(r.W), 1e-12);
+      EXPECT_LT(test::max_abs_diff(mul(rm.W, mul(B, rm.W), 'T', 'N'), Dense::identity(m)), 1e-8);
     }
   }
 }

@@ -58,8 +58,12 @@ model::Model example_model() {
   m.mean = {0.25, -0.125, 3.0, -1.0, 0.0};
   m.basis = filled(5, 3, 0.5);
   m.W = filled(3, 2, -1.0);
+  m.normalization = methods::Normalization::unit;  // not the default (metric), so a round trip shows it
   return m;
 }
+
+/// The bytes of the normalization record at the end of a version-3 file (int32).
+constexpr size_t kNormalizationBytes = 4;
 
 void expect_models_equal(const model::Model& a, const model::Model& b) {
   EXPECT_EQ(a.method, b.method);
@@ -76,6 +80,7 @@ void expect_models_equal(const model::Model& a, const model::Model& b) {
   EXPECT_EQ(a.W.rows, b.W.rows);
   EXPECT_EQ(a.W.cols, b.W.cols);
   EXPECT_EQ(a.W.v, b.W.v);
+  EXPECT_EQ(a.normalization, b.normalization);
 }
 
 /// Every rank's message must contain `expected`.
@@ -307,13 +312,13 @@ model::Model example_kernel_model() {
 
 }  // namespace
 
-TEST(ModelFile, RoundTripsAKernelFeatureMapExactlyInFormatVersionTwo) {
+TEST(ModelFile, RoundTripsAKernelFeatureMapExactlyInFormatVersionThree) {
   ModelTempDir dir;
   const std::string p = dir.file("k" + std::to_string(test::rank()) + ".ssdr");
   const model::Model m = example_kernel_model();
   model::save(m, p);
   const std::string bytes = read_bytes(p);
-  EXPECT_EQ(bytes[std::strlen(model::kMagic)], '\x02');
+  EXPECT_EQ(bytes[std::strlen(model::kMagic)], '\x03');
   const model::Model back = model::load(p);
   expect_models_equal(back, m);
   EXPECT_EQ(back.kernel.type, kernels::KernelType::rbf);
@@ -326,21 +331,66 @@ TEST(ModelFile, RoundTripsAKernelFeatureMapExactlyInFormatVersionTwo) {
 }
 
 TEST(ModelFile, ReadsFormatVersionOneFilesAsModelsWithoutAKernel) {
-  // A version-1 file is a version-2 file of a kernel-less model without the trailing kernel
-  // record (int32 type, degree, σ², uint8 exact, two empty Dense of 24 bytes each, an empty
-  // vector of 8 bytes = 77 bytes) and with version 1 in the header.
+  // A version-1 file is a version-3 file of a kernel-less model without the trailing
+  // normalization record (int32, 4 bytes) and kernel record (int32 type, degree, σ², uint8
+  // exact, two empty Dense of 24 bytes each, an empty vector of 8 bytes = 77 bytes) and with
+  // version 1 in the header. Its normalization reads as metric (what produced it).
   ModelTempDir dir;
   const std::string p = dir.file("v1_" + std::to_string(test::rank()) + ".ssdr");
   model::save(example_model(), p);
   std::string bytes = read_bytes(p);
   bytes[std::strlen(model::kMagic)] = '\x01';
-  write_bytes(p, bytes.substr(0, bytes.size() - 77));
+  write_bytes(p, bytes.substr(0, bytes.size() - kNormalizationBytes - 77));
   const model::Model back = model::load(p);
-  expect_models_equal(back, example_model());
+  model::Model expected = example_model();
+  expected.normalization = methods::Normalization::metric;
+  expect_models_equal(back, expected);
   EXPECT_TRUE(back.kernel.empty());
   // The same bytes labeled version 2 are missing the kernel record.
   bytes = read_bytes(p);
   bytes[std::strlen(model::kMagic)] = '\x02';
+  write_bytes(p, bytes);
+  expect_load_error(p, "truncated or corrupt model file");
+}
+
+TEST(ModelFile, ReadsFormatVersionTwoFilesWithTheMetricNormalization) {
+  // A version-2 file is a version-3 file without the trailing normalization record; the
+  // ssdr versions that wrote version 2 scaled generalized eigenvectors by wᵀBw = 1 only,
+  // so such a model loads with normalization metric (and its kernel map intact).
+  ModelTempDir dir;
+  const std::string p = dir.file("v2_" + std::to_string(test::rank()) + ".ssdr");
+  const model::Model m = example_kernel_model();
+  ASSERT_EQ(m.normalization, methods::Normalization::unit);
+  model::save(m, p);
+  std::string bytes = read_bytes(p);
+  bytes[std::strlen(model::kMagic)] = '\x02';
+  write_bytes(p, bytes.substr(0, bytes.size() - kNormalizationBytes));
+  const model::Model back = model::load(p);
+  model::Model expected = m;
+  expected.normalization = methods::Normalization::metric;
+  expect_models_equal(back, expected);
+  EXPECT_EQ(back.kernel.Zt.v, m.kernel.Zt.v);
+  EXPECT_EQ(back.kernel.a, m.kernel.a);
+  // The same bytes labeled version 3 are missing the normalization record.
+  bytes = read_bytes(p);
+  bytes[std::strlen(model::kMagic)] = '\x03';
+  write_bytes(p, bytes);
+  expect_load_error(p, "truncated or corrupt model file");
+}
+
+TEST(ModelFile, RoundTripsEitherNormalizationAndRejectsAnUnknownOne) {
+  ModelTempDir dir;
+  const std::string p = dir.file("n" + std::to_string(test::rank()) + ".ssdr");
+  for (const auto n : {methods::Normalization::unit, methods::Normalization::metric}) {
+    model::Model m = example_model();
+    m.normalization = n;
+    model::save(m, p);
+    EXPECT_EQ(model::load(p).normalization, n);
+    expect_models_equal(model::load_collective(p, MPI_COMM_WORLD), m);
+  }
+  // The record is the file's last int32 (little-endian); 2 is no Normalization.
+  std::string bytes = read_bytes(p);
+  bytes[bytes.size() - kNormalizationBytes] = '\x02';
   write_bytes(p, bytes);
   expect_load_error(p, "truncated or corrupt model file");
 }

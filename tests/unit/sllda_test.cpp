@@ -9,6 +9,7 @@
 #include <random>
 
 #include "reference.hpp"
+#include "ssdr/core/error.hpp"
 #include "ssdr/core/lapack.hpp"
 #include "ssdr/driver/pipeline.hpp"
 #include "ssdr/graph/lnp.hpp"
@@ -323,14 +324,22 @@ TEST(SlLda, AgreesWithTheSerialDenseReference) {
     methods::MethodOptions o;
     o.propagation.rtol = 1e-12;
     auto out = fit("sl-lda", pr, o);
+    methods::MethodOptions om = o;
+    om.normalization = methods::Normalization::metric;
+    om.normalization_given = true;
+    auto metric = fit("sl-lda", pr, om);
     const RefSlLda r = ref_sl_lda(pr, 8);
     ASSERT_EQ(out.W.cols, pr.classes - 1) << name;
     EXPECT_NEAR(out.info["alpha"].get<double>(), r.alpha, 1e-10 * r.alpha) << name;
     const auto lambda = out.info["eigenvalues"].get<std::vector<double>>();
     for (int j = 0; j < pr.classes - 1; ++j)
       EXPECT_NEAR(lambda[static_cast<size_t>(j)], r.lambda[static_cast<size_t>(j)], 1e-10 * r.lambda[0]) << name;
-    // B-orthonormal eigenvectors, equal up to sign.
-    EXPECT_LT(test::max_diff_up_to_column_sign(r.V, out.W), 1e-9 * max_abs(r.V)) << name;
+    // Default: the eigenvectors scaled to unit length; metric: B-orthonormal. Equal up to sign.
+    EXPECT_EQ(out.info["normalization"], "unit") << name;
+    EXPECT_LT(test::max_unit_norm_error(out.W), 1e-12) << name;
+    EXPECT_LT(test::max_diff_up_to_column_sign(ref::unit_columns(r.V), out.W), 1e-9) << name;
+    EXPECT_EQ(metric.info["normalization"], "metric") << name;
+    EXPECT_LT(test::max_diff_up_to_column_sign(r.V, metric.W), 1e-9 * max_abs(r.V)) << name;
   }
 }
 
@@ -350,12 +359,15 @@ TEST(SlLda, WeightedLeastSquaresAgreesWithTheDenseNormalEquations) {
 
 TEST(SlLda, EigenvalueScaledGevdEqualsNTildeTimesTheLeastSquaresProjector) {
   // V Λ Vᵀ = ñ V_WLS V_WLSᵀ holds exactly for m ≥ rank(S̃b) = c − 1 (every non-zero
-  // eigenpair kept) and the same relative α; Theorem 3 as printed (V Vᵀ = V_WLS V_WLSᵀ, any
-  // scale) does not hold for the B-orthonormal V.
+  // eigenpair kept) and the same relative α, for the B-orthonormal V (--normalize metric,
+  // asked for explicitly here); Theorem 3 as printed (V Vᵀ = V_WLS V_WLSᵀ, any scale) does
+  // not hold for it.
   for (const char* name : {"iris.csv", "wine.csv"}) {
     Problem pr = load(name, 3);
     methods::MethodOptions o;
     o.propagation.rtol = 1e-12;
+    o.normalization = methods::Normalization::metric;
+    o.normalization_given = true;
     auto wls = fit("sl-lda-wls", pr, o);
     auto plain = fit("sl-lda", pr, o);
     o.eigenvalue_scaling = true;
@@ -379,6 +391,36 @@ TEST(SlLda, EigenvalueScaledGevdEqualsNTildeTimesTheLeastSquaresProjector) {
     double res = 0;
     for (size_t i = 0; i < P.v.size(); ++i) res += (P.v[i] - s * Pw.v[i]) * (P.v[i] - s * Pw.v[i]);
     EXPECT_GT(std::sqrt(res / pp), 1e-2) << name;
+  }
+}
+
+TEST(SlLda, EigenvalueScalingImpliesTheMetricNormalizationAndRejectsAnExplicitUnit) {
+  // --eigenvalue-scaling without --normalize scales the B-orthonormal V (the documented
+  // least-squares embedding), whatever the unit default says; --normalize unit with it is
+  // an error naming both options.
+  Problem pr = load("iris.csv", 3);
+  methods::MethodOptions o;
+  o.propagation.rtol = 1e-12;
+  o.eigenvalue_scaling = true;
+  auto implied = fit("sl-lda", pr, o);
+  methods::MethodOptions om = o;
+  om.normalization = methods::Normalization::metric;
+  om.normalization_given = true;
+  auto explicit_metric = fit("sl-lda", pr, om);
+  EXPECT_EQ(implied.info["normalization"], "metric");
+  EXPECT_EQ(implied.normalization, methods::Normalization::metric);
+  EXPECT_EQ(test::max_abs_diff(implied.W, explicit_metric.W), 0.0);
+  methods::MethodOptions ou = o;
+  ou.normalization = methods::Normalization::unit;
+  ou.normalization_given = true;
+  try {
+    fit("sl-lda", pr, ou);
+    ADD_FAILURE() << "no ssdr::Error for --eigenvalue-scaling --normalize unit";
+  } catch (const ssdr::Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("--eigenvalue-scaling"), std::string::npos) << what;
+    EXPECT_NE(what.find("--normalize"), std::string::npos) << what;
+    EXPECT_TRUE(e.collective());
   }
 }
 

@@ -134,8 +134,9 @@ std::vector<int> reference_cccp(const Dense& S, const std::vector<int>& semi, in
 }
 
 /// Regularized LDA (GDA on the feature map) on the rows with keep: Sb a = λ(St + εI)a,
-/// ε = 1e-3 tr(St)/d, by dsygvd; d×m, B-orthonormal columns.
-Dense reference_gda(const Dense& X, const std::vector<int>& y, const std::vector<char>& keep, int c, int m) {
+/// ε = 1e-3 tr(St)/d, by dsygvd; d×m, B-orthonormal columns, or of unit length when `unit`.
+Dense reference_gda(const Dense& X, const std::vector<int>& y, const std::vector<char>& keep, int c, int m,
+                    bool unit) {
   const int64_t d = X.cols;
   std::vector<double> mean(static_cast<size_t>(d)), cnt(static_cast<size_t>(c));
   Dense M(d, c);
@@ -172,7 +173,7 @@ Dense reference_gda(const Dense& X, const std::vector<int>& y, const std::vector
   Dense W(d, m);
   for (int j = 0; j < m; ++j)
     for (int64_t a = 0; a < d; ++a) W(a, j) = Sb(a, d - 1 - j);
-  return W;
+  return unit ? ref::unit_columns(W) : W;
 }
 
 /// Brute-force selection of sec. III-D: K nearest unlabeled neighbors (ties: smaller index).
@@ -377,44 +378,53 @@ TEST(Ssgda, CccpObjectiveNeverDecreasesAndTheCriterionStaysBelowCMinusOne) {
 
 TEST(Ssgda, AgreesWithTheSerialDenseReference) {
   // Linear kernel on iris: the dense CCCP with S = HK(KHK)⁺KH, the dense GDA on labeled +
-  // estimated samples, brute-force selection and the final GDA, against fit().
-  for (const char* name : {"iris.csv", "wine.csv"}) {
-    Problem pr = load(name, 3, std::string(name) == "wine.csv");
-    const int c = pr.classes, m = c - 1;
-    int iterations = 0;
-    std::vector<double> Jr;
-    const std::vector<int> est_r =
-        reference_cccp(paper_S(mul(pr.X, pr.X, 'N', 'T'), 1e-12), pr.semi, c, &iterations, &Jr);
-    const Dense W1 = reference_gda(pr.X, est_r, std::vector<char>(pr.X.rows, 1), c, m);
-    const std::vector<char> sel = reference_selection(mul(pr.X, W1), pr.semi, est_r, kK, kTheta);
-    std::vector<char> aug(sel);
-    for (size_t i = 0; i < aug.size(); ++i) aug[i] = aug[i] || pr.semi[i] >= 0;
-    const Dense Wr = reference_gda(pr.X, est_r, aug, c, m);
+  // estimated samples, brute-force selection and the final GDA, against fit(); both GDA
+  // steps with unit columns (the default) and B-orthonormal ones (--normalize metric), which
+  // also changes the selection (kNN in the first GDA embedding).
+  for (const bool unit : {true, false}) {
+    for (const char* name : {"iris.csv", "wine.csv"}) {
+      Problem pr = load(name, 3, std::string(name) == "wine.csv");
+      const int c = pr.classes, m = c - 1;
+      int iterations = 0;
+      std::vector<double> Jr;
+      const std::vector<int> est_r =
+          reference_cccp(paper_S(mul(pr.X, pr.X, 'N', 'T'), 1e-12), pr.semi, c, &iterations, &Jr);
+      const Dense W1 = reference_gda(pr.X, est_r, std::vector<char>(pr.X.rows, 1), c, m, unit);
+      const std::vector<char> sel = reference_selection(mul(pr.X, W1), pr.semi, est_r, kK, kTheta);
+      std::vector<char> aug(sel);
+      for (size_t i = 0; i < aug.size(); ++i) aug[i] = aug[i] || pr.semi[i] >= 0;
+      const Dense Wr = reference_gda(pr.X, est_r, aug, c, m, unit);
 
-    const DistMatrix X = ref::distribute(pr.X, MPI_COMM_WORLD);
-    const std::vector<int> semi = local_part(pr.semi, X);
-    methods::TrainingData data{X, semi, c};
-    methods::Timings t;
-    nlohmann::json info;
-    const std::vector<int> est = gather_ints(sd::estimate_labels(data, {}, false, info, t), MPI_COMM_WORLD);
-    EXPECT_EQ(est, est_r) << name;
-    EXPECT_EQ(info["cccp_iterations"].get<int>(), iterations) << name;
-    const auto J = info["cccp_objective"].get<std::vector<double>>();
-    // fit() also records J at the final, unchanged E (the reference stops before it).
-    ASSERT_EQ(J.size(), Jr.size() + 1) << name;
-    for (size_t p = 0; p < Jr.size(); ++p) EXPECT_NEAR(J[p], Jr[p], 1e-10) << name;
-    EXPECT_EQ(J.back(), J[J.size() - 2]) << name;
-    const methods::FitResult fit = methods::make_ssgda()->fit(data, {}, t);
-    long nsel = std::count(sel.begin(), sel.end(), 1);
-    EXPECT_EQ(fit.info["selected"].get<long>(), nsel) << name;
-    EXPECT_GT(nsel, 0) << name;
-    double scale = 0;
-    for (double v : Wr.v) scale = std::max(scale, std::abs(v));
-    EXPECT_LT(test::max_diff_up_to_column_sign(fit.W, Wr), 1e-7 * scale) << name;
-    if (test::rank() == 0)
-      std::printf("[ssgda] %s: CCCP %d iterations, %.1f %% of unlabeled labels right, %ld of %ld selected\n", name,
-                  iterations, 100 * fraction_correct(est_r, pr.semi, pr.labels), nsel,
-                  static_cast<long>(std::count(pr.semi.begin(), pr.semi.end(), -1)));
+      const DistMatrix X = ref::distribute(pr.X, MPI_COMM_WORLD);
+      const std::vector<int> semi = local_part(pr.semi, X);
+      methods::TrainingData data{X, semi, c};
+      methods::Timings t;
+      nlohmann::json info;
+      const std::vector<int> est = gather_ints(sd::estimate_labels(data, {}, false, info, t), MPI_COMM_WORLD);
+      EXPECT_EQ(est, est_r) << name;
+      EXPECT_EQ(info["cccp_iterations"].get<int>(), iterations) << name;
+      const auto J = info["cccp_objective"].get<std::vector<double>>();
+      // fit() also records J at the final, unchanged E (the reference stops before it).
+      ASSERT_EQ(J.size(), Jr.size() + 1) << name;
+      for (size_t p = 0; p < Jr.size(); ++p) EXPECT_NEAR(J[p], Jr[p], 1e-10) << name;
+      EXPECT_EQ(J.back(), J[J.size() - 2]) << name;
+      methods::MethodOptions o;
+      o.normalization = unit ? methods::Normalization::unit : methods::Normalization::metric;
+      o.normalization_given = !unit;
+      const methods::FitResult fit = methods::make_ssgda()->fit(data, o, t);
+      EXPECT_EQ(fit.info["normalization"], unit ? "unit" : "metric") << name;
+      if (unit) EXPECT_LT(test::max_unit_norm_error(fit.W), 1e-12) << name;
+      long nsel = std::count(sel.begin(), sel.end(), 1);
+      EXPECT_EQ(fit.info["selected"].get<long>(), nsel) << name;
+      EXPECT_GT(nsel, 0) << name;
+      double scale = 0;
+      for (double v : Wr.v) scale = std::max(scale, std::abs(v));
+      EXPECT_LT(test::max_diff_up_to_column_sign(fit.W, Wr), 1e-7 * scale) << name << (unit ? " unit" : " metric");
+      if (test::rank() == 0)
+        std::printf("[ssgda] %s (%s columns): CCCP %d iterations, %.1f %% of unlabeled labels right, %ld of %ld selected\n",
+                    name, unit ? "unit" : "metric", iterations, 100 * fraction_correct(est_r, pr.semi, pr.labels), nsel,
+                    static_cast<long>(std::count(pr.semi.begin(), pr.semi.end(), -1)));
+    }
   }
 }
 

@@ -28,6 +28,15 @@ Dense add_identity(const Dense& S, double mu);
 /// tr(S). Local.
 double trace(const Dense& S);
 
+/// Gives the eigenvectors W (d×m, replicated) of a generalized eigenproblem S w = λ B w, as
+/// solvers::sym_eigen returns them with B (wᵀBw = 1, largest-magnitude entry positive),
+/// the column scale `n`: unit → every column scaled to Euclidean length 1 (a positive factor:
+/// same eigenvectors, span and signs); metric → unchanged. Records info["normalization"]
+/// and returns `n` (for FitResult::normalization). Local. \throws ssdr::Error (marked
+/// collective) naming `what` when a column is zero or not finite (unit only).
+Normalization scale_generalized_eigenvectors(Dense& W, Normalization n, const std::string& what,
+                                             nlohmann::json& info);
+
 /// The labeled rows of the training data (rows stay on their rank) and their labels.
 struct LabeledPart {
   DistMatrix X;             ///< l×d', l = number of labeled samples

@@ -14,6 +14,7 @@
 #include "ssdr/data/preprocess.hpp"
 #include "ssdr/graph/knn.hpp"
 #include "ssdr/kernels/feature_map.hpp"
+#include "ssdr/methods/normalization.hpp"
 #include "ssdr/propagation/label_propagation.hpp"
 
 namespace ssdr::methods {
@@ -41,6 +42,16 @@ struct MethodOptions {
   double mu = std::numeric_limits<double>::quiet_NaN();     ///< --mu (SOGE μ on labeled samples)
   int recursions = 0;                                       ///< --recursions K (SOGE), 0 → 1
   bool eigenvalue_scaling = false;                          ///< --eigenvalue-scaling (SL-LDA: V Λ^{1/2})
+  /// --normalize: the length of W's columns (see normalization.hpp). unit by default for
+  /// every method whose paper fixes no scale: lda, gda, sda, sl-lda and SSGDA's GDA steps,
+  /// and for OTCA (unit measured better than the lengths of its least-squares term (25)).
+  /// TCA keeps the scale of its paper's constraint (20) (metric) unless --normalize is
+  /// given (normalization_given); sl-lda --eigenvalue-scaling implies metric. The
+  /// trace-ratio methods (soda, oda, ksoda), olda, pca, soge and 1nn return orthonormal W
+  /// and sl-lda-wls its least-squares solution whatever this says.
+  Normalization normalization = Normalization::unit;
+  /// True when the user chose the normalization (--normalize, job key normalize).
+  bool normalization_given = false;
 };
 
 /// v when it is set (not NaN), else the default.
@@ -72,6 +83,10 @@ struct FitResult {
   /// Transductive predictions per local row of TrainingData::X (lp only; empty otherwise).
   std::vector<int> transductive_prediction;
   nlohmann::json info = nlohmann::json::object();  ///< σ, iterations, μ, ...
+  /// The column scale of W as returned (recorded in the model): unit for unit-length or
+  /// orthonormal columns, metric for the scale the method's criterion fixes (see
+  /// Normalization).
+  Normalization normalization = Normalization::unit;
 };
 
 /// A dimensionality-reduction (or transductive) method. fit() is collective over X.comm.

@@ -6,19 +6,23 @@
 ///
 /// Format versions: 1 = preprocessing + W; 2 adds the kernel feature map (kernels::FeatureMap:
 /// kernel type and parameters, landmarks Z — for an exact map the n training samples —, M and
-/// the centering terms a, soda-nie2009 eq. (40)). Version-1 files still load (no kernel).
+/// the centering terms a, soda-nie2009 eq. (40)); 3 adds the column normalization of W
+/// (methods::Normalization, provenance only: project() uses W as stored). Version-1 files
+/// still load (no kernel), and version-1 and -2 files load with normalization metric, the
+/// only scale the ssdr versions that wrote them produced for the generalized eigenproblems.
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "ssdr/core/dense.hpp"
 #include "ssdr/kernels/feature_map.hpp"
+#include "ssdr/methods/normalization.hpp"
 
 namespace ssdr::model {
 
 /// Magic string at the start of every model archive and the current format version.
 inline constexpr const char* kMagic = "ssdr-model";
-inline constexpr int kFormatVersion = 2;
+inline constexpr int kFormatVersion = 3;
 
 struct Model {
   std::string method;          ///< method name from the method table ("soda", ...)
@@ -32,6 +36,9 @@ struct Model {
   Dense basis;                 ///< d_input × d' PCA basis (0×0 = identity)
   kernels::FeatureMap kernel;  ///< φ_c: d' → r (type none: identity, r = d'); version ≥ 2
   Dense W;                     ///< r × m projection (d' × m without a kernel)
+  /// How W's columns were scaled (FitResult::normalization of the fit); version ≥ 3, older
+  /// files: metric.
+  methods::Normalization normalization = methods::Normalization::metric;
 };
 
 /// Saves `m` atomically (temp + rename) as a Boost binary archive preceded by kMagic and

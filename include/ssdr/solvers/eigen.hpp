@@ -23,7 +23,9 @@ struct EigenPairs {
 /// `scalapack` (dense, all eigenpairs, works in parallel for GHEP without an LU of a
 /// parallel dense matrix); EPSSetFromOptions is called last. Eigenvectors are returned
 /// replicated, normalized (‖x‖₂ = 1, or xᵀBx = 1 for GHEP) with the sign fixed so the entry
-/// of largest magnitude is positive, so results agree across rank counts.
+/// of largest magnitude is positive, so results agree across rank counts. (Methods whose
+/// paper fixes no scale then rescale the GHEP columns to unit length:
+/// methods::Normalization.)
 /// Collective over comm. \throws ssdr::Error when shapes differ, nev ∉ [1, d], or SLEPc
 /// does not converge (naming the prefix).
 EigenPairs sym_eigen(const Dense& A, const Dense* B, int64_t nev, Which which,
