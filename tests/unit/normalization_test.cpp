@@ -213,7 +213,13 @@ TEST(Normalization, EveryMethodRecordsTheScaleOfItsColumnsAndUnitAndMetricSpanTh
       }
     } else {
       EXPECT_EQ(met.model.normalization, def.model.normalization) << info.name;
-      EXPECT_EQ(test::max_abs_diff(met.model.W, def.model.W), 0.0) << info.name;
+      // Orthonormal methods ignore --normalize, so the two fits are the same computation.
+      // Not bitwise: on 3 ranks the dense ScaLAPACK eigen-solves of KSODA's exact kernel map
+      // differ between two runs in the last bits (observed 5e-14, and 5e-9 on W where two
+      // kernel eigenvalues nearly coincide); the bound is the rank-invariance test's
+      // eigenvector bound (tests/mpi/rank_invariance_test.cpp).
+      EXPECT_LE(test::max_abs_diff(met.model.W, def.model.W), 1e-7 * std::max(1.0, test::max_abs(def.model.W)))
+          << info.name;
     }
   }
 }
