@@ -1,5 +1,7 @@
 #include "ssdr/data/split.hpp"
 
+#include <sys/stat.h>
+
 #include <cstdio>
 
 #include <cmath>
@@ -74,8 +76,14 @@ std::vector<Role> read_split(const std::string& path, int64_t n, MPI_Comm comm) 
   bool ok = true;
   std::string message;
   if (rank == 0) {
-    std::ifstream in(path);
-    if (!in) {
+    struct stat st {};
+    const bool irregular = ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode);
+    std::ifstream in;
+    if (!irregular) in.open(path);  // a FIFO without a writer would block here forever
+    if (irregular) {
+      ok = false;
+      message = "--split " + path + ": not a regular file; expected one role per line";
+    } else if (!in) {
       ok = false;
       message = "cannot open split file '" + path + "'";
     }

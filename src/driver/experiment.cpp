@@ -134,6 +134,9 @@ Job parse_job(const std::string& path) {
   Job job;
   job.file = path;
   YAML::Node root;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))  // a FIFO would block forever
+    throw Error("job file '" + path + "' is not a regular file", __FILE__, __LINE__, true);
   try {
     root = YAML::LoadFile(path);
   } catch (const YAML::BadFile&) {

@@ -4,13 +4,18 @@
 // integer, then a boost::archive::binary_oarchive holding the Model: the version-1 fields
 // (method … basis, W), then from version 2 on the kernel feature map (type, degree, σ²,
 // exact flag, Zt, M, a), then from version 3 on the normalization of W's columns (int32:
-// 0 unit, 1 metric). A version-1 file is read as a model without a kernel; version-1 and -2
+// 0 unit, 1 metric); from version 4 on, the last 8 bytes are the FNV-1a 64 checksum
+// (little-endian) of everything before them, checked on load. A version-1 file is read as a model without a kernel; version-1 and -2
 // files are read with normalization metric (what produced them).
 #include "ssdr/model/model.hpp"
+
+#include <sys/stat.h>
 
 #include <boost/archive/archive_exception.hpp>
 #include <boost/archive/binary_iarchive.hpp>
 #include <boost/archive/binary_oarchive.hpp>
+
+#include <cmath>
 #include <boost/serialization/array_wrapper.hpp>
 
 #include <algorithm>
@@ -115,6 +120,31 @@ constexpr size_t kMagicLen = 10;  // std::strlen(kMagic)
 
 std::string corrupt(const std::string& path) { return "'" + path + "': truncated or corrupt model file"; }
 
+/// FNV-1a 64 of a byte range (the format-4 checksum: any flipped byte changes it).
+uint64_t fnv1a64(const char* data, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; ++i) {
+    h ^= static_cast<unsigned char>(data[i]);
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+/// Name of the first non-finite entry among the model's numbers, or "".
+std::string non_finite(const Model& m) {
+  auto bad = [](const std::vector<double>& v) {
+    for (double x : v)
+      if (!std::isfinite(x)) return true;
+    return false;
+  };
+  const std::pair<const char*, const std::vector<double>*> all[] = {
+      {"shift", &m.shift}, {"scale", &m.scale}, {"mean", &m.mean}, {"PCA basis", &m.basis.v}, {"W", &m.W.v},
+      {"kernel landmarks", &m.kernel.Zt.v}, {"kernel map", &m.kernel.M.v}, {"kernel centering", &m.kernel.a}};
+  for (const auto& [name, v] : all)
+    if (bad(*v)) return name;
+  return "";
+}
+
 /// The complete file contents for `m`.
 std::string to_bytes(const Model& m) {
   std::ostringstream os(std::ios::binary);
@@ -130,7 +160,11 @@ std::string to_bytes(const Model& m) {
     Model copy = m;  // serialize() takes a non-const reference
     ar << copy;
   }
-  return os.str();
+  // Format 4: FNV-1a 64 of everything before it, little-endian, as the last 8 bytes.
+  std::string bytes = os.str();
+  const uint64_t h = fnv1a64(bytes.data(), bytes.size());
+  for (int k = 0; k < 8; ++k) bytes.push_back(static_cast<char>((h >> (8 * k)) & 0xff));
+  return bytes;
 }
 
 /// Why the shapes of `m` do not fit together, or "" when they do.
@@ -182,11 +216,20 @@ Model from_bytes(const std::string& bytes, const std::string& path) {
     SSDR_THROW("'" + path + "': model format version " + std::to_string(version) +
                " is newer than this ssdr supports (" + std::to_string(kFormatVersion) + ")");
   if (version < 1) SSDR_THROW(corrupt(path));
+  size_t payload_end = bytes.size();
+  if (version >= 4) {
+    if (bytes.size() < mlen + 4 + 8) SSDR_THROW(corrupt(path));
+    payload_end = bytes.size() - 8;
+    uint64_t stored = 0;
+    for (int k = 0; k < 8; ++k) stored |= uint64_t{static_cast<unsigned char>(bytes[payload_end + k])} << (8 * k);
+    if (stored != fnv1a64(bytes.data(), payload_end))
+      SSDR_THROW(corrupt(path) + " (checksum mismatch: the file was changed or damaged)");
+  }
   Model m;
   g_load_limit = bytes.size();
   g_format_version = version;
   try {
-    std::istringstream is(bytes.substr(mlen + 4), std::ios::binary);
+    std::istringstream is(bytes.substr(mlen + 4, payload_end - mlen - 4), std::ios::binary);
     boost::archive::binary_iarchive ar(is);
     ar >> m;
   } catch (const boost::archive::archive_exception&) {
@@ -202,6 +245,8 @@ Model from_bytes(const std::string& bytes, const std::string& path) {
   g_load_limit = std::numeric_limits<uint64_t>::max();
   const std::string why = inconsistency(m);
   if (!why.empty()) SSDR_THROW(corrupt(path) + " (" + why + ")");
+  const std::string nf = non_finite(m);
+  if (!nf.empty()) SSDR_THROW(corrupt(path) + " (NaN or Inf in " + nf + ")");
   return m;
 }
 
@@ -262,6 +307,8 @@ DistMatrix project_kernel(const Model& m, const DistMatrix& X) {
 void save(const Model& m, const std::string& path) {
   const std::string why = inconsistency(m);
   SSDR_CHECK(why.empty(), "cannot save an inconsistent model to '" + path + "': " + why);
+  const std::string nf = non_finite(m);
+  SSDR_CHECK(nf.empty(), "cannot save a model with NaN or Inf in " + nf + " to '" + path + "'");
   const std::string bytes = to_bytes(m);
   io::AtomicFile f(path, true);
   if (std::fwrite(bytes.data(), 1, bytes.size(), f.get()) != bytes.size())
@@ -270,6 +317,9 @@ void save(const Model& m, const std::string& path) {
 }
 
 Model load(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    SSDR_THROW("cannot read '" + path + "': not a regular file; expected a model file from ssdr fit --model");
   errno = 0;
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr)

@@ -179,5 +179,22 @@ refuse "-lp_ksp_type bogus" "requested KSP type bogus" fit --method soda --data 
 refuse "an all-zero feature matrix" "zero variance" fit --method soda --data "$tmp/zeros.csv" --labeled-per-class 2 -q
 if grep -q "\.cpp" "$tmp/err"; then bad "an error message shows a source path: $(cat "$tmp/err")"; else ok "no source path in messages"; fi
 
+# 7. Corrupted models do not load; FIFOs as --model, --split or job file are refused.
+if timeout 120 "$MPIEXEC" -n 2 "$SSDR" "${IRIS[@]}" --model "$tmp/good.model" >/dev/null 2>&1; then
+  python3 - "$tmp/good.model" "$tmp/flipped.model" <<'PY'
+import sys
+b = bytearray(open(sys.argv[1], "rb").read())
+b[len(b) // 2] ^= 0x10
+open(sys.argv[2], "wb").write(bytes(b))
+PY
+  refuse "a model with one flipped byte" "checksum mismatch" transform --model "$tmp/flipped.model" --data "$DATA/iris.csv" --embedding "$tmp/e.csv" -q
+else
+  bad "fit --model for the corruption case"
+fi
+mkfifo "$tmp/model.fifo" "$tmp/split.fifo" "$tmp/job.fifo"
+refuse "--model a FIFO" "not a regular file" transform --model "$tmp/model.fifo" --data "$DATA/iris.csv" --embedding "$tmp/e.csv" -q
+refuse "--split a FIFO" "not a regular file" fit --method lda --data "$DATA/iris.csv" --split "$tmp/split.fifo" -q
+refuse "a job file that is a FIFO" "not a regular file" experiment "$tmp/job.fifo" -q
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

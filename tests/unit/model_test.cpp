@@ -1,6 +1,8 @@
 // Tests of model files (save/load round trip, error cases) and of project().
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <limits>
 #include <unistd.h>
 
 #include <cmath>
@@ -174,8 +176,65 @@ TEST(ModelFile, RejectsEveryTruncationOfAValidFile) {
       model::load(q);
       ADD_FAILURE() << "no error for a file cut at " << len << " of " << bytes.size() << " bytes";
     } catch (const Error& e) {
-      ASSERT_EQ(std::string(e.what()), "'" + q + "': truncated or corrupt model file") << "cut at " << len;
+      ASSERT_THAT(std::string(e.what()), HasSubstr("'" + q + "': truncated or corrupt model file")) << "cut at " << len;
     }
+  }
+}
+
+/// Rewrites the format-4 checksum (last 8 bytes) of a model file's contents, so a test can
+/// reach the parser with deliberately corrupted fields.
+std::string reseal(std::string bytes) {
+  const size_t n = bytes.size() - 8;
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; ++i) {
+    h ^= static_cast<unsigned char>(bytes[i]);
+    h *= 1099511628211ull;
+  }
+  for (int k = 0; k < 8; ++k) bytes[n + k] = static_cast<char>((h >> (8 * k)) & 0xff);
+  return bytes;
+}
+
+TEST(ModelFile, RejectsEveryFlippedByteByItsChecksum) {
+  ModelTempDir dir;
+  const std::string p = dir.file("m" + std::to_string(test::rank()) + ".ssdr");
+  model::save(example_model(), p);
+  const std::string good = read_bytes(p);
+  const std::string q = dir.file("flip" + std::to_string(test::rank()) + ".ssdr");
+  for (size_t at = std::strlen(model::kMagic) + 4; at < good.size(); ++at) {
+    std::string bad = good;
+    bad[at] = static_cast<char>(bad[at] ^ 0x01);
+    write_bytes(q, bad);
+    try {
+      model::load(q);
+      ADD_FAILURE() << "a flipped byte at " << at << " of " << good.size() << " loaded";
+    } catch (const Error& e) {
+      ASSERT_THAT(std::string(e.what()), HasSubstr("truncated or corrupt model file")) << "byte " << at;
+    }
+  }
+}
+
+TEST(ModelFile, RefusesToSaveOrLoadNaNInW) {
+  ModelTempDir dir;
+  const std::string p = dir.file("nan" + std::to_string(test::rank()) + ".ssdr");
+  model::Model m = example_model();
+  m.W.v[0] = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_THROW(model::save(m, p), Error);
+  // A file whose W holds NaN under a valid checksum: find W's first entry by its bits.
+  model::Model ok = example_model();
+  model::save(ok, p);
+  std::string bytes = read_bytes(p);
+  const double w0 = ok.W.v[0];
+  std::string needle(reinterpret_cast<const char*>(&w0), sizeof w0);
+  const size_t at = bytes.rfind(needle);
+  ASSERT_NE(at, std::string::npos);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  bytes.replace(at, sizeof nan, std::string(reinterpret_cast<const char*>(&nan), sizeof nan));
+  write_bytes(p, reseal(bytes));
+  try {
+    model::load(p);
+    ADD_FAILURE() << "a model with NaN in W loaded";
+  } catch (const Error& e) {
+    EXPECT_THAT(std::string(e.what()), HasSubstr("NaN or Inf in"));
   }
 }
 
@@ -186,10 +245,10 @@ TEST(ModelFile, RejectsCorruptLengthFieldsWithoutHugeAllocations) {
   const std::string good = read_bytes(p);
   // Overwrite 8 bytes at every position after the header with 0x7f...: any length field hit
   // becomes enormous; the loader must fail cleanly (or load something consistent).
-  for (size_t at = std::strlen(model::kMagic) + 4; at + 8 <= good.size(); at += 3) {
+  for (size_t at = std::strlen(model::kMagic) + 4; at + 16 <= good.size(); at += 3) {
     std::string bad = good;
     for (size_t k = 0; k < 8; ++k) bad[at + k] = '\x7f';
-    write_bytes(p, bad);
+    write_bytes(p, reseal(bad));  // past the checksum, into the parser's own bounds checks
     try {
       const model::Model m = model::load(p);
       EXPECT_EQ(m.basis.v.size(), static_cast<size_t>(m.basis.rows * m.basis.cols));
@@ -312,13 +371,13 @@ model::Model example_kernel_model() {
 
 }  // namespace
 
-TEST(ModelFile, RoundTripsAKernelFeatureMapExactlyInFormatVersionThree) {
+TEST(ModelFile, RoundTripsAKernelFeatureMapExactlyInTheCurrentFormatVersion) {
   ModelTempDir dir;
   const std::string p = dir.file("k" + std::to_string(test::rank()) + ".ssdr");
   const model::Model m = example_kernel_model();
   model::save(m, p);
   const std::string bytes = read_bytes(p);
-  EXPECT_EQ(bytes[std::strlen(model::kMagic)], '\x03');
+  EXPECT_EQ(bytes[std::strlen(model::kMagic)], static_cast<char>(model::kFormatVersion));
   const model::Model back = model::load(p);
   expect_models_equal(back, m);
   EXPECT_EQ(back.kernel.type, kernels::KernelType::rbf);
@@ -364,7 +423,8 @@ TEST(ModelFile, ReadsFormatVersionTwoFilesWithTheMetricNormalization) {
   model::save(m, p);
   std::string bytes = read_bytes(p);
   bytes[std::strlen(model::kMagic)] = '\x02';
-  write_bytes(p, bytes.substr(0, bytes.size() - kNormalizationBytes));
+  // Drop the format-4 checksum (8 bytes), then the normalization record.
+  write_bytes(p, bytes.substr(0, bytes.size() - 8 - kNormalizationBytes));
   const model::Model back = model::load(p);
   model::Model expected = m;
   expected.normalization = methods::Normalization::metric;

@@ -22,7 +22,7 @@ namespace ssdr::model {
 
 /// Magic string at the start of every model archive and the current format version.
 inline constexpr const char* kMagic = "ssdr-model";
-inline constexpr int kFormatVersion = 3;
+inline constexpr int kFormatVersion = 4;
 
 struct Model {
   std::string method;          ///< method name from the method table ("soda", ...)
@@ -42,12 +42,15 @@ struct Model {
 };
 
 /// Saves `m` atomically (temp + rename) as a Boost binary archive preceded by kMagic and
-/// kFormatVersion. Local: call it on one rank. \throws ssdr::Error naming the path.
+/// kFormatVersion and followed by an FNV-1a 64 checksum of all preceding bytes. Local: call
+/// it on one rank. \throws ssdr::Error naming the path, also when a shape is inconsistent
+/// or an entry is NaN/Inf.
 void save(const Model& m, const std::string& path);
 
 /// Loads a model. Local. \throws ssdr::Error with a one-line message naming the path when
 /// the file is missing, is not an ssdr model (wrong magic), has an unsupported format
-/// version, or is truncated/corrupt.
+/// version, is truncated/corrupt, fails its checksum (format ≥ 4), has inconsistent shapes
+/// or a NaN/Inf entry, or is not a regular file.
 Model load(const std::string& path);
 
 /// Collective load: rank 0 reads, every rank of comm gets the model; errors are raised on
