@@ -9,7 +9,10 @@
 
 namespace ssdr::ref {
 
-Dense knn_heat_graph(const Dense& X, int k, double s, double* sigma_out) {
+namespace {
+
+/// Squared distances summed in index order (the bits the library computes).
+Dense squared_distances(const Dense& X) {
   const int64_t n = X.rows, d = X.cols;
   Dense D2(n, n);
   for (int64_t i = 0; i < n; ++i)
@@ -21,20 +24,28 @@ Dense knn_heat_graph(const Dense& X, int k, double s, double* sigma_out) {
       }
       D2(i, j) = acc;
     }
-  Dense E(n, n);  // adjacency 0/1
-  std::vector<int64_t> idx(static_cast<size_t>(n));
+  return D2;
+}
+
+/// Row i's other samples sorted by (squared distance, index).
+std::vector<int64_t> sorted_neighbors(const Dense& D2, int64_t i) {
+  std::vector<int64_t> idx;
+  for (int64_t j = 0; j < D2.rows; ++j)
+    if (j != i) idx.push_back(j);
+  std::stable_sort(idx.begin(), idx.end(), [&](int64_t a, int64_t b) {
+    if (D2(i, a) != D2(i, b)) return D2(i, a) < D2(i, b);
+    return a < b;
+  });
+  return idx;
+}
+
+/// 0/1 adjacency of the symmetrized kNN graph and d̄ over its undirected edges.
+Dense knn_adjacency(const Dense& D2, int k, double& dbar) {
+  const int64_t n = D2.rows;
+  Dense E(n, n);
   for (int64_t i = 0; i < n; ++i) {
-    std::iota(idx.begin(), idx.end(), 0);
-    std::stable_sort(idx.begin(), idx.end(), [&](int64_t a, int64_t b) {
-      if (D2(i, a) != D2(i, b)) return D2(i, a) < D2(i, b);
-      return a < b;
-    });
-    int taken = 0;
-    for (int64_t j : idx) {
-      if (j == i) continue;
-      E(i, j) = E(j, i) = 1;
-      if (++taken == k) break;
-    }
+    const std::vector<int64_t> idx = sorted_neighbors(D2, i);
+    for (int m = 0; m < k; ++m) E(i, idx[m]) = E(idx[m], i) = 1;
   }
   double sum = 0;
   int64_t edges = 0;
@@ -44,13 +55,55 @@ Dense knn_heat_graph(const Dense& X, int k, double s, double* sigma_out) {
         sum += D2(i, j);
         ++edges;
       }
-  const double dbar = sum / static_cast<double>(edges);
+  dbar = sum / static_cast<double>(edges);
+  return E;
+}
+
+Dense heat(const Dense& D2, const Dense& E, double t) {
+  Dense A(D2.rows, D2.cols);
+  for (int64_t i = 0; i < D2.rows; ++i)
+    for (int64_t j = 0; j < D2.cols; ++j)
+      if (E(i, j) != 0) A(i, j) = std::exp(-D2(i, j) / t);
+  return A;
+}
+
+}  // namespace
+
+Dense knn_heat_graph(const Dense& X, int k, double s, double* sigma_out) {
+  const Dense D2 = squared_distances(X);
+  double dbar = 0;
+  const Dense E = knn_adjacency(D2, k, dbar);
   const double sigma = std::sqrt(-dbar / std::log(s));
   if (sigma_out) *sigma_out = sigma;
+  return heat(D2, E, sigma * sigma);
+}
+
+Dense knn_heat_graph_mean_width(const Dense& X, int k, double* t_out) {
+  const Dense D2 = squared_distances(X);
+  double dbar = 0;
+  const Dense E = knn_adjacency(D2, k, dbar);
+  if (t_out) *t_out = dbar;
+  return heat(D2, E, dbar);
+}
+
+Dense adaptive_graph(const Dense& X, int k, Dense* S_out) {
+  const Dense D2 = squared_distances(X);
+  const int64_t n = X.rows;
+  Dense S(n, n);
+  for (int64_t i = 0; i < n; ++i) {
+    const std::vector<int64_t> idx = sorted_neighbors(D2, i);
+    const double dk1 = D2(i, idx[k]);
+    double sum = 0;
+    for (int h = 0; h < k; ++h) sum += D2(i, idx[h]);
+    bool equal = true;  // d_1 = … = d_{k+1}: den is 0 (tested exactly, not by rounding)
+    for (int h = 0; h < k; ++h) equal = equal && D2(i, idx[h]) == dk1;
+    const double den = k * dk1 - sum;  // the closed form as written
+    for (int h = 0; h < k; ++h) S(i, idx[h]) = equal ? 1.0 / k : (dk1 - D2(i, idx[h])) / den;
+  }
+  if (S_out) *S_out = S;
   Dense A(n, n);
   for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < n; ++j)
-      if (E(i, j) != 0) A(i, j) = std::exp(-D2(i, j) / (sigma * sigma));
+    for (int64_t j = 0; j < n; ++j) A(i, j) = 0.5 * (S(i, j) + S(j, i));
   return A;
 }
 

@@ -9,6 +9,13 @@ namespace ssdr::ref {
 
 /// Brute-force symmetrized kNN heat-kernel graph, eq. (24) and (42): n×n dense A.
 Dense knn_heat_graph(const Dense& X, int k, double s, double* sigma_out = nullptr);
+/// Brute-force symmetrized kNN heat graph of tca-liu2008 eq. (4) with t = σ² = d̄, the mean
+/// squared length of the undirected edges: A_ij = exp(−‖x_i−x_j‖²/t). n×n dense.
+Dense knn_heat_graph_mean_width(const Dense& X, int k, double* t_out = nullptr);
+/// Brute-force adaptive-neighbours graph (Nie et al. 2016, constructW_PKN): S (n×n, row i:
+/// s_ij = (d_{k+1} − d_j)/(k·d_{k+1} − Σ_{h≤k} d_h) on the k nearest j, 1/k each when the
+/// denominator is 0), returned as A = (S + Sᵀ)/2; S itself in *S_out.
+Dense adaptive_graph(const Dense& X, int k, Dense* S_out = nullptr);
 /// F = (I − I_α P)⁻¹ I_β Y, eq. (27), solved by eliminating the labeled rows (dense SPD solve).
 Dense propagate(const Dense& A, const std::vector<int>& labels, int classes, double alpha_u);
 /// Scatter matrices by their definitional sums, eq. (28)–(30).

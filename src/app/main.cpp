@@ -75,9 +75,9 @@ po::options_description fit_options(driver::FitCommand& c, std::string& format, 
     ("transductive-fraction", po::value(&c.split.transductive_fraction), "fraction F of each class in the transductive set; rest unseen")
     ("seed", po::value(&c.split.seed)->default_value(0), "random seed of the split")
     ("dim", po::value(&mo.dim)->default_value(0), "projected dimension m (0: c-1)")
-    ("knn", po::value(&mo.graph.k)->default_value(8), "neighbors k of the graph")
-    ("weight", po::value(&weight)->default_value("heat"), "graph weights: heat | cosine | binary")
-    ("sigma-s", po::value(&mo.graph.sigma_s)->default_value(0), "s of eq. (42), sigma = sqrt(-dbar/ln s) (0: 1e-3/k)")
+    ("knn", po::value(&mo.graph.k)->default_value(8), "neighbors k of the graph (default: the method's paper graph: 8 soda/lp, 5 tca/otca/soge/sda)")
+    ("weight", po::value(&weight)->default_value("heat"), "graph weights: heat | cosine | binary | adaptive (default: the method's: adaptive for soge, binary for sda, heat otherwise)")
+    ("sigma-s", po::value(&mo.graph.sigma_s)->default_value(0), "heat width by soda-nie2009 eq. (42), sigma = sqrt(-dbar/ln s) (default: the method's rule: eq. (42) with s = 1e-3/k for soda/lp, sigma^2 = dbar for tca/otca)")
     ("alpha-u", po::value(&mo.propagation.alpha_unlabeled)->default_value(0.99), "propagation alpha on unlabeled samples")
     ("mu-scale", po::value(&mo.mu_scale)->default_value(0.1), "SODA/ODA: mu = R * largest diagonal of Sw")
     ("alpha", po::value(&mo.alpha), "alpha of TCA/OTCA/SOGE/SDA; SL-LDA: relative to tr(St)/d (1e-3); M-SSGDA: lambda (default: the paper value)")
@@ -156,6 +156,7 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
   c.config.method_options.normalization = methods::parse_normalization(normalize);
   c.config.method_options.normalization_given = !vm["normalize"].defaulted();
   c.config.method_options.knn_given = !vm["knn"].defaulted();
+  c.config.method_options.weight_given = !vm["weight"].defaulted();
   // The method's paper kernel unless the user chose one with --kernel.
   kernel.o.type = vm["kernel"].defaulted() ? info.kernel.type : kernels::parse_kernel(kernel.kernel);
   if (vm["degree"].defaulted()) kernel.o.degree = info.kernel.degree;
@@ -167,10 +168,7 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
   SSDR_REQUIRE(kernel.o.max_memory_mib >= 0, "--max-kernel-memory must be >= 0");
   SSDR_REQUIRE(kernel.o.landmark_seeding == "uniform" || kernel.o.landmark_seeding == "kmeans++",
                "--landmark-seeding: expected uniform or kmeans++, got '" + kernel.o.landmark_seeding + "'");
-  if (weight == "heat") c.config.method_options.graph.weight = graph::EdgeWeight::heat;
-  else if (weight == "cosine") c.config.method_options.graph.weight = graph::EdgeWeight::cosine;
-  else if (weight == "binary") c.config.method_options.graph.weight = graph::EdgeWeight::binary;
-  else SSDR_REQUIRE(false, "--weight: expected heat, cosine or binary, got '" + weight + "'");
+  c.config.method_options.graph.weight = graph::parse_weight(weight);
   const bool has_split = vm.count("split") > 0, has_p = vm.count("labeled-per-class") > 0;
   SSDR_REQUIRE(has_split != has_p, "give either --split FILE or --labeled-per-class P");
   if (has_split)
@@ -185,9 +183,10 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
   auto& mo = c.config.method_options;
   c.config.parameters = {{"method", c.config.method},
                          {"dim", mo.dim},
-                         {"knn", mo.graph.k},
-                         {"weight", weight},
-                         {"sigma_s", mo.graph.sigma_s > 0 ? mo.graph.sigma_s : 1e-3 / mo.graph.k},
+                         // the graph actually built is in the report's info.graph
+                         {"knn", mo.knn_given ? nlohmann::json(mo.graph.k) : nlohmann::json("default")},
+                         {"weight", mo.weight_given ? nlohmann::json(weight) : nlohmann::json("default")},
+                         {"sigma_s", !vm["sigma-s"].defaulted() ? nlohmann::json(mo.graph.sigma_s) : nlohmann::json("default")},
                          {"alpha_u", mo.propagation.alpha_unlabeled},
                          {"mu_scale", mo.mu_scale},
                          {"alpha", vm.count("alpha") ? nlohmann::json(mo.alpha) : nlohmann::json("default")},

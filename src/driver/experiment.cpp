@@ -331,11 +331,11 @@ void set_param(const Job& job, FitConfig& c, const std::string& key, const json&
     o.knn_given = true;
   }
   else if (key == "weight") {
+    if (!v.is_string()) job_error(job, "weight: expected heat, cosine, binary or adaptive, got " + v.dump());
     const std::string w = v.get<std::string>();
-    if (w == "heat") o.graph.weight = graph::EdgeWeight::heat;
-    else if (w == "cosine") o.graph.weight = graph::EdgeWeight::cosine;
-    else if (w == "binary") o.graph.weight = graph::EdgeWeight::binary;
-    else job_error(job, "weight: expected heat, cosine or binary, got '" + w + "'");
+    if (w == "heat" || w == "cosine" || w == "binary" || w == "adaptive") o.graph.weight = graph::parse_weight(w);
+    else job_error(job, "weight: expected heat, cosine, binary or adaptive, got '" + w + "'");
+    o.weight_given = true;
   } else if (key == "sigma_s") o.graph.sigma_s = num();
   else if (key == "alpha_u") o.propagation.alpha_unlabeled = num();
   else if (key == "mu_scale") o.mu_scale = num();

@@ -13,10 +13,16 @@
 // independent of the number of ranks, of the block sizes and of the tile sizes.
 //
 // symmetrize: every forward edge (i → j) also travels as the reverse edge (j → i) to the owner
-// of row j (MPI_Alltoallv); rows are merged, sorted by column and deduplicated.
+// of row j (MPI_Alltoallv); rows are merged, sorted by column and deduplicated. A directed
+// weight w_ij rides along; the merged entry holds (w_ij + w_ji)/2 — a sum of the same two
+// doubles at (i, j) and (j, i), so the result is symmetric bit for bit.
 //
-// build_knn_graph: d̄ (eq. (42)) is the mean of dist2 over the undirected edges; σ from
-// eq. (42) unless given; weights; MATAIJ (MPIAIJ on several ranks) with exact preallocation.
+// build_knn_graph: d̄ (eq. (42)) is the mean of dist2 over the undirected edges; t = σ² by the
+// σ rule (eq. (42), or t = d̄ for tca-liu2008 eq. (4)) unless σ is given; weights; MATAIJ
+// (MPIAIJ on several ranks) with exact preallocation. The adaptive-neighbours weights
+// (Nie et al. 2016) need the (k+1)-th distance of each row: one knn_search with k+1, the
+// weights of the k nearest from the closed form, then the lists cut to k and symmetrized
+// with the weights.
 // Cosine weights use the squared norms of all rows (one Allgatherv of n doubles: O(n), not
 // O(n·d)): cos = (‖x‖² + ‖y‖² − ‖x−y‖²) / (2‖x‖‖y‖), clamped to [0, 1], 0 for a zero row.
 // The expression is symmetric in x and y bit for bit, so A stays exactly symmetric.
@@ -232,14 +238,16 @@ KnnLists knn_search(const DistMatrix& X, int k) {
   return out;
 }
 
-SymmetricEdges symmetrize(const KnnLists& knn, MPI_Comm comm) {
+SymmetricEdges symmetrize(const KnnLists& knn, MPI_Comm comm, const std::vector<double>* directed) {
   int size = 1;
   MPI_Comm_size(comm, &size);
   const int k = knn.k;
   const int64_t nl = knn.n_local;
   SSDR_CHECK(static_cast<int64_t>(knn.index.size()) == nl * k &&
-                 static_cast<int64_t>(knn.dist2.size()) == nl * k,
+                 static_cast<int64_t>(knn.dist2.size()) == nl * k &&
+                 (!directed || static_cast<int64_t>(directed->size()) == nl * k),
              "symmetrize: neighbor lists do not have n_local·k entries");
+  auto w_of = [&](int64_t e) { return directed ? (*directed)[static_cast<size_t>(e)] : 0.0; };
   std::vector<int64_t> starts, counts;
   gather_layout(comm, knn.row_start, nl, starts, counts);
   std::vector<int64_t> ends(static_cast<size_t>(size));
@@ -251,9 +259,9 @@ SymmetricEdges symmetrize(const KnnLists& knn, MPI_Comm comm) {
 
   struct Edge {
     int64_t row, col;
-    double d2;
+    double d2, w;  // w: the directed weight of (col → row), 0 without weights
   };
-  static_assert(sizeof(Edge) == 24, "Edge must be packed as 3×8 bytes");
+  static_assert(sizeof(Edge) == 32, "Edge must be packed as 4×8 bytes");
   MPI_Datatype edge_type;
   MPI_Type_contiguous(static_cast<int>(sizeof(Edge)), MPI_BYTE, &edge_type);
   MPI_Type_commit(&edge_type);
@@ -270,7 +278,7 @@ SymmetricEdges symmetrize(const KnnLists& knn, MPI_Comm comm) {
       for (int m = 0; m < k; ++m) {
         const int64_t e = i * k + m;
         const int64_t j = knn.index[e];
-        sendbuf[static_cast<size_t>(fill[owner(j)]++)] = Edge{j, knn.row_start + i, knn.dist2[e]};
+        sendbuf[static_cast<size_t>(fill[owner(j)]++)] = Edge{j, knn.row_start + i, knn.dist2[e], w_of(e)};
       }
   }
   MPI_Alltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, comm);
@@ -291,14 +299,18 @@ SymmetricEdges symmetrize(const KnnLists& knn, MPI_Comm comm) {
     ++ptr[li + 1];
   }
   for (int64_t i = 0; i < nl; ++i) ptr[i + 1] += ptr[i];
-  std::vector<std::pair<int64_t, double>> ent(static_cast<size_t>(ptr[nl]));
+  struct Entry {
+    int64_t col;
+    double d2, w;
+  };
+  std::vector<Entry> ent(static_cast<size_t>(ptr[nl]));
   {
     std::vector<int64_t> fill(ptr.begin(), ptr.end() - 1);
     for (int64_t i = 0; i < nl; ++i)
       for (int m = 0; m < k; ++m)
-        ent[static_cast<size_t>(fill[i]++)] = {knn.index[i * k + m], knn.dist2[i * k + m]};
+        ent[static_cast<size_t>(fill[i]++)] = {knn.index[i * k + m], knn.dist2[i * k + m], w_of(i * k + m)};
     for (const Edge& e : recvbuf)
-      ent[static_cast<size_t>(fill[e.row - knn.row_start]++)] = {e.col, e.d2};
+      ent[static_cast<size_t>(fill[e.row - knn.row_start]++)] = {e.col, e.d2, e.w};
   }
   recvbuf = std::vector<Edge>();
 
@@ -309,34 +321,165 @@ SymmetricEdges symmetrize(const KnnLists& knn, MPI_Comm comm) {
   out.row_ptr.assign(static_cast<size_t>(nl) + 1, 0);
   out.col.reserve(ent.size());
   out.dist2.reserve(ent.size());
+  std::vector<double> wsum;  // w_ij + w_ji per merged entry
+  wsum.reserve(directed ? ent.size() : 0);
   for (int64_t i = 0; i < nl; ++i) {
     auto b = ent.begin() + ptr[i], e = ent.begin() + ptr[i + 1];
-    std::sort(b, e, [](const auto& a, const auto& c) { return a.first < c.first; });
+    std::sort(b, e, [](const Entry& a, const Entry& c) { return a.col < c.col; });
     for (auto it = b; it != e; ++it) {
-      if (!out.col.empty() && static_cast<int64_t>(out.col.size()) > out.row_ptr[i] &&
-          out.col.back() == it->first)
-        continue;  // both directions carry bitwise the same dist2
-      out.col.push_back(it->first);
-      out.dist2.push_back(it->second);
+      if (static_cast<int64_t>(out.col.size()) > out.row_ptr[i] && out.col.back() == it->col) {
+        // The edge found from both sides: same dist2 bits; the two directed weights add
+        // (a + b == b + a exactly, so (i, j) and (j, i) agree).
+        if (directed) wsum.back() += it->w;
+        continue;
+      }
+      out.col.push_back(it->col);
+      out.dist2.push_back(it->d2);
+      if (directed) wsum.push_back(it->w);
     }
     out.row_ptr[i + 1] = static_cast<int64_t>(out.col.size());
   }
+  if (directed) {
+    out.weight = std::move(wsum);
+    for (double& w : out.weight) w *= 0.5;  // (S + Sᵀ)/2
+  }
   return out;
 }
+
+const char* to_string(EdgeWeight w) {
+  switch (w) {
+    case EdgeWeight::heat: return "heat";
+    case EdgeWeight::cosine: return "cosine";
+    case EdgeWeight::binary: return "binary";
+    case EdgeWeight::adaptive: return "adaptive";
+  }
+  return "?";
+}
+
+EdgeWeight parse_weight(const std::string& s) {
+  for (EdgeWeight w : {EdgeWeight::heat, EdgeWeight::cosine, EdgeWeight::binary, EdgeWeight::adaptive})
+    if (s == to_string(w)) return w;
+  throw Error("--weight: expected heat, cosine, binary or adaptive, got '" + s + "'", __FILE__, __LINE__, true);
+}
+
+const char* to_string(SigmaRule r) {
+  return r == SigmaRule::soda_eq42 ? "soda_eq42" : "mean_edge_dist2";
+}
+
+std::vector<double> adaptive_weights(const KnnLists& lists, int k) {
+  SSDR_CHECK(k >= 1 && lists.k == k + 1,
+             "adaptive_weights: needs k + 1 = " + std::to_string(k + 1) + " neighbours per row, got " +
+                 std::to_string(lists.k));
+  const int64_t nl = lists.n_local;
+  std::vector<double> w(static_cast<size_t>(nl * k));
+  for (int64_t i = 0; i < nl; ++i) {
+    const double* d = lists.dist2.data() + i * (k + 1);
+    double* s = w.data() + i * k;
+    // den = k·d_{k+1} − Σ_{h≤k} d_h written as a sum of non-negative terms d_{k+1} − d_h.
+    double den = 0;
+    for (int h = 0; h < k; ++h) {
+      s[h] = d[k] - d[h];
+      den += s[h];
+    }
+    if (den > 0)
+      for (int h = 0; h < k; ++h) s[h] /= den;
+    else  // d_1 = … = d_{k+1}: the equal-distance limit of the closed form
+      for (int h = 0; h < k; ++h) s[h] = 1.0 / k;
+  }
+  return w;
+}
+
+KnnLists truncate(const KnnLists& lists, int k) {
+  SSDR_CHECK(k >= 1 && k <= lists.k, "truncate: k out of range");
+  KnnLists out;
+  out.k = k;
+  out.n_global = lists.n_global;
+  out.row_start = lists.row_start;
+  out.n_local = lists.n_local;
+  out.index.resize(static_cast<size_t>(lists.n_local * k));
+  out.dist2.resize(static_cast<size_t>(lists.n_local * k));
+  for (int64_t i = 0; i < lists.n_local; ++i)
+    for (int m = 0; m < k; ++m) {
+      out.index[static_cast<size_t>(i * k + m)] = lists.index[static_cast<size_t>(i * lists.k + m)];
+      out.dist2[static_cast<size_t>(i * k + m)] = lists.dist2[static_cast<size_t>(i * lists.k + m)];
+    }
+  return out;
+}
+
+namespace {
+
+/// The n×n MATAIJ with E's pattern and values value(i_local, entry), exact preallocation
+/// (diagonal block = the columns this rank owns). Collective. Returns each local row's sum
+/// of values (its degree) in row_sums.
+template <class Value>
+Owned<Mat> assemble(MPI_Comm comm, const SymmetricEdges& E, Value value, std::vector<double>& row_sums) {
+  const int64_t nl = E.n_local, n = E.n_global;
+  const int64_t c0 = E.row_start, c1 = E.row_start + nl;
+  std::vector<PetscInt> dnz(static_cast<size_t>(nl), 0), onz(static_cast<size_t>(nl), 0);
+  for (int64_t i = 0; i < nl; ++i)
+    for (int64_t e = E.row_ptr[i]; e < E.row_ptr[i + 1]; ++e)
+      ++((E.col[e] >= c0 && E.col[e] < c1) ? dnz : onz)[i];
+
+  Owned<Mat> A;
+  SSDR_PETSC(MatCreate(comm, A.out()));
+  SSDR_PETSC(MatSetSizes(A, static_cast<PetscInt>(nl), static_cast<PetscInt>(nl),
+                         static_cast<PetscInt>(n), static_cast<PetscInt>(n)));
+  SSDR_PETSC(MatSetType(A, MATAIJ));
+  SSDR_PETSC(MatSeqAIJSetPreallocation(A, 0, dnz.data()));
+  SSDR_PETSC(MatMPIAIJSetPreallocation(A, 0, dnz.data(), 0, onz.data()));
+  SSDR_PETSC(MatSetOption(A, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_TRUE));
+  SSDR_PETSC(MatSetOption(A, MAT_NO_OFF_PROC_ENTRIES, PETSC_TRUE));
+
+  row_sums.assign(static_cast<size_t>(nl), 0.0);
+  std::vector<PetscInt> cols;
+  std::vector<PetscScalar> vals;
+  for (int64_t i = 0; i < nl; ++i) {
+    const int64_t b = E.row_ptr[i], e = E.row_ptr[i + 1];
+    cols.resize(static_cast<size_t>(e - b));
+    vals.resize(static_cast<size_t>(e - b));
+    for (int64_t p = b; p < e; ++p) {
+      const size_t q = static_cast<size_t>(p - b);
+      cols[q] = static_cast<PetscInt>(E.col[p]);
+      vals[q] = value(i, p);
+      row_sums[static_cast<size_t>(i)] += vals[q];
+    }
+    const PetscInt row = static_cast<PetscInt>(c0 + i);
+    SSDR_PETSC(MatSetValues(A, 1, &row, static_cast<PetscInt>(e - b), cols.data(), vals.data(),
+                            INSERT_VALUES));
+  }
+  SSDR_PETSC(MatAssemblyBegin(A, MAT_FINAL_ASSEMBLY));
+  SSDR_PETSC(MatAssemblyEnd(A, MAT_FINAL_ASSEMBLY));
+  // Exactly symmetric by construction (same dist2 bits and weight formula at both ends).
+  // Not MAT_SYMMETRY_ETERNAL: PETSc drops the flag if a caller modifies A.
+  SSDR_PETSC(MatSetOption(A, MAT_SYMMETRIC, PETSC_TRUE));
+  return A;
+}
+
+}  // namespace
 
 Graph build_knn_graph(const DistMatrix& X, const GraphOptions& options) {
   MPI_Comm comm = X.comm;
   const int k = options.k;
   const int64_t n = X.n_global;
+  const bool adaptive = options.weight == EdgeWeight::adaptive;
   SSDR_CHECK_COLLECTIVE(comm, k >= 1 && static_cast<int64_t>(k) < n, k_message(k, n));
+  SSDR_CHECK_COLLECTIVE(comm, !adaptive || static_cast<int64_t>(k) + 1 < n,
+                        "--knn " + std::to_string(k) + " must be smaller than the number of graph samples minus one (" +
+                            std::to_string(n - 1) + ") for the adaptive graph, which reads the (k+1)-th neighbour");
   const double s = options.sigma_s == 0 ? 1e-3 / k : options.sigma_s;
   SSDR_CHECK_COLLECTIVE(comm, s > 0 && s < 1,
                         "--sigma-s " + std::to_string(s) + " must lie strictly between 0 and 1");
   SSDR_CHECK_COLLECTIVE(comm, std::isfinite(options.sigma) && options.sigma >= 0,
-                        "--sigma " + std::to_string(options.sigma) + " must be positive (or 0 for eq. (42))");
+                        "--sigma " + std::to_string(options.sigma) + " must be positive (or 0 for the sigma rule)");
 
-  const KnnLists knn = knn_search(X, k);
-  const SymmetricEdges E = symmetrize(knn, comm);
+  SymmetricEdges E;
+  if (adaptive) {
+    const KnnLists wide = knn_search(X, k + 1);
+    const std::vector<double> w = adaptive_weights(wide, k);
+    E = symmetrize(truncate(wide, k), comm, &w);
+  } else {
+    E = symmetrize(knn_search(X, k), comm);
+  }
   const int64_t nl = E.n_local;
 
   // d̄ over undirected edges: every edge appears in two rows, so sum/entries = sum/2/edges.
@@ -349,14 +492,24 @@ Graph build_knn_graph(const DistMatrix& X, const GraphOptions& options) {
   int64_t entries = static_cast<int64_t>(E.col.size());
   MPI_Allreduce(MPI_IN_PLACE, &entries, 1, MPI_INT64_T, MPI_SUM, comm);
   Graph g;
+  g.k = k;
+  g.weight = options.weight;
   g.edges = entries / 2;
   g.mean_edge_dist2 = entries > 0 ? total / static_cast<double>(entries) : 0.0;
-  if (options.sigma > 0)
-    g.sigma = options.sigma;
-  else if (g.mean_edge_dist2 > 0)
-    g.sigma = std::sqrt(-g.mean_edge_dist2 / std::log(s));  // eq. (42)
-  else
-    g.sigma = 1.0;  // all edges join duplicates: every heat weight is 1 anyway
+  if (options.weight == EdgeWeight::heat) {
+    if (options.sigma > 0) {
+      g.sigma = options.sigma;
+      g.t = g.sigma * g.sigma;
+    } else if (g.mean_edge_dist2 == 0) {
+      g.sigma = g.t = 1.0;  // all edges join duplicates: every heat weight is 1 anyway
+    } else if (options.sigma_rule == SigmaRule::soda_eq42) {
+      g.sigma = std::sqrt(-g.mean_edge_dist2 / std::log(s));  // eq. (42)
+      g.t = g.sigma * g.sigma;
+    } else {
+      g.t = g.mean_edge_dist2;  // tca-liu2008 eq. (4) with t = d̄
+      g.sigma = std::sqrt(g.t);
+    }
+  }
 
   // Cosine weights need ‖x_j‖² of every neighbor: gather the n squared norms.
   std::vector<double> norms2;
@@ -377,61 +530,29 @@ Graph build_knn_graph(const DistMatrix& X, const GraphOptions& options) {
                    rd.data(), MPI_DOUBLE, comm);
   }
 
-  // Exact preallocation: diagonal block = columns this rank owns.
-  const int64_t c0 = E.row_start, c1 = E.row_start + nl;
-  std::vector<PetscInt> dnz(static_cast<size_t>(nl), 0), onz(static_cast<size_t>(nl), 0);
-  for (int64_t i = 0; i < nl; ++i)
-    for (int64_t e = E.row_ptr[i]; e < E.row_ptr[i + 1]; ++e)
-      ++((E.col[e] >= c0 && E.col[e] < c1) ? dnz : onz)[i];
-
-  Owned<Mat> A;
-  SSDR_PETSC(MatCreate(comm, A.out()));
-  SSDR_PETSC(MatSetSizes(A, static_cast<PetscInt>(nl), static_cast<PetscInt>(nl),
-                         static_cast<PetscInt>(n), static_cast<PetscInt>(n)));
-  SSDR_PETSC(MatSetType(A, MATAIJ));
-  SSDR_PETSC(MatSeqAIJSetPreallocation(A, 0, dnz.data()));
-  SSDR_PETSC(MatMPIAIJSetPreallocation(A, 0, dnz.data(), 0, onz.data()));
-  SSDR_PETSC(MatSetOption(A, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_TRUE));
-  SSDR_PETSC(MatSetOption(A, MAT_NO_OFF_PROC_ENTRIES, PETSC_TRUE));
-
-  const double sigma2 = g.sigma * g.sigma;
-  std::vector<PetscInt> cols;
-  std::vector<PetscScalar> vals;
-  for (int64_t i = 0; i < nl; ++i) {
-    const int64_t b = E.row_ptr[i], e = E.row_ptr[i + 1];
-    cols.resize(static_cast<size_t>(e - b));
-    vals.resize(static_cast<size_t>(e - b));
-    const double xi2 = norms2.empty() ? 0.0 : norms2[static_cast<size_t>(c0 + i)];
-    for (int64_t p = b; p < e; ++p) {
-      const size_t q = static_cast<size_t>(p - b);
-      cols[q] = static_cast<PetscInt>(E.col[p]);
-      switch (options.weight) {
-        case EdgeWeight::heat:
-          vals[q] = std::exp(-E.dist2[p] / sigma2);  // eq. (24)
-          break;
-        case EdgeWeight::cosine: {
-          const double yj2 = norms2[static_cast<size_t>(E.col[p])];
-          double c = 0;
-          if (xi2 > 0 && yj2 > 0)
-            c = (xi2 + yj2 - E.dist2[p]) / (2.0 * (std::sqrt(xi2) * std::sqrt(yj2)));
-          vals[q] = std::min(1.0, std::max(0.0, c));
-          break;
-        }
-        case EdgeWeight::binary:
-          vals[q] = 1.0;
-          break;
+  const double t = g.t;
+  auto value = [&](int64_t i, int64_t p) -> double {
+    switch (options.weight) {
+      case EdgeWeight::heat:
+        return std::exp(-E.dist2[p] / t);  // eq. (24) / tca-liu2008 eq. (4)
+      case EdgeWeight::cosine: {
+        const double xi2 = norms2[static_cast<size_t>(E.row_start + i)];
+        const double yj2 = norms2[static_cast<size_t>(E.col[p])];
+        double c = 0;
+        if (xi2 > 0 && yj2 > 0) c = (xi2 + yj2 - E.dist2[p]) / (2.0 * (std::sqrt(xi2) * std::sqrt(yj2)));
+        return std::min(1.0, std::max(0.0, c));
       }
+      case EdgeWeight::binary:
+        return 1.0;
+      case EdgeWeight::adaptive:
+        return E.weight[static_cast<size_t>(p)];  // (S + Sᵀ)/2
     }
-    const PetscInt row = static_cast<PetscInt>(c0 + i);
-    SSDR_PETSC(MatSetValues(A, 1, &row, static_cast<PetscInt>(e - b), cols.data(), vals.data(),
-                            INSERT_VALUES));
-  }
-  SSDR_PETSC(MatAssemblyBegin(A, MAT_FINAL_ASSEMBLY));
-  SSDR_PETSC(MatAssemblyEnd(A, MAT_FINAL_ASSEMBLY));
-  // Exactly symmetric by construction (same dist2 bits and weight formula at both ends).
-  // Not MAT_SYMMETRY_ETERNAL: PETSc drops the flag if a caller modifies A.
-  SSDR_PETSC(MatSetOption(A, MAT_SYMMETRIC, PETSC_TRUE));
-  g.A = std::move(A);
+    return 0.0;
+  };
+  std::vector<double> degrees;
+  g.A = assemble(comm, E, value, degrees);
+  const double sum = ordered_sum(comm, degrees);  // the same bits on any rank count
+  g.mean_degree = n > 0 ? sum / static_cast<double>(n) : 0.0;
   return g;
 }
 

@@ -185,7 +185,7 @@ class Olda final : public Method {
 /// S_b, S_t the hard-label scatter matrices of the labeled samples (divided by l), L = D − A
 /// the Laplacian of the 0/1 symmetrized kNN graph on all n transductive samples (built on
 /// data.graph_data(), the input-space rows, when a kernel maps X) with k = 5
-/// (Cai et al.'s setting; --knn overrides k, o.graph.weight is not used). α and β are relative to the traces:
+/// (Cai et al.'s setting, the method table's graph; --knn and --weight override it). α and β are relative to the traces:
 ///   α_eff = α·tr(S_t)/tr(XLXᵀ),  β_eff = β·tr(S_t)/d,  defaults α = 1, β = 10⁻³,
 /// so α = 0 is the regularized LDA of the `lda` method. The m = c−1 largest generalized
 /// eigenvectors through sym_eigen (prefix o.eigen_prefix), of unit length by default as in
@@ -203,16 +203,11 @@ class Sda final : public Method {
     const double tr_st = trace(S.St);
     FitResult out;
     Dense B = S.St;
-    const int graph_k = o.knn_given ? o.graph.k : 5;  // Cai et al.'s k unless --knn was given
     if (alpha > 0) {
-      graph::GraphOptions go = o.graph;
-      go.k = graph_k;
-      go.weight = graph::EdgeWeight::binary;
-      graph::Graph g;
-      {
-        Phase phase("knn_graph", &t);
-        g = graph::build_knn_graph(data.graph_data(), go);  // input space (same rows as X)
-      }
+      // Cai et al.'s 0/1 graph with k = 5 (the table's) unless --knn/--weight; input space
+      // (data.graph_data(), same rows as X), cached with the other methods' graphs.
+      const graph::GraphOptions go = method_graph("sda", o);
+      const graph::Graph g = knn_graph(data, go, t);
       Dense XLX;
       {
         Phase phase("graph_scatter", &t);
@@ -222,9 +217,7 @@ class Sda final : public Method {
       const double tr_xlx = trace(XLX);
       const double alpha_eff = tr_xlx > 0 ? alpha * tr_st / tr_xlx : 0.0;
       for (size_t i = 0; i < B.v.size(); ++i) B.v[i] += alpha_eff * XLX.v[i];
-      out.info["graph_k"] = graph_k;
-      out.info["graph_weight"] = "binary";
-      out.info["graph_edges"] = g.edges;
+      graph_info(g, go, out.info);
       out.info["trace_XLX"] = tr_xlx;
       out.info["alpha_eff"] = alpha_eff;
     } else {

@@ -26,18 +26,19 @@ scatter::ScatterMatrices labeled_scatter(const TrainingData& data, Timings& t) {
   return scatter::soft_scatter(l.X, scatter::one_hot(l.labels, data.classes, l.X.comm), data.classes);
 }
 
-namespace {
-std::string graph_key(const MethodOptions& o) {
-  char b[160];
-  std::snprintf(b, sizeof b, "k=%d w=%d s=%.17g sigma=%.17g", o.graph.k, static_cast<int>(o.graph.weight),
-                o.graph.sigma_s, o.graph.sigma);
+std::string graph_key(const graph::GraphOptions& g) {
+  // Every field of GraphOptions: a field left out here would let two methods with different
+  // graphs on the same split share one cached graph.
+  char b[200];
+  std::snprintf(b, sizeof b, "k=%d w=%s rule=%s s=%.17g sigma=%.17g", g.k, graph::to_string(g.weight),
+                graph::to_string(g.sigma_rule), g.sigma_s, g.sigma);
   return b;
 }
-}  // namespace
 
-graph::Graph knn_graph(const TrainingData& data, const MethodOptions& o, Timings& t) {
+graph::Graph knn_graph(const TrainingData& data, const graph::GraphOptions& options, Timings& t) {
+  const std::string key = graph_key(options);
   if (data.cache) {
-    auto it = data.cache->graphs.find(graph_key(o));
+    auto it = data.cache->graphs.find(key);
     if (it != data.cache->graphs.end()) {
       ++data.cache->hits;
       return it->second;
@@ -45,8 +46,8 @@ graph::Graph knn_graph(const TrainingData& data, const MethodOptions& o, Timings
     ++data.cache->misses;
   }
   Phase phase("knn_graph", &t);
-  graph::Graph g = graph::build_knn_graph(data.graph_data(), o.graph);
-  if (data.cache) data.cache->graphs.emplace(graph_key(o), g);
+  graph::Graph g = graph::build_knn_graph(data.graph_data(), options);
+  if (data.cache) data.cache->graphs.emplace(key, g);
   return g;
 }
 
@@ -87,13 +88,14 @@ FitResult solve_trace_ratio(const scatter::ScatterMatrices& S, int64_t m, const 
   return out;
 }
 
-GraphAndLabels graph_and_propagation(const TrainingData& data, const MethodOptions& o, Timings& t) {
+GraphAndLabels graph_and_propagation(const TrainingData& data, const graph::GraphOptions& g,
+                                     const MethodOptions& o, Timings& t) {
   GraphAndLabels r;
-  r.g = knn_graph(data, o, t);
+  r.g = knn_graph(data, g, t);
   char b[160];
   std::snprintf(b, sizeof b, "|aL=%.17g aU=%.17g rtol=%.17g %s", o.propagation.alpha_labeled,
                 o.propagation.alpha_unlabeled, o.propagation.rtol, o.propagation.prefix.c_str());
-  const std::string key = graph_key(o) + b;
+  const std::string key = graph_key(g) + b;
   if (data.cache) {
     auto it = data.cache->propagations.find(key);
     if (it != data.cache->propagations.end()) {
@@ -109,11 +111,20 @@ GraphAndLabels graph_and_propagation(const TrainingData& data, const MethodOptio
   return r;
 }
 
-void graph_info(const GraphAndLabels& r, nlohmann::json& info) {
-  info["sigma"] = r.g.sigma;
-  info["mean_edge_dist2"] = r.g.mean_edge_dist2;
-  info["graph_edges"] = r.g.edges;
-  info["propagation_iterations"] = r.lp.iterations;
+void graph_info(const graph::Graph& g, const graph::GraphOptions& options, nlohmann::json& info) {
+  nlohmann::json j = {{"k", g.k},
+                      {"weight", graph::to_string(g.weight)},
+                      {"edges", g.edges},
+                      {"mean_degree", g.mean_degree},
+                      {"mean_edge_dist2", g.mean_edge_dist2}};
+  if (g.weight == graph::EdgeWeight::heat) {
+    j["sigma_rule"] = options.sigma > 0 ? "explicit" : graph::to_string(options.sigma_rule);
+    if (options.sigma == 0 && options.sigma_rule == graph::SigmaRule::soda_eq42)
+      j["sigma_s"] = options.sigma_s != 0 ? options.sigma_s : 1e-3 / options.k;
+    j["sigma"] = g.sigma;
+    j["t"] = g.t;
+  }
+  info["graph"] = j;
 }
 
 

@@ -19,14 +19,16 @@ class Soda final : public Method {
  public:
   FitResult fit(const TrainingData& data, const MethodOptions& o, Timings& t) override {
     const int64_t m = resolve_dim(o.dim, data.classes, data.X.cols);
-    auto gl = graph_and_propagation(data, o, t);
+    const graph::GraphOptions go = method_graph("soda", o);  // ksoda's is soda's
+    auto gl = graph_and_propagation(data, go, o, t);
     scatter::ScatterMatrices S;
     {
       Phase phase("scatter", &t);
       S = scatter::soft_scatter(data.X, gl.lp.F, data.classes);
     }
     FitResult out = solve_trace_ratio(S, m, o, data.X.comm, t);
-    graph_info(gl, out.info);
+    graph_info(gl.g, go, out.info);
+    out.info["propagation_iterations"] = gl.lp.iterations;
     return out;
   }
 };
@@ -66,10 +68,12 @@ class Lda final : public Method {
 class LabelPropagation final : public Method {
  public:
   FitResult fit(const TrainingData& data, const MethodOptions& o, Timings& t) override {
-    auto gl = graph_and_propagation(data, o, t);
+    const graph::GraphOptions go = method_graph("lp", o);
+    auto gl = graph_and_propagation(data, go, o, t);
     FitResult out;
     out.transductive_prediction = propagation::predict(gl.lp.F, data.classes);
-    graph_info(gl, out.info);
+    graph_info(gl.g, go, out.info);
+    out.info["propagation_iterations"] = gl.lp.iterations;
     return out;
   }
 };

@@ -5,8 +5,10 @@
 // the centered transductive samples have unit mean squared norm, then PCA keeping 95 % of
 // the energy (soge-liu2017 §5.2) — because (6) is not scale-invariant (α weighs a squared
 // distance in data units against the label fit; on raw digits 1-NN accuracy drops from 0.87
-// to 0.72). Graph: the paper builds a CLR graph; we use the shared symmetrized kNN heat
-// graph (o.graph, k = 8 by default) and record σ and the edges in info.
+// to 0.72). Graph (§5.2): the paper builds L by the constrained Laplacian rank method (Nie et
+// al. 2016); we use its adaptive-neighbours graph in closed form, symmetrized (S + Sᵀ)/2,
+// k = 5 (the method table's, method_graph; --knn/--weight override it), without CLR's
+// rank-constrained refinement to exactly c connected components. Recorded in info["graph"].
 #include <algorithm>
 #include <cmath>
 #include <mpi.h>
@@ -448,7 +450,8 @@ class Soge final : public Method {
                  "soge: --recursions " + std::to_string(K) + " gives K*c = " + std::to_string(K * c) +
                      " dimensions, more than the d' = " + std::to_string(d) + " left after preprocessing");
 
-    graph::Graph g = knn_graph(data, o, t);
+    const graph::GraphOptions go = method_graph("soge", o);
+    graph::Graph g = knn_graph(data, go, t);
     solvers::SparseSolveOptions so;
     so.prefix = "soge_";
     so.ksp_type = "cg";
@@ -492,9 +495,7 @@ class Soge final : public Method {
     info["recursions"] = K;
     info["dim"] = K * c;
     info["preprocessing_note"] = "paper default: global scaling to unit mean squared norm, PCA 95% energy";
-    info["sigma"] = g.sigma;
-    info["mean_edge_dist2"] = g.mean_edge_dist2;
-    info["graph_edges"] = g.edges;
+    graph_info(g, go, info);
     info["ksp_prefix"] = so.prefix;
     info["ksp_iterations_total"] = std::accumulate(op.iterations.begin(), op.iterations.end(), 0L);
     info["ksp_iterations_max"] = op.iterations.empty() ? 0 : *std::max_element(op.iterations.begin(), op.iterations.end());

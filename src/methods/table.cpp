@@ -25,6 +25,37 @@ MethodInfo nested(MethodInfo m) {
   m.nested_dimensions = true;
   return m;
 }
+/// A method whose paper builds another graph than SODA's (the default MethodInfo::graph).
+MethodInfo with_graph(MethodInfo m, graph::GraphOptions g) {
+  m.graph = g;
+  return m;
+}
+/// tca-liu2008 eq. (4): symmetrized kNN heat graph, k = 5 (§5.2 "k = 5 for all datasets";
+/// 6 in the face experiments of §5.3), t = σ² = the mean squared edge length (the paper
+/// does not state σ).
+graph::GraphOptions tca_graph() {
+  graph::GraphOptions g;
+  g.k = 5;
+  g.weight = graph::EdgeWeight::heat;
+  g.sigma_rule = graph::SigmaRule::mean_edge_dist2;
+  return g;
+}
+/// soge-liu2017 §5.2 builds L by the constrained Laplacian rank method (Nie et al. 2016):
+/// its adaptive-neighbours graph, k = 5 (the default of the CLR authors' constructW_PKN;
+/// neither paper states k). The rank-constrained refinement is not applied.
+graph::GraphOptions soge_graph() {
+  graph::GraphOptions g;
+  g.k = 5;
+  g.weight = graph::EdgeWeight::adaptive;
+  return g;
+}
+/// Cai, He, Han 2007 (SDA): the 0/1 kNN graph with k = 5.
+graph::GraphOptions sda_graph() {
+  graph::GraphOptions g;
+  g.k = 5;
+  g.weight = graph::EdgeWeight::binary;
+  return g;
+}
 data::PreprocessOptions unit_scale() {
   data::PreprocessOptions p;
   p.scaling = data::Scaling::global_unit;  // (xᵀy + 1)^3 is dominated by the data's scale otherwise
@@ -46,16 +77,17 @@ const std::vector<MethodInfo>& method_table() {
        "sllda-zhao2014 eq. (3)-(5), (11)-(15)", true, true, &make_sl_lda, {}}),
       nested(MethodInfo{"sl-lda-wls", "soft-label LDA by its weighted least-squares solution",
        "sllda-zhao2014 eq. (19)/(22)", true, true, &make_sl_lda_wls, {}}),
-      nested(MethodInfo{"tca", "transductive component analysis (not transfer component analysis)",
-       "tca-liu2008 eq. (10)-(21)", true, true, &make_tca, {}}),
-      {"otca", "orthogonal transductive component analysis (recursive complement)",
-       "tca-liu2008 eq. (23)-(27)", true, true, &make_otca, {}},
-      {"soge", "semi-supervised orthogonal graph embedding with recursive projections",
-       "soge-liu2017 eq. (7)-(13), Algorithm 1", true, true, &make_soge, soge_preprocess()},
+      with_graph(nested(MethodInfo{"tca", "transductive component analysis (not transfer component analysis)",
+       "tca-liu2008 eq. (4), (10)-(21)", true, true, &make_tca, {}}), tca_graph()),
+      with_graph(MethodInfo{"otca", "orthogonal transductive component analysis (recursive complement)",
+       "tca-liu2008 eq. (4), (23)-(27)", true, true, &make_otca, {}}, tca_graph()),
+      with_graph(MethodInfo{"soge", "semi-supervised orthogonal graph embedding with recursive projections",
+       "soge-liu2017 eq. (7)-(13), Algorithm 1; adaptive-neighbours graph (Nie et al. 2016)", true, true,
+       &make_soge, soge_preprocess()}, soge_graph()),
       nested(MethodInfo{"olda", "orthogonal LDA (ratio trace with St^+)", "soda-nie2009 eq. (2), Ye 2005", false, true,
        &make_olda, {}}),
-      nested(MethodInfo{"sda", "semi-supervised discriminant analysis (Cai, He, Han 2007)",
-       "max a'Sb a / a'(St + alpha XLX' + beta I)a", true, true, &make_sda, {}}),
+      with_graph(nested(MethodInfo{"sda", "semi-supervised discriminant analysis (Cai, He, Han 2007)",
+       "max a'Sb a / a'(St + alpha XLX' + beta I)a", true, true, &make_sda, {}}), sda_graph()),
       nested(MethodInfo{"pca", "principal component analysis (unsupervised baseline)", "top-m covariance eigenvectors",
        true, true, &make_pca, {}}),
       {"1nn", "plain 1-NN on the preprocessed data (W = identity, no learning)", "baseline", false, true,
@@ -86,6 +118,18 @@ const MethodInfo& find_method(const std::string& name) {
     if (m.name == name) return m;
   throw Error("--method: unknown method '" + name + "'; expected one of " + method_names(), __FILE__,
               __LINE__, true);
+}
+
+graph::GraphOptions method_graph(const std::string& method, const MethodOptions& o) {
+  graph::GraphOptions g = find_method(method).graph;
+  if (o.knn_given) g.k = o.graph.k;
+  if (o.weight_given) g.weight = o.graph.weight;
+  if (o.graph.sigma_s != 0) {  // --sigma-s: the user asks for eq. (42) with this s
+    g.sigma_s = o.graph.sigma_s;
+    g.sigma_rule = graph::SigmaRule::soda_eq42;
+  }
+  if (o.graph.sigma != 0) g.sigma = o.graph.sigma;
+  return g;
 }
 
 int64_t resolve_dim(int64_t requested, int classes, int64_t d) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 #include <utility>
@@ -571,4 +572,258 @@ TEST(KnnGraph, IsTheSameOnEveryRankCountWhenDistancesTie) {
     EXPECT_GT(sigma_one, 0.0);
     EXPECT_GT(edges_one, 0);
   }
+}
+
+// ---------------------------------------------------------------- tca-liu2008 eq. (4): t = d̄
+
+TEST(KnnGraph, MeanEdgeWidthUsesTheMeanSquaredEdgeLengthAsT) {
+  // tca-liu2008 eq. (4) with t = σ² = d̄ (SigmaRule::mean_edge_dist2): t must be the mean of
+  // the squared distances over the undirected edges of the brute-force graph.
+  for (const auto& [name, k] : std::vector<std::pair<std::string, int>>{{"iris.csv", 5}, {"digits.csv", 5}}) {
+    const Reference& R = reference(name, k);
+    GraphOptions opt;
+    opt.k = k;
+    opt.sigma_rule = SigmaRule::mean_edge_dist2;
+    const Graph G = build_knn_graph(distribute(dataset(name)), opt);
+    // Error analysis: both sides sum the same N = 2·edges (library) or `edges` (reference)
+    // non-negative doubles (bitwise the same dist2) in different orders, then divide; each
+    // relative error is at most N·ε (first order), so they differ by at most 2·N·ε·d̄.
+    const double eps = std::numeric_limits<double>::epsilon();
+    const double tol = 2.0 * 2.0 * static_cast<double>(R.edges) * eps * R.mean;
+    EXPECT_EQ(G.edges, R.edges) << name;
+    EXPECT_NEAR(G.t, R.mean, tol) << name;
+    EXPECT_EQ(G.t, G.mean_edge_dist2) << name;  // t is d̄ itself, not a rounding of sqrt²
+    EXPECT_NEAR(G.sigma * G.sigma, G.t, 4 * eps * G.t) << name;
+    // Weights exp(−d/t): a relative error δ ≤ 2Nε of t moves a weight by w·(d/t)·δ, plus
+    // 2ε for exp and the division.
+    const auto A = gather_matrix(G.A);
+    double worst = 0;  // in units of the per-entry bound
+    double degree = 0;
+    for (size_t i = 0; i < A.size(); ++i) {
+      ASSERT_EQ(A[i].size(), R.rows[i].size()) << name << " row " << i;
+      for (const auto& [j, d] : R.rows[i]) {
+        const double w = std::exp(-d / R.mean);
+        const double bound = w * ((d / R.mean) * (tol / R.mean) + 2 * eps) + 1e-300;
+        worst = std::max(worst, std::abs(A[i].at(j) - w) / bound);
+        degree += A[i].at(j);
+      }
+    }
+    EXPECT_LE(worst, 1.0) << name;
+    // Σ_ij A_ij / n: n·(k…2k) weights summed in different orders (relative ≈ 2k·n·ε).
+    EXPECT_NEAR(G.mean_degree, degree / static_cast<double>(A.size()), 1e-10 * G.mean_degree) << name;
+    EXPECT_GT(G.mean_degree, 1.0) << name;  // the point of the rule: not SODA's ≈ 0.06
+  }
+}
+
+// ---------------------------------------------------------------- adaptive neighbours
+
+namespace {
+
+/// The brute-force adaptive-neighbours weights of row i (the closed form as the CLR paper
+/// writes it, on the serially sorted distances) and the per-weight error bound.
+struct AdaptiveRow {
+  std::vector<int64_t> j;       // the k nearest
+  std::vector<double> s, tol;   // weights and |library − reference| bounds
+};
+
+AdaptiveRow adaptive_row(const Dense& X, int64_t i, int k) {
+  std::vector<std::pair<double, int64_t>> all;
+  for (int64_t j = 0; j < X.rows; ++j)
+    if (j != i) all.emplace_back(dist2(X, i, j), j);
+  std::partial_sort(all.begin(), all.begin() + k + 1, all.end());
+  const double dk1 = all[k].first;
+  double sum = 0;
+  for (int h = 0; h < k; ++h) sum += all[h].first;
+  // The denominator vanishes exactly when d_1 = … = d_{k+1} (tested exactly: k·d − Σd can
+  // round to ±tiny for equal inexact d); then the weights are the limit 1/k.
+  bool equal = true;
+  for (int h = 0; h < k; ++h) equal = equal && all[h].first == dk1;
+  const double den = k * dk1 - sum;  // the closed form as written
+  AdaptiveRow r;
+  const double eps = std::numeric_limits<double>::epsilon();
+  for (int h = 0; h < k; ++h) {
+    r.j.push_back(all[h].second);
+    const double s = equal ? 1.0 / k : (dk1 - all[h].first) / den;
+    r.s.push_back(s);
+    // Error analysis, relative to s (first order; doubled to cover the second-order terms).
+    // Both sides start from the same dist2 bits. Library: numerator d_{k+1} − d_j one
+    // rounding (ε), denominator Σ_h (d_{k+1} − d_h) of non-negative terms ((k−1)ε after the
+    // k numerator roundings already counted), division ε: (k+1)ε. Reference: numerator ε,
+    // division ε, and k·d_{k+1} − Σd_h with an absolute error ≤ (k+2)ε(k·d_{k+1} + Σd_h),
+    // i.e. amp·ε relative to den, amp = (k+2)(k·d_{k+1} + Σd_h)/den (the cancellation).
+    const double amp = equal ? 0.0 : (k + 2) * (k * dk1 + sum) / den;
+    r.tol.push_back(2.0 * eps * s * (k + 3 + amp) + 1e-300);
+  }
+  return r;
+}
+
+/// Per-row weights of the library, gathered in global row order (n·k).
+std::vector<double> gather_weights(const std::vector<double>& w, MPI_Comm comm, int64_t n, int k) {
+  int size = 1;
+  MPI_Comm_size(comm, &size);
+  int mine = static_cast<int>(w.size());
+  std::vector<int> counts(static_cast<size_t>(size)), displs(static_cast<size_t>(size), 0);
+  MPI_Allgather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, comm);
+  for (int r = 1; r < size; ++r) displs[r] = displs[r - 1] + counts[r - 1];
+  std::vector<double> all(static_cast<size_t>(n * k));
+  MPI_Allgatherv(w.data(), mine, MPI_DOUBLE, all.data(), counts.data(), displs.data(), MPI_DOUBLE, comm);
+  return all;
+}
+
+}  // namespace
+
+TEST(AdaptiveGraph, WeightsMatchTheClosedFormAndRowsSumToOne) {
+  const double eps = std::numeric_limits<double>::epsilon();
+  for (const auto& [name, k] : std::vector<std::pair<std::string, int>>{{"iris.csv", 5}, {"digits.csv", 5}, {"wine.csv", 9}}) {
+    const Dense& Xs = dataset(name);
+    DistMatrix X = distribute(Xs);
+    const KnnLists wide = knn_search(X, k + 1);
+    std::vector<int64_t> index;
+    std::vector<double> d2;
+    gather_lists(wide, MPI_COMM_WORLD, index, d2);
+    const std::vector<double> w = gather_weights(adaptive_weights(wide, k), MPI_COMM_WORLD, Xs.rows, k);
+    int64_t bad = 0, bad_sum = 0;
+    for (int64_t i = 0; i < Xs.rows; ++i) {
+      const AdaptiveRow r = adaptive_row(Xs, i, k);
+      double row = 0;
+      for (int h = 0; h < k; ++h) {
+        const double got = w[static_cast<size_t>(i * k + h)];
+        row += got;
+        EXPECT_GE(got, 0.0);
+        if (index[static_cast<size_t>(i * (k + 1) + h)] != r.j[h] || std::abs(got - r.s[h]) > r.tol[h]) {
+          if (bad++ < 5)
+            ADD_FAILURE() << name << " row " << i << " slot " << h << ": " << got << " vs " << r.s[h]
+                          << " (bound " << r.tol[h] << ")";
+        }
+      }
+      // Before symmetrization every row sums to 1: the k quotients of one denominator
+      // (its own (k−1)ε, ε per division) summed with (k−1)ε: within (2k−1)ε, first order.
+      if (std::abs(row - 1.0) > 2.0 * (2 * k - 1) * eps) ++bad_sum;
+    }
+    EXPECT_EQ(bad, 0) << name;
+    EXPECT_EQ(bad_sum, 0) << name;
+
+    // The graph: A = (S + Sᵀ)/2 of the brute-force S, exactly symmetric, mean degree 1.
+    GraphOptions opt;
+    opt.k = k;
+    opt.weight = EdgeWeight::adaptive;
+    const Graph G = build_knn_graph(X, opt);
+    EXPECT_EQ(G.k, k);
+    EXPECT_EQ(G.weight, EdgeWeight::adaptive);
+    EXPECT_EQ(G.sigma, 0.0);  // no heat kernel
+    EXPECT_EQ(G.t, 0.0);
+    const Reference& R = reference(name, k);
+    EXPECT_EQ(G.edges, R.edges) << name;  // the support is the symmetrized kNN graph
+    Dense S(Xs.rows, Xs.rows), T(Xs.rows, Xs.rows);  // reference weights and their bounds
+    for (int64_t i = 0; i < Xs.rows; ++i) {
+      const AdaptiveRow r = adaptive_row(Xs, i, k);
+      for (int h = 0; h < k; ++h) S(i, r.j[h]) = r.s[h], T(i, r.j[h]) = r.tol[h];
+    }
+    const auto A = gather_matrix(G.A);
+    double worst = 0, total = 0;
+    for (size_t i = 0; i < A.size(); ++i) {
+      ASSERT_EQ(A[i].size(), R.rows[i].size()) << name << " row " << i;
+      for (const auto& [j, v] : A[i]) {
+        const double ref = 0.5 * (S(i, j) + S(j, i));
+        // the two weights' bounds, halved, plus the rounding of the sum and the halving
+        const double bound = 0.5 * (T(i, j) + T(j, i)) + 2 * eps * ref + 1e-300;
+        worst = std::max(worst, std::abs(v - ref) / bound);
+        EXPECT_EQ(v, A[j].at(static_cast<int64_t>(i)));  // bitwise symmetric
+        total += v;
+      }
+    }
+    EXPECT_LE(worst, 1.0) << name;
+    // Σ_ij A_ij = Σ_ij S_ij = n: each row of S sums to 1 within (2k−1)ε, each entry of A
+    // carries 2ε of its own (sum and halving), and the recursive sum of N ≤ 2nk positive
+    // terms errs by at most N·ε relative: |mean degree − 1| ≤ (2k + 1 + 2nk)ε.
+    const double degree_tol = (2.0 * k + 1 + 2.0 * static_cast<double>(Xs.rows) * k) * eps;
+    EXPECT_NEAR(G.mean_degree, 1.0, degree_tol) << name;
+    EXPECT_NEAR(total / static_cast<double>(A.size()), 1.0, degree_tol) << name;
+    PetscBool sym = PETSC_FALSE;
+    ASSERT_EQ(MatIsSymmetric(G.A, 0.0, &sym), 0);
+    EXPECT_TRUE(sym);
+  }
+}
+
+TEST(AdaptiveGraph, EqualDistancesGiveUniformWeightsInsteadOfZeroOverZero) {
+  // Nine identical points: d_1 = … = d_{k+1} = 0, so the closed form is 0/0; the guard gives
+  // the equal-distance limit 1/k (rows still sum to 1). And a point whose k+1 nearest are
+  // equidistant (the centre of a square, k = 3): the same.
+  Dense Xs(9, 3);
+  for (int64_t i = 0; i < 9; ++i) Xs(i, 0) = 2.5, Xs(i, 1) = -1, Xs(i, 2) = 7;
+  const int k = 3;
+  const std::vector<double> w = adaptive_weights(knn_search(distribute(Xs), k + 1), k);
+  for (double v : w) EXPECT_EQ(v, 1.0 / k);
+  GraphOptions opt;
+  opt.k = k;
+  opt.weight = EdgeWeight::adaptive;
+  const auto A = gather_matrix(build_knn_graph(distribute(Xs), opt).A);
+  for (size_t i = 0; i < A.size(); ++i)
+    for (const auto& [j, v] : A[i]) EXPECT_TRUE(v == 1.0 / k || v == 0.5 / k) << i << " " << j;
+
+  Dense Q(5, 2);  // centre 0 and four corners at squared distance 2 from it
+  const double c[4][2] = {{1, 1}, {1, -1}, {-1, 1}, {-1, -1}};
+  for (int p = 0; p < 4; ++p) Q(p + 1, 0) = c[p][0], Q(p + 1, 1) = c[p][1];
+  KnnLists L = knn_search(distribute(Q, MPI_COMM_SELF), k + 1);
+  const std::vector<double> wq = adaptive_weights(L, k);
+  for (int h = 0; h < k; ++h) EXPECT_EQ(wq[static_cast<size_t>(h)], 1.0 / k);  // row 0
+}
+
+TEST(AdaptiveGraph, IsBitwiseTheSameOnOneRankAsOnAllRanks) {
+  // kNN lists are partition independent bit for bit, the weights are computed per row and
+  // (w_ij + w_ji)/2 adds the same two doubles at both ends: the gathered matrix must not
+  // depend on the number of ranks at all.
+  const Dense& Xs = dataset("digits.csv");
+  GraphOptions opt;
+  opt.k = 5;
+  opt.weight = EdgeWeight::adaptive;
+  const auto all = gather_matrix(build_knn_graph(distribute(Xs), opt).A);
+  if (test::rank() == 0) {
+    const auto one = gather_matrix(build_knn_graph(distribute(Xs, MPI_COMM_SELF), opt).A);
+    ASSERT_EQ(one.size(), all.size());
+    for (size_t i = 0; i < one.size(); ++i) EXPECT_EQ(one[i], all[i]) << "row " << i;
+  }
+}
+
+TEST(AdaptiveGraph, RejectsKWithoutAKPlusFirstNeighbour) {
+  DistMatrix X = distribute(dataset("iris.csv"));
+  GraphOptions opt;
+  opt.weight = EdgeWeight::adaptive;
+  opt.k = 149;  // valid for the heat graph, but the (k+1)-th neighbour does not exist
+  try {
+    build_knn_graph(X, opt);
+    ADD_FAILURE() << "no exception";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("adaptive"), std::string::npos) << e.what();
+  }
+  opt.k = 148;
+  EXPECT_NO_THROW(build_knn_graph(X, opt));
+  EXPECT_THROW(adaptive_weights(knn_search(X, 5), 5), Error);  // needs k + 1 lists
+}
+
+TEST(SymmetricEdges, CarryTheHalfSumOfTheDirectedWeights) {
+  // Directed weight w(i → j) = 1000·i + j (distinct per direction): the merged entry must be
+  // (w_ij + w_ji)/2 with w = 0 for a missing direction.
+  const Dense& Xs = dataset("wine.csv");
+  DistMatrix X = distribute(Xs);
+  const int k = 4;
+  const KnnLists L = knn_search(X, k);
+  std::vector<double> w(L.index.size());
+  for (int64_t i = 0; i < L.n_local; ++i)
+    for (int m = 0; m < k; ++m)
+      w[static_cast<size_t>(i * k + m)] = 1000.0 * static_cast<double>(L.row_start + i) + static_cast<double>(L.index[i * k + m]);
+  const SymmetricEdges E = symmetrize(L, MPI_COMM_WORLD, &w);
+  ASSERT_EQ(E.weight.size(), E.col.size());
+  const Reference R = brute_force(Xs, k);
+  auto directed = [&](int64_t i, int64_t j) {
+    for (int m = 0; m < k; ++m)
+      if (R.index[i * k + m] == j) return 1000.0 * static_cast<double>(i) + static_cast<double>(j);
+    return 0.0;
+  };
+  for (int64_t i = 0; i < E.n_local; ++i)
+    for (int64_t p = E.row_ptr[i]; p < E.row_ptr[i + 1]; ++p) {
+      const int64_t gi = E.row_start + i, j = E.col[p];
+      EXPECT_EQ(E.weight[p], 0.5 * (directed(gi, j) + directed(j, gi))) << gi << " " << j;  // small integers: exact
+    }
+  EXPECT_TRUE(symmetrize(L, MPI_COMM_WORLD).weight.empty());
 }

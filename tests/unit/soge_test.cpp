@@ -13,6 +13,7 @@
 #include "ssdr/driver/pipeline.hpp"
 #include "ssdr/graph/knn.hpp"
 #include "ssdr/io/dataset.hpp"
+#include "ssdr/methods/method.hpp"
 #include "support.hpp"
 
 using namespace ssdr;
@@ -55,16 +56,17 @@ Problem load(const std::string& name, int p, bool standardize = false) {
   return pr;
 }
 
-/// The dense objects of §4.1 for one α: graph S (the same kNN heat graph), L + U, H_c,
-/// Q = (L + U + αH_c)⁻¹ by a dense SPD solve, X_c (d×n in the paper; here n×d rows).
+/// The dense objects of §4.1 for one α: graph S (`graph`, or the default kNN heat graph
+/// that the stage tests build with GraphOptions{}), L + U, H_c, Q = (L + U + αH_c)⁻¹ by a
+/// dense SPD solve, X_c (d×n in the paper; here n×d rows).
 struct DenseModel {
   Dense LU, Hc, Q, Xc, Y;  // Xc n×d, Y n×c one-hot labeled rows
 };
 
-DenseModel dense_model(const Problem& pr, double alpha) {
+DenseModel dense_model(const Problem& pr, double alpha, const Dense* graph = nullptr) {
   const int64_t n = pr.X.rows;
   DenseModel m;
-  const Dense S = ref::knn_heat_graph(pr.X, 8, 1e-3 / 8);
+  const Dense S = graph ? *graph : ref::knn_heat_graph(pr.X, 8, 1e-3 / 8);
   m.LU = Dense(n, n);
   m.Hc = Dense(n, n);
   m.Y = Dense(n, pr.classes);
@@ -283,11 +285,16 @@ TEST(SogeAlgorithm1, ObjectiveOfEq13NeverDecreases) {
 }
 
 TEST(SogeReference, AgreesWithTheSerialDenseReferenceOnABAndW) {
+  // On SOGE's own graph (soge-liu2017 §5.2: the CLR adaptive-neighbours graph, k = 5, the
+  // method table's), against the brute-force (S + Sᵀ)/2 of ref::adaptive_graph.
+  const graph::GraphOptions go = methods::method_graph("soge", methods::MethodOptions{});
+  ASSERT_EQ(go.weight, graph::EdgeWeight::adaptive);
   for (const char* name : {"iris.csv", "wine.csv"}) {
     Problem pr = load(name, 2, /*standardize=*/true);
     const double alpha = 1.0;
     DistMatrix X = ref::distribute(pr.X, MPI_COMM_WORLD);
-    auto g = graph::build_knn_graph(X, graph::GraphOptions{});
+    auto g = graph::build_knn_graph(X, go);
+    const Dense S = ref::adaptive_graph(pr.X, go.k);
     auto op = sg::operators(sg::center(X), g.A, local_part(pr.semi, X), pr.classes, alpha, kMu, tight());
     // Accelerated Algorithm 1 from the same deterministic start as the reference's plain one.
     sg::StiefelOptions so;
@@ -296,7 +303,7 @@ TEST(SogeReference, AgreesWithTheSerialDenseReferenceOnABAndW) {
     so.extrapolate = so.newton = true;
     auto rec = sg::recursive_projections(op.A, op.B, 1, so, MPI_COMM_WORLD);
 
-    DenseModel m = dense_model(pr, alpha);
+    DenseModel m = dense_model(pr, alpha, &S);
     const Dense A = dense_A_eq11(m, alpha), B = dense_B(m, alpha, pr.semi);
     EXPECT_LT(test::max_abs_diff(op.A, A), 1e-8 * max_abs(A)) << name;
     EXPECT_LT(test::max_abs_diff(op.B, B), 1e-8 * max_abs(B)) << name;
@@ -386,6 +393,13 @@ TEST(Soge, GivesTheSameEmbeddingAndAccuracyOnOneRankAsOnAllRanks) {
   EXPECT_EQ(dist.info["recursions"], 1);
   EXPECT_EQ(dist.info["alpha"], 1.0);
   EXPECT_EQ(dist.info["mu"], 100.0);
+  // The paper's graph by default (soge-liu2017 §5.2, CLR's adaptive neighbours), recorded.
+  EXPECT_EQ(dist.info["graph"]["weight"], "adaptive");
+  EXPECT_EQ(dist.info["graph"]["k"], 5);
+  EXPECT_EQ(dist.info["graph"]["edges"], r.serial_info["graph"]["edges"]);
+  // Rows of S sum to 1, so Σ A_ij / n = 1 within (2k + 1 + 2nk)ε ≈ 2e-13 (n = 90, k = 5; the
+  // bound of AdaptiveGraph.WeightsMatchTheClosedFormAndRowsSumToOne).
+  EXPECT_NEAR(dist.info["graph"]["mean_degree"].get<double>(), 1.0, (2 * 5 + 1 + 2 * 90 * 5) * 2.3e-16);
   EXPECT_EQ(dist.accuracy.unlabeled, r.serial_accuracy.unlabeled);
   EXPECT_EQ(dist.accuracy.unseen, r.serial_accuracy.unseen);
   // The embeddings agree up to an orthogonal map (W ↦ W(I − 2·11ᵀ/c) leaves (13) unchanged):
@@ -396,5 +410,5 @@ TEST(Soge, GivesTheSameEmbeddingAndAccuracyOnOneRankAsOnAllRanks) {
   // Algorithm 1 at relative stationarity 1e-12, so W moves by ≲ 1e-9/gap with gaps ≥ 1e-2:
   // 1e-7 relative on the Gram matrix (see tests/mpi/rank_invariance_test.cpp).
   EXPECT_LT(test::max_abs_diff(Gd, Gs), 1e-7 * max_abs(Gs));
-  EXPECT_GT(dist.accuracy.unlabeled, 0.6);  // SOGE on iris with 3 labels per class: 0.69
+  EXPECT_GT(dist.accuracy.unlabeled, 0.6);  // SOGE on iris with 3 labels per class: 0.69 (adaptive graph)
 }

@@ -1,8 +1,10 @@
 #pragma once
 /// \file knn.hpp
 /// Exact k-nearest-neighbor search and the symmetrized neighborhood graph
-/// (soda-nie2009 §3.1, eq. (24), (42), (43)).
+/// (soda-nie2009 §3.1, eq. (24), (42), (43); tca-liu2008 eq. (4); the adaptive-neighbours
+/// graph of Nie et al. 2016 that soge-liu2017 §5.2 uses).
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "ssdr/core/dense.hpp"
@@ -32,24 +34,52 @@ KnnLists knn_search(const DistMatrix& X, int k);
 
 /// Edge weights of the graph.
 enum class EdgeWeight {
-  heat,    ///< A_ij = exp(−‖x_i−x_j‖²/σ²), eq. (24), σ from eq. (42)
-  cosine,  ///< A_ij = max(0, x_iᵀx_j/(‖x_i‖‖x_j‖)), eq. (43) (clamped at 0)
-  binary   ///< A_ij = 1 (0/1 graph, as SDA uses)
+  heat,      ///< A_ij = exp(−‖x_i−x_j‖²/t), t = σ² by GraphOptions::sigma_rule (eq. (24))
+  cosine,    ///< A_ij = max(0, x_iᵀx_j/(‖x_i‖‖x_j‖)), eq. (43) (clamped at 0)
+  binary,    ///< A_ij = 1 (0/1 graph, as SDA uses)
+  /// The adaptive-neighbours graph of the constrained Laplacian rank method (Nie et al. 2016,
+  /// cited by soge-liu2017 §5.2): the directed weights s_ij of adaptive_weights on the k
+  /// nearest neighbours (each row sums to 1), symmetrized A = (S + Sᵀ)/2. Parameter-free:
+  /// σ and the σ rule do not apply.
+  adaptive
+};
+
+/// How the heat kernel's width t = σ² follows from the data (heat weights only).
+enum class SigmaRule {
+  /// σ² = −d̄/ln s, soda-nie2009 eq. (42), s = GraphOptions::sigma_s (0 → 10⁻³/k): an edge of
+  /// mean length gets weight s. With the default s the graph is very narrow (mean degree
+  /// ≈ 0.06 on digits).
+  soda_eq42,
+  /// t = σ² = d̄, the mean squared length of the graph's edges (tca-liu2008 eq. (4), whose
+  /// σ is not specified; the usual heat-kernel choice): an edge of mean length weighs e⁻¹.
+  mean_edge_dist2
 };
 
 struct GraphOptions {
   int k = 8;                           ///< neighbors
   EdgeWeight weight = EdgeWeight::heat;
+  SigmaRule sigma_rule = SigmaRule::soda_eq42;  ///< heat width when sigma is 0
   double sigma_s = 0;                  ///< s of eq. (42); 0 → 1e-3/k
-  double sigma = 0;                    ///< explicit σ (> 0 overrides eq. (42))
+  double sigma = 0;                    ///< explicit σ (> 0 overrides the σ rule)
 };
+
+/// "heat", "cosine", "binary", "adaptive" (as --weight spells them).
+const char* to_string(EdgeWeight w);
+/// Inverse of to_string. \throws ssdr::Error (replicated) naming the valid values.
+EdgeWeight parse_weight(const std::string& s);
+/// "soda_eq42", "mean_edge_dist2".
+const char* to_string(SigmaRule r);
 
 /// The symmetrized neighborhood graph: an edge joins i and j when i ∈ kNN(j) or j ∈ kNN(i).
 struct Graph {
   Owned<Mat> A;               ///< n×n symmetric MPIAIJ, X's row layout, zero diagonal
-  double sigma = 0;           ///< heat-kernel σ actually used
+  int k = 0;                  ///< neighbors per sample
+  EdgeWeight weight = EdgeWeight::heat;  ///< construction / weights used
+  double sigma = 0;           ///< heat-kernel σ actually used (heat only, else 0)
+  double t = 0;               ///< heat-kernel width t = σ² of exp(−d/t) (heat only, else 0)
   double mean_edge_dist2 = 0; ///< d̄ of eq. (42): mean squared length over undirected edges
-  int64_t edges = 0;          ///< number of undirected edges
+  int64_t edges = 0;          ///< number of undirected edges (stored pairs i < j)
+  double mean_degree = 0;     ///< Σ_ij A_ij / n (1 for the adaptive graph, up to rounding)
 };
 
 /// For each local row, its neighbors in the symmetrized graph (union of both directions),
@@ -60,12 +90,37 @@ struct SymmetricEdges {
   std::vector<int64_t> row_ptr;  ///< n_local+1 offsets (CSR)
   std::vector<int64_t> col;      ///< global column indices, sorted within a row
   std::vector<double> dist2;     ///< squared distances
+  /// (w_ij + w_ji)/2 per entry when directed weights were given (w_ij = 0 when j ∉ kNN(i)),
+  /// bitwise the same at (i, j) and (j, i); empty otherwise.
+  std::vector<double> weight;
 };
-SymmetricEdges symmetrize(const KnnLists& knn, MPI_Comm comm);
+/// `directed` (optional): one weight per kNN entry (knn.n_local·k, the layout of knn.index);
+/// when given, the result's `weight` holds the symmetrized (S + Sᵀ)/2.
+/// \throws ssdr::Error when the lists (or `directed`) do not have n_local·k entries.
+SymmetricEdges symmetrize(const KnnLists& knn, MPI_Comm comm,
+                          const std::vector<double>* directed = nullptr);
 
-/// Builds the weighted graph from X: knn_search, symmetrize, weights, exact MPIAIJ
-/// preallocation. X's rows must be the graph's vertices (e.g. the transductive samples).
-/// Collective over X.comm. \throws ssdr::Error (collectively) for k < 1, k ≥ n, s ∉ (0,1).
+/// The adaptive-neighbours weights (Nie, Wang, Jordan, Huang 2016, "The constrained
+/// Laplacian rank algorithm", the closed-form initial graph; soge-liu2017 §5.2 builds its L
+/// with it). `lists` must hold k+1 neighbours per row (knn_search(X, k+1)); for row i with
+/// sorted squared distances d_1 ≤ … ≤ d_{k+1}:
+///   s_ij = (d_{k+1} − d_j) / (k·d_{k+1} − Σ_{h≤k} d_h)  for the k nearest j,
+/// computed with the denominator as Σ_{h≤k} (d_{k+1} − d_h) (the same value, no cancellation).
+/// The denominator is 0 only when d_1 = … = d_{k+1}; then s_ij = 1/k (the limit of the
+/// formula as the distances become equal). Each row sums to 1 up to rounding, s_ij ≥ 0.
+/// Returns n_local·k weights in the layout of the first k entries of each row. Local.
+/// \throws ssdr::Error when k < 1 or lists.k ≠ k + 1.
+std::vector<double> adaptive_weights(const KnnLists& lists, int k);
+
+/// The first k entries of each row of `lists` (k ≤ lists.k). Local.
+KnnLists truncate(const KnnLists& lists, int k);
+
+/// Builds the weighted graph from X: knn_search (k neighbours; k+1 for the adaptive weights),
+/// symmetrize, weights, exact MPIAIJ preallocation. X (n×d, rows distributed, any layout):
+/// its rows are the graph's vertices (e.g. the transductive samples); A has X's row layout.
+/// Heat weights: t = σ² from options.sigma if > 0, else by options.sigma_rule (d̄ = 0, all
+/// edges joining duplicates: t = 1). Collective over X.comm.
+/// \throws ssdr::Error (collectively) for k < 1, k ≥ n (adaptive: k + 1 ≥ n), s ∉ (0,1), σ < 0.
 Graph build_knn_graph(const DistMatrix& X, const GraphOptions& options);
 
 }  // namespace ssdr::graph

@@ -15,8 +15,10 @@
 namespace ssdr::methods {
 
 /// Graphs and label propagations of one set of training samples (one data set, split and
-/// preprocessing), keyed by their options; see TrainingData::cache. Entries share their
-/// PETSc matrices (reference counted) and must not be modified.
+/// preprocessing), keyed by every parameter of their graph::GraphOptions (graph_key), so
+/// methods with different graphs (e.g. SODA's and TCA's) share one cache safely; see
+/// TrainingData::cache. Entries share their PETSc matrices (reference counted) and must not
+/// be modified.
 struct GraphCache {
   std::map<std::string, graph::Graph> graphs;
   std::map<std::string, propagation::PropagationResult> propagations;
@@ -55,18 +57,27 @@ scatter::ScatterMatrices labeled_scatter(const TrainingData& data, Timings& t);
 FitResult solve_trace_ratio(const scatter::ScatterMatrices& S, int64_t m, const MethodOptions& o,
                             MPI_Comm comm, Timings& t);
 
-/// The kNN graph (o.graph) on data.X, timed as "knn_graph". Collective.
-graph::Graph knn_graph(const TrainingData& data, const MethodOptions& o, Timings& t);
+/// The cache key of a graph: every field of `g` (k, weights, σ rule, s, σ), printed exactly.
+/// Local.
+std::string graph_key(const graph::GraphOptions& g);
 
-/// Graph plus label propagation with the outlier class (o.propagation), timed as
-/// "knn_graph" and "propagation". Collective.
+/// The graph `g` (usually method_graph(name, o)) on data.graph_data() (n_t vertices, X's row
+/// layout), from data.cache when present there (keyed by graph_key), built and timed as
+/// "knn_graph" otherwise. Collective over data.X.comm.
+/// \throws ssdr::Error (collectively) as graph::build_knn_graph.
+graph::Graph knn_graph(const TrainingData& data, const graph::GraphOptions& g, Timings& t);
+
+/// Graph `g` plus label propagation with the outlier class (o.propagation), both cached,
+/// timed as "knn_graph" and "propagation". Collective over data.X.comm.
 struct GraphAndLabels {
   graph::Graph g;
   propagation::PropagationResult lp;
 };
-GraphAndLabels graph_and_propagation(const TrainingData& data, const MethodOptions& o, Timings& t);
+GraphAndLabels graph_and_propagation(const TrainingData& data, const graph::GraphOptions& g,
+                                     const MethodOptions& o, Timings& t);
 
-/// Records σ, d̄, edges and propagation iterations in info.
-void graph_info(const GraphAndLabels& r, nlohmann::json& info);
+/// Records the graph used as info["graph"] = {k, weight, sigma_rule and sigma, t (heat),
+/// edges, mean_degree, mean_edge_dist2}. Local.
+void graph_info(const graph::Graph& g, const graph::GraphOptions& options, nlohmann::json& info);
 
 }  // namespace ssdr::methods

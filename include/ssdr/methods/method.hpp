@@ -25,10 +25,11 @@ using Timings = std::map<std::string, double>;
 /// Parameters shared by the methods (each uses the ones it needs; paper defaults).
 struct MethodOptions {
   int64_t dim = 0;                              ///< m; 0 → the method's default (c − 1)
-  graph::GraphOptions graph;                    ///< k = 8, heat kernel, s = 1e-3/k
-  /// True when the user chose k (--knn); methods whose paper uses another k (SDA: 5,
-  /// TCA: 5) apply theirs otherwise.
-  bool knn_given = false;
+  /// The user's graph choices (--knn, --weight, --sigma-s); what the user did not choose
+  /// comes from the method's paper graph, MethodInfo::graph (see method_graph).
+  graph::GraphOptions graph;
+  bool knn_given = false;     ///< the user chose k (--knn): graph.k overrides the method's k
+  bool weight_given = false;  ///< the user chose --weight: graph.weight overrides the method's
   propagation::PropagationOptions propagation;  ///< α_u = 0.99, prefix lp_
   double mu_scale = 0.1;                        ///< μ = mu_scale·μ₀ (soda-nie2009 §5.2)
   double lda_regularization = 1e-3;             ///< LDA: S_t + r·tr(S_t)/d·I
@@ -111,6 +112,10 @@ struct MethodInfo {
   /// The kernel the method's paper uses (KSODA: polynomial p = 3; GDA/SSGDA: RBF), applied
   /// unless the user passes --kernel. type none: a linear method on the preprocessed data.
   kernels::KernelOptions kernel = {};
+  /// The graph the method's paper uses (k, weights, σ rule), applied unless the user passes
+  /// --knn/--weight/--sigma-s (method_graph). Default: soda-nie2009's heat graph, k = 8,
+  /// σ from eq. (42) with s = 10⁻³/k.
+  graph::GraphOptions graph = {};
   /// The first m' columns of the solution for m are the solution for m' (eigenvector
   /// methods), so one fit at the largest m gives every smaller dimension; false for the
   /// trace ratio (SODA/ODA), SOGE and OTCA, whose subspaces for different m are not nested.
@@ -124,6 +129,12 @@ const std::vector<MethodInfo>& method_table();
 const MethodInfo& find_method(const std::string& name);
 /// "soda, oda, lda, lp" for help and error texts.
 std::string method_names();
+
+/// The graph a method builds: its table entry's `graph` (the paper's) with the user's choices
+/// put over it — k when o.knn_given, the weights when o.weight_given, eq. (42) with s when
+/// o.graph.sigma_s ≠ 0, an explicit σ when o.graph.sigma > 0. Local.
+/// \throws ssdr::Error (replicated) when `method` is unknown.
+graph::GraphOptions method_graph(const std::string& method, const MethodOptions& o);
 
 /// The m a method uses: options.dim, or c−1 by default; checked against d'.
 /// \throws ssdr::Error (collective) when m ∉ [1, d'].

@@ -1,0 +1,135 @@
+// Each method on its paper's graph (the method table's MethodInfo::graph, resolved by
+// method_graph): defaults, the --knn/--weight/--sigma-s overrides, and the graph cache of
+// the experiment driver keyed on every graph parameter.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "reference.hpp"
+#include "ssdr/core/error.hpp"
+#include "ssdr/graph/knn.hpp"
+#include "ssdr/methods/common.hpp"
+#include "ssdr/methods/factories.hpp"
+#include "ssdr/methods/method.hpp"
+#include "support.hpp"
+
+using namespace ssdr;
+using graph::EdgeWeight;
+using graph::SigmaRule;
+
+TEST(MethodGraph, EachMethodDefaultsToItsPapersGraph) {
+  const methods::MethodOptions none;
+  // SODA's graph (soda-nie2009 §5.2): k = 8, heat, eq. (42) with s = 1e-3/k; kept by the
+  // methods that used it before (soda, ksoda, lp).
+  for (const char* m : {"soda", "ksoda", "lp"}) {
+    const graph::GraphOptions g = methods::method_graph(m, none);
+    EXPECT_EQ(g.k, 8) << m;
+    EXPECT_EQ(g.weight, EdgeWeight::heat) << m;
+    EXPECT_EQ(g.sigma_rule, SigmaRule::soda_eq42) << m;
+    EXPECT_EQ(g.sigma_s, 0.0) << m;
+  }
+  // tca-liu2008 eq. (4), §5.2: k = 5, heat, t = d̄.
+  for (const char* m : {"tca", "otca"}) {
+    const graph::GraphOptions g = methods::method_graph(m, none);
+    EXPECT_EQ(g.k, 5) << m;
+    EXPECT_EQ(g.weight, EdgeWeight::heat) << m;
+    EXPECT_EQ(g.sigma_rule, SigmaRule::mean_edge_dist2) << m;
+  }
+  // soge-liu2017 §5.2: the CLR adaptive-neighbours graph.
+  EXPECT_EQ(methods::method_graph("soge", none).weight, EdgeWeight::adaptive);
+  EXPECT_EQ(methods::method_graph("soge", none).k, 5);
+  // SDA (Cai et al.): 0/1 weights, k = 5.
+  EXPECT_EQ(methods::method_graph("sda", none).weight, EdgeWeight::binary);
+  EXPECT_EQ(methods::method_graph("sda", none).k, 5);
+  EXPECT_THROW(methods::method_graph("no-such-method", none), Error);
+}
+
+TEST(MethodGraph, KnnWeightAndSigmaSOverrideTheMethodsGraph) {
+  methods::MethodOptions o;
+  o.graph.k = 11;
+  o.graph.weight = EdgeWeight::cosine;
+  // Not given: the values in o.graph are ignored.
+  EXPECT_EQ(methods::method_graph("tca", o).k, 5);
+  EXPECT_EQ(methods::method_graph("tca", o).weight, EdgeWeight::heat);
+  o.knn_given = true;
+  EXPECT_EQ(methods::method_graph("tca", o).k, 11);
+  EXPECT_EQ(methods::method_graph("tca", o).weight, EdgeWeight::heat);
+  o.weight_given = true;
+  EXPECT_EQ(methods::method_graph("tca", o).weight, EdgeWeight::cosine);
+  o.graph.weight = EdgeWeight::heat;
+  EXPECT_EQ(methods::method_graph("soge", o).weight, EdgeWeight::heat);  // --weight heat on soge
+  o.graph.weight = EdgeWeight::adaptive;
+  EXPECT_EQ(methods::method_graph("soda", o).weight, EdgeWeight::adaptive);
+  // --sigma-s asks for eq. (42) with that s, whatever the method's σ rule.
+  methods::MethodOptions s;
+  s.graph.sigma_s = 0.25;
+  const graph::GraphOptions g = methods::method_graph("otca", s);
+  EXPECT_EQ(g.sigma_rule, SigmaRule::soda_eq42);
+  EXPECT_EQ(g.sigma_s, 0.25);
+  EXPECT_EQ(g.k, 5);
+}
+
+TEST(GraphCache, KeysOnEveryGraphParameter) {
+  graph::GraphOptions a, b;
+  EXPECT_EQ(methods::graph_key(a), methods::graph_key(b));
+  b.sigma_rule = SigmaRule::mean_edge_dist2;  // the one parameter the old key missed
+  EXPECT_NE(methods::graph_key(a), methods::graph_key(b));
+  b = a;
+  b.weight = EdgeWeight::adaptive;
+  EXPECT_NE(methods::graph_key(a), methods::graph_key(b));
+  b = a;
+  b.sigma_s = 0.5;
+  EXPECT_NE(methods::graph_key(a), methods::graph_key(b));
+  b = a;
+  b.sigma = 2;
+  EXPECT_NE(methods::graph_key(a), methods::graph_key(b));
+  b = a;
+  b.k = 9;
+  EXPECT_NE(methods::graph_key(a), methods::graph_key(b));
+}
+
+TEST(GraphCache, MethodsWithDifferentDefaultGraphsGetDifferentGraphsFromOneCache) {
+  // One split, one cache, as the experiment driver shares it between the methods of a block.
+  const test::Problem pr = test::load_problem("wine.csv", 3, true);
+  DistMatrix X = ref::distribute(pr.X, MPI_COMM_WORLD);
+  const std::vector<int> labels = test::local_part(pr.semi, X);
+  methods::GraphCache cache;
+  methods::TrainingData cached{X, labels, pr.classes, nullptr, &cache};
+  methods::TrainingData fresh{X, labels, pr.classes};
+  methods::Timings t;
+  auto fit = [&](const methods::TrainingData& d, std::unique_ptr<methods::Method> m, const methods::MethodOptions& o) {
+    return m->fit(d, o, t);
+  };
+  methods::MethodOptions o;
+  const auto soda = fit(cached, methods::make_soda(), o);
+  const auto tca = fit(cached, methods::make_tca(), o);
+  const auto sda = fit(cached, methods::make_sda(), o);
+  const auto soge = fit(cached, methods::make_soge(), o);
+  EXPECT_EQ(cache.graphs.size(), 4u);
+  EXPECT_EQ(cache.misses, 4);
+  EXPECT_EQ(cache.hits, 0);
+  EXPECT_EQ(soda.info["graph"]["k"], 8);
+  EXPECT_EQ(soda.info["graph"]["sigma_rule"], "soda_eq42");
+  EXPECT_EQ(tca.info["graph"]["k"], 5);
+  EXPECT_EQ(tca.info["graph"]["sigma_rule"], "mean_edge_dist2");
+  EXPECT_EQ(sda.info["graph"]["weight"], "binary");
+  EXPECT_EQ(soge.info["graph"]["weight"], "adaptive");
+  // OTCA shares TCA's graph: a hit, and the same result as without the cache.
+  const auto otca = fit(cached, methods::make_otca(), o);
+  EXPECT_EQ(cache.hits, 1);
+  EXPECT_EQ(otca.info["graph"], tca.info["graph"]);
+  EXPECT_EQ(fit(fresh, methods::make_otca(), o).W.v, otca.W.v);
+
+  // TCA with --knn 8 differs from SODA's graph only in the σ rule: under the old key
+  // (k, weight, s, σ) it would have received SODA's narrow graph from the cache.
+  methods::MethodOptions k8;
+  k8.graph.k = 8;
+  k8.knn_given = true;
+  const auto tca8 = fit(cached, methods::make_tca(), k8);
+  EXPECT_EQ(cache.misses, 5);
+  EXPECT_EQ(tca8.info["graph"]["k"], 8);
+  EXPECT_EQ(tca8.info["graph"]["edges"], soda.info["graph"]["edges"]);  // same kNN support
+  EXPECT_NE(tca8.info["graph"]["t"], soda.info["graph"]["t"]);
+  EXPECT_EQ(tca8.info["graph"]["t"], tca8.info["graph"]["mean_edge_dist2"]);
+  EXPECT_EQ(fit(fresh, methods::make_tca(), k8).W.v, tca8.W.v);
+}
