@@ -110,6 +110,22 @@ po::options_description fit_options(driver::FitCommand& c, std::string& format, 
   return d;
 }
 
+/// Warns (rank 0, stderr, one line per option) about PETSc options nobody queried: a
+/// misspelled -lp_ksp_typo would otherwise be ignored without a word. Options that only
+/// another method or path reads are reported too (they had no effect on this run). Shown
+/// with --quiet as well (a warning, not progress). Local.
+void warn_unused_petsc_options(int rank) {
+  if (rank != 0) return;
+  PetscInt n = 0;
+  char** names = nullptr;
+  char** values = nullptr;
+  if (PetscOptionsLeftGet(nullptr, &n, &names, &values) != 0) return;
+  for (PetscInt i = 0; i < n; ++i)
+    std::fprintf(stderr, "ssdr: warning: PETSc option -%s%s%s was not used by this run (misspelled?)\n", names[i],
+                 values[i] ? " " : "", values[i] ? values[i] : "");
+  PetscOptionsLeftRestore(nullptr, &n, &names, &values);
+}
+
 /// A word that is no option (a stray "foo", a value without its option) is an error, not
 /// silently dropped. Replicated (every rank parses the same argv).
 void reject_positional(const po::parsed_options& parsed) {
@@ -319,6 +335,7 @@ int main(int argc, char** argv) {
     std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
+  if (code == 0) warn_unused_petsc_options(rank);  // after an error the rest never ran
   SlepcFinalize();
   return code;
 }

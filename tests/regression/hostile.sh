@@ -196,5 +196,13 @@ refuse "--model a FIFO" "not a regular file" transform --model "$tmp/model.fifo"
 refuse "--split a FIFO" "not a regular file" fit --method lda --data "$DATA/iris.csv" --split "$tmp/split.fifo" -q
 refuse "a job file that is a FIFO" "not a regular file" experiment "$tmp/job.fifo" -q
 
+# 8. A misspelled PETSc option is reported, not silently ignored.
+if timeout 120 "$MPIEXEC" -n 2 "$SSDR" fit --method soda --data "$DATA/iris.csv" --labeled-per-class 3 -q -lp_ksp_typo gmres \
+     >/dev/null 2>"$tmp/err" && grep -q "warning: PETSc option -lp_ksp_typo gmres was not used" "$tmp/err"; then
+  ok "a misspelled PETSc option warns"
+else
+  bad "misspelled PETSc option: $(head -c 300 "$tmp/err")"
+fi
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
