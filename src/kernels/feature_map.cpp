@@ -324,6 +324,8 @@ std::vector<int64_t> choose_landmarks(const DistMatrix& X, int64_t r, const std:
   return chosen;
 }
 
+void rotate_to_principal_axes(FeatureMap& f, const DistMatrix& X, nlohmann::json& info);
+
 void fit_nystrom(FeatureMap& f, const DistMatrix& X, const KernelOptions& o, nlohmann::json& info) {
   const int64_t n = X.n_global, d = X.cols;
   const int64_t r = std::min<int64_t>(o.landmarks, n);
@@ -359,6 +361,38 @@ void fit_nystrom(FeatureMap& f, const DistMatrix& X, const KernelOptions& o, nlo
   info["landmark_seed"] = o.seed;
   info["largest_eigenvalue"] = lmax;
   info["discarded_eigenvalues"] = r - static_cast<int64_t>(kept.size());
+  rotate_to_principal_axes(f, X, info);
+}
+
+/// The Nyström map's principal axes (see fit_feature_map): Φ₀ᵀΦ₀ = VΣVᵀ, M ← M V₊.
+/// Collective (one r×r all-reduce); memory n_local·r for Φ₀.
+void rotate_to_principal_axes(FeatureMap& f, const DistMatrix& X, nlohmann::json& info) {
+  const int64_t r = f.M.cols;
+  if (r == 0) return;
+  Dense G;
+  {
+    const DistMatrix Phi = apply(f, X);
+    G = transpose_multiply(Phi, Phi);  // r×r, replicated (identical on every rank)
+  }
+  std::vector<double> sigma(static_cast<size_t>(r));
+  lapack::syev(r, G.data(), r, sigma.data());  // ascending; G ← V
+  const double smax = sigma.back();
+  SSDR_REQUIRE(smax > 0, "the Nystrom feature map of the training samples is zero after centering");
+  std::vector<int64_t> kept;
+  for (int64_t k = r - 1; k >= 0; --k)
+    if (sigma[static_cast<size_t>(k)] > kEigenThreshold * smax) kept.push_back(k);
+  Dense V(r, static_cast<int64_t>(kept.size()));
+  for (size_t k = 0; k < kept.size(); ++k) {
+    std::copy(G.col(kept[k]), G.col(kept[k]) + r, V.col(static_cast<int64_t>(k)));
+    fix_sign(V.col(static_cast<int64_t>(k)), r);
+  }
+  Dense M(f.M.rows, V.cols);
+  if (V.cols > 0)
+    blas::gemm('N', 'N', f.M.rows, V.cols, r, 1.0, f.M.data(), f.M.rows, V.data(), r, 0.0, M.data(), M.rows);
+  f.M = std::move(M);
+  info["principal_axes"] = true;
+  info["largest_variance"] = smax;  // Σ_11 = largest eigenvalue of Φ_cΦ_cᵀ ≈ λ_max of (34)
+  info["discarded_after_centering"] = r - static_cast<int64_t>(kept.size());
 }
 
 }  // namespace

@@ -112,7 +112,16 @@ double exact_map_bytes_per_rank(int64_t n, int64_t d, int p);
 /// - Nyström (o.landmarks = r > 0, capped at n): r landmarks drawn from X with a generator
 ///   seeded by o.seed — "uniform" (a seeded permutation of the global indices) or "kmeans++"
 ///   (D² sampling with integer-quantized weights, so the choice does not depend on the rank
-///   count) — W_r = k(Z, Z) eigen-decomposed with LAPACK on every rank, M = U_+ Λ_+^{-1/2}.
+///   count) — W_r = k(Z, Z) eigen-decomposed with LAPACK on every rank, M₀ = U_+ Λ_+^{-1/2};
+///   then rotated to the principal axes of the centered training map, as the exact map's
+///   Φ_c = UΛ^{1/2} is: with Φ₀ = φ_c(X) under M₀ and Φ₀ᵀΦ₀ = VΣVᵀ (r×r, one all-reduce),
+///   M = M₀V₊ (Σ in decreasing order, columns with σ_k ≤ 1e-10·σ_max dropped — the direction
+///   the centering removes among them — each column of V with its largest-magnitude entry
+///   positive). Φ_cᵀΦ_c = Σ is then diagonal, so μ₀ = max diag H_w of soda-nie2009 (38) is
+///   taken on kernel-PCA coordinates for both maps and μ = R·μ₀ means the same; with r = n
+///   landmarks the rotated map equals the exact one up to column signs. Rotation-invariant
+///   methods (GDA, SSGDA) are unaffected. M depends on an all-reduce, so it agrees across
+///   rank counts to rounding (Davis–Kahan: ‖ΔV_k‖ ≲ ‖ΔΣ‖/gap_k), not bit for bit.
 /// Collective over X.comm. `info` receives the parameters used (kernel, degree, σ², r_z, r,
 /// discarded eigenvalues). \throws ssdr::Error (collective) on type none, n < 2, degree ≤ 0,
 /// negative σ², an unknown seeding, or the memory refusal.
