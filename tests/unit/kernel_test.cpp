@@ -428,6 +428,37 @@ TEST(Nystrom, WithEverySampleAsLandmarkTheSodaMu0EqualsTheExactMaps) {
   EXPECT_LE(std::abs(mu_n - mu_e), tol);
 }
 
+TEST(Kernel, MeanPairwiseDistanceEqualsTheDoubleSumOverPairs) {
+  // σ₀ of ssgda-zhang-yeung sec. IV. Error analysis: each ‖x_i − x_j‖ carries a relative error
+  // ≤ (d + 2)ε (d squares summed, one square root), and the n² non-negative terms summed in two
+  // different orders differ by at most 2·n²·ε·Σ; so |Δ| ≤ (2n² + d + 2)·ε·σ₀.
+  const Dense X = iris_standardized();
+  const int64_t n = X.rows;
+  double s = 0;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double d2 = 0;
+      for (int64_t c = 0; c < X.cols; ++c) d2 += (X(i, c) - X(j, c)) * (X(i, c) - X(j, c));
+      s += std::sqrt(d2);
+    }
+  s /= static_cast<double>(n * (n - 1));
+  const double got = kernels::mean_pairwise_distance(ref::distribute(X, MPI_COMM_WORLD));
+  const double eps = std::numeric_limits<double>::epsilon();
+  EXPECT_NEAR(got, s, (2.0 * n * n + 4 + 2) * eps * s);
+  // By Jensen σ₀² ≤ mean squared distance = 8·150/149 (standardized iris), strictly here.
+  EXPECT_LT(got * got, 8.0 * 150.0 / 149.0);
+  EXPECT_GT(got, 2.0);
+  // σ = sigma_scale·σ₀ for the RBF map.
+  kernels::KernelOptions o = options(kernels::KernelType::rbf, 20);
+  o.sigma_scale = 3;
+  nlohmann::json info;
+  const kernels::FeatureMap f = kernels::fit_feature_map(ref::distribute(X, MPI_COMM_WORLD), o, &info);
+  EXPECT_NEAR(info["sigma0"].get<double>(), s, (2.0 * n * n + 6) * eps * s);
+  EXPECT_DOUBLE_EQ(f.sigma2, 9.0 * info["sigma0"].get<double>() * info["sigma0"].get<double>());
+  o.sigma_scale = -1;
+  EXPECT_THROW(kernels::fit_feature_map(ref::distribute(X, MPI_COMM_WORLD), o), Error);
+}
+
 TEST(Ksoda, EqualsSodaOnTheDenseEmpiricalKernelMapAndProjectsNewSamplesByEq40) {
   // The pipeline with ksoda (exact map, (xᵀy+1)^3 on globally scaled data) against SODA run
   // on Φ = UΛ^{1/2} from a serial LAPACK eigen-decomposition of L_c K L_c, with the graph
