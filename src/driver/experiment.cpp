@@ -462,7 +462,12 @@ void summarize(const Job& job, const std::string& out_dir, const std::vector<jso
       ++failed;
       continue;
     }
-    auto& g = groups_map[{r["dataset"].get<std::string>(), r["method"].get<std::string>(), r["labeled_per_class"].get<int>()}];
+    // A kernel chosen in the job is part of the row's name (the papers tabulate linear and RBF
+    // kernels separately, e.g. ssgda-zhang-yeung Tables III and VII).
+    std::string method = r["method"].get<std::string>();
+    if (r["params"].contains("kernel") && r["params"]["kernel"].is_string())
+      method += " (" + r["params"]["kernel"].get<std::string>() + ")";
+    auto& g = groups_map[{r["dataset"].get<std::string>(), method, r["labeled_per_class"].get<int>()}];
     json p = r["params"];
     const std::string key = p.dump() + "|" + std::to_string(r["dim"].get<int64_t>());
     Setting& s = g[key];
@@ -588,7 +593,11 @@ void summarize(const Job& job, const std::string& out_dir, const std::vector<jso
   for (const auto& [k, curve] : by_param) {
     if (curve.size() < 2) continue;
     const auto& [dataset, p, method, param] = k;
-    const std::string stem = plots + "/" + dataset + "_p" + std::to_string(p) + "_" + method + "_accuracy_vs_" + param;
+    std::string file_method;  // "ssgda (rbf)" → "ssgda_rbf"
+    for (char ch : method)
+      if (ch == ' ') file_method += '_';
+      else if (ch != '(' && ch != ')') file_method += ch;
+    const std::string stem = plots + "/" + dataset + "_p" + std::to_string(p) + "_" + file_method + "_accuracy_vs_" + param;
     std::ostringstream dat, gp;
     bool log_x = true;
     for (const auto& [v, st] : curve) {
