@@ -217,6 +217,9 @@ Job parse_job(const std::string& path) {
                   for (const auto& v : g.second) values.push_back(scalar_json(v));
                 else
                   values.push_back(scalar_json(g.second));
+                FitConfig probe;  // values of the wrong kind fail here, naming the job line
+                probe.method = ms.name;
+                for (const auto& v : values) set_parameter(probe, name, v, job.file + ": " + where);
                 ms.cv_grid.emplace_back(name, values);
               }
             } else {

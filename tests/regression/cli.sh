@@ -149,6 +149,12 @@ PY
 then ok "evaluate --select-by cv selects inside every split"
 else bad "evaluate --select-by cv selects inside every split"; cat "$tmp/stderr"; fi
 
+# A job's cv_grid is checked when the job is read, naming the file and line.
+printf 'name: x\nprotocol: labeled-unlabeled-per-class\nunlabeled_per_class: 5\nlabeled_per_class: 3\ndatasets:\n  - {path: %s}\nmethods:\n  - {name: m-ssgda, cv_grid: {alpha: [big]}}\n' "$iris" >"$tmp/badcv.yaml"
+expect_error "job cv_grid bad value" "badcv.yaml: line 8: cv_grid of method m-ssgda: parameter alpha: expected a number" experiment "$tmp/badcv.yaml" --output "$tmp/badcv"
+sed 's/alpha: \[big\]/lambda: [1]/' "$tmp/badcv.yaml" >"$tmp/badcv2.yaml"
+expect_error "job cv_grid unknown parameter" "line 8: cv_grid of method m-ssgda: unknown parameter 'lambda'" experiment "$tmp/badcv2.yaml" --output "$tmp/badcv"
+
 run fit --help >"$tmp/help" 2>&1
 if grep -q -- "--select-by" "$tmp/help" && grep -q -- "--grid" "$tmp/help" && grep -q -- "--sigma-scale" "$tmp/help"; then
   ok "fit --help documents --select-by, --grid, --sigma-scale"

@@ -115,7 +115,9 @@ struct Selection {
 /// Chooses the grid point with the highest cross_validate accuracy; a tie goes to the
 /// earlier point (grid order). A candidate whose fit fails with a collective ssdr::Error (a
 /// solver that does not converge, a rejected option) is recorded with its message and
-/// skipped. `seed` fixes the folds (cv_folds). Collective over ds.X.comm.
+/// skipped. `seed` fixes the folds (cv_folds). ds: n samples, X distributed by rows, labels
+/// replicated; roles: n entries, replicated. The kNN graphs and σ₀ of base.cache (if any) are
+/// reused. Collective over ds.X.comm.
 /// \throws ssdr::Error (collective) when the grid is empty, the method does not project, a
 ///   class has fewer than two labeled samples, or every candidate failed.
 Selection select_by_cv(const io::Dataset& ds, const std::vector<data::Role>& roles, const FitConfig& base,

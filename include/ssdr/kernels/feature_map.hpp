@@ -104,7 +104,8 @@ void kernel_block(const FeatureMap& f, const double* X, int64_t b, std::vector<d
 /// Jensen). Collective over X.comm. \throws ssdr::Error (collective) when n < 2.
 double mean_pairwise_squared_distance(const DistMatrix& X);
 
-/// Mean pairwise Euclidean distance σ₀ of the n rows of X over all ordered pairs i ≠ j,
+/// Mean pairwise Euclidean distance σ₀ of the n rows of X (n×d, rows distributed, any
+/// layout) over all ordered pairs i ≠ j,
 ///   σ₀ = (1/(n(n−1))) Σ_{i≠j} ‖x_i − x_j‖   (ssgda-zhang-yeung sec. IV, "the average
 /// distance between two points"), not squared: no O(n·d) shortcut exists, so the row blocks
 /// travel around a ring of the ranks (each rank: its block plus one travelling block) and
