@@ -60,7 +60,8 @@ struct KernelArgs {
 /// parse_fit converts and validates afterwards (format, scaling, weight, normalize, kernel).
 /// Not collective.
 po::options_description fit_options(driver::FitCommand& c, std::string& format, std::string& scaling,
-                                    std::string& weight, std::string& normalize, KernelArgs& k, bool evaluate) {
+                                    std::string& weight, std::string& normalize, KernelArgs& k,
+                                    std::vector<std::string>& grid, bool evaluate) {
   po::options_description d(evaluate ? "ssdr evaluate options" : "ssdr fit options");
   auto& mo = c.config.method_options;
   // clang-format off
@@ -95,9 +96,16 @@ po::options_description fit_options(driver::FitCommand& c, std::string& format, 
     ("kernel", po::value(&k.kernel)->default_value("default"), "none | linear | poly | rbf (default: the method's, e.g. ksoda poly, gda rbf)")
     ("degree", po::value(&k.o.degree)->default_value(3), "polynomial kernel (x'y + 1)^p degree p")
     ("sigma2", po::value(&k.o.sigma2)->default_value(0), "RBF exp(-|x-y|^2/sigma2) (0: mean pairwise squared distance)")
+    ("sigma-scale", po::value(&k.o.sigma_scale)->default_value(0), "RBF: sigma = S * mean pairwise distance, overrides --sigma2 (0: unused)")
     ("landmarks", po::value(&k.o.landmarks)->default_value(0), "Nystrom landmarks r (0: exact n x n kernel map)")
     ("landmark-seeding", po::value(&k.o.landmark_seeding)->default_value("uniform"), "uniform | kmeans++ (seeded by --seed)")
     ("max-kernel-memory", po::value(&k.o.max_memory_mib)->default_value(0), "exact kernel map: MiB per rank allowed (0: 50% of MemAvailable / ranks per node)")
+    ("select-by", po::value(&c.select_by)->default_value("none"),
+     "none | cv: choose the --grid candidates (default: the method's paper grid) by k-fold cross-validation on the labeled samples of each split; the choice is in the report's info.selection")
+    ("cv-folds", po::value(&c.cv_folds)->default_value(5), "folds k of --select-by cv (at most the number of labeled samples)")
+    ("grid", po::value(&grid)->composing(),
+     "NAME=v1,v2,... candidates for --select-by cv, repeatable (NAME as in job files: alpha, alpha_u, sigma_scale, sigma2, knn, sigma_s, mu_scale, ...). "
+     "Paper grids: rbf kernels sigma_scale 1e-3..1e3, m-ssgda alpha (lambda) 1e-3..1e3, sl-lda/sl-lda-wls alpha_u = 1/(1+l), l = 1e-9..1e9")
     ("report", po::value(&c.report), "JSON report file")
     ("quiet,q", "no progress output");
   if (evaluate)
@@ -141,7 +149,8 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
   driver::FitCommand c;
   std::string format, scaling, weight, normalize;
   KernelArgs kernel;
-  auto desc = fit_options(c, format, scaling, weight, normalize, kernel, evaluate);
+  std::vector<std::string> grid;
+  auto desc = fit_options(c, format, scaling, weight, normalize, kernel, grid, evaluate);
   po::variables_map vm;
   const po::parsed_options parsed = po::command_line_parser(args).options(desc).run();
   reject_positional(parsed);
@@ -182,6 +191,7 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
   SSDR_REQUIRE(kernel.o.sigma2 >= 0, "--sigma2 must be >= 0 (0: mean pairwise squared distance)");
   SSDR_REQUIRE(kernel.o.landmarks >= 0, "--landmarks must be >= 0 (0: exact kernel map)");
   SSDR_REQUIRE(kernel.o.max_memory_mib >= 0, "--max-kernel-memory must be >= 0");
+  SSDR_REQUIRE(kernel.o.sigma_scale >= 0, "--sigma-scale must be >= 0 (0: unused)");
   SSDR_REQUIRE(kernel.o.landmark_seeding == "uniform" || kernel.o.landmark_seeding == "kmeans++",
                "--landmark-seeding: expected uniform or kmeans++, got '" + kernel.o.landmark_seeding + "'");
   c.config.method_options.graph.weight = graph::parse_weight(weight);
@@ -196,6 +206,13 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
   SSDR_REQUIRE(c.config.method_options.dim >= 0, "--dim must be >= 0");
   SSDR_REQUIRE(std::isfinite(c.config.method_options.mu_scale) && c.config.method_options.mu_scale >= 0,
                "--mu-scale must be a finite number >= 0, got " + std::to_string(c.config.method_options.mu_scale));
+  SSDR_REQUIRE(c.select_by == "none" || c.select_by == "cv",
+               "--select-by: expected none or cv, got '" + c.select_by + "'");
+  SSDR_REQUIRE(c.cv_folds >= 2, "--cv-folds must be at least 2, got " + std::to_string(c.cv_folds));
+  SSDR_REQUIRE(grid.empty() || c.select_by == "cv", "--grid needs --select-by cv");
+  SSDR_REQUIRE(c.select_by == "none" || info.projects,
+               "--select-by cv: method '" + c.config.method + "' learns no projection to cross-validate");
+  for (const auto& g : grid) c.grid.push_back(driver::parse_grid_argument(g));
   auto& mo = c.config.method_options;
   c.config.parameters = {{"method", c.config.method},
                          {"dim", mo.dim},
@@ -221,6 +238,10 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
                          {"seed", c.split.seed},
                          {"split_file", c.split_file},
                          {"kernel", kernels::to_json(kernel.o)}};
+  if (c.select_by == "cv") {
+    c.config.parameters["select_by"] = "cv";
+    c.config.parameters["cv_folds"] = c.cv_folds;
+  }
   return c;
 }
 

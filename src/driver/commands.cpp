@@ -111,6 +111,19 @@ void print_table_header() {
               "unseen", "dim", "acc_unlab", "acc_unsee", "time_s", "peak_MiB/rk");
 }
 
+/// cmd.config, or with --select-by cv the configuration select_by_cv chooses on this split
+/// (folds seeded by `seed`; timed as "selection"; `selection` receives its report).
+/// Collective.
+FitConfig selected_config(const FitCommand& cmd, const io::Dataset& ds, const std::vector<data::Role>& roles,
+                          uint64_t seed, methods::Timings& timings, nlohmann::json& selection) {
+  if (cmd.select_by != "cv") return cmd.config;
+  Phase phase("selection", &timings);
+  const Grid grid = cmd.grid.empty() ? default_grid(cmd.config) : cmd.grid;
+  Selection s = select_by_cv(ds, roles, cmd.config, grid, cmd.cv_folds, seed);
+  selection = std::move(s.report);
+  return s.config;
+}
+
 }  // namespace
 
 void check_outputs(const FitCommand& cmd, MPI_Comm comm) {
@@ -125,11 +138,15 @@ int run_fit(const FitCommand& cmd, MPI_Comm comm) {
   io::Dataset ds = read_data(cmd.data, cmd.format, comm, timings);
   const auto roles = make_roles(cmd, ds, cmd.split.seed, comm);
   const auto counts = data::count_roles(roles);
-  FitOutcome out = fit_and_evaluate(ds, roles, cmd.config, !cmd.embedding.empty());
+  nlohmann::json selection;
+  const FitConfig config = selected_config(cmd, ds, roles, cmd.split.seed, timings, selection);
+  FitOutcome out = fit_and_evaluate(ds, roles, config, !cmd.embedding.empty());
   for (auto& [k, v] : out.timings) timings[k] += v;
+  if (!selection.is_null()) out.info["selection"] = selection;
   const double total = MPI_Wtime() - t0;
 
   nlohmann::json r = base_report(cmd, ds, comm);
+  r["parameters"] = config.parameters;  // with the selected values
   r["dim"] = out.dim;
   r["d_reduced"] = out.d_reduced;
   r["split"] = {{"labeled", counts.labeled}, {"unlabeled", counts.unlabeled}, {"unseen", counts.unseen},
@@ -172,13 +189,22 @@ int run_evaluate(const FitCommand& cmd, MPI_Comm comm) {
   nlohmann::json per_split = nlohmann::json::array();
   int64_t dim = 0, d_reduced = 0;
   data::SplitCounts counts;
+  nlohmann::json chosen = nlohmann::json::array();
+  double selection_seconds = 0;
   for (int s = 0; s < cmd.splits; ++s) {
     const uint64_t seed = cmd.split.seed + static_cast<uint64_t>(s);
     say("split " + std::to_string(s + 1) + "/" + std::to_string(cmd.splits) + " (seed " + std::to_string(seed) + ")");
     const auto roles = make_roles(cmd, ds, seed, comm);
     counts = data::count_roles(roles);
-    FitOutcome out = fit_and_evaluate(ds, roles, cmd.config, false);
+    nlohmann::json selection;
+    const FitConfig config = selected_config(cmd, ds, roles, seed, timings, selection);
+    FitOutcome out = fit_and_evaluate(ds, roles, config, false);
     for (auto& [k, v] : out.timings) timings[k] += v;
+    if (!selection.is_null()) {
+      out.info["selection"] = selection;
+      chosen.push_back(selection["chosen"]);
+      selection_seconds += selection["seconds"].get<double>();
+    }
     dim = out.dim;
     d_reduced = out.d_reduced;
     unl.push_back(out.accuracy.unlabeled);
@@ -224,6 +250,9 @@ int run_evaluate(const FitCommand& cmd, MPI_Comm comm) {
   const auto [mu_r, sd_r] = stats(ratio);
   r["trace_ratio"] = number_or_null(mu_r);
   r["per_split"] = per_split;
+  if (cmd.select_by == "cv")
+    r["selection"] = {{"by", "cv"}, {"cv_folds", cmd.cv_folds}, {"chosen_per_split", chosen},
+                      {"seconds", selection_seconds}};
   r["timings_s"] = timings_json(timings, total);
   r["peak_memory_mib"] = peak_memory(comm);
   if (!cmd.report.empty()) write_on_root(comm, [&] { io::write_text_atomic(cmd.report, r.dump(2) + "\n"); });

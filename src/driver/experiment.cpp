@@ -30,6 +30,7 @@
 #include "ssdr/core/version.hpp"
 #include "ssdr/data/split.hpp"
 #include "ssdr/driver/pipeline.hpp"
+#include "ssdr/driver/selection.hpp"
 #include "ssdr/evaluation/one_nn.hpp"
 #include "ssdr/io/dataset.hpp"
 #include "ssdr/io/output.hpp"
@@ -54,8 +55,19 @@ struct DatasetSpec {
 
 struct MethodSpec {
   std::string name;
-  std::vector<std::pair<std::string, std::vector<json>>> grid;  ///< swept parameters (not dim)
-  std::vector<int64_t> dims;                                   ///< empty → method default
+  Grid grid;                  ///< swept parameters (not dim)
+  std::vector<int64_t> dims;  ///< empty → method default
+  /// `cv_grid`: parameters chosen inside every split by select_by_cv (cv_folds folds on the
+  /// split's labeled samples), as the papers do; `cv_grid: default` → default_grid.
+  Grid cv_grid;
+  bool cv_default = false;
+  bool selects() const { return cv_default || !cv_grid.empty(); }
+  json cv_json() const {
+    if (cv_default) return "default";
+    json j = json::object();
+    for (const auto& [k, v] : cv_grid) j[k] = v;
+    return j;
+  }
 };
 
 struct Job {
@@ -122,13 +134,6 @@ std::vector<int64_t> parse_range(const Job& job, const std::string& s) {
   return out;
 }
 
-const std::set<std::string>& known_parameters() {
-  static const std::set<std::string> k = {"knn", "weight", "sigma_s", "alpha_u", "mu_scale", "alpha", "beta",
-                                          "gamma", "mu", "recursions", "eigenvalue_scaling", "normalize", "scaling",
-                                          "pca_energy", "pca", "kernel", "degree", "sigma2", "landmarks",
-                                          "landmark_seeding"};
-  return k;
-}
 
 Job parse_job(const std::string& path) {
   Job job;
@@ -205,13 +210,38 @@ Job parse_job(const std::string& path) {
           const std::string key = kv.first.as<std::string>();
           if (key == "name") continue;
           if (key == "dim") {
+            // A number, a range "a:b[:step]", or a list of numbers and ranges.
             if (kv.second.IsSequence())
-              for (const auto& v : kv.second) ms.dims.push_back(v.as<int64_t>());
+              for (const auto& v : kv.second)
+                for (int64_t m : parse_range(job, v.as<std::string>())) ms.dims.push_back(m);
             else
               ms.dims = parse_range(job, kv.second.as<std::string>());
             continue;
           }
-          if (!known_parameters().count(key))
+          if (key == "cv_grid") {
+            const std::string where = "line " + std::to_string(kv.first.Mark().line + 1) + ": cv_grid of method " + ms.name;
+            if (kv.second.IsScalar() && kv.second.as<std::string>() == "default") {
+              ms.cv_default = true;
+            } else if (kv.second.IsMap()) {
+              for (const auto& g : kv.second) {
+                const std::string name = g.first.as<std::string>();
+                if (!parameter_names().count(name)) job_error(job, where + ": unknown parameter '" + name + "'");
+                std::vector<json> values;
+                if (g.second.IsSequence())
+                  for (const auto& v : g.second) values.push_back(scalar_json(v));
+                else
+                  values.push_back(scalar_json(g.second));
+                FitConfig probe;  // values of the wrong kind fail here, naming the job line
+                probe.method = ms.name;
+                for (const auto& v : values) set_parameter(probe, name, v, job.file + ": " + where);
+                ms.cv_grid.emplace_back(name, values);
+              }
+            } else {
+              job_error(job, where + ": expected 'default' or a map {parameter: [values]}");
+            }
+            continue;
+          }
+          if (!parameter_names().count(key))
             job_error(job, "line " + std::to_string(kv.first.Mark().line + 1) + ": unknown parameter '" + key +
                                "' of method " + ms.name);
           std::vector<json> values;
@@ -274,25 +304,12 @@ std::string job_fingerprint(const Job& job) {
 }
 
 std::string config_key(const Job& job, const Unit& u, int64_t dim) {
+  const MethodSpec& ms = job.methods[static_cast<size_t>(u.method)];
   std::ostringstream s;
   s << job.fingerprint << "|" << job.datasets[static_cast<size_t>(u.dataset)].name << "|p=" << u.p << "|split=" << u.split << "|"
-    << job.methods[static_cast<size_t>(u.method)].name << "|" << u.params.dump() << "|dim=" << dim;
+    << ms.name << "|" << u.params.dump() << "|dim=" << dim;
+  if (ms.selects()) s << "|cv_grid=" << ms.cv_json().dump();
   return s.str();
-}
-
-std::vector<json> grid_points(const MethodSpec& m) {
-  std::vector<json> points = {json::object()};
-  for (const auto& [key, values] : m.grid) {
-    std::vector<json> next;
-    for (const auto& p : points)
-      for (const auto& v : values) {
-        json q = p;
-        q[key] = v;
-        next.push_back(q);
-      }
-    points = std::move(next);
-  }
-  return points;
 }
 
 std::vector<Unit> make_units(const Job& job) {
@@ -304,7 +321,7 @@ std::vector<Unit> make_units(const Job& job) {
         for (size_t m = 0; m < job.methods.size(); ++m) {
           const auto& info = methods::find_method(job.methods[m].name);
           std::vector<int64_t> dims = job.methods[m].dims.empty() ? std::vector<int64_t>{0} : job.methods[m].dims;
-          for (const auto& point : grid_points(job.methods[m])) {
+          for (const auto& point : grid_points(job.methods[m].grid)) {
             if (info.nested_dimensions || dims.size() == 1) {
               units.push_back(Unit{static_cast<int>(d), p, s, static_cast<int>(m), point, dims, block});
             } else {
@@ -316,56 +333,13 @@ std::vector<Unit> make_units(const Job& job) {
   return units;
 }
 
-/// Applies one job parameter (a key of known_parameters()) to the configuration; `normalize`
-/// sets MethodOptions::normalization and marks it given. Not collective (the same job on
-/// every rank). \throws ssdr::Error (collective) naming the job file and the key when the
-/// value does not fit it.
-void set_param(const Job& job, FitConfig& c, const std::string& key, const json& v) {
-  auto& o = c.method_options;
-  auto num = [&]() {
-    if (!v.is_number()) job_error(job, "parameter " + key + ": expected a number, got " + v.dump());
-    return v.get<double>();
-  };
-  if (key == "knn") {
-    o.graph.k = static_cast<int>(num());
-    o.knn_given = true;
-  }
-  else if (key == "weight") {
-    if (!v.is_string()) job_error(job, "weight: expected heat, cosine, binary or adaptive, got " + v.dump());
-    const std::string w = v.get<std::string>();
-    if (w == "heat" || w == "cosine" || w == "binary" || w == "adaptive") o.graph.weight = graph::parse_weight(w);
-    else job_error(job, "weight: expected heat, cosine, binary or adaptive, got '" + w + "'");
-    o.weight_given = true;
-  } else if (key == "sigma_s") o.graph.sigma_s = num();
-  else if (key == "alpha_u") o.propagation.alpha_unlabeled = num();
-  else if (key == "mu_scale") o.mu_scale = num();
-  else if (key == "alpha") o.alpha = num();
-  else if (key == "beta") o.beta = num();
-  else if (key == "gamma") o.gamma = num();
-  else if (key == "mu") o.mu = num();
-  else if (key == "recursions") o.recursions = static_cast<int>(num());
-  else if (key == "eigenvalue_scaling") o.eigenvalue_scaling = v.is_boolean() ? v.get<bool>() : num() != 0;
-  else if (key == "normalize") {
-    const std::string n = v.is_string() ? v.get<std::string>() : v.dump();
-    if (n == "unit") o.normalization = methods::Normalization::unit;
-    else if (n == "metric") o.normalization = methods::Normalization::metric;
-    else job_error(job, "normalize: expected unit or metric, got '" + n + "'");
-    o.normalization_given = true;
-  }
-  else if (key == "scaling") c.preprocess.scaling = data::parse_scaling(v.get<std::string>());
-  else if (key == "pca_energy") c.preprocess.pca_energy = num();
-  else if (key == "pca") c.preprocess.pca = v.is_boolean() ? v.get<bool>() : num() != 0;
-  else if (key == "kernel" || key == "degree" || key == "sigma2" || key == "landmarks" || key == "landmark_seeding") {
-    // Kernel options travel as the fit's "kernel" parameter (see kernels::to_json).
-    kernels::KernelOptions k = c.parameters.contains("kernel") ? kernels::from_json(c.parameters["kernel"])
-                                                                : methods::find_method(c.method).kernel;
-    if (key == "kernel") k.type = kernels::parse_kernel(v.get<std::string>());
-    else if (key == "degree") k.degree = num();
-    else if (key == "sigma2") k.sigma2 = num();
-    else if (key == "landmarks") k.landmarks = static_cast<int64_t>(num());
-    else k.landmark_seeding = v.get<std::string>();
-    c.parameters["kernel"] = kernels::to_json(k);
-  } else job_error(job, "unknown parameter '" + key + "'");
+/// The parameters a results line records: the grid point, and the cv_grid when the method
+/// selects inside each split (so the summary keeps such a setting apart).
+json recorded_params(const Job& job, const Unit& u) {
+  const MethodSpec& ms = job.methods[static_cast<size_t>(u.method)];
+  json p = u.params;
+  if (ms.selects()) p["cv_grid"] = ms.cv_json();
+  return p;
 }
 
 FitConfig make_config(const Job& job, const Unit& u, int64_t dim) {
@@ -374,8 +348,10 @@ FitConfig make_config(const Job& job, const Unit& u, int64_t dim) {
   FitConfig c;
   c.method = ms.name;
   c.preprocess = info.preprocess;  // the method's paper preprocessing ...
-  for (auto it = job.preprocess.begin(); it != job.preprocess.end(); ++it) set_param(job, c, it.key(), it.value());
-  for (auto it = u.params.begin(); it != u.params.end(); ++it) set_param(job, c, it.key(), it.value());
+  for (auto it = job.preprocess.begin(); it != job.preprocess.end(); ++it)
+    set_parameter(c, it.key(), it.value(), job.file + ": preprocess");
+  for (auto it = u.params.begin(); it != u.params.end(); ++it)
+    set_parameter(c, it.key(), it.value(), job.file + ": method " + ms.name);
   c.method_options.dim = dim;
   const json kernel = c.parameters.contains("kernel") ? c.parameters["kernel"] : json();
   c.parameters = u.params;
@@ -497,6 +473,8 @@ struct Setting {
   json params;
   int64_t dim = 0;
   std::vector<double> unlabeled, unseen, seconds, cv;
+  std::map<std::string, int> chosen;  ///< cv_grid choices over the splits ("alpha=0.01" → count)
+  int fallbacks = 0;                  ///< splits in which SSGDA fell back to GDA
 };
 
 std::string fmt(double v, const char* f = "%.4f") {
@@ -568,7 +546,12 @@ void summarize(const Job& job, const std::string& out_dir, const std::vector<jso
       ++failed;
       continue;
     }
-    auto& g = groups_map[{r["dataset"].get<std::string>(), r["method"].get<std::string>(), r["labeled_per_class"].get<int>()}];
+    // A kernel chosen in the job is part of the row's name (the papers tabulate linear and RBF
+    // kernels separately, e.g. ssgda-zhang-yeung Tables III and VII).
+    std::string method = r["method"].get<std::string>();
+    if (r["params"].contains("kernel") && r["params"]["kernel"].is_string())
+      method += " (" + r["params"]["kernel"].get<std::string>() + ")";
+    auto& g = groups_map[{r["dataset"].get<std::string>(), method, r["labeled_per_class"].get<int>()}];
     json p = r["params"];
     const std::string key = p.dump() + "|" + std::to_string(r["dim"].get<int64_t>());
     Setting& s = g[key];
@@ -579,6 +562,10 @@ void summarize(const Job& job, const std::string& out_dir, const std::vector<jso
     s.unseen.push_back(val(r["accuracy"]["unseen"]));
     s.seconds.push_back(r["seconds"].get<double>());
     s.cv.push_back(r.contains("cv_accuracy") ? val(r["cv_accuracy"]) : NAN);
+    if (r.contains("selection") && r["selection"].is_object() && r["selection"].contains("chosen"))
+      ++s.chosen[params_text(r["selection"]["chosen"])];
+    if (r.contains("fallback_to_gda") && r["fallback_to_gda"].is_boolean() && r["fallback_to_gda"].get<bool>())
+      ++s.fallbacks;
   }
   std::ostringstream csv, md;
   csv << "dataset,method,labeled_per_class,splits,best_dim,best_params,unlabeled_mean,unlabeled_std,unseen_mean,"
@@ -618,9 +605,13 @@ void summarize(const Job& job, const std::string& out_dir, const std::vector<jso
         << params_text(best->params) << "\"," << fmt(best_u.mean, "%.6f") << "," << fmt(best_u.std, "%.6f") << ","
         << fmt(best_t.mean, "%.6f") << "," << fmt(best_t.std, "%.6f") << "," << fmt(stat(best->cv).mean, "%.6f") << ","
         << fmt(secs.mean, "%.3f") << "\n";
+    std::string chosen;
+    for (const auto& [text, count] : best->chosen) chosen += (chosen.empty() ? "" : ", ") + text + " ×" + std::to_string(count);
+    if (!chosen.empty()) chosen = "; by CV per split: " + chosen;
+    if (best->fallbacks > 0) chosen += "; GDA fallback in " + std::to_string(best->fallbacks) + " split(s)";
     md << "| " << dataset << " | " << method << " | " << p << " | " << fmt(best_u.mean) << " ± " << fmt(best_u.std)
        << " | " << fmt(best_t.mean) << " ± " << fmt(best_t.std) << " | " << best->dim << " | "
-       << params_text(best->params) << " | " << fmt(secs.mean, "%.2f") << " |\n";
+       << params_text(best->params) << chosen << " | " << fmt(secs.mean, "%.2f") << " |\n";
     // Dimension curve at the best parameters.
     json best_params = best->params;
     best_params.erase("dim");
@@ -686,8 +677,12 @@ void summarize(const Job& job, const std::string& out_dir, const std::vector<jso
   for (const auto& [k, curve] : by_param) {
     if (curve.size() < 2) continue;
     const auto& [dataset, p, method, param] = k;
+    std::string file_method;  // "ssgda (rbf)" → "ssgda_rbf"
+    for (char ch : method)
+      if (ch == ' ') file_method += '_';
+      else if (ch != '(' && ch != ')') file_method += ch;
     const std::string stem =
-        slug(dataset) + "_p" + std::to_string(p) + "_" + slug(method) + "_accuracy_vs_" + slug(param);
+        slug(dataset) + "_p" + std::to_string(p) + "_" + slug(file_method) + "_accuracy_vs_" + slug(param);
     std::ostringstream dat, gp;
     bool log_x = true;
     for (const auto& [v, st] : curve) {
@@ -712,39 +707,6 @@ void summarize(const Job& job, const std::string& out_dir, const std::vector<jso
       " plot(s) (PNG and SVG) in " + plots);
   std::fputs(md.str().c_str(), stdout);
   std::fflush(stdout);
-}
-
-/// k-fold cross-validation on the labeled samples only (the honest selection: no unlabeled
-/// or unseen label is looked at). Labeled samples of each class are dealt round-robin into
-/// min(k, p) folds in an order shuffled by the split's seed; for each fold its samples become
-/// unlabeled, the method is fitted, and the fold is classified by 1-NN in the embedding.
-/// Returns the mean fold accuracy (NaN when p < 2). Collective over ds.X.comm.
-double cross_validate(const io::Dataset& ds, const std::vector<data::Role>& roles, const FitConfig& config, int folds,
-                      int p, uint64_t seed) {
-  if (p < 2) return NAN;
-  const int k = std::min(folds, p);
-  std::vector<int> fold(roles.size(), -1);
-  std::vector<int> next(static_cast<size_t>(ds.classes), static_cast<int>(seed % static_cast<uint64_t>(k)));
-  for (size_t i = 0; i < roles.size(); ++i)
-    if (roles[i] == data::Role::labeled) {
-      int& f = next[static_cast<size_t>(ds.labels[i])];
-      fold[i] = f;
-      f = (f + 1) % k;
-    }
-  if (!methods::find_method(config.method).projects) return NAN;  // transductive-only: no embedding
-  double sum = 0;
-  for (int f = 0; f < k; ++f) {
-    // Fold f is held out of training altogether; only it is scored.
-    std::vector<data::Role> r = roles;
-    std::vector<data::Role> scored(r.size(), data::Role::labeled);  // "labeled" = not scored
-    for (size_t i = 0; i < r.size(); ++i)
-      if (fold[i] == f) r[i] = scored[i] = data::Role::unseen;
-    FitOutcome out = fit_and_evaluate(ds, r, config, false);
-    DistMatrix Y = model::project(out.model, ds.X);
-    const auto pred = evaluation::one_nn_predict(Y, ds.labels, r);
-    sum += evaluation::accuracy(pred, Y.row_start, ds.labels, scored, ds.X.comm).unseen;
-  }
-  return sum / k;
 }
 
 }  // namespace
@@ -844,8 +806,33 @@ int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
     // and the job goes on; only errors raised on every rank can be caught safely.
     FitOutcome out;
     std::string failure;
+    json selection;
+    double cv = NAN;
+    const MethodSpec& ms = job.methods[static_cast<size_t>(u.method)];
+    const uint64_t split_seed = job.seed + static_cast<uint64_t>(u.split);
     try {
+      if (ms.selects()) {
+        // The papers' protocol: the cv_grid parameters chosen inside this split by k-fold
+        // cross-validation on its labeled samples.
+        Selection sel = select_by_cv(ds, roles, config, ms.cv_default ? default_grid(config) : ms.cv_grid,
+                                     job.cv_folds, split_seed);
+        config = std::move(sel.config);
+        selection = std::move(sel.report);
+      }
       out = fit_and_evaluate(ds, roles, config, false);
+      // select_by: cv scores the setting by cross-validation on the labeled samples at the
+      // unit's largest m (the chosen point's own score when the unit selects inside the split).
+      if (job.select_by == "cv") {
+        if (ms.selects()) {
+          cv = selection["cv_accuracy"].get<double>();
+        } else if (u.p >= 2) {
+          CvCaches cvc;
+          cvc.shared.graphs = config.cache->graphs;
+          cvc.shared.sigma0 = config.cache->sigma0;
+          cv = cross_validate(ds, roles, config, cv_folds(ds.labels, roles, ds.classes, job.cv_folds, split_seed), &cvc)
+                   .accuracy;
+        }
+      }
     } catch (const Error& e) {
       if (!e.collective()) throw;
       failure = e.what();
@@ -858,18 +845,13 @@ int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
         if (done.count(key)) continue;
         json line = {{"key", key}, {"dataset", job.datasets[static_cast<size_t>(u.dataset)].name},
                      {"method", info.name}, {"labeled_per_class", u.p}, {"split", u.split},
-                     {"params", u.params}, {"dim", dim}, {"error", failure}, {"seconds", fit_seconds},
+                     {"params", recorded_params(job, u)}, {"dim", dim}, {"error", failure}, {"seconds", fit_seconds},
                      {"group", color}, {"ssdr_version", version()}};
         if (leader) append_line(results_path, line.dump());
       }
       if (leader) say("[group " + std::to_string(color) + "] " + info.name + " skipped: " + failure);
       continue;
     }
-    // Cross-validation on the labeled samples scores the setting at the unit's largest m.
-    const double cv = job.select_by == "cv"
-                          ? cross_validate(ds, roles, make_config(job, u, max_dim), job.cv_folds, u.p,
-                                           job.seed + static_cast<uint64_t>(u.split))
-                          : NAN;
     set_quiet(was_quiet);
     for (int64_t dim : u.dims) {
       const std::string key = config_key(job, u, dim);
@@ -891,12 +873,14 @@ int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
                    {"labeled_per_class", u.p},
                    {"split", u.split},
                    {"seed", job.seed + static_cast<uint64_t>(u.split)},
-                   {"params", u.params},
+                   {"params", recorded_params(job, u)},
                    {"dim", dim},
                    {"dim_used", used_dim},
                    {"accuracy", acc_json(acc)},
                    {"trace_ratio", std::isnan(out.trace_ratio) ? json(nullptr) : json(out.trace_ratio)},
                    {"cv_accuracy", std::isnan(cv) ? json(nullptr) : json(cv)},
+                   {"selection", selection},
+                   {"fallback_to_gda", out.info.value("fallback_to_gda", json(nullptr))},
                    {"seconds", fit_seconds},
                    {"timings_s", out.timings},
                    {"group", color},

@@ -50,7 +50,11 @@ FitOutcome fit_and_evaluate(const io::Dataset& ds, const std::vector<data::Role>
 
   // Kernel: the map is fitted on the transductive samples; the method learns on Φ_c and
   // builds its graphs on Xt (input space), as KSODA does (soda-nie2009 §4).
-  const kernels::KernelOptions ko = kernel_options(config, info);
+  kernels::KernelOptions ko = kernel_options(config, info);
+  if (ko.type == kernels::KernelType::rbf && ko.sigma_scale > 0 && config.cache) {
+    if (!(config.cache->sigma0 > 0)) config.cache->sigma0 = kernels::mean_pairwise_distance(Xt);
+    ko.sigma0 = config.cache->sigma0;
+  }
   kernels::FeatureMap feature_map;
   DistMatrix Phi;
   nlohmann::json kernel_info;

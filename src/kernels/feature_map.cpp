@@ -324,6 +324,8 @@ std::vector<int64_t> choose_landmarks(const DistMatrix& X, int64_t r, const std:
   return chosen;
 }
 
+void rotate_to_principal_axes(FeatureMap& f, const DistMatrix& X, nlohmann::json& info);
+
 void fit_nystrom(FeatureMap& f, const DistMatrix& X, const KernelOptions& o, nlohmann::json& info) {
   const int64_t n = X.n_global, d = X.cols;
   const int64_t r = std::min<int64_t>(o.landmarks, n);
@@ -359,6 +361,38 @@ void fit_nystrom(FeatureMap& f, const DistMatrix& X, const KernelOptions& o, nlo
   info["landmark_seed"] = o.seed;
   info["largest_eigenvalue"] = lmax;
   info["discarded_eigenvalues"] = r - static_cast<int64_t>(kept.size());
+  rotate_to_principal_axes(f, X, info);
+}
+
+/// The Nyström map's principal axes (see fit_feature_map): Φ₀ᵀΦ₀ = VΣVᵀ, M ← M V₊.
+/// Collective (one r×r all-reduce); memory n_local·r for Φ₀.
+void rotate_to_principal_axes(FeatureMap& f, const DistMatrix& X, nlohmann::json& info) {
+  const int64_t r = f.M.cols;
+  if (r == 0) return;
+  Dense G;
+  {
+    const DistMatrix Phi = apply(f, X);
+    G = transpose_multiply(Phi, Phi);  // r×r, replicated (identical on every rank)
+  }
+  std::vector<double> sigma(static_cast<size_t>(r));
+  lapack::syev(r, G.data(), r, sigma.data());  // ascending; G ← V
+  const double smax = sigma.back();
+  SSDR_REQUIRE(smax > 0, "the Nystrom feature map of the training samples is zero after centering");
+  std::vector<int64_t> kept;
+  for (int64_t k = r - 1; k >= 0; --k)
+    if (sigma[static_cast<size_t>(k)] > kEigenThreshold * smax) kept.push_back(k);
+  Dense V(r, static_cast<int64_t>(kept.size()));
+  for (size_t k = 0; k < kept.size(); ++k) {
+    std::copy(G.col(kept[k]), G.col(kept[k]) + r, V.col(static_cast<int64_t>(k)));
+    fix_sign(V.col(static_cast<int64_t>(k)), r);
+  }
+  Dense M(f.M.rows, V.cols);
+  if (V.cols > 0)
+    blas::gemm('N', 'N', f.M.rows, V.cols, r, 1.0, f.M.data(), f.M.rows, V.data(), r, 0.0, M.data(), M.rows);
+  f.M = std::move(M);
+  info["principal_axes"] = true;
+  info["largest_variance"] = smax;  // Σ_11 = largest eigenvalue of Φ_cΦ_cᵀ ≈ λ_max of (34)
+  info["discarded_after_centering"] = r - static_cast<int64_t>(kept.size());
 }
 
 }  // namespace
@@ -383,7 +417,7 @@ std::string to_string(KernelType k) {
 
 nlohmann::json to_json(const KernelOptions& o) {
   return {{"type", to_string(o.type)},        {"degree", o.degree},
-          {"sigma2", o.sigma2},               {"landmarks", o.landmarks},
+          {"sigma2", o.sigma2},               {"sigma_scale", o.sigma_scale}, {"landmarks", o.landmarks},
           {"landmark_seeding", o.landmark_seeding}, {"seed", o.seed},
           {"max_memory_mib", o.max_memory_mib}, {"prefix", o.prefix}};
 }
@@ -394,6 +428,7 @@ KernelOptions from_json(const nlohmann::json& j) {
   if (j.contains("type")) o.type = parse_kernel(j["type"].get<std::string>());
   if (j.contains("degree")) o.degree = j["degree"].get<double>();
   if (j.contains("sigma2")) o.sigma2 = j["sigma2"].get<double>();
+  if (j.contains("sigma_scale")) o.sigma_scale = j["sigma_scale"].get<double>();
   if (j.contains("landmarks")) o.landmarks = j["landmarks"].get<int64_t>();
   if (j.contains("landmark_seeding")) o.landmark_seeding = j["landmark_seeding"].get<std::string>();
   if (j.contains("seed")) o.seed = j["seed"].get<uint64_t>();
@@ -454,6 +489,43 @@ double mean_pairwise_squared_distance(const DistMatrix& X) {
   return 2.0 * s / static_cast<double>(n - 1);  // = 2n/(n−1) · (1/n)Σ‖x_i − x̄‖²
 }
 
+double mean_pairwise_distance(const DistMatrix& X) {
+  const int64_t n = X.n_global, d = X.cols;
+  SSDR_REQUIRE(n >= 2, "the mean pairwise distance needs at least 2 samples");
+  const MPI_Comm comm = X.comm;
+  const int p = comm_size(comm), rank = comm_rank(comm);
+  std::vector<int64_t> starts, counts;
+  gather_layout(comm, X.row_start, X.n_local, starts, counts);
+  int64_t most = 0;
+  for (int64_t c : counts) most = std::max(most, c);
+  // The travelling block: rank (rank − s) mod p's rows at step s.
+  std::vector<double> block(static_cast<size_t>(most * d)), next(block.size());
+  std::copy(X.v.begin(), X.v.end(), block.begin());
+  double sum = 0;
+  for (int s = 0; s < p; ++s) {
+    const int owner = (rank - s + p) % p;
+    const int64_t nb = counts[static_cast<size_t>(owner)];
+    for (int64_t i = 0; i < X.n_local; ++i) {
+      const double* x = X.row(i);
+      for (int64_t j = 0; j < nb; ++j) {
+        const double* y = block.data() + j * d;
+        double d2 = 0;
+        for (int64_t t = 0; t < d; ++t) d2 += (x[t] - y[t]) * (x[t] - y[t]);
+        sum += std::sqrt(d2);  // the pair (i, i) adds 0
+      }
+    }
+    if (s + 1 < p) {
+      const int to = (rank + 1) % p, from = (rank - 1 + p) % p;
+      const int64_t nin = counts[static_cast<size_t>((rank - s - 1 + 2 * p) % p)];
+      MPI_Sendrecv(block.data(), static_cast<int>(nb * d), MPI_DOUBLE, to, 0, next.data(), static_cast<int>(nin * d),
+                   MPI_DOUBLE, from, 0, comm, MPI_STATUS_IGNORE);
+      std::swap(block, next);
+    }
+  }
+  MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, comm);
+  return sum / (static_cast<double>(n) * static_cast<double>(n - 1));
+}
+
 double exact_map_bytes_per_rank(int64_t n, int64_t d, int p) {
   const double nn = static_cast<double>(n) * static_cast<double>(n);
   return 8.0 * (static_cast<double>(n) * static_cast<double>(d) + nn + 4.0 * nn / std::max(p, 1));
@@ -475,11 +547,20 @@ FeatureMap fit_feature_map(const DistMatrix& X, const KernelOptions& o, nlohmann
   nlohmann::json info;
   info["kernel"] = to_string(o.type);
   if (o.type == KernelType::polynomial) info["degree"] = o.degree;
+  SSDR_REQUIRE(o.sigma_scale >= 0, "--sigma-scale must be >= 0 (0: not used)");
   if (o.type == KernelType::rbf) {
-    f.sigma2 = o.sigma2 > 0 ? o.sigma2 : mean_pairwise_squared_distance(X);
+    if (o.sigma_scale > 0) {
+      const double sigma0 = o.sigma0 > 0 ? o.sigma0 : mean_pairwise_distance(X);
+      f.sigma2 = (o.sigma_scale * sigma0) * (o.sigma_scale * sigma0);
+      info["sigma0"] = sigma0;
+      info["sigma_scale"] = o.sigma_scale;
+      info["sigma2_source"] = "(sigma_scale * mean pairwise distance)^2";
+    } else {
+      f.sigma2 = o.sigma2 > 0 ? o.sigma2 : mean_pairwise_squared_distance(X);
+      info["sigma2_source"] = o.sigma2 > 0 ? "--sigma2" : "mean pairwise squared distance";
+    }
     SSDR_REQUIRE(f.sigma2 > 0, "the RBF width sigma^2 is 0 (all training samples coincide); pass --sigma2");
     info["sigma2"] = f.sigma2;
-    info["sigma2_source"] = o.sigma2 > 0 ? "--sigma2" : "mean pairwise squared distance";
   }
   info["map"] = f.exact ? "exact" : "nystrom";
   if (f.exact) fit_exact(f, X, o, info);

@@ -526,6 +526,9 @@ using namespace ssgda_detail;
 
 /// SSGDA / M-SSGDA (Table I): CCCP label estimation, GDA on labeled + all estimated
 /// samples, confidence selection (θ = 0.7, K = 5), GDA on the augmented labeled set.
+/// info states what the final GDA learned from (final_gda_samples) and, when no unlabeled
+/// sample was selected, fallback_to_gda = true with fallback_reason (the projection is then
+/// plain GDA on the labeled samples: saturated criterion, all ties, or no agreement ≥ θ).
 class Ssgda final : public Method {
  public:
   explicit Ssgda(bool manifold) : manifold_(manifold) {}
@@ -559,6 +562,32 @@ class Ssgda final : public Method {
     out.info["selection_K"] = kNeighbors;
     out.info["selected"] = nsel;
     const long unl = out.info["unlabeled"].get<long>();
+    // What the final GDA learned from, stated in the report: with no unlabeled sample
+    // selected, SSGDA *is* GDA on the labeled samples, and the report says so and why.
+    long labeled = 0;
+    for (int y : data.labels) labeled += y >= 0;
+    MPI_Allreduce(MPI_IN_PLACE, &labeled, 1, MPI_LONG, MPI_SUM, X.comm);
+    out.info["final_gda_samples"] = {{"labeled", labeled}, {"selected_unlabeled", nsel}};
+    out.info["fallback_to_gda"] = nsel == 0;
+    const bool saturated = out.info["criterion_saturated"].get<bool>();
+    const long undetermined = out.info["undetermined"].get<long>();
+    if (nsel == 0) {
+      std::string why;
+      if (unl == 0) why = "there is no unlabeled sample";
+      else if (saturated)
+        why = "the criterion is saturated (tr(E D^-1 E' S) = C - 1: the feature map separates every labeling), "
+              "so the CCCP labels carry no information";
+      else if (undetermined == unl) why = "every unlabeled sample's CCCP label is a tie (undetermined)";
+      else
+        why = "no unlabeled sample has at least theta = " + std::to_string(kTheta).substr(0, 3) + " of its K = " +
+              std::to_string(kNeighbors) + " unlabeled neighbors agreeing with its estimated label";
+      out.info["fallback_reason"] = "no unlabeled sample selected: the projection is GDA on the " +
+                                    std::to_string(labeled) + " labeled samples alone, because " + why;
+      say("ssgda: " + out.info["fallback_reason"].get<std::string>());
+    } else if (saturated) {
+      out.info["warning"] = "the criterion is saturated: the " + std::to_string(nsel) +
+                            " selected samples' labels come from ties and the selection, not from the criterion";
+    }
     out.info["selected_fraction"] = unl > 0 ? static_cast<double>(nsel) / static_cast<double>(unl) : 0.0;
     out.info["mean_neighbor_agreement"] = agreement;
     out.info["regularization"] = eps;

@@ -121,5 +121,24 @@ else
   bad "job key normalize: bad value (exit $rc)"; cat "$tmp/norm_bad.err"
 fi
 
+# 7. The protocols inside the smoke jobs: CV per split recorded (ssgda), m beyond c − 1 and
+#    μ ∈ {0.1, 1}·μ₀ swept (soda).
+if python3 - "$tmp/ssgda_smoke/results.json" "$tmp/soda_smoke/results.json" <<'PY'
+import json, sys
+ss = json.load(open(sys.argv[1]))["results"]
+sel = [x for x in ss if x["params"].get("cv_grid")]
+assert len(sel) == 4, len(sel)  # 2 methods with cv_grid x 2 splits
+for x in sel:
+    s = x["selection"]
+    assert s["folds"] == 5 and len(s["candidates"]) == 2 and s["chosen"] in [c["params"] for c in s["candidates"]], s
+assert all("fallback_to_gda" in x for x in ss if x["method"] == "ssgda")
+so = json.load(open(sys.argv[2]))["results"]
+soda = [x for x in so if x["method"] == "soda"]
+assert {x["dim_used"] for x in soda} == {9, 30} and {x["params"]["mu_scale"] for x in soda} == {0.1, 1}
+assert {x["dim_used"] for x in so if x["method"] == "ksoda"} == {9, 30}
+PY
+then ok "smoke jobs run the papers' protocols (CV per split, m and mu sweeps)"
+else bad "smoke jobs run the papers' protocols (CV per split, m and mu sweeps)"; fi
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

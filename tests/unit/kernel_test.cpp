@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -258,12 +259,14 @@ TEST(Nystrom, FewLandmarksGiveACenteredMapThatIsExactOnTheLandmarks) {
 TEST(Nystrom, LandmarksAndMapAreReproducibleAndIndependentOfTheRankCount) {
   const Dense X = iris_standardized();
   const DistMatrix Xd = ref::distribute(X, MPI_COMM_WORLD);
+  const double eps = std::numeric_limits<double>::epsilon();
   for (const char* seeding : {"uniform", "kmeans++"}) {
     kernels::KernelOptions o = options(kernels::KernelType::polynomial, 25);
     o.landmark_seeding = seeding;
     const kernels::FeatureMap f = kernels::fit_feature_map(Xd, o);
     const kernels::FeatureMap again = kernels::fit_feature_map(Xd, o);
     EXPECT_EQ(f.Zt.v, again.Zt.v) << seeding;
+    EXPECT_EQ(f.M.v, again.M.v) << seeding;  // same ranks, same reductions: bit for bit
     Dense Zs(f.Zt.rows, f.Zt.cols), Ms(f.M.rows, f.M.cols);
     int64_t cols = f.M.cols;
     if (test::rank() == 0) {
@@ -277,10 +280,183 @@ TEST(Nystrom, LandmarksAndMapAreReproducibleAndIndependentOfTheRankCount) {
     MPI_Bcast(Zs.data(), static_cast<int>(Zs.v.size()), MPI_DOUBLE, 0, MPI_COMM_WORLD);
     MPI_Bcast(Ms.data(), static_cast<int>(Ms.v.size()), MPI_DOUBLE, 0, MPI_COMM_WORLD);
     EXPECT_EQ(f.Zt.v, Zs.v) << seeding;  // the same landmarks, bit for bit
-    EXPECT_EQ(f.M.v, Ms.v) << seeding;
+    // M = M₀V: M₀ = W_r^{+1/2} comes from replicated data (bit for bit), V from the
+    // eigenvectors of G = Φ₀ᵀΦ₀, an all-reduce over the n samples whose summation order
+    // depends on the rank count. Error analysis: each entry of G (and of the training means a
+    // inside Φ₀) is a sum of n terms, so two orders differ by at most 2γ_n·Σ|terms| ≤
+    // 2nε·tr(G) entrywise for G; with a's perturbation (≤ 2nε|a|, entering Φ₀ through
+    // 1·ΔaᵀM₀) the same order, so ‖ΔG‖₂ ≤ 4n·ε·tr(G) =: η. Davis–Kahan: the k-th eigenvector
+    // moves by ‖Δv_k‖ ≤ √2·η/(gap_k − η) (signs fixed the same way), hence column k of M by
+    // ‖M₀‖₂·√2·η/(gap_k − η), with ‖M₀‖₂ = λ_min⁺(W_r)^{-1/2}; LAPACK's own backward error on
+    // G (≈ r·ε·‖G‖ ≤ η) is the same on every rank count and absorbed in η.
+    const Dense Phi = allgather(kernels::apply(f, Xd));
+    std::vector<double> var(static_cast<size_t>(cols), 0.0);
+    for (int64_t k = 0; k < cols; ++k)
+      for (int64_t i = 0; i < Phi.rows; ++i) var[static_cast<size_t>(k)] += Phi(i, k) * Phi(i, k);
+    double trace = 0;
+    for (double v : var) trace += v;
+    const double eta = 4.0 * static_cast<double>(X.rows) * eps * trace;
+    Dense Z(f.Zt.cols, f.Zt.rows);
+    for (int64_t j = 0; j < Z.rows; ++j)
+      for (int64_t c = 0; c < Z.cols; ++c) Z(j, c) = f.Zt(c, j);
+    Dense W = dense_kernel(Z, Z, o.type, o.degree, 0);
+    std::vector<double> w(static_cast<size_t>(W.rows));
+    lapack::syev(W.rows, W.data(), W.rows, w.data());
+    double wmin = w.back();
+    for (double v : w)
+      if (v > 1e-10 * w.back()) wmin = std::min(wmin, v);
+    const double m0 = 1.0 / std::sqrt(wmin);
+    for (int64_t k = 0; k < cols; ++k) {
+      double gap = std::numeric_limits<double>::infinity();
+      for (int64_t j = 0; j < cols; ++j)
+        if (j != k) gap = std::min(gap, std::abs(var[static_cast<size_t>(k)] - var[static_cast<size_t>(j)]));
+      ASSERT_GT(gap, 2 * eta) << seeding << " column " << k;
+      double diff = 0, norm = 0;
+      for (int64_t i = 0; i < f.M.rows; ++i) {
+        diff += (f.M(i, k) - Ms(i, k)) * (f.M(i, k) - Ms(i, k));
+        norm += Ms(i, k) * Ms(i, k);
+      }
+      const double tol = m0 * std::sqrt(2.0) * eta / (gap - eta) + 10 * eps * std::sqrt(norm);
+      EXPECT_LE(std::sqrt(diff), tol) << seeding << " column " << k;
+    }
     o.seed = 8;
     EXPECT_NE(kernels::fit_feature_map(Xd, o).Zt.v, f.Zt.v) << seeding;
   }
+}
+
+TEST(Nystrom, MapIsRotatedToItsPrincipalAxes) {
+  // Φ_cᵀΦ_c = Σ diagonal with decreasing entries, as the exact map's Λ (36).
+  const DistMatrix Xd = ref::distribute(iris_standardized(), MPI_COMM_WORLD);
+  for (auto t : {kernels::KernelType::polynomial, kernels::KernelType::rbf}) {
+    nlohmann::json info;
+    const kernels::FeatureMap f = kernels::fit_feature_map(Xd, options(t, 40), &info);
+    const DistMatrix Phi = kernels::apply(f, Xd);
+    const Dense G = transpose_multiply(Phi, Phi);
+    // Off-diagonal entries: Φ₀V with V orthonormal to ~rε, so (VᵀGV)_jk ≤ O(r·ε·‖G‖) plus
+    // the all-reduce's rounding of G (≤ nε·tr G); 1e-11·tr G covers both with room.
+    double trace = 0;
+    for (int64_t k = 0; k < G.rows; ++k) trace += G(k, k);
+    for (int64_t j = 0; j < G.rows; ++j)
+      for (int64_t k = 0; k < G.cols; ++k)
+        if (j != k) EXPECT_LT(std::abs(G(j, k)), 1e-11 * trace) << kernels::to_string(t) << " " << j << "," << k;
+    for (int64_t k = 1; k < G.rows; ++k) EXPECT_GE(G(k - 1, k - 1), G(k, k) * (1 - 1e-10)) << kernels::to_string(t);
+    EXPECT_NEAR(G(0, 0), info["largest_variance"].get<double>(), 1e-10 * trace);
+    EXPECT_TRUE(info["principal_axes"].get<bool>());
+  }
+}
+
+TEST(Nystrom, WithEverySampleAsLandmarkTheSodaMu0EqualsTheExactMaps) {
+  // soda-nie2009 (38): μ₀ = max diag H_w on the kernel-PCA coordinates Φ = UΛ^{1/2}. With r = n
+  // landmarks the rotated Nyström map spans the exact map's space with the same Gram matrix,
+  // so SODA's μ₀ (info "mu" with --mu-scale 1) must agree. Small set: the first 10 samples of
+  // each iris class, standardized; polynomial kernel (xᵀy+1)² (feature rank 15 < n = 30, so
+  // the Nyström W_r = K_raw is singular and its pseudo-inverse is exercised).
+  Dense all;
+  std::vector<int> labels_all;
+  test::load_csv_replicated("iris.csv", all, labels_all);
+  all = test::standardize(all);
+  std::vector<char> keep(labels_all.size(), 0);
+  std::vector<int> seen(3, 0), labels, semi;
+  for (size_t i = 0; i < labels_all.size(); ++i)
+    if (seen[static_cast<size_t>(labels_all[i])]++ < 10) {
+      keep[i] = 1;
+      labels.push_back(labels_all[i]);
+      semi.push_back(seen[static_cast<size_t>(labels_all[i])] <= 2 ? labels_all[i] : -1);  // 2 labeled per class
+    }
+  const Dense X = ref::rows(all, keep);
+  const int64_t n = X.rows;
+  const DistMatrix Xd = ref::distribute(X, MPI_COMM_WORLD);
+  kernels::KernelOptions o = options(kernels::KernelType::polynomial);
+  o.degree = 2;
+  const kernels::FeatureMap fe = kernels::fit_feature_map(Xd, o);
+  o.landmarks = n;
+  const kernels::FeatureMap fn = kernels::fit_feature_map(Xd, o);
+  ASSERT_TRUE(fe.exact);
+  ASSERT_FALSE(fn.exact);
+  ASSERT_EQ(fe.dim(), fn.dim());
+  const DistMatrix Pe = kernels::apply(fe, Xd), Pn = kernels::apply(fn, Xd);
+  const Dense Ge = allgather(Pe), Gn = allgather(Pn);
+  const int64_t r = Ge.cols;
+
+  methods::MethodOptions mo;
+  mo.mu_scale = 1;  // μ = μ₀
+  auto mu0 = [&](const DistMatrix& Phi) {
+    methods::Timings t;
+    const std::vector<int> local = test::local_part(semi, Phi);
+    return methods::make_soda()->fit(methods::TrainingData{Phi, local, 3, &Xd}, mo, t).info["mu"].get<double>();
+  };
+  const double mu_e = mu0(Pe), mu_n = mu0(Pn);
+
+  // Error analysis. Write φ_k for column k (principal axis k, ‖φ_k‖² = λ_k) and h_k = φ_kᵀLφ_k
+  // with L = (B − F_c D⁻¹ F_cᵀ)/ñ the soft within-class Laplacian of H_w: 0 ⪯ L ⪯ I/ñ (B_jj ≤ 1)
+  // and L1 = 0, and ñ ≥ l = 6 (the labeled rows of F are one-hot), so ‖L‖ ≤ 1/6. Then
+  // √h is a seminorm: |√ĥ_k − √h_k| ≤ ‖δ_k‖/√6 for δ_k = φ̂_k ∓ φ_k (sign-aligned), and
+  // |μ̂₀ − μ₀| ≤ max_k |ĥ_k − h_k| ≤ max_k (‖δ_k‖/√6)·(2√μ₀ + ‖δ_k‖/√6).
+  // δ_k: both maps are principal axes of their own Gram matrices ΦΦᵀ, which differ by
+  // E = ‖Φ̂Φ̂ᵀ − ΦΦᵀ‖_F (measured), and each is principal to within its off-diagonal
+  // departure O = ‖ΦᵀΦ − diag‖_F (measured); with η = E + O_e + O_n and gap_k the distance of
+  // λ_k to the other eigenvalues, Weyl gives |λ̂_k − λ_k| ≤ η and Davis–Kahan
+  // sin θ_k ≤ η/(gap_k − η), so ‖δ_k‖ ≤ √2·√λ_1·η/(gap_k − η) + η/√λ_k.
+  auto gram_rows = [](const Dense& P) { return gram(P); };
+  const double E = test::max_abs_diff(gram_rows(Gn), gram_rows(Ge)) * static_cast<double>(n);  // ‖·‖_F ≤ n·max
+  auto departure = [&](const Dense& P, std::vector<double>& lam) {
+    const Dense C = test::mul(P, P, 'T', 'N');
+    double o2 = 0;
+    lam.assign(static_cast<size_t>(C.rows), 0.0);
+    for (int64_t j = 0; j < C.rows; ++j)
+      for (int64_t k = 0; k < C.cols; ++k)
+        if (j == k) lam[static_cast<size_t>(j)] = C(j, j);
+        else o2 += C(j, k) * C(j, k);
+    return std::sqrt(o2);
+  };
+  std::vector<double> lam, lam_n;
+  const double eta = E + departure(Ge, lam) + departure(Gn, lam_n);
+  double tol = 0;
+  for (int64_t k = 0; k < r; ++k) {
+    double gap = std::numeric_limits<double>::infinity();
+    for (int64_t j = 0; j < r; ++j)
+      if (j != k) gap = std::min(gap, std::abs(lam[static_cast<size_t>(k)] - lam[static_cast<size_t>(j)]));
+    ASSERT_GT(gap, 2 * eta) << "column " << k << ": eigenvalues too close for the bound";
+    const double delta = std::sqrt(2.0 * lam[0]) * eta / (gap - eta) + eta / std::sqrt(lam[static_cast<size_t>(k)]);
+    const double d6 = delta / std::sqrt(6.0);
+    tol = std::max(tol, d6 * (2 * std::sqrt(mu_e) + d6));
+  }
+  if (test::rank() == 0)
+    std::printf("mu0 exact %.17g nystrom %.17g diff %.3g tol %.3g eta %.3g lambda1 %.3g r %lld\n", mu_e, mu_n,
+                std::abs(mu_e - mu_n), tol, eta, lam[0], static_cast<long long>(r));
+  EXPECT_LT(tol, 1e-6 * mu_e);  // the bound is not vacuous
+  EXPECT_LE(std::abs(mu_n - mu_e), tol);
+}
+
+TEST(Kernel, MeanPairwiseDistanceEqualsTheDoubleSumOverPairs) {
+  // σ₀ of ssgda-zhang-yeung sec. IV. Error analysis: each ‖x_i − x_j‖ carries a relative error
+  // ≤ (d + 2)ε (d squares summed, one square root), and the n² non-negative terms summed in two
+  // different orders differ by at most 2·n²·ε·Σ; so |Δ| ≤ (2n² + d + 2)·ε·σ₀.
+  const Dense X = iris_standardized();
+  const int64_t n = X.rows;
+  double s = 0;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double d2 = 0;
+      for (int64_t c = 0; c < X.cols; ++c) d2 += (X(i, c) - X(j, c)) * (X(i, c) - X(j, c));
+      s += std::sqrt(d2);
+    }
+  s /= static_cast<double>(n * (n - 1));
+  const double got = kernels::mean_pairwise_distance(ref::distribute(X, MPI_COMM_WORLD));
+  const double eps = std::numeric_limits<double>::epsilon();
+  EXPECT_NEAR(got, s, (2.0 * n * n + 4 + 2) * eps * s);
+  // By Jensen σ₀² ≤ mean squared distance = 8·150/149 (standardized iris), strictly here.
+  EXPECT_LT(got * got, 8.0 * 150.0 / 149.0);
+  EXPECT_GT(got, 2.0);
+  // σ = sigma_scale·σ₀ for the RBF map.
+  kernels::KernelOptions o = options(kernels::KernelType::rbf, 20);
+  o.sigma_scale = 3;
+  nlohmann::json info;
+  const kernels::FeatureMap f = kernels::fit_feature_map(ref::distribute(X, MPI_COMM_WORLD), o, &info);
+  EXPECT_NEAR(info["sigma0"].get<double>(), s, (2.0 * n * n + 6) * eps * s);
+  EXPECT_DOUBLE_EQ(f.sigma2, 9.0 * info["sigma0"].get<double>() * info["sigma0"].get<double>());
+  o.sigma_scale = -1;
+  EXPECT_THROW(kernels::fit_feature_map(ref::distribute(X, MPI_COMM_WORLD), o), Error);
 }
 
 TEST(Ksoda, EqualsSodaOnTheDenseEmpiricalKernelMapAndProjectsNewSamplesByEq40) {

@@ -612,6 +612,17 @@ void same_on_all_rank_counts(const std::string& method, bool linear) {
   // criterion is C − 1 for every labeling and the estimate is uninformative (reported).
   if (linear) EXPECT_GT(r.dist.accuracy.unlabeled, 0.5) << method;
   else EXPECT_TRUE(r.dist.info["criterion_saturated"].get<bool>()) << method;
+  // No silent fall-back: the report states what the final GDA learned from.
+  const auto& info = r.dist.info;
+  const long selected = info["selected"].get<long>();
+  EXPECT_EQ(info["final_gda_samples"]["selected_unlabeled"].get<long>(), selected) << method;
+  EXPECT_EQ(info["final_gda_samples"]["labeled"].get<long>(), 9) << method;  // 3 per class
+  EXPECT_EQ(info["fallback_to_gda"].get<bool>(), selected == 0) << method;
+  if (selected == 0) {
+    const std::string why = info["fallback_reason"].get<std::string>();
+    EXPECT_NE(why.find("GDA on the 9 labeled samples alone"), std::string::npos) << why;
+    if (info["criterion_saturated"].get<bool>()) EXPECT_NE(why.find("saturated"), std::string::npos) << why;
+  }
 }
 }  // namespace
 

@@ -6,6 +6,7 @@
 
 #include "ssdr/data/split.hpp"
 #include "ssdr/driver/pipeline.hpp"
+#include "ssdr/driver/selection.hpp"
 #include "ssdr/io/dataset.hpp"
 
 namespace ssdr::driver {
@@ -18,6 +19,9 @@ struct FitCommand {
   data::SplitSpec split;      ///< --labeled-per-class P ... --seed S
   int splits = 1;             ///< evaluate: R random splits, seeds S..S+R−1
   FitConfig config;
+  std::string select_by = "none";  ///< --select-by none|cv
+  int cv_folds = 5;                ///< --cv-folds k
+  Grid grid;                       ///< --grid NAME=v1,...; empty → default_grid(config)
   std::string report, model, embedding;  ///< output paths (empty: not written)
 };
 
@@ -31,10 +35,14 @@ struct TransformCommand {
 /// Collective. \throws ssdr::Error (collectively) naming the option and path.
 void check_outputs(const FitCommand& cmd, MPI_Comm comm);
 
-/// `ssdr fit`: one split; prints the accuracy table on rank 0, writes report/model/
-/// embedding atomically. Collective. Returns the process exit code.
+/// `ssdr fit`: one split; with select_by "cv" the grid (or default_grid) is first chosen by
+/// select_by_cv on the split's labeled samples (folds seeded by the split's seed) and
+/// recorded in the report's info["selection"]; prints the accuracy table on rank 0, writes
+/// report/model/embedding atomically. Collective. Returns the process exit code.
 int run_fit(const FitCommand& cmd, MPI_Comm comm);
-/// `ssdr evaluate`: cmd.splits random splits, mean ± std. Collective.
+/// `ssdr evaluate`: cmd.splits random splits, mean ± std; with select_by "cv" the selection
+/// runs inside every split (per_split[i].info.selection; the choices in "selection").
+/// Collective.
 int run_evaluate(const FitCommand& cmd, MPI_Comm comm);
 /// `ssdr transform`: applies a saved model. Collective.
 int run_transform(const TransformCommand& cmd, MPI_Comm comm);

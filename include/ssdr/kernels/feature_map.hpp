@@ -51,6 +51,14 @@ struct KernelOptions {
   KernelType type = KernelType::none;
   double degree = 3;        ///< polynomial p (KSODA paper: 3)
   double sigma2 = 0;        ///< RBF σ²; 0 → mean pairwise squared distance of the training samples
+  /// RBF: when > 0, σ = sigma_scale·σ₀ with σ₀ the mean pairwise *distance* of the training
+  /// samples (ssgda-zhang-yeung sec. IV: σ ∈ σ₀·{10⁻³ … 10³}), i.e. σ² = (sigma_scale·σ₀)²;
+  /// overrides sigma2.
+  double sigma_scale = 0;
+  /// σ₀ already computed for these training samples (mean_pairwise_distance), so a sweep over
+  /// sigma_scale computes the O(n²d) mean once; 0 → computed by fit_feature_map. Not part of
+  /// to_json (a property of the samples, not an option).
+  double sigma0 = 0;
   int64_t landmarks = 0;    ///< r: 0 → exact map (n×n kernel, ScaLAPACK); > 0 → Nyström with r landmarks
   std::string landmark_seeding = "uniform";  ///< "uniform" or "kmeans++"
   uint64_t seed = 0;        ///< landmark sampling seed
@@ -96,6 +104,15 @@ void kernel_block(const FeatureMap& f, const double* X, int64_t b, std::vector<d
 /// Jensen). Collective over X.comm. \throws ssdr::Error (collective) when n < 2.
 double mean_pairwise_squared_distance(const DistMatrix& X);
 
+/// Mean pairwise Euclidean distance σ₀ of the n rows of X (n×d, rows distributed, any
+/// layout) over all ordered pairs i ≠ j,
+///   σ₀ = (1/(n(n−1))) Σ_{i≠j} ‖x_i − x_j‖   (ssgda-zhang-yeung sec. IV, "the average
+/// distance between two points"), not squared: no O(n·d) shortcut exists, so the row blocks
+/// travel around a ring of the ranks (each rank: its block plus one travelling block) and
+/// every pair is computed directly, O(n²·d/p) flops per rank. Collective over X.comm.
+/// \throws ssdr::Error (collective) when n < 2.
+double mean_pairwise_distance(const DistMatrix& X);
+
 /// Memory (bytes per rank) the exact map needs for n training samples of dimension d on p
 /// ranks: replicated Z and M (n·d + n²), the local kernel rows (n²/p), the ScaLAPACK matrix
 /// and its eigenvectors (2n²/p). Not collective.
@@ -112,10 +129,20 @@ double exact_map_bytes_per_rank(int64_t n, int64_t d, int p);
 /// - Nyström (o.landmarks = r > 0, capped at n): r landmarks drawn from X with a generator
 ///   seeded by o.seed — "uniform" (a seeded permutation of the global indices) or "kmeans++"
 ///   (D² sampling with integer-quantized weights, so the choice does not depend on the rank
-///   count) — W_r = k(Z, Z) eigen-decomposed with LAPACK on every rank, M = U_+ Λ_+^{-1/2}.
-/// Collective over X.comm. `info` receives the parameters used (kernel, degree, σ², r_z, r,
-/// discarded eigenvalues). \throws ssdr::Error (collective) on type none, n < 2, degree ≤ 0,
-/// negative σ², an unknown seeding, or the memory refusal.
+///   count) — W_r = k(Z, Z) eigen-decomposed with LAPACK on every rank, M₀ = U_+ Λ_+^{-1/2};
+///   then rotated to the principal axes of the centered training map, as the exact map's
+///   Φ_c = UΛ^{1/2} is: with Φ₀ = φ_c(X) under M₀ and Φ₀ᵀΦ₀ = VΣVᵀ (r×r, one all-reduce),
+///   M = M₀V₊ (Σ in decreasing order, columns with σ_k ≤ 1e-10·σ_max dropped — the direction
+///   the centering removes among them — each column of V with its largest-magnitude entry
+///   positive). Φ_cᵀΦ_c = Σ is then diagonal, so μ₀ = max diag H_w of soda-nie2009 (38) is
+///   taken on kernel-PCA coordinates for both maps and μ = R·μ₀ means the same; with r = n
+///   landmarks the rotated map equals the exact one up to column signs. Rotation-invariant
+///   methods (GDA, SSGDA) are unaffected. M depends on an all-reduce, so it agrees across
+///   rank counts to rounding (Davis–Kahan: ‖ΔV_k‖ ≲ ‖ΔΣ‖/gap_k), not bit for bit.
+/// Collective over X.comm. `info` receives the parameters used (kernel, degree, σ², with
+/// sigma_scale also σ₀ and the scale, r_z, r, discarded eigenvalues). \throws ssdr::Error
+/// (collective) on type none, n < 2, degree ≤ 0, negative σ² or sigma_scale, an unknown
+/// seeding, or the memory refusal.
 FeatureMap fit_feature_map(const DistMatrix& X, const KernelOptions& o, nlohmann::json* info = nullptr);
 
 /// φ_c of the b rows of the row-major block X (b×d'): Phi (row-major b×r) = (★). Local.

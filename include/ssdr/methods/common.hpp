@@ -22,6 +22,9 @@ namespace ssdr::methods {
 struct GraphCache {
   std::map<std::string, graph::Graph> graphs;
   std::map<std::string, propagation::PropagationResult> propagations;
+  /// σ₀ = kernels::mean_pairwise_distance of the samples (input space), 0 until computed:
+  /// an RBF sweep over sigma_scale computes the O(n²d) mean once.
+  double sigma0 = 0;
   int hits = 0, misses = 0;
 };
 

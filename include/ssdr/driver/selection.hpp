@@ -1,0 +1,126 @@
+#pragma once
+/// \file selection.hpp
+/// Parameter selection by k-fold cross-validation on the labeled samples only, the way
+/// ssgda-zhang-yeung (sec. IV: σ and λ) and sllda-zhao2014 (sec. 5: α_u) choose their
+/// parameters, shared by `ssdr fit|evaluate --select-by cv` and `ssdr experiment`
+/// (`select_by: cv`, `cv_grid`); and the named parameters both accept (`--grid NAME=...`,
+/// the job file's keys).
+///
+/// No unlabeled or unseen label is looked at: each fold's labeled samples are hidden
+/// (they become unlabeled, so the transductive set — graph, kernel map, preprocessing —
+/// is the same in every fold) and scored by 1-NN against the remaining labeled samples.
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ssdr/data/split.hpp"
+#include "ssdr/driver/pipeline.hpp"
+#include "ssdr/io/dataset.hpp"
+#include "ssdr/methods/common.hpp"
+
+namespace ssdr::driver {
+
+/// A parameter grid: (name, candidate values) pairs in sweep order; names from
+/// parameter_names().
+using Grid = std::vector<std::pair<std::string, std::vector<nlohmann::json>>>;
+
+/// The parameters a grid or a job may set: knn, weight, sigma_s, alpha_u, mu_scale, alpha,
+/// beta, gamma, mu, recursions, eigenvalue_scaling, scaling, pca_energy, pca, kernel, degree,
+/// sigma2, sigma_scale, landmarks, landmark_seeding (the CLI options without dashes,
+/// '-' → '_').
+const std::set<std::string>& parameter_names();
+
+/// Sets the parameter `key` of `config` to `value` (method options, preprocessing, or the
+/// kernel options in config.parameters["kernel"]) and records it in config.parameters.
+/// `context` starts every error message ("--grid", "job.yaml"). Local.
+/// \throws ssdr::Error (collective: every rank sets the same values) "<context>: parameter
+///   KEY: expected ..., got ..." for an unknown key or a value of the wrong kind.
+void set_parameter(FitConfig& config, const std::string& key, const nlohmann::json& value,
+                   const std::string& context);
+
+/// Parses one `--grid NAME=v1,v2,...` argument; a value is a number when it parses as one
+/// (integers stay integers), else a string. Local.
+/// \throws ssdr::Error (collective) "--grid 'TEXT': ..." naming what was expected.
+std::pair<std::string, std::vector<nlohmann::json>> parse_grid_argument(const std::string& text);
+
+/// Every point of the grid's Cartesian product as a JSON object {name: value, ...}, the
+/// last parameter varying fastest; an empty grid has one empty point. Local.
+std::vector<nlohmann::json> grid_points(const Grid& grid);
+
+/// The candidates the papers cross-validate, for the method and kernel of `config`:
+///  - an RBF kernel: sigma_scale ∈ {1, 10⁻¹, 10, 10⁻², 10², 10⁻³, 10³}, i.e. σ = scale·σ₀ with
+///    σ₀ the mean pairwise distance (ssgda-zhang-yeung sec. IV: σ₀·{10⁻³, …, 10³});
+///  - m-ssgda: alpha (λ of eq. (9)) ∈ {10⁻³, 10⁻², …, 10³} (ssgda-zhang-yeung sec. IV);
+///  - sl-lda, sl-lda-wls: alpha_u ∈ {1/(1+λ)} for λ ∈ {10⁻⁹, 10⁻⁶, 10⁻³, 1, 10³, 10⁶, 10⁹}
+///    (sllda-zhao2014 sec. 5 names that set "λ" for the balancing parameter α_j of eq. (3);
+///    α_u must lie in [0, 1), and α = 1/(1+λ) is the relation between the propagation's α
+///    and the fitting weight λ of the consistency method it builds on [39]; the set is
+///    symmetric under λ ↔ 1/λ), ordered nearest the default 0.99 first.
+/// Candidates are listed nearest the method's default first, so a CV tie (common with a
+/// few labeled samples) goes to the value nearest the default. Empty for other methods.
+/// Local.
+Grid default_grid(const FitConfig& config);
+
+/// The CV fold of every sample (n entries): labeled samples get 0..k−1, the others −1, with
+/// k = min(folds, number of labeled samples). Classes in order 0..c−1; within a class the
+/// labeled samples (in sample order) are shuffled by Fisher–Yates driven by
+/// std::mt19937_64(seed) (explicit modulo arithmetic, as data::make_split) and dealt
+/// round-robin into the folds, continuing where the previous class stopped: a stratified
+/// split, fold sizes differ by at most one and each fold holds ⌊l_c/k⌋ or ⌈l_c/k⌉ of class c.
+/// Depends only on labels, roles and seed: identical on every rank and every rank count.
+/// Local. \throws ssdr::Error (collective) when folds < 2 or a class has fewer than two
+///   labeled samples (hiding a fold could leave it without one).
+std::vector<int> cv_folds(const std::vector<int>& labels, const std::vector<data::Role>& roles, int classes,
+                          int folds, uint64_t seed);
+
+/// Graph caches a cross-validation keeps across the candidates of a grid: one per fold
+/// (propagations depend on the fold's labels) and `shared` for what depends only on the
+/// transductive samples, which every fold shares (kNN graphs, σ₀).
+struct CvCaches {
+  methods::GraphCache shared;
+  std::vector<methods::GraphCache> folds;
+};
+
+/// Outcome of one configuration's cross-validation.
+struct CvScore {
+  double accuracy = 0;     ///< correctly classified held-out samples / labeled samples (pooled over folds)
+  int64_t correct = 0, scored = 0;
+  int folds = 0;
+  int fallback_to_gda = 0;  ///< folds in which SSGDA selected no unlabeled sample (FitResult::info)
+};
+
+/// k-fold CV of one configuration on the labeled samples: for each fold f (cv_folds), the
+/// fold's labeled samples become unlabeled (roles only; still transductive), the method is
+/// fitted (fit_and_evaluate) and each held-out sample is classified by 1-NN in the
+/// embedding against the remaining labeled samples. Collective over ds.X.comm; the fits
+/// use `caches` (nullptr: none). ds: n samples distributed by rows; roles, folds: n entries,
+/// replicated. \throws ssdr::Error (collective) when the method does not project (lp) or
+/// a fit fails.
+CvScore cross_validate(const io::Dataset& ds, const std::vector<data::Role>& roles, const FitConfig& config,
+                       const std::vector<int>& folds, CvCaches* caches);
+
+/// The chosen configuration and what the selection did.
+struct Selection {
+  FitConfig config;  ///< the base configuration with the chosen grid point set
+  /// {"by": "cv", "folds": k, "seed", "grid", "candidates": [{"params", "cv_accuracy",
+  ///  "correct", "scored", "fallback_to_gda_folds"} or {"params", "error"}], "chosen",
+  ///  "cv_accuracy", "seconds"}: recorded in the report's info["selection"].
+  nlohmann::json report;
+};
+
+/// Chooses the grid point with the highest cross_validate accuracy; a tie goes to the
+/// earlier point (grid order). A candidate whose fit fails with a collective ssdr::Error (a
+/// solver that does not converge, a rejected option) is recorded with its message and
+/// skipped. `seed` fixes the folds (cv_folds). ds: n samples, X distributed by rows, labels
+/// replicated; roles: n entries, replicated. The kNN graphs and σ₀ of base.cache (if any) are
+/// reused. Collective over ds.X.comm.
+/// \throws ssdr::Error (collective) when the grid is empty, the method does not project, a
+///   class has fewer than two labeled samples, or every candidate failed.
+Selection select_by_cv(const io::Dataset& ds, const std::vector<data::Role>& roles, const FitConfig& base,
+                       const Grid& grid, int folds, uint64_t seed);
+
+}  // namespace ssdr::driver
