@@ -1,6 +1,7 @@
 // ssdr command line: parses and validates the options, then calls the driver. PETSc/SLEPc
 // options (-log_view, -lp_ksp_type gmres, -tr_eps_type scalapack, ...) may follow the ssdr
 // options; they are handed to SlepcInitialize untouched.
+#include <algorithm>
 #include <slepcsys.h>
 
 #include <boost/program_options.hpp>
@@ -44,9 +45,15 @@ bool is_petsc_option(const char* a) {
 
 std::string methods_help() {
   std::ostringstream s;
-  for (const auto& m : methods::method_table())
+  for (const auto& m : methods::method_table()) {
     s << "  " << m.name << std::string(m.name.size() < 12 ? 12 - m.name.size() : 1, ' ') << m.summary << "\n"
       << "              [" << m.source << "]\n";
+    if (!m.parameters.empty()) {
+      std::string own;
+      for (const auto& p : m.parameters) own += (own.empty() ? "" : ", ") + p;
+      s << "              parameters: " << own << "\n";
+    }
+  }
   return s.str();
 }
 
@@ -167,6 +174,15 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
   c.format = io::parse_format(format);
   // The method's paper preprocessing unless the user chose one.
   const auto& info = methods::find_method(c.config.method);
+  // A parameter the method does not use is an error, not a silently ignored value.
+  for (const char* option : {"knn", "weight", "sigma-s", "alpha-u", "mu-scale", "alpha", "beta", "gamma", "mu",
+                             "recursions", "eigenvalue-scaling", "kernel", "degree", "sigma2", "sigma-scale",
+                             "landmarks", "landmark-seeding"}) {
+    if (!vm.count(option) || vm[option].defaulted()) continue;
+    std::string name = option;
+    std::replace(name.begin(), name.end(), '-', '_');
+    methods::require_parameter(info, name, std::string("--") + option);
+  }
   if (vm["scaling"].defaulted()) scaling = data::to_string(info.preprocess.scaling);
   if (vm["pca-energy"].defaulted())
     c.config.preprocess.pca_energy = info.preprocess.pca_energy;
@@ -212,7 +228,10 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
   SSDR_REQUIRE(grid.empty() || c.select_by == "cv", "--grid needs --select-by cv");
   SSDR_REQUIRE(c.select_by == "none" || info.projects,
                "--select-by cv: method '" + c.config.method + "' learns no projection to cross-validate");
-  for (const auto& g : grid) c.grid.push_back(driver::parse_grid_argument(g));
+  for (const auto& g : grid) {
+    c.grid.push_back(driver::parse_grid_argument(g));
+    methods::require_parameter(info, c.grid.back().first, "--grid " + c.grid.back().first);
+  }
   auto& mo = c.config.method_options;
   c.config.parameters = {{"method", c.config.method},
                          {"dim", mo.dim},

@@ -113,27 +113,55 @@ json scalar_json(const YAML::Node& n) {
   return s;
 }
 
-/// "a:b" or "a:b:step" → a, a+step, ..., b.
+/// "a:b" or "a:b:step" → a, a+step, ..., b. Every part a strict integer; a range may expand to
+/// at most kMaxDims values (a job line of a few bytes must not allocate gigabytes).
 std::vector<int64_t> parse_range(const Job& job, const std::string& s) {
+  constexpr int64_t kMaxDims = 100000;
   std::vector<int64_t> parts;
   std::stringstream ss(s);
   std::string tok;
   while (std::getline(ss, tok, ':')) {
-    try {
-      parts.push_back(std::stoll(tok));
-    } catch (...) {
+    char* end = nullptr;
+    errno = 0;
+    const long long v = tok.empty() ? 0 : std::strtoll(tok.c_str(), &end, 10);
+    if (tok.empty() || errno != 0 || *end != '\0')
       job_error(job, "dim: expected an integer, a list or a range 'a:b[:step]', got '" + s + "'");
-    }
+    parts.push_back(v);
   }
-  if (parts.size() == 1) return parts;
+  if (parts.size() == 1) {
+    if (parts[0] < 1) job_error(job, "dim: expected a positive dimension, got '" + s + "'");
+    return parts;
+  }
   if (parts.size() < 2 || parts.size() > 3 || parts[0] < 1 || parts[1] < parts[0] ||
       (parts.size() == 3 && parts[2] < 1))
     job_error(job, "dim: expected a range 'a:b[:step]' with 1 <= a <= b, got '" + s + "'");
+  const int64_t step = parts.size() == 3 ? parts[2] : 1;
+  if ((parts[1] - parts[0]) / step + 1 > kMaxDims)
+    job_error(job, "dim: range '" + s + "' has more than " + std::to_string(kMaxDims) + " values");
   std::vector<int64_t> out;
-  for (int64_t v = parts[0]; v <= parts[1]; v += parts.size() == 3 ? parts[2] : 1) out.push_back(v);
+  for (int64_t v = parts[0]; v <= parts[1]; v += step) out.push_back(v);
   return out;
 }
 
+/// Refuse a mapping that repeats a key anywhere in the job (yaml-cpp keeps one of them
+/// silently): "file:line: duplicate key 'k' (first on line L)".
+void check_duplicate_keys(const std::string& file, const YAML::Node& node) {
+  if (node.IsMap()) {
+    std::map<std::string, int> seen;
+    for (const auto& kv : node) {
+      const std::string key = kv.first.IsScalar() ? kv.first.as<std::string>() : std::string("<complex key>");
+      const int line = kv.first.Mark().line + 1;
+      const auto [it, fresh] = seen.emplace(key, line);
+      if (!fresh)
+        throw Error(file + ":" + std::to_string(line) + ": duplicate key '" + key + "' (first on line " +
+                        std::to_string(it->second) + ")",
+                    __FILE__, __LINE__, true);
+      check_duplicate_keys(file, kv.second);
+    }
+  } else if (node.IsSequence()) {
+    for (const auto& v : node) check_duplicate_keys(file, v);
+  }
+}
 
 Job parse_job(const std::string& path) {
   Job job;
@@ -150,6 +178,7 @@ Job parse_job(const std::string& path) {
     throw Error(path + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg, __FILE__, __LINE__, true);
   }
   const std::string base = dirname_of(path);
+  check_duplicate_keys(path, root);
   try {
     static const std::set<std::string> top = {"name", "output", "splits", "seed", "protocol", "transductive_fraction",
                                               "unlabeled_per_class", "labeled_per_class", "select_by", "cv_folds", "datasets",
@@ -206,6 +235,7 @@ Job parse_job(const std::string& path) {
       } else {
         if (!m["name"]) job_error(job, "line " + std::to_string(m.Mark().line + 1) + ": a method needs a name");
         ms.name = m["name"].as<std::string>();
+        methods::find_method(ms.name);  // an unknown name first, before its parameters
         for (const auto& kv : m) {
           const std::string key = kv.first.as<std::string>();
           if (key == "name") continue;
@@ -226,6 +256,7 @@ Job parse_job(const std::string& path) {
               for (const auto& g : kv.second) {
                 const std::string name = g.first.as<std::string>();
                 if (!parameter_names().count(name)) job_error(job, where + ": unknown parameter '" + name + "'");
+                methods::require_parameter(methods::find_method(ms.name), name, job.file + ": " + where + ": " + name);
                 std::vector<json> values;
                 if (g.second.IsSequence())
                   for (const auto& v : g.second) values.push_back(scalar_json(v));
@@ -244,6 +275,8 @@ Job parse_job(const std::string& path) {
           if (!parameter_names().count(key))
             job_error(job, "line " + std::to_string(kv.first.Mark().line + 1) + ": unknown parameter '" + key +
                                "' of method " + ms.name);
+          methods::require_parameter(methods::find_method(ms.name), key,
+                                     job.file + ": line " + std::to_string(kv.first.Mark().line + 1) + ": " + key);
           std::vector<json> values;
           if (kv.second.IsSequence())
             for (const auto& v : kv.second) values.push_back(scalar_json(v));

@@ -1,6 +1,7 @@
 // The method table: name → factory, help text, paper, preprocessing defaults. It drives
 // `ssdr methods`, --help, validation of --method and dispatch.
 #include <algorithm>
+#include <map>
 
 #include "ssdr/core/error.hpp"
 #include "ssdr/methods/factories.hpp"
@@ -61,10 +62,33 @@ data::PreprocessOptions unit_scale() {
   p.scaling = data::Scaling::global_unit;  // (xᵀy + 1)^3 is dominated by the data's scale otherwise
   return p;
 }
-}  // namespace
 
-const std::vector<MethodInfo>& method_table() {
-  static const std::vector<MethodInfo> table = {
+/// Each method's own parameters (MethodInfo::parameters), by the options its fit reads.
+const std::map<std::string, std::vector<std::string>>& own_parameters() {
+  static const std::map<std::string, std::vector<std::string>> p = {
+      {"soda", {"knn", "weight", "sigma_s", "alpha_u", "mu_scale"}},
+      {"oda", {"mu_scale"}},
+      {"lda", {}},
+      {"lp", {"knn", "weight", "sigma_s", "alpha_u"}},
+      {"sl-lda", {"knn", "alpha_u", "alpha", "eigenvalue_scaling"}},  // the LNP graph has no σ
+      {"sl-lda-wls", {"knn", "alpha_u", "alpha"}},
+      {"tca", {"knn", "weight", "sigma_s", "alpha", "beta"}},
+      {"otca", {"knn", "weight", "sigma_s", "alpha", "beta", "gamma"}},
+      {"soge", {"knn", "weight", "sigma_s", "alpha", "mu", "recursions"}},
+      {"olda", {}},
+      {"sda", {"knn", "weight", "sigma_s", "alpha", "beta"}},
+      {"pca", {}},
+      {"1nn", {}},
+      {"ksoda", {"knn", "weight", "sigma_s", "alpha_u", "mu_scale"}},
+      {"gda", {}},
+      {"ssgda", {}},  // its graph (K of Table I) is the paper's, not --knn
+      {"m-ssgda", {"alpha"}},  // λ of eq. (15)
+  };
+  return p;
+}
+
+std::vector<MethodInfo> build_table() {
+  std::vector<MethodInfo> table = {
       {"soda", "semi-supervised orthogonal discriminant analysis via label propagation",
        "soda-nie2009 eq. (24)-(32), trace ratio by sec. 2.3.2", true, true, &make_soda, {}},
       {"oda", "orthogonal discriminant analysis (trace ratio on the labeled samples)",
@@ -104,6 +128,13 @@ const std::vector<MethodInfo>& method_table() {
       {"m-ssgda", "SSGDA with the manifold term lambda sum w_ij |e_i - e_j|_1 (linear kernel; lambda: --alpha)",
        "ssgda-zhang-yeung eq. (15)-(17)", true, true, &make_m_ssgda, {}, kernel(kernels::KernelType::linear)},
   };
+  for (MethodInfo& m : table) m.parameters = own_parameters().at(m.name);
+  return table;
+}
+}  // namespace
+
+const std::vector<MethodInfo>& method_table() {
+  static const std::vector<MethodInfo> table = build_table();
   return table;
 }
 
@@ -130,6 +161,23 @@ graph::GraphOptions method_graph(const std::string& method, const MethodOptions&
   }
   if (o.graph.sigma != 0) g.sigma = o.graph.sigma;
   return g;
+}
+
+bool uses_parameter(const MethodInfo& method, const std::string& name) {
+  static const std::vector<std::string> every = {"dim", "normalize", "scaling", "pca_energy", "pca"};
+  static const std::vector<std::string> kernel = {"kernel", "degree", "sigma2", "sigma_scale", "landmarks",
+                                                  "landmark_seeding"};
+  auto in = [&](const std::vector<std::string>& v) { return std::find(v.begin(), v.end(), name) != v.end(); };
+  return in(every) || (method.projects && in(kernel)) || in(method.parameters);
+}
+
+void require_parameter(const MethodInfo& method, const std::string& name, const std::string& spelling) {
+  if (uses_parameter(method, name)) return;
+  std::string own;
+  for (const auto& p : method.parameters) own += (own.empty() ? "" : ", ") + p;
+  throw Error(spelling + " is not a parameter of " + method.name + " (its own parameters: " +
+                  (own.empty() ? "none" : own) + ")",
+              __FILE__, __LINE__, true);
 }
 
 int64_t resolve_dim(int64_t requested, int classes, int64_t d) {

@@ -125,7 +125,22 @@ refuse "--transductive-fraction nan" "--transductive-fraction must be in (0, 1],
 refuse "--transductive-fraction -0.1" "--transductive-fraction must be in (0, 1]" "${IRIS[@]}" --transductive-fraction -0.1
 refuse "--pca-energy 0" "--pca-energy must be in (0, 1]" "${IRIS[@]}" --pca-energy 0
 refuse "--unlabeled-per-class -5" "--unlabeled-per-class must be at least 0" "${IRIS[@]}" --unlabeled-per-class -5
-refuse "--recursions 0" "--recursions must be at least 1" "${IRIS[@]}" --recursions 0
+refuse "--recursions 0" "--recursions must be at least 1" fit --method soge --data "$DATA/iris.csv" --labeled-per-class 3 -q --recursions 0
+refuse "--beta with soda (a parameter the method does not use)" "--beta is not a parameter of soda" \
+  fit --method soda --data "$DATA/iris.csv" --labeled-per-class 3 -q --beta 2
+refuse "--grid of a parameter the method does not use" "--grid alpha is not a parameter of oda" \
+  fit --method oda --data "$DATA/iris.csv" --labeled-per-class 3 -q --select-by cv --grid alpha=1,2
+job() {  # job FILE METHOD_LINES...: a small iris job
+  local f="$1"; shift
+  printf 'name: j\nprotocol: transductive-fraction\ntransductive_fraction: 0.5\nlabeled_per_class: 3\nsplits: 1\ndatasets:\n  - {path: %s}\nmethods:\n' "$DATA/iris.csv" >"$f"
+  printf '%s\n' "$@" >>"$f"
+}
+job "$tmp/dup.yaml" "  - {name: lda}" "splits: 3"
+refuse "a duplicate key in a job file" "dup.yaml:10: duplicate key 'splits' (first on line 5)" experiment "$tmp/dup.yaml" --output "$tmp/dup" -q
+job "$tmp/dims.yaml" '  - {name: lda, dim: "1:1000000000"}'
+refuse "a job dim range of a billion values" "dim: range '1:1000000000' has more than 100000 values" experiment "$tmp/dims.yaml" --output "$tmp/dims" -q
+job "$tmp/unused.yaml" "  - {name: soda, beta: 2}"
+refuse "a job parameter the method does not use" "unused.yaml: line 9: beta is not a parameter of soda" experiment "$tmp/unused.yaml" --output "$tmp/unused" -q
 refuse "a stray positional word" "unexpected argument 'stray'" "${IRIS[@]}" stray
 head -50 "$DATA/iris.csv" >"$tmp/one_class.csv"
 refuse "a data set with one class" "1 class(es)" fit --method lda --data "$tmp/one_class.csv" --labeled-per-class 3 -q
