@@ -72,6 +72,146 @@ inline double transformed(const Preprocessor& p, const double* x, int64_t j) {
   return v;
 }
 
+/// The leading eigenpairs kept by the energy rule: eigenvalues w ascending (length r), the
+/// number of components to keep (≥ 1). \throws ssdr::Error (replicated) when w is all ≤ 0.
+int64_t components_to_keep(const std::vector<double>& w, const PreprocessOptions& options, int64_t count) {
+  const int64_t r = static_cast<int64_t>(w.size());
+  const double largest = r > 0 ? std::max(w.back(), 0.0) : 0.0;
+  // The eigenvalues are replicated (the same bits on every rank), so this check is collective.
+  SSDR_REQUIRE(largest > 0, "every feature is constant on the " + std::to_string(count) +
+                                " transductive samples (zero variance): there is nothing to project");
+  int64_t keep = 0;
+  if (options.pca_energy > 0) {
+    double total = 0;
+    for (double e : w) total += std::max(e, 0.0);
+    double acc = 0;
+    for (int64_t k = r - 1; k >= 0; --k) {
+      if (w[static_cast<size_t>(k)] <= 1e-10 * largest) break;
+      acc += w[static_cast<size_t>(k)];
+      ++keep;
+      if (acc >= options.pca_energy * total * (1 - 1e-12)) break;
+    }
+  } else {
+    for (int64_t k = r - 1; k >= 0; --k)
+      if (w[static_cast<size_t>(k)] > 1e-10 * largest) ++keep;
+  }
+  return std::max<int64_t>(keep, 1);
+}
+
+/// Flips column c of B so that its largest-magnitude entry is positive. Local.
+void fix_sign(Dense& B, int64_t c) {
+  int64_t arg = 0;
+  for (int64_t i = 1; i < B.rows; ++i)
+    if (std::abs(B(i, c)) > std::abs(B(arg, c))) arg = i;
+  if (B(arg, c) < 0)
+    for (int64_t i = 0; i < B.rows; ++i) B(i, c) = -B(i, c);
+}
+
+/// The PCA basis through the n_fit×n_fit Gram matrix G = ZZᵀ/n_fit of the centered fit rows
+/// Z (C = ZᵀZ/n_fit has the same nonzero eigenvalues; v = Zᵀu/‖Zᵀu‖). Each rank in turn
+/// broadcasts its fit rows; every rank computes G's entries between its rows and those in
+/// 64×64 GEMM tiles of one fixed shape (zero-padded), so an entry's bits do not depend on
+/// the partition; the rows of G are then gathered (G replicated, lower triangle taken) and
+/// eigen-decomposed by LAPACK on every rank; Zᵀu is summed by ordered_row_sum. Collective.
+void gram_basis(const DistMatrix& X, const std::vector<int64_t>& rows, const Preprocessor& pre, int64_t count,
+                const PreprocessOptions& options, Preprocessor& p) {
+  constexpr int64_t kTile = 64;
+  const int64_t d = X.cols;
+  const int64_t nl = static_cast<int64_t>(rows.size());
+  int size = 1, me = 0;
+  MPI_Comm_size(X.comm, &size);
+  MPI_Comm_rank(X.comm, &me);
+  // Z: this rank's centered fit rows, row-major nl×d, zero-padded to whole tiles.
+  const int64_t nl_pad = (nl + kTile - 1) / kTile * kTile;
+  std::vector<double> Z(static_cast<size_t>(nl_pad * d), 0.0);
+  for (int64_t i = 0; i < nl; ++i) {
+    const double* x = X.row(rows[static_cast<size_t>(i)]);
+    for (int64_t j = 0; j < d; ++j) Z[static_cast<size_t>(i * d + j)] = transformed(pre, x, j) - pre.mean[static_cast<size_t>(j)];
+  }
+  std::vector<int64_t> counts(static_cast<size_t>(size));
+  MPI_Allgather(&nl, 1, MPI_INT64_T, counts.data(), 1, MPI_INT64_T, X.comm);
+  std::vector<int64_t> offsets(static_cast<size_t>(size) + 1, 0);
+  for (int q = 0; q < size; ++q) offsets[static_cast<size_t>(q) + 1] = offsets[static_cast<size_t>(q)] + counts[static_cast<size_t>(q)];
+  const int64_t nf = offsets.back();
+  // My rows of G (nl × nf, row-major).
+  std::vector<double> mine(static_cast<size_t>(nl * nf), 0.0);
+  std::vector<double> other, tile(static_cast<size_t>(kTile * kTile));
+  for (int q = 0; q < size; ++q) {
+    const int64_t nq = counts[static_cast<size_t>(q)];
+    if (nq == 0) continue;
+    const int64_t nq_pad = (nq + kTile - 1) / kTile * kTile;
+    const double* Zq = nullptr;
+    if (q == me) {
+      Zq = Z.data();
+    } else {
+      other.assign(static_cast<size_t>(nq_pad * d), 0.0);
+      Zq = other.data();
+    }
+    // Broadcast in pieces of at most 2^30 doubles (MPI counts are int).
+    for (int64_t at = 0; at < nq * d; at += int64_t{1} << 30) {
+      const int64_t len = std::min<int64_t>(int64_t{1} << 30, nq * d - at);
+      MPI_Bcast(const_cast<double*>(Zq) + at, static_cast<int>(len), MPI_DOUBLE, q, X.comm);
+    }
+    for (int64_t i0 = 0; i0 < nl; i0 += kTile)
+      for (int64_t j0 = 0; j0 < nq; j0 += kTile) {
+        // Column-major tile (kTile×kTile) = Z_i·Z_jᵀ: rows of Z are columns of a d×n matrix.
+        blas::gemm('T', 'N', kTile, kTile, d, 1.0, Z.data() + i0 * d, d, Zq + j0 * d, d, 0.0, tile.data(), kTile);
+        for (int64_t a = 0; a < kTile && i0 + a < nl; ++a)
+          for (int64_t b = 0; b < kTile && j0 + b < nq; ++b)
+            mine[static_cast<size_t>((i0 + a) * nf + offsets[static_cast<size_t>(q)] + j0 + b)] =
+                tile[static_cast<size_t>(a + b * kTile)];
+      }
+  }
+  other.clear();
+  other.shrink_to_fit();
+  // G replicated: gather the rows (global fit order), keep the lower triangle (entry (i, j),
+  // i ≥ j, as computed by the owner of row i) and mirror it.
+  Dense G(nf, nf);
+  {
+    std::vector<double> all(static_cast<size_t>(nf * nf));
+    std::vector<int> rc(static_cast<size_t>(size)), rd(static_cast<size_t>(size));
+    SSDR_REQUIRE(nf * nf < (int64_t{1} << 31), "PCA by the Gram route: " + std::to_string(nf) +
+                                                  " transductive samples give a Gram matrix too large for one rank");
+    for (int q = 0; q < size; ++q) {
+      rc[static_cast<size_t>(q)] = static_cast<int>(counts[static_cast<size_t>(q)] * nf);
+      rd[static_cast<size_t>(q)] = static_cast<int>(offsets[static_cast<size_t>(q)] * nf);
+    }
+    MPI_Allgatherv(mine.data(), static_cast<int>(nl * nf), MPI_DOUBLE, all.data(), rc.data(), rd.data(), MPI_DOUBLE,
+                   X.comm);
+    for (int64_t i = 0; i < nf; ++i)
+      for (int64_t j = 0; j <= i; ++j) {
+        const double g = all[static_cast<size_t>(i * nf + j)] / static_cast<double>(count);
+        G(i, j) = g;
+        G(j, i) = g;
+      }
+  }
+  std::vector<double> w(static_cast<size_t>(nf));
+  lapack::syev(nf, G.data(), nf, w.data());  // ascending; G now holds the eigenvectors U
+  const int64_t keep = components_to_keep(w, options, count);
+  // Zᵀ U_keep (d × keep), summed over fit rows in ordered_row_sum's fixed order.
+  const int64_t width = d + keep;
+  std::vector<double> ZU = ordered_row_sum(
+      X.comm, nl, width, d * keep,
+      [&](int64_t i, double* out) {
+        std::copy_n(Z.data() + i * d, d, out);
+        const int64_t g = offsets[static_cast<size_t>(me)] + i;
+        for (int64_t c = 0; c < keep; ++c) out[d + c] = G(g, nf - 1 - c);
+      },
+      [&](const double* block, int64_t n, double* out) {
+        blas::gemm('N', 'T', d, keep, n, 1.0, block, width, block + d, width, 0.0, out, d);
+      });
+  p.basis = Dense(d, keep);
+  p.eigenvalues.resize(static_cast<size_t>(keep));
+  for (int64_t c = 0; c < keep; ++c) {
+    p.eigenvalues[static_cast<size_t>(c)] = w[static_cast<size_t>(nf - 1 - c)];
+    double norm2 = 0;
+    for (int64_t i = 0; i < d; ++i) norm2 += ZU[static_cast<size_t>(i + c * d)] * ZU[static_cast<size_t>(i + c * d)];
+    const double inv = norm2 > 0 ? 1.0 / std::sqrt(norm2) : 0.0;
+    for (int64_t i = 0; i < d; ++i) p.basis(i, c) = ZU[static_cast<size_t>(i + c * d)] * inv;
+    fix_sign(p.basis, c);
+  }
+}
+
 }  // namespace
 
 Preprocessor fit_preprocessor(const DistMatrix& X, const std::vector<char>& fit,
@@ -143,6 +283,12 @@ Preprocessor fit_preprocessor(const DistMatrix& X, const std::vector<char>& fit,
   }
   if (!options.pca) return p;
 
+  const bool gram = options.route == PcaRoute::gram || (options.route == PcaRoute::automatic && count < d);
+  if (gram) {
+    gram_basis(X, rows, p, count, options, p);
+    return p;
+  }
+
   // Covariance C = Σ (x − m)(x − m)ᵀ / n_fit: one DSYRK per fixed chunk of fit rows, chunks
   // added in ordered_row_sum's fixed tree (bitwise the same C on any rank count).
   Dense C(d, d);
@@ -164,36 +310,14 @@ Preprocessor fit_preprocessor(const DistMatrix& X, const std::vector<char>& fit,
 
   std::vector<double> w(static_cast<size_t>(d));
   lapack::syev(d, C.data(), d, w.data());  // ascending
-  const double largest = std::max(w.back(), 0.0);
-  // C is replicated (the same bits on every rank), so this check is collective.
-  SSDR_REQUIRE(largest > 0, "every feature is constant on the " + std::to_string(count) +
-                                " transductive samples (zero variance): there is nothing to project");
-  int64_t keep = 0;
-  if (options.pca_energy > 0) {
-    double total = 0;
-    for (double e : w) total += std::max(e, 0.0);
-    double acc = 0;
-    for (int64_t k = d - 1; k >= 0; --k) {
-      if (w[static_cast<size_t>(k)] <= 1e-10 * largest) break;
-      acc += w[static_cast<size_t>(k)];
-      ++keep;
-      if (acc >= options.pca_energy * total * (1 - 1e-12)) break;
-    }
-  } else {
-    for (int64_t k = d - 1; k >= 0; --k)
-      if (w[static_cast<size_t>(k)] > 1e-10 * largest) ++keep;
-  }
-  keep = std::max<int64_t>(keep, 1);
+  const int64_t keep = components_to_keep(w, options, count);
   p.basis = Dense(d, keep);
   p.eigenvalues.resize(static_cast<size_t>(keep));
   for (int64_t c = 0; c < keep; ++c) {
     const int64_t src = d - 1 - c;
     p.eigenvalues[static_cast<size_t>(c)] = w[static_cast<size_t>(src)];
-    int64_t arg = 0;
-    for (int64_t i = 1; i < d; ++i)
-      if (std::abs(C(i, src)) > std::abs(C(arg, src))) arg = i;
-    const double s = C(arg, src) < 0 ? -1.0 : 1.0;
-    for (int64_t i = 0; i < d; ++i) p.basis(i, c) = s * C(i, src);
+    for (int64_t i = 0; i < d; ++i) p.basis(i, c) = C(i, src);
+    fix_sign(p.basis, c);
   }
   return p;
 }

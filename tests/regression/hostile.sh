@@ -115,6 +115,20 @@ open('$tmp/huge-images-idx3-ubyte','wb').write(struct.pack('>IIII',0x803,65536,2
 open('$tmp/huge-labels-idx1-ubyte','wb').write(struct.pack('>II',0x801,65536)+bytes(10))"
 refuse "an IDX header claiming 65536 images of 65536 pixels" "truncated (expected 65536 images" \
   fit --method lda --data "$tmp/huge-images-idx3-ubyte" --labeled-per-class 1 -q
+# d > n: 30 samples × 20 000 features take the n×n Gram route of PCA (was a 20 000² covariance,
+# minutes at 5 GB per rank); a generous 60 s bound (it takes well under a second).
+python3 -c "
+import random
+random.seed(1)
+with open('$tmp/wide.csv', 'w') as f:
+    for i in range(30):
+        f.write(str(i % 3) + ',' + ','.join('%.3f' % (random.random() + 0.5 * (j % 3 == i % 3)) for j in range(20000)) + '\n')"
+if timeout 60 "$MPIEXEC" -n 2 "$SSDR" fit --method lda --data "$tmp/wide.csv" --labeled-per-class 3 -q --report "$tmp/wide.json" \
+     >/dev/null 2>"$tmp/err" && grep -q '"d_reduced": 29' "$tmp/wide.json"; then
+  ok "30 x 20000 dense data: PCA by the Gram route, d' = 29"
+else
+  bad "30 x 20000 dense data: $(head -c 300 "$tmp/err")"
+fi
 refuse "--data /dev/zero" "not a regular file" fit --method lda --data /dev/zero --labeled-per-class 1 -q
 mkfifo "$tmp/in.fifo"
 refuse "--data a FIFO without a writer" "not a regular file" fit --method lda --data "$tmp/in.fifo" --labeled-per-class 1 -q

@@ -213,10 +213,13 @@ TEST(Preprocess, GivesBitwiseTheSameRowsOnAnyRankCountAndLayout) {
   std::vector<int> labels;
   test::load_csv_replicated("digits.csv", X, labels);
   const int r = test::rank();
-  for (data::Scaling sc : {data::Scaling::none, data::Scaling::unit_range, data::Scaling::standardize,
-                           data::Scaling::global_unit}) {
+  for (int case_ = 0; case_ < 5; ++case_) {
+    // Cases 0-3: every scaling by the covariance route; case 4: the Gram route (G = ZZᵀ/n
+    // from fixed-shape GEMM tiles), which must be as layout-independent.
+    const data::Scaling sc = case_ == 4 ? data::Scaling::none : static_cast<data::Scaling>(case_);
     data::PreprocessOptions po;
     po.scaling = sc;
+    po.route = case_ == 4 ? data::PcaRoute::gram : data::PcaRoute::covariance;
     auto run = [&](MPI_Comm comm, bool uneven) {
       DistMatrix Xd = ref::distribute(X, comm);
       std::vector<char> keep(static_cast<size_t>(Xd.n_local), 1);
@@ -249,4 +252,54 @@ TEST(Preprocess, GivesBitwiseTheSameRowsOnAnyRankCountAndLayout) {
     ASSERT_EQ(Yd.rows, Ys.rows);
     EXPECT_EQ(Yd.v, Ys.v) << data::to_string(sc) << ": preprocessed rows differ in their bits";
   }
+}
+
+TEST(Preprocess, GramRouteGivesTheCovarianceRoutesPcaWhenFeaturesOutnumberSamples) {
+  // 40 digits rows (d = 64 > n_fit = 40), distributed over all ranks: the automatic route is
+  // the Gram one. Both routes eigen-decompose the same covariance (C = ZᵀZ/n and G = ZZᵀ/n
+  // share their nonzero eigenvalues), so they must agree up to rounding.
+  // Error analysis: both are backward-stable symmetric eigen-solves of matrices formed with
+  // relative error ≲ d·ε in each entry, so eigenvalues agree to c·ε·λ_max (c ≈ 10³ covers d,
+  // n and LAPACK's constants), and the kept subspace (every eigenvalue above 1e-10·λ_max;
+  // its projector BBᵀ is basis-independent) moves by at most c·ε·λ_max/λ_min_kept (Davis-
+  // Kahan, the gap to the null space being λ_min_kept). The test asserts λ_max/λ_min_kept
+  // stays below 10⁶, so the bounds are at most 2.2e-13·λ_max and 2.2e-7.
+  Dense X;
+  std::vector<int> labels;
+  test::load_csv_replicated("digits.csv", X, labels);
+  Dense X40(40, X.cols);
+  for (int64_t i = 0; i < 40; ++i)
+    for (int64_t j = 0; j < X.cols; ++j) X40(i, j) = X(i, j);
+  DistMatrix Xd = ref::distribute(X40, MPI_COMM_WORLD);
+  std::vector<char> fit(static_cast<size_t>(Xd.n_local), 1);
+  data::PreprocessOptions po;
+  po.route = data::PcaRoute::covariance;
+  const data::Preprocessor pc = data::fit_preprocessor(Xd, fit, po);
+  po.route = data::PcaRoute::automatic;
+  const data::Preprocessor pg = data::fit_preprocessor(Xd, fit, po);
+  ASSERT_EQ(pc.basis.cols, pg.basis.cols);
+  ASSERT_EQ(pc.basis.rows, 64);
+  const double lmax = pc.eigenvalues.front(), lmin = pc.eigenvalues.back();
+  ASSERT_LT(lmax / lmin, 1e6) << "the bound below assumes a well-separated null space";
+  constexpr double c = 1e3, eps = 2.2e-16;
+  for (size_t k = 0; k < pc.eigenvalues.size(); ++k)
+    EXPECT_NEAR(pc.eigenvalues[k], pg.eigenvalues[k], c * eps * lmax) << "eigenvalue " << k;
+  double worst = 0;
+  for (int64_t i = 0; i < 64; ++i)
+    for (int64_t j = 0; j < 64; ++j) {
+      double a = 0, b = 0;
+      for (int64_t k = 0; k < pc.basis.cols; ++k) {
+        a += pc.basis(i, k) * pc.basis(j, k);
+        b += pg.basis(i, k) * pg.basis(j, k);
+      }
+      worst = std::max(worst, std::abs(a - b));
+    }
+  EXPECT_LT(worst, c * eps * lmax / lmin) << "kept subspaces differ";
+  // Orthonormal columns (each normalized explicitly; orthogonal up to the same bound).
+  for (int64_t a = 0; a < pg.basis.cols; ++a)
+    for (int64_t b = 0; b < pg.basis.cols; ++b) {
+      double dot = 0;
+      for (int64_t i = 0; i < 64; ++i) dot += pg.basis(i, a) * pg.basis(i, b);
+      EXPECT_NEAR(dot, a == b ? 1.0 : 0.0, c * eps * lmax / lmin) << a << "," << b;
+    }
 }

@@ -20,11 +20,19 @@ enum class Scaling {
 Scaling parse_scaling(const std::string& name);
 std::string to_string(Scaling s);
 
+/// How the PCA basis is computed. covariance: the d×d covariance Σ(x−m)(x−m)ᵀ/n_fit,
+/// O(d²) memory per rank and O(d³) time. gram: the n_fit×n_fit Gram matrix of the centered
+/// fit samples, G = ZZᵀ/n_fit (same nonzero eigenvalues; basis columns Zᵀu/‖Zᵀu‖), O(n_fit² +
+/// d·d') memory per rank: the route when d > n_fit (30 samples × 20 000 features: a
+/// 30×30 eigenproblem instead of a 20 000×20 000 one). automatic: gram when n_fit < d.
+enum class PcaRoute { automatic, covariance, gram };
+
 struct PreprocessOptions {
   Scaling scaling = Scaling::none;
   bool pca = true;          ///< false: center only (basis = identity)
   double pca_energy = -1;   ///< in (0,1]: keep the fewest components reaching this fraction
                             ///< of the variance; ≤ 0: keep eigenvalues > 1e-10·largest
+  PcaRoute route = PcaRoute::automatic;
 };
 
 /// The fitted map x ↦ Pᵀ((x − shift) ∘ scale − mean) (d → d').
@@ -40,7 +48,10 @@ struct Preprocessor {
 /// through ordered_row_sum, so the fitted map has the same bits on any number of ranks and
 /// any row layout; the covariance is eigen-decomposed with LAPACK on every rank (identical
 /// input → identical result); eigenvector signs are fixed (largest-magnitude entry
-/// positive). Memory O(d² log(n/256)) per rank. Collective over X.comm.
+/// positive). Memory O(d² log(n/256)) per rank by the covariance route; by the Gram route
+/// (options.route, automatic when n_fit < d) O(n_fit² + d·d'·log(n_fit/256)) plus the largest
+/// rank's block of fit rows, with the Gram entries from fixed-shape GEMM tiles (the same bits
+/// on any rank count). Collective over X.comm.
 /// \throws ssdr::Error when no rank has a fit row or pca_energy > 1.
 Preprocessor fit_preprocessor(const DistMatrix& X, const std::vector<char>& fit,
                               const PreprocessOptions& options);
