@@ -174,6 +174,10 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
   c.format = io::parse_format(format);
   // The method's paper preprocessing unless the user chose one.
   const auto& info = methods::find_method(c.config.method);
+  if (!info.projects)  // lp: a transductive classifier, nothing to save or embed
+    for (const char* option : {"model", "embedding"})
+      SSDR_REQUIRE(!vm.count(option), std::string("--") + option + ": method " + info.name +
+                                          " learns no projection, so it has no " + option + " to write");
   // A parameter the method does not use is an error, not a silently ignored value.
   for (const char* option : {"knn", "weight", "sigma-s", "alpha-u", "mu-scale", "alpha", "beta", "gamma", "mu",
                              "recursions", "eigenvalue-scaling", "kernel", "degree", "sigma2", "sigma-scale",

@@ -7,8 +7,33 @@
 
 namespace ssdr {
 
+namespace {
+/// The message on one line: control characters (a NUL from a file would cut the text, a
+/// newline would split it) become \xNN; tabs and line breaks become spaces, trailing
+/// white space is dropped.
+std::string one_line(const std::string& message) {
+  std::string m = message;
+  while (!m.empty() && (m.back() == '\n' || m.back() == '\r' || m.back() == ' ' || m.back() == '\t')) m.pop_back();
+  std::string out;
+  out.reserve(m.size());
+  for (unsigned char ch : m) {
+    if (ch == '\t' || ch == '\n' || ch == '\r') {
+      out += ' ';
+    } else if (ch < 0x20 || ch == 0x7f) {
+      static const char* hex = "0123456789abcdef";
+      out += "\\x";
+      out += hex[ch >> 4];
+      out += hex[ch & 15];
+    } else {
+      out += static_cast<char>(ch);
+    }
+  }
+  return out;
+}
+}  // namespace
+
 Error::Error(const std::string& message, const char* file, int line, bool collective)
-    : std::runtime_error(message), file_(file), line_(line), collective_(collective) {}
+    : std::runtime_error(one_line(message)), file_(file), line_(line), collective_(collective) {}
 
 std::string Error::where() const { return std::string(file_) + ":" + std::to_string(line_); }
 

@@ -1,6 +1,7 @@
 #include "ssdr/driver/commands.hpp"
 
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -158,12 +159,29 @@ int run_fit(const FitCommand& cmd, MPI_Comm comm) {
   r["timings_s"] = timings_json(timings, total);
   r["peak_memory_mib"] = peak_memory(comm);
 
-  if (!cmd.embedding.empty()) {
-    Phase phase("write embedding");
-    io::write_embedding(out.embedding, cmd.embedding);
+  // All outputs or none: when a later one cannot be written, the regular files this run
+  // wrote before it are removed (devices and FIFOs are left alone), so a failed run leaves
+  // nothing that looks like a result.
+  std::vector<std::string> written;
+  try {
+    if (!cmd.embedding.empty()) {
+      Phase phase("write embedding");
+      io::write_embedding(out.embedding, cmd.embedding);
+      written.push_back(cmd.embedding);
+    }
+    if (!cmd.model.empty()) {
+      write_on_root(comm, [&] { model::save(out.model, cmd.model); });
+      written.push_back(cmd.model);
+    }
+    if (!cmd.report.empty()) write_on_root(comm, [&] { io::write_text_atomic(cmd.report, r.dump(2) + "\n"); });
+  } catch (...) {
+    if (comm_rank(comm) == 0)
+      for (const std::string& path : written) {
+        struct stat st {};
+        if (::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) ::unlink(path.c_str());
+      }
+    throw;
   }
-  if (!cmd.model.empty()) write_on_root(comm, [&] { model::save(out.model, cmd.model); });
-  if (!cmd.report.empty()) write_on_root(comm, [&] { io::write_text_atomic(cmd.report, r.dump(2) + "\n"); });
 
   if (comm_rank(comm) == 0) {
     print_table_header();

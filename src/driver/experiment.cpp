@@ -89,6 +89,18 @@ struct Job {
   throw Error(job.file + ": " + what, __FILE__, __LINE__, true);
 }
 
+/// n.as<T>() with a message naming the job file, the line, the key and what was expected
+/// (yaml-cpp alone says "bad conversion").
+template <class T>
+T value(const Job& job, const YAML::Node& n, const std::string& key, const std::string& expected) {
+  try {
+    return n.as<T>();
+  } catch (const YAML::Exception&) {
+    const std::string got = n.IsScalar() ? "'" + n.Scalar() + "'" : n.IsSequence() ? "a list" : n.IsMap() ? "a map" : "nothing";
+    job_error(job, "line " + std::to_string(n.Mark().line + 1) + ": " + key + ": expected " + expected + ", got " + got);
+  }
+}
+
 std::string dirname_of(const std::string& path) {
   const auto slash = path.find_last_of('/');
   return slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
@@ -188,17 +200,17 @@ Job parse_job(const std::string& path) {
       if (!top.count(key))
         job_error(job, "line " + std::to_string(kv.first.Mark().line + 1) + ": unknown key '" + key + "'");
     }
-    job.name = root["name"] ? root["name"].as<std::string>() : "experiment";
-    job.output = resolve(base, root["output"] ? root["output"].as<std::string>() : "results/" + job.name);
-    job.splits = root["splits"] ? root["splits"].as<int>() : 10;
-    job.seed = root["seed"] ? root["seed"].as<uint64_t>() : 0;
-    job.protocol = root["protocol"] ? root["protocol"].as<std::string>() : "transductive-fraction";
+    job.name = root["name"] ? value<std::string>(job, root["name"], "name", "a name") : "experiment";
+    job.output = resolve(base, root["output"] ? value<std::string>(job, root["output"], "output", "a folder") : "results/" + job.name);
+    job.splits = root["splits"] ? value<int>(job, root["splits"], "splits", "an integer") : 10;
+    job.seed = root["seed"] ? value<uint64_t>(job, root["seed"], "seed", "a non-negative integer") : 0;
+    job.protocol = root["protocol"] ? value<std::string>(job, root["protocol"], "protocol", "a protocol name") : "transductive-fraction";
     if (job.protocol == "transductive-fraction") {
       if (!root["transductive_fraction"]) job_error(job, "protocol transductive-fraction needs transductive_fraction");
-      job.transductive_fraction = root["transductive_fraction"].as<double>();
+      job.transductive_fraction = value<double>(job, root["transductive_fraction"], "transductive_fraction", "a number in (0, 1]");
     } else if (job.protocol == "labeled-unlabeled-per-class") {
       if (!root["unlabeled_per_class"]) job_error(job, "protocol labeled-unlabeled-per-class needs unlabeled_per_class");
-      job.unlabeled_per_class = root["unlabeled_per_class"].as<int>();
+      job.unlabeled_per_class = value<int>(job, root["unlabeled_per_class"], "unlabeled_per_class", "an integer >= 0");
     } else if (job.protocol == "half-split") {
       job.transductive_fraction = 0.5;
     } else {
@@ -207,23 +219,30 @@ Job parse_job(const std::string& path) {
     }
     if (!root["labeled_per_class"]) job_error(job, "labeled_per_class is required (a number or a list)");
     if (root["labeled_per_class"].IsSequence())
-      for (const auto& v : root["labeled_per_class"]) job.labeled_per_class.push_back(v.as<int>());
+      for (const auto& v : root["labeled_per_class"]) job.labeled_per_class.push_back(value<int>(job, v, "labeled_per_class", "an integer >= 1"));
     else
-      job.labeled_per_class.push_back(root["labeled_per_class"].as<int>());
-    job.select_by = root["select_by"] ? root["select_by"].as<std::string>() : "unlabeled";
+      job.labeled_per_class.push_back(value<int>(job, root["labeled_per_class"], "labeled_per_class", "an integer >= 1 or a list"));
+    job.select_by = root["select_by"] ? value<std::string>(job, root["select_by"], "select_by", "unlabeled, unseen or cv") : "unlabeled";
     if (job.select_by != "unlabeled" && job.select_by != "unseen" && job.select_by != "cv")
       job_error(job, "select_by: expected unlabeled, unseen or cv, got '" + job.select_by + "'");
-    job.cv_folds = root["cv_folds"] ? root["cv_folds"].as<int>() : 5;
+    job.cv_folds = root["cv_folds"] ? value<int>(job, root["cv_folds"], "cv_folds", "an integer >= 2") : 5;
     if (job.cv_folds < 2) job_error(job, "cv_folds must be at least 2");
     if (job.splits < 1) job_error(job, "splits must be at least 1");
+    if (job.protocol == "transductive-fraction" &&
+        !(job.transductive_fraction > 0 && job.transductive_fraction <= 1))  // NaN fails too
+      job_error(job, "transductive_fraction must be in (0, 1], got " + std::to_string(job.transductive_fraction));
+    if (job.protocol == "labeled-unlabeled-per-class" && job.unlabeled_per_class < 0)
+      job_error(job, "unlabeled_per_class must be at least 0, got " + std::to_string(job.unlabeled_per_class));
+    for (int p : job.labeled_per_class)
+      if (p < 1) job_error(job, "labeled_per_class must be at least 1, got " + std::to_string(p));
     if (!root["datasets"] || !root["datasets"].IsSequence() || root["datasets"].size() == 0)
       job_error(job, "datasets: expected a list of {name, path[, format]}");
     for (const auto& d : root["datasets"]) {
       DatasetSpec ds;
       if (!d["path"]) job_error(job, "line " + std::to_string(d.Mark().line + 1) + ": a data set needs a path");
-      ds.path = resolve(base, d["path"].as<std::string>());
-      ds.name = d["name"] ? d["name"].as<std::string>() : ds.path;
-      ds.format = io::parse_format(d["format"] ? d["format"].as<std::string>() : "auto");
+      ds.path = resolve(base, value<std::string>(job, d["path"], "path", "a file name"));
+      ds.name = d["name"] ? value<std::string>(job, d["name"], "name", "a name") : ds.path;
+      ds.format = io::parse_format(d["format"] ? value<std::string>(job, d["format"], "format", "csv, libsvm, idx or auto") : "auto");
       job.datasets.push_back(ds);
     }
     if (!root["methods"] || !root["methods"].IsSequence() || root["methods"].size() == 0)
@@ -231,10 +250,10 @@ Job parse_job(const std::string& path) {
     for (const auto& m : root["methods"]) {
       MethodSpec ms;
       if (m.IsScalar()) {
-        ms.name = m.as<std::string>();
+        ms.name = value<std::string>(job, m, "methods", "a method name or {name: ...}");
       } else {
         if (!m["name"]) job_error(job, "line " + std::to_string(m.Mark().line + 1) + ": a method needs a name");
-        ms.name = m["name"].as<std::string>();
+        ms.name = value<std::string>(job, m["name"], "name", "a method name");
         methods::find_method(ms.name);  // an unknown name first, before its parameters
         for (const auto& kv : m) {
           const std::string key = kv.first.as<std::string>();

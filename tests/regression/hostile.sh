@@ -225,7 +225,29 @@ refuse "--model a FIFO" "not a regular file" transform --model "$tmp/model.fifo"
 refuse "--split a FIFO" "not a regular file" fit --method lda --data "$DATA/iris.csv" --split "$tmp/split.fifo" -q
 refuse "a job file that is a FIFO" "not a regular file" experiment "$tmp/job.fifo" -q
 
-# 8. A misspelled PETSc option is reported, not silently ignored.
+# 8. All outputs or none; job-file values of the wrong kind name the file, line and key; a
+#    control character in a message cannot cut or split it.
+refuse "lp --model (nothing to save)" "--model: method lp learns no projection" \
+  fit --method lp --data "$DATA/iris.csv" --labeled-per-class 3 -q --model "$tmp/lp.model" --embedding "$tmp/lp.csv"
+[ ! -e "$tmp/lp.csv" ] && [ ! -e "$tmp/lp.model" ] && ok "lp --model leaves no file" || bad "lp --model left a file"
+job "$tmp/badsplits.yaml" "  - lda" 'seed: "abc"'
+refuse "a job value of the wrong kind" "badsplits.yaml: line 10: seed: expected a non-negative integer, got 'abc'" \
+  experiment "$tmp/badsplits.yaml" --output "$tmp/badsplits" -q
+job "$tmp/badfrac.yaml" "  - lda"
+sed -i 's/transductive_fraction: 0.5/transductive_fraction: .nan/' "$tmp/badfrac.yaml"
+refuse "a job transductive_fraction of NaN" "transductive_fraction must be in (0, 1], got nan" \
+  experiment "$tmp/badfrac.yaml" --output "$tmp/badfrac" -q
+printf '0,1,2\n1,3,4\n' >"$tmp/ctl.csv"
+printf '0,1,2\n1,3,4\n2,5,\001x\n' >"$tmp/ctl.csv"
+if timeout 60 "$MPIEXEC" -n 2 "$SSDR" fit --method lda --data "$tmp/ctl.csv" --labeled-per-class 1 -q >/dev/null 2>"$tmp/err"; then
+  bad "a control character in the data was accepted"
+elif [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q 'ctl.csv:3' "$tmp/err" && ! grep -q "$(printf '\001')" "$tmp/err"; then
+  ok "a control character in the data: one line naming file:line, the byte escaped"
+else
+  bad "control character message: $(od -c "$tmp/err" | head -5)"
+fi
+
+# 9. A misspelled PETSc option is reported, not silently ignored.
 if timeout 120 "$MPIEXEC" -n 2 "$SSDR" fit --method soda --data "$DATA/iris.csv" --labeled-per-class 3 -q -lp_ksp_typo gmres \
      >/dev/null 2>"$tmp/err" && grep -q "warning: PETSc option -lp_ksp_typo gmres was not used" "$tmp/err"; then
   ok "a misspelled PETSc option warns"
