@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -799,6 +800,17 @@ int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
     done.insert(key);
   }
 
+  // Every data set readable before any group starts (a group's own failure would reach the
+  // other groups only at the end of their work).
+  msg.clear();
+  if (wrank == 0)
+    for (const DatasetSpec& d : job.datasets)
+      if (::access(d.path.c_str(), R_OK) != 0) {
+        msg = job.file + ": data set '" + d.name + "': cannot read '" + d.path + "': " + std::strerror(errno);
+        break;
+      }
+  SSDR_CHECK_COLLECTIVE(world, msg.empty(), msg);
+
   // Groups: contiguous blocks of ranks; group g takes blocks b with b mod G == g.
   const int G = options.groups;
   const int color = static_cast<int>(static_cast<int64_t>(wrank) * G / wsize);
@@ -833,6 +845,11 @@ int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
   std::map<std::string, methods::GraphCache> caches;
   int cache_block = -1;
   const double g0 = MPI_Wtime();
+  // An error raised on every rank of one group (a data set that fails to parse, a full
+  // disk) is collective over that group only: the other groups would wait for it at the
+  // final barrier forever. It is caught here and made collective over the world below.
+  std::string group_failure;
+  try {
   for (size_t i = 0; i < mine.size(); ++i) {
     const Unit& u = *mine[i];
     if (!datasets.count(u.dataset)) {
@@ -962,7 +979,12 @@ int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
       std::fflush(stderr);
     }
   }
+  } catch (const Error& e) {
+    if (!e.collective()) throw;  // raised on some ranks only: main aborts the world
+    group_failure = e.what();
+  }
   MPI_Comm_free(&group);
+  SSDR_CHECK_COLLECTIVE(world, group_failure.empty(), group_failure);
   MPI_Barrier(world);
   const double sweep = MPI_Wtime() - t0;
   ok = true;

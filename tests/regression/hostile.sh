@@ -247,6 +247,17 @@ else
   bad "control character message: $(od -c "$tmp/err" | head -5)"
 fi
 
+# A data set that fails to parse in one group of `experiment --groups 2` ends the whole job
+# with its message (it used to leave the other group waiting at the final barrier forever).
+head -40 "$DATA/iris.csv" >"$tmp/bad_iris.csv"; echo "1,2,x,4,5" >>"$tmp/bad_iris.csv"
+printf 'name: g\nprotocol: transductive-fraction\ntransductive_fraction: 0.5\nlabeled_per_class: 3\nsplits: 1\ndatasets:\n  - {name: good, path: %s}\n  - {name: bad, path: %s}\nmethods: [lda]\n' \
+  "$DATA/iris.csv" "$tmp/bad_iris.csv" >"$tmp/groups.yaml"
+refuse "a data set failing in one group of two" "bad_iris.csv:41: value 'x' is not a number" \
+  experiment "$tmp/groups.yaml" --groups 2 --output "$tmp/groups" -q
+sed 's/bad_iris.csv/missing.csv/' "$tmp/groups.yaml" >"$tmp/groups2.yaml"
+refuse "a missing data set, before any group starts" "data set 'bad': cannot read" \
+  experiment "$tmp/groups2.yaml" --groups 2 --output "$tmp/groups2" -q
+
 # 9. A misspelled PETSc option is reported, not silently ignored.
 if timeout 120 "$MPIEXEC" -n 2 "$SSDR" fit --method soda --data "$DATA/iris.csv" --labeled-per-class 3 -q -lp_ksp_typo gmres \
      >/dev/null 2>"$tmp/err" && grep -q "warning: PETSc option -lp_ksp_typo gmres was not used" "$tmp/err"; then
