@@ -88,7 +88,8 @@ po::options_description fit_options(driver::FitCommand& c, std::string& format, 
     ("sigma-s", po::value(&mo.graph.sigma_s)->default_value(0), "heat width by soda-nie2009 eq. (42), sigma = sqrt(-dbar/ln s) (default: the method's rule: eq. (42) with s = 1e-3/k for soda/lp, sigma^2 = dbar for tca/otca)")
     ("alpha-u", po::value(&mo.propagation.alpha_unlabeled)->default_value(0.99), "propagation alpha on unlabeled samples")
     ("mu-scale", po::value(&mo.mu_scale)->default_value(0.1), "SODA/ODA: mu = R * largest diagonal of Sw")
-    ("alpha", po::value(&mo.alpha), "alpha of TCA/OTCA/SOGE/SDA; SL-LDA: relative to tr(St)/d (1e-3); M-SSGDA: lambda (default: the paper value)")
+    ("alpha", po::value(&mo.alpha), "alpha of TCA/OTCA/SOGE/SDA; SL-LDA: relative to tr(St)/d (1e-3) (default: the paper value)")
+    ("lambda", po::value(&mo.lambda), "M-SSGDA: lambda of the manifold term, ssgda-zhang-yeung eq. (15) (default c/(n * mean degree))")
     ("beta", po::value(&mo.beta), "beta of TCA/OTCA/SDA (default: the paper's)")
     ("gamma", po::value(&mo.gamma), "gamma of OTCA (default: the paper's)")
     ("mu", po::value(&mo.mu), "SOGE: mu on the labeled samples (default 100)")
@@ -112,7 +113,7 @@ po::options_description fit_options(driver::FitCommand& c, std::string& format, 
     ("cv-folds", po::value(&c.cv_folds)->default_value(5), "folds k of --select-by cv (at most the number of labeled samples)")
     ("grid", po::value(&grid)->composing(),
      "NAME=v1,v2,... candidates for --select-by cv, repeatable (NAME as in job files: alpha, alpha_u, sigma_scale, sigma2, knn, sigma_s, mu_scale, ...). "
-     "Paper grids: rbf kernels sigma_scale 1e-3..1e3, m-ssgda alpha (lambda) 1e-3..1e3, sl-lda/sl-lda-wls alpha_u = 1/(1+l), l = 1e-9..1e9")
+     "Paper grids: rbf kernels sigma_scale 1e-3..1e3, m-ssgda lambda 1e-3..1e3, sl-lda/sl-lda-wls alpha_u = 1/(1+l), l = 1e-9..1e9")
     ("report", po::value(&c.report), "JSON report file")
     ("quiet,q", "no progress output");
   if (evaluate)
@@ -179,7 +180,7 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
       SSDR_REQUIRE(!vm.count(option), std::string("--") + option + ": method " + info.name +
                                           " learns no projection, so it has no " + option + " to write");
   // A parameter the method does not use is an error, not a silently ignored value.
-  for (const char* option : {"knn", "weight", "sigma-s", "alpha-u", "mu-scale", "alpha", "beta", "gamma", "mu",
+  for (const char* option : {"knn", "weight", "sigma-s", "alpha-u", "mu-scale", "alpha", "lambda", "beta", "gamma", "mu",
                              "recursions", "eigenvalue-scaling", "kernel", "degree", "sigma2", "sigma-scale",
                              "landmarks", "landmark-seeding"}) {
     if (!vm.count(option) || vm[option].defaulted()) continue;
@@ -246,6 +247,7 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
                          {"alpha_u", mo.propagation.alpha_unlabeled},
                          {"mu_scale", mo.mu_scale},
                          {"alpha", vm.count("alpha") ? nlohmann::json(mo.alpha) : nlohmann::json("default")},
+                         {"lambda", vm.count("lambda") ? nlohmann::json(mo.lambda) : nlohmann::json("default")},
                          {"beta", vm.count("beta") ? nlohmann::json(mo.beta) : nlohmann::json("default")},
                          {"gamma", vm.count("gamma") ? nlohmann::json(mo.gamma) : nlohmann::json("default")},
                          {"mu", vm.count("mu") ? nlohmann::json(mo.mu) : nlohmann::json("default")},

@@ -42,7 +42,7 @@ std::string point_text(const json& p) {
 
 const std::set<std::string>& parameter_names() {
   static const std::set<std::string> k = {"knn",    "weight",     "sigma_s",   "alpha_u",     "mu_scale",
-                                          "alpha",  "beta",       "gamma",     "mu",          "recursions",
+                                          "alpha",  "lambda", "beta",       "gamma",     "mu",          "recursions",
                                           "eigenvalue_scaling",   "normalize", "scaling",   "pca_energy",  "pca",
                                           "kernel", "degree",     "sigma2",    "sigma_scale", "landmarks",
                                           "landmark_seeding"};
@@ -76,6 +76,7 @@ void set_parameter(FitConfig& c, const std::string& key, const json& v, const st
     else if (key == "alpha_u") o.propagation.alpha_unlabeled = num();
     else if (key == "mu_scale") o.mu_scale = num();
     else if (key == "alpha") o.alpha = num();
+    else if (key == "lambda") o.lambda = num();
     else if (key == "beta") o.beta = num();
     else if (key == "gamma") o.gamma = num();
     else if (key == "mu") o.mu = num();
@@ -174,7 +175,7 @@ Grid default_grid(const FitConfig& config) {
   if (info.projects && k.type == kernels::KernelType::rbf)
     g.emplace_back("sigma_scale", std::vector<json>{1.0, 0.1, 10.0, 0.01, 100.0, 0.001, 1000.0});
   if (config.method == "m-ssgda")
-    g.emplace_back("alpha", std::vector<json>{0.001, 0.01, 0.1, 1.0, 10.0, 100.0, 1000.0});
+    g.emplace_back("lambda", std::vector<json>{0.001, 0.01, 0.1, 1.0, 10.0, 100.0, 1000.0});
   if (config.method == "sl-lda" || config.method == "sl-lda-wls") {
     // α_u = 1/(1+λ), nearest the default 0.99 (λ ≈ 10⁻²) first in log λ.
     std::vector<json> a;

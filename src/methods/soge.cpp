@@ -432,6 +432,28 @@ Recursion recursive_projections(const Dense& A, const Dense& B, int K, const Sti
 
 namespace {
 
+/// Reads -<prefix>stiefel_tol, _max_it, _extrapolate and _newton into st through
+/// PetscOptionsBegin/End, so `-help` lists them with their defaults. Collective over comm.
+PetscErrorCode stiefel_options_from_petsc(MPI_Comm comm, const char* prefix, soge::StiefelOptions& st) {
+  PetscReal tol = st.tol;
+  PetscInt max_it = st.max_iterations;
+  PetscBool extrapolate = st.extrapolate ? PETSC_TRUE : PETSC_FALSE, newton = st.newton ? PETSC_TRUE : PETSC_FALSE;
+  PetscFunctionBeginUser;
+  PetscOptionsBegin(comm, prefix, "SOGE Stiefel iteration (soge-liu2017 Algorithm 1)", "SOGE");
+  PetscCall(PetscOptionsReal("-stiefel_tol", "stop at this relative Riemannian gradient norm", "", tol, &tol, nullptr));
+  PetscCall(PetscOptionsInt("-stiefel_max_it", "maximum number of iterations", "", max_it, &max_it, nullptr));
+  PetscCall(PetscOptionsBool("-stiefel_extrapolate", "try an extrapolated step when it beats the plain one", "",
+                             extrapolate, &extrapolate, nullptr));
+  PetscCall(PetscOptionsBool("-stiefel_newton", "try a Riemannian Newton step when it beats the plain one", "", newton,
+                             &newton, nullptr));
+  PetscOptionsEnd();
+  st.tol = tol;
+  st.max_iterations = static_cast<int>(max_it);
+  st.extrapolate = extrapolate == PETSC_TRUE;
+  st.newton = newton == PETSC_TRUE;
+  PetscFunctionReturn(0);
+}
+
 class Soge final : public Method {
  public:
   FitResult fit(const TrainingData& data, const MethodOptions& o, Timings& t) override {
@@ -465,21 +487,9 @@ class Soge final : public Method {
     soge::StiefelOptions st;
     st.eigen_prefix = o.eigen_prefix;
     // PETSc options database overrides: -soge_stiefel_tol, -soge_stiefel_max_it,
-    // -soge_stiefel_extrapolate, -soge_stiefel_newton (same value on every rank).
-    {
-      PetscBool set = PETSC_FALSE, flag = PETSC_TRUE;
-      PetscReal tol = st.tol;
-      PetscInt max_it = st.max_iterations;
-      SSDR_PETSC(PetscOptionsGetReal(nullptr, so.prefix.c_str(), "-stiefel_tol", &tol, &set));
-      st.tol = tol;
-      SSDR_PETSC(PetscOptionsGetInt(nullptr, so.prefix.c_str(), "-stiefel_max_it", &max_it, &set));
-      st.max_iterations = static_cast<int>(max_it);
-      SSDR_PETSC(PetscOptionsGetBool(nullptr, so.prefix.c_str(), "-stiefel_extrapolate", &flag, &set));
-      if (set) st.extrapolate = flag == PETSC_TRUE;
-      SSDR_PETSC(PetscOptionsGetBool(nullptr, so.prefix.c_str(), "-stiefel_newton", &flag, &set));
-      if (set) st.newton = flag == PETSC_TRUE;
-      SSDR_REQUIRE(st.tol >= 0 && st.max_iterations >= 1, "-soge_stiefel_tol must be >= 0 and -soge_stiefel_max_it >= 1");
-    }
+    // -soge_stiefel_extrapolate, -soge_stiefel_newton (registered, so -help lists them).
+    SSDR_PETSC(stiefel_options_from_petsc(data.X.comm, so.prefix.c_str(), st));
+    SSDR_REQUIRE(st.tol >= 0 && st.max_iterations >= 1, "-soge_stiefel_tol must be >= 0 and -soge_stiefel_max_it >= 1");
     soge::Recursion rec;
     {
       Phase phase("eigensolve", &t);  // Algorithm 1 per recursion

@@ -360,11 +360,11 @@ std::vector<int> estimate_labels(const TrainingData& data, const MethodOptions& 
     double deg = std::accumulate(w.begin(), w.end(), 0.0);
     MPI_Allreduce(MPI_IN_PLACE, &deg, 1, MPI_DOUBLE, MPI_SUM, X.comm);
     const double mean_degree = deg / static_cast<double>(X.n_global);
-    const bool given = o.alpha == o.alpha;
-    lambda = given ? o.alpha : static_cast<double>(c) / (static_cast<double>(X.n_global) * mean_degree);
-    SSDR_REQUIRE(lambda >= 0 && std::isfinite(lambda), "--alpha (M-SSGDA lambda) must be >= 0");
+    const bool given = o.lambda == o.lambda;
+    lambda = given ? o.lambda : static_cast<double>(c) / (static_cast<double>(X.n_global) * mean_degree);
+    SSDR_REQUIRE(lambda >= 0 && std::isfinite(lambda), "--lambda (M-SSGDA) must be >= 0");
     info["lambda"] = lambda;
-    info["lambda_source"] = given ? "--alpha" : "default c/(n * mean degree)";
+    info["lambda_source"] = given ? "--lambda" : "default c/(n * mean degree)";
     info["local_scaling_K"] = kNeighbors;
     info["mean_degree"] = mean_degree;
     long ne = static_cast<long>(edges.col.size());

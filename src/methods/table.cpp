@@ -82,7 +82,7 @@ const std::map<std::string, std::vector<std::string>>& own_parameters() {
       {"ksoda", {"knn", "weight", "sigma_s", "alpha_u", "mu_scale"}},
       {"gda", {}},
       {"ssgda", {}},  // its graph (K of Table I) is the paper's, not --knn
-      {"m-ssgda", {"alpha"}},  // λ of eq. (15)
+      {"m-ssgda", {"lambda"}},  // λ of eq. (15)
   };
   return p;
 }
@@ -125,7 +125,7 @@ std::vector<MethodInfo> build_table() {
       // --landmarks r (Nystrom, rank r) or a tuned --sigma2.
       {"ssgda", "semi-supervised GDA: CCCP label estimation, confidence selection, GDA (linear kernel)",
        "ssgda-zhang-yeung eq. (5)-(14), sec. III-D", true, true, &make_ssgda, {}, kernel(kernels::KernelType::linear)},
-      {"m-ssgda", "SSGDA with the manifold term lambda sum w_ij |e_i - e_j|_1 (linear kernel; lambda: --alpha)",
+      {"m-ssgda", "SSGDA with the manifold term lambda sum w_ij |e_i - e_j|_1 (linear kernel; --lambda)",
        "ssgda-zhang-yeung eq. (15)-(17)", true, true, &make_m_ssgda, {}, kernel(kernels::KernelType::linear)},
   };
   for (MethodInfo& m : table) m.parameters = own_parameters().at(m.name);

@@ -130,28 +130,28 @@ then ok "NPY embedding"; else bad "NPY embedding"; cat "$tmp/stderr"; fi
 # Parameter selection by cross-validation on the labeled samples (--select-by cv).
 iris_ssgda=(--data "$iris" --labeled-per-class 3 --unlabeled-per-class 20 --seed 4)
 expect_error "bad --select-by" "--select-by: expected none or cv, got 'best'" fit --method m-ssgda "${iris_ssgda[@]}" --select-by best
-expect_error "--grid without --select-by" "--grid needs --select-by cv" fit --method m-ssgda "${iris_ssgda[@]}" --grid alpha=1
-expect_error "--grid unknown parameter" "--grid 'lambda=1': unknown parameter 'lambda'" fit --method m-ssgda "${iris_ssgda[@]}" --select-by cv --grid lambda=1
-expect_error "--grid without values" "--grid 'alpha': expected NAME=v1,v2" fit --method m-ssgda "${iris_ssgda[@]}" --select-by cv --grid alpha
-expect_error "--grid bad value" "--grid: parameter alpha: expected a number" fit --method m-ssgda "${iris_ssgda[@]}" --select-by cv --grid alpha=big
+expect_error "--grid without --select-by" "--grid needs --select-by cv" fit --method m-ssgda "${iris_ssgda[@]}" --grid lambda=1
+expect_error "--grid unknown parameter" "--grid 'theta=1': unknown parameter 'theta'" fit --method m-ssgda "${iris_ssgda[@]}" --select-by cv --grid theta=1
+expect_error "--grid without values" "--grid 'lambda': expected NAME=v1,v2" fit --method m-ssgda "${iris_ssgda[@]}" --select-by cv --grid lambda
+expect_error "--grid bad value" "--grid: parameter lambda: expected a number" fit --method m-ssgda "${iris_ssgda[@]}" --select-by cv --grid lambda=big
 expect_error "--cv-folds 1" "--cv-folds must be at least 2, got 1" fit --method m-ssgda "${iris_ssgda[@]}" --select-by cv --cv-folds 1
 expect_error "nothing to select" "--select-by cv: nothing to select for method 'lda'" fit --method lda "${iris_ssgda[@]}" --select-by cv
 expect_error "cv of a transductive method" "method 'lp' learns no projection" fit --method lp "${iris_ssgda[@]}" --select-by cv
 expect_error "cv with one labeled per class" "at least 2 labeled samples per class; class 0 has 1" fit --method m-ssgda --data "$iris" --labeled-per-class 1 --select-by cv
 expect_error "negative --sigma-scale" "--sigma-scale must be >= 0" fit --method gda "${iris_ssgda[@]}" --sigma-scale -1
 
-if run fit --method m-ssgda "${iris_ssgda[@]}" --select-by cv --grid alpha=0.01,1 -q --report "$tmp/cv.json" \
-    >/dev/null 2>"$tmp/stderr" && NP=1 run fit --method m-ssgda "${iris_ssgda[@]}" --select-by cv --grid alpha=0.01,1 -q \
+if run fit --method m-ssgda "${iris_ssgda[@]}" --select-by cv --grid lambda=0.01,1 -q --report "$tmp/cv.json" \
+    >/dev/null 2>"$tmp/stderr" && NP=1 run fit --method m-ssgda "${iris_ssgda[@]}" --select-by cv --grid lambda=0.01,1 -q \
     --report "$tmp/cv1.json" >/dev/null 2>>"$tmp/stderr" && python3 - "$tmp/cv.json" "$tmp/cv1.json" <<'PY'
 import json, sys
 r, one = (json.load(open(f)) for f in sys.argv[1:3])
 s = r["info"]["selection"]
 assert s["by"] == "cv" and s["folds"] == 5 and s["seed"] == 4 and s["held_out_as"] == "unlabeled", s
-assert [c["params"]["alpha"] for c in s["candidates"]] == [0.01, 1], s["candidates"]
+assert [c["params"]["lambda"] for c in s["candidates"]] == [0.01, 1], s["candidates"]
 assert all(c["scored"] == 9 and 0 <= c["correct"] <= 9 for c in s["candidates"])
 best = max(c["cv_accuracy"] for c in s["candidates"])
 assert s["chosen"] == next(c["params"] for c in s["candidates"] if c["cv_accuracy"] == best)
-assert r["parameters"]["alpha"] == s["chosen"]["alpha"] == r["info"]["lambda"], (r["parameters"]["alpha"], r["info"]["lambda"])
+assert r["parameters"]["lambda"] == s["chosen"]["lambda"] == r["info"]["lambda"], (r["parameters"]["lambda"], r["info"]["lambda"])
 assert r["parameters"]["select_by"] == "cv" and r["timings_s"]["selection"] > 0
 # the same folds, scores and choice on 1 rank as on 2
 assert [c["correct"] for c in s["candidates"]] == [c["correct"] for c in one["info"]["selection"]["candidates"]]
@@ -174,10 +174,10 @@ then ok "evaluate --select-by cv selects inside every split"
 else bad "evaluate --select-by cv selects inside every split"; cat "$tmp/stderr"; fi
 
 # A job's cv_grid is checked when the job is read, naming the file and line.
-printf 'name: x\nprotocol: labeled-unlabeled-per-class\nunlabeled_per_class: 5\nlabeled_per_class: 3\ndatasets:\n  - {path: %s}\nmethods:\n  - {name: m-ssgda, cv_grid: {alpha: [big]}}\n' "$iris" >"$tmp/badcv.yaml"
-expect_error "job cv_grid bad value" "badcv.yaml: line 8: cv_grid of method m-ssgda: parameter alpha: expected a number" experiment "$tmp/badcv.yaml" --output "$tmp/badcv"
-sed 's/alpha: \[big\]/lambda: [1]/' "$tmp/badcv.yaml" >"$tmp/badcv2.yaml"
-expect_error "job cv_grid unknown parameter" "line 8: cv_grid of method m-ssgda: unknown parameter 'lambda'" experiment "$tmp/badcv2.yaml" --output "$tmp/badcv"
+printf 'name: x\nprotocol: labeled-unlabeled-per-class\nunlabeled_per_class: 5\nlabeled_per_class: 3\ndatasets:\n  - {path: %s}\nmethods:\n  - {name: m-ssgda, cv_grid: {lambda: [big]}}\n' "$iris" >"$tmp/badcv.yaml"
+expect_error "job cv_grid bad value" "badcv.yaml: line 8: cv_grid of method m-ssgda: parameter lambda: expected a number" experiment "$tmp/badcv.yaml" --output "$tmp/badcv"
+sed 's/lambda: \[big\]/theta: [1]/' "$tmp/badcv.yaml" >"$tmp/badcv2.yaml"
+expect_error "job cv_grid unknown parameter" "line 8: cv_grid of method m-ssgda: unknown parameter 'theta'" experiment "$tmp/badcv2.yaml" --output "$tmp/badcv"
 
 run fit --help >"$tmp/help" 2>&1
 if grep -q -- "--select-by" "$tmp/help" && grep -q -- "--grid" "$tmp/help" && grep -q -- "--sigma-scale" "$tmp/help"; then

@@ -170,7 +170,7 @@ TEST(SelectByCv, ChoosesTheSameParameterWithTheSameScoresOnOneRankAsOnAllRanks) 
     driver::Grid grid;  // empty: the method's default grid
   };
   const std::vector<Case> cases = {
-      {"m-ssgda", "iris.csv", 3, 20, {{"alpha", {0.01, 1.0, 100.0}}}},
+      {"m-ssgda", "iris.csv", 3, 20, {{"lambda", {0.01, 1.0, 100.0}}}},
       {"sl-lda", "wine.csv", 4, 20, {}},
   };
   for (const auto& c : cases) {
@@ -209,7 +209,7 @@ TEST(SelectByCv, ChoosesTheSameParameterWithTheSameScoresOnOneRankAsOnAllRanks) 
     for (auto it = r["chosen"].begin(); it != r["chosen"].end(); ++it)
       EXPECT_EQ(all.config.parameters[it.key()], it.value()) << c.method;
     if (c.method == "m-ssgda")
-      EXPECT_EQ(all.config.method_options.alpha, r["chosen"]["alpha"].get<double>());
+      EXPECT_EQ(all.config.method_options.lambda, r["chosen"]["lambda"].get<double>());
     else
       EXPECT_EQ(all.config.method_options.propagation.alpha_unlabeled, r["chosen"]["alpha_u"].get<double>());
   }
@@ -220,7 +220,7 @@ TEST(SelectByCv, DefaultGridsAreThePapersCandidateSets) {
   driver::FitConfig c = config_for("m-ssgda");
   driver::Grid g = driver::default_grid(c);  // linear kernel: λ only
   ASSERT_EQ(g.size(), 1u);
-  EXPECT_EQ(g[0].first, "alpha");
+  EXPECT_EQ(g[0].first, "lambda");
   EXPECT_EQ(g[0].second, (std::vector<json>{1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0, 1000.0}));
   driver::set_parameter(c, "kernel", "rbf", "test");
   g = driver::default_grid(c);  // RBF: σ = scale·σ₀, and λ

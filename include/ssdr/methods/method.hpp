@@ -38,6 +38,7 @@ struct MethodOptions {
   // Method-specific parameters named by the papers' symbols; NaN (or 0 for integers) means
   // "the method's paper default", which each method documents and records in FitResult::info.
   double alpha = std::numeric_limits<double>::quiet_NaN();  ///< --alpha (TCA/OTCA/SOGE/SL-LDA/SDA α)
+  double lambda = std::numeric_limits<double>::quiet_NaN(); ///< --lambda (M-SSGDA λ, ssgda-zhang-yeung eq. (15))
   double beta = std::numeric_limits<double>::quiet_NaN();   ///< --beta (TCA/OTCA/SDA β)
   double gamma = std::numeric_limits<double>::quiet_NaN();  ///< --gamma (OTCA γ)
   double mu = std::numeric_limits<double>::quiet_NaN();     ///< --mu (SOGE μ on labeled samples)
