@@ -224,6 +224,23 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
   SSDR_REQUIRE(!(vm.count("unlabeled-per-class") && vm.count("transductive-fraction")),
                "--unlabeled-per-class and --transductive-fraction are mutually exclusive");
   SSDR_REQUIRE(c.config.method_options.graph.k >= 1, "--knn must be at least 1");
+  // The numeric parameters through the same range checks as job files and --grid
+  // (driver::set_parameter): --alpha-u 1.5 or --beta -1 fail here, naming the option.
+  for (const char* option : {"knn", "sigma-s", "alpha-u", "mu-scale", "alpha", "lambda", "beta", "gamma", "mu",
+                             "recursions", "degree", "sigma2", "sigma-scale", "landmarks", "pca-energy"}) {
+    if (!vm.count(option) || vm[option].defaulted()) continue;
+    const boost::any& a = vm[option].value();
+    nlohmann::json value;
+    if (const double* x = boost::any_cast<double>(&a)) value = *x;
+    else if (const int* i = boost::any_cast<int>(&a)) value = *i;
+    else if (const int64_t* l = boost::any_cast<int64_t>(&a)) value = *l;
+    else continue;
+    std::string name = option;
+    std::replace(name.begin(), name.end(), '-', '_');
+    driver::FitConfig probe;
+    probe.method = c.config.method;
+    driver::set_parameter(probe, name, value, std::string("--") + option);
+  }
   SSDR_REQUIRE(c.config.method_options.dim >= 0, "--dim must be >= 0");
   SSDR_REQUIRE(std::isfinite(c.config.method_options.mu_scale) && c.config.method_options.mu_scale >= 0,
                "--mu-scale must be a finite number >= 0, got " + std::to_string(c.config.method_options.mu_scale));

@@ -302,6 +302,12 @@ Job parse_job(const std::string& path) {
             for (const auto& v : kv.second) values.push_back(scalar_json(v));
           else
             values.push_back(scalar_json(kv.second));
+          {  // every value checked now, naming the line, not after hours of other fits
+            FitConfig probe;
+            probe.method = ms.name;
+            for (const auto& v : values)
+              set_parameter(probe, key, v, job.file + ": line " + std::to_string(kv.first.Mark().line + 1));
+          }
           ms.grid.emplace_back(key, values);
         }
       }

@@ -1,6 +1,7 @@
 // Parameter selection by k-fold cross-validation on the labeled samples (see selection.hpp).
 #include "ssdr/driver/selection.hpp"
 
+#include <limits>
 #include <mpi.h>
 
 #include <algorithm>
@@ -60,27 +61,48 @@ void set_parameter(FitConfig& c, const std::string& key, const json& v, const st
     return v.get<std::string>();
   };
   auto flag = [&]() { return v.is_boolean() ? v.get<bool>() : num() != 0; };
+  // A number in a range ("[0, 1)", "an integer >= 1"), the one check of this parameter
+  // for the command line, job files and --grid alike. NaN and infinities never pass.
+  auto in_range = [&](double lo, bool lo_open, double hi, bool hi_open, bool integer) {
+    const double x = num();
+    const bool ok = std::isfinite(x) && (lo_open ? x > lo : x >= lo) && (hi_open ? x < hi : x <= hi) &&
+                    (!integer || x == std::floor(x));
+    if (!ok) {
+      std::ostringstream want;
+      want << (integer ? "an integer" : "a number");
+      if (std::isinf(hi)) {
+        want << (lo_open ? " > " : " >= ") << lo;
+      } else {
+        want << " in " << (lo_open ? "(" : "[") << lo << ", " << hi << (hi_open ? ")" : "]");
+      }
+      std::ostringstream got;
+      got << x;  // inf and nan as such (JSON would print null)
+      fail(context, "parameter " + key + ": expected " + want.str() + ", got " + got.str());
+    }
+    return x;
+  };
+  constexpr double kInf = std::numeric_limits<double>::infinity();
   const bool kernel_key =
       key == "kernel" || key == "degree" || key == "sigma2" || key == "sigma_scale" || key == "landmarks" ||
       key == "landmark_seeding";
   try {
     if (key == "knn") {
-      o.graph.k = static_cast<int>(num());
+      o.graph.k = static_cast<int>(in_range(1, false, 1e6, false, true));
       o.knn_given = true;
     } else if (key == "weight") {
       const std::string w = str();
       if (w == "heat" || w == "cosine" || w == "binary" || w == "adaptive") o.graph.weight = graph::parse_weight(w);
       else fail(context, "parameter weight: expected heat, cosine, binary or adaptive, got '" + w + "'");
       o.weight_given = true;
-    } else if (key == "sigma_s") o.graph.sigma_s = num();
-    else if (key == "alpha_u") o.propagation.alpha_unlabeled = num();
-    else if (key == "mu_scale") o.mu_scale = num();
-    else if (key == "alpha") o.alpha = num();
-    else if (key == "lambda") o.lambda = num();
-    else if (key == "beta") o.beta = num();
-    else if (key == "gamma") o.gamma = num();
-    else if (key == "mu") o.mu = num();
-    else if (key == "recursions") o.recursions = static_cast<int>(num());
+    } else if (key == "sigma_s") o.graph.sigma_s = in_range(0, false, 1, true, false);  // 0: the method's rule
+    else if (key == "alpha_u") o.propagation.alpha_unlabeled = in_range(0, false, 1, true, false);  // eq. (5)
+    else if (key == "mu_scale") o.mu_scale = in_range(0, false, kInf, false, false);
+    else if (key == "alpha") o.alpha = in_range(0, false, kInf, false, false);
+    else if (key == "lambda") o.lambda = in_range(0, false, kInf, false, false);
+    else if (key == "beta") o.beta = in_range(0, false, kInf, false, false);
+    else if (key == "gamma") o.gamma = in_range(0, false, kInf, false, false);
+    else if (key == "mu") o.mu = in_range(0, false, kInf, false, false);
+    else if (key == "recursions") o.recursions = static_cast<int>(in_range(1, false, 1e4, false, true));
     else if (key == "eigenvalue_scaling") o.eigenvalue_scaling = flag();
     else if (key == "normalize") {
       const std::string n = v.is_string() ? v.get<std::string>() : v.dump();
@@ -90,7 +112,7 @@ void set_parameter(FitConfig& c, const std::string& key, const json& v, const st
       o.normalization_given = true;
     }
     else if (key == "scaling") c.preprocess.scaling = data::parse_scaling(str());
-    else if (key == "pca_energy") c.preprocess.pca_energy = num();
+    else if (key == "pca_energy") c.preprocess.pca_energy = in_range(0, true, 1, false, false);
     else if (key == "pca") c.preprocess.pca = flag();
     else if (kernel_key) {
       // Kernel options travel as the fit's "kernel" parameter (see kernels::to_json).
@@ -98,10 +120,10 @@ void set_parameter(FitConfig& c, const std::string& key, const json& v, const st
                                      ? kernels::from_json(c.parameters["kernel"])
                                      : methods::find_method(c.method).kernel;
       if (key == "kernel") k.type = kernels::parse_kernel(str());
-      else if (key == "degree") k.degree = num();
-      else if (key == "sigma2") k.sigma2 = num();
-      else if (key == "sigma_scale") k.sigma_scale = num();
-      else if (key == "landmarks") k.landmarks = static_cast<int64_t>(num());
+      else if (key == "degree") k.degree = in_range(0, true, kInf, false, false);
+      else if (key == "sigma2") k.sigma2 = in_range(0, false, kInf, false, false);  // 0: σ₀²
+      else if (key == "sigma_scale") k.sigma_scale = in_range(0, false, kInf, false, false);
+      else if (key == "landmarks") k.landmarks = static_cast<int64_t>(in_range(0, false, 1e12, false, true));
       else k.landmark_seeding = str();
       if (!c.parameters.is_object()) c.parameters = json::object();
       c.parameters["kernel"] = kernels::to_json(k);

@@ -244,7 +244,7 @@ EigenPairs sym_eigen(const Dense& A, const Dense* B, int64_t nev, Which which,
   // xᵀBx = yᵀy = 1).
   const int64_t d = A.rows;
   Dense L = *B;
-  SSDR_CHECK(lapack::potrf(d, L.data(), d), "sym_eigen: B is not positive definite");
+  SSDR_CHECK_COLLECTIVE(comm, lapack::potrf(d, L.data(), d), "sym_eigen: B is not positive definite");
   Dense C = A;
   blas::trsm('L', 'L', 'N', 'N', d, d, 1.0, L.data(), d, C.data(), d);  // L⁻¹A
   blas::trsm('R', 'L', 'T', 'N', d, d, 1.0, L.data(), d, C.data(), d);  // (L⁻¹A)L⁻ᵀ

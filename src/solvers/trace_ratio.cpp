@@ -110,8 +110,10 @@ TraceRatioResult trace_ratio(const Dense& Sb, const Dense& Sw, const TraceRatioO
                                              std::to_string(d) + "]");
   {
     Dense L = Sw;
-    SSDR_CHECK(lapack::potrf(d, L.data(), d),
-               "trace_ratio: Sw is not positive definite (add a regularization μI, μ > 0)");
+    // Sw is replicated, but a check every rank agrees on costs one allreduce and can never
+    // leave one rank behind (a user's μ ≤ 0 reaches here; it must not abort the job).
+    SSDR_CHECK_COLLECTIVE(comm, lapack::potrf(d, L.data(), d),
+                          "trace_ratio: Sw is not positive definite (add a regularization μI, μ > 0)");
   }
 
   TraceRatioResult res;

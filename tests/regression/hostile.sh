@@ -60,7 +60,7 @@ refuse() {  # refuse NAME EXPECTED_TEXT ARGS...
   local name="$1" want="$2"; shift 2
   if timeout 120 "$MPIEXEC" -n 2 "$SSDR" "$@" >"$tmp/out" 2>"$tmp/err"; then
     bad "$name: exit 0"
-  elif [ "$(wc -l <"$tmp/err")" -ne 1 ] || ! grep -q -- "$want" "$tmp/err"; then
+  elif [ "$(wc -l <"$tmp/err")" -ne 1 ] || ! grep -qF -- "$want" "$tmp/err"; then
     bad "$name: expected one line with '$want', got: $(head -c 400 "$tmp/err")"
   else
     ok "$name"
@@ -153,6 +153,14 @@ job "$tmp/dup.yaml" "  - {name: lda}" "splits: 3"
 refuse "a duplicate key in a job file" "dup.yaml:10: duplicate key 'splits' (first on line 5)" experiment "$tmp/dup.yaml" --output "$tmp/dup" -q
 job "$tmp/dims.yaml" '  - {name: lda, dim: "1:1000000000"}'
 refuse "a job dim range of a billion values" "dim: range '1:1000000000' has more than 100000 values" experiment "$tmp/dims.yaml" --output "$tmp/dims" -q
+job "$tmp/negmu.yaml" "  - {name: soda, mu_scale: [0.1, -1]}"
+refuse "a job mu_scale of -1 (was an MPI_Abort after the first fits)" "negmu.yaml: line 9: parameter mu_scale: expected a number >= 0, got -1" \
+  experiment "$tmp/negmu.yaml" --output "$tmp/negmu" -q
+job "$tmp/rec0.yaml" "  - {name: soge, recursions: 0}"
+refuse "a job recursions of 0" "rec0.yaml: line 9: parameter recursions: expected an integer in [1, 10000], got 0" \
+  experiment "$tmp/rec0.yaml" --output "$tmp/rec0" -q
+refuse "--alpha-u 1.5" "--alpha-u: parameter alpha_u: expected a number in [0, 1), got 1.5" \
+  fit --method soda --data "$DATA/iris.csv" --labeled-per-class 3 -q --alpha-u 1.5
 job "$tmp/unused.yaml" "  - {name: soda, beta: 2}"
 refuse "a job parameter the method does not use" "unused.yaml: line 9: beta is not a parameter of soda" experiment "$tmp/unused.yaml" --output "$tmp/unused" -q
 refuse "a stray positional word" "unexpected argument 'stray'" "${IRIS[@]}" stray
@@ -203,7 +211,7 @@ fi
 # 6. Messages: one line, once, naming the option or the problem, no source path.
 printf '0,0,0\n1,0,0\n2,0,0\n0,0,0\n1,0,0\n2,0,0\n0,0,0\n1,0,0\n2,0,0\n0,0,0\n1,0,0\n2,0,0\n' >"$tmp/zeros.csv"
 refuse "--format xml" "--format: unknown data format 'xml'" "${IRIS[@]}" --format xml
-refuse "--mu-scale inf" "--mu-scale must be a finite number" fit --method soda --data "$DATA/iris.csv" --labeled-per-class 3 -q --mu-scale inf
+refuse "--mu-scale inf" "--mu-scale: parameter mu_scale: expected a number >= 0, got inf" fit --method soda --data "$DATA/iris.csv" --labeled-per-class 3 -q --mu-scale inf
 refuse "-lp_ksp_type bogus" "requested KSP type bogus" fit --method soda --data "$DATA/iris.csv" --labeled-per-class 3 -q -lp_ksp_type bogus
 refuse "an all-zero feature matrix" "zero variance" fit --method soda --data "$tmp/zeros.csv" --labeled-per-class 2 -q
 if grep -q "\.cpp" "$tmp/err"; then bad "an error message shows a source path: $(cat "$tmp/err")"; else ok "no source path in messages"; fi
