@@ -1,5 +1,5 @@
 // SOGE: semi-supervised orthogonal graph embedding with recursive projections
-// (soge-liu2017, eq. (6)–(15), Algorithms 1 and 2). Stages documented in soge_stages.hpp.
+// (soge-liu2017, eq. (6)–(15), Algorithms 1 and 2). Stages documented in soge_internal.hpp.
 //
 // Data: the method table gives soge the paper's preprocessing — one global scale factor so
 // the centered transductive samples have unit mean squared norm, then PCA keeping 95 % of
@@ -15,7 +15,7 @@
 #include <limits>
 #include <numeric>
 
-#include "soge_stages.hpp"
+#include "soge_internal.hpp"
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/lapack.hpp"
 #include "ssdr/core/petsc.hpp"

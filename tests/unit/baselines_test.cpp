@@ -9,6 +9,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "methods/baselines_internal.hpp"
 #include "reference.hpp"
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/lapack.hpp"
@@ -20,11 +21,6 @@
 #include "support.hpp"
 
 using namespace ssdr;
-
-// Defined in src/methods/baselines.cpp (external linkage for these tests).
-namespace ssdr::methods::baselines {
-Dense graph_scatter(Mat L, const DistMatrix& X);
-}
 
 namespace {
 

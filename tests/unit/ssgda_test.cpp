@@ -9,6 +9,7 @@
 #include <numeric>
 #include <random>
 
+#include "methods/ssgda_internal.hpp"
 #include "reference.hpp"
 #include "ssdr/core/lapack.hpp"
 #include "ssdr/data/preprocess.hpp"
@@ -22,31 +23,9 @@
 
 using namespace ssdr;
 
-// The internal stages of src/methods/ssgda.cpp (no shared header: re-declared here with the
-// exact signatures; a mismatch fails at link time).
-namespace ssdr::methods::ssgda_detail {
-DistMatrix range_basis(const DistMatrix& Phi, int64_t* rank_out);
-DistMatrix apply_projector(const DistMatrix& Q, const DistMatrix& E);
-DistMatrix initial_indicator(const std::vector<int>& labels, int classes, MPI_Comm comm);
-DistMatrix cccp_costs(const DistMatrix& Q, const DistMatrix& E, double* criterion);
-DistMatrix solve_lp_by_dual(const DistMatrix& R, const std::vector<int>& labels);
-void local_scaling_graph(const DistMatrix& X, int K, graph::SymmetricEdges& edges, std::vector<double>& w);
-std::vector<int> solve_manifold_lp(const DistMatrix& R, const std::vector<int>& labels,
-                                   const std::vector<int>& current, const graph::SymmetricEdges& edges,
-                                   const std::vector<double>& w, double lambda, int* sweeps);
-std::vector<int> estimate_labels(const TrainingData& data, const MethodOptions& o, bool manifold,
-                                 nlohmann::json& info, Timings& t);
-std::vector<char> confident_selection(const DistMatrix& Y, const std::vector<int>& labels,
-                                      const std::vector<int>& estimated, int K, double theta,
-                                      double* mean_agreement);
-}  // namespace ssdr::methods::ssgda_detail
-
 namespace sd = ssdr::methods::ssgda_detail;
 
 namespace {
-
-constexpr double kTheta = 0.7;  // ssgda.cpp's θ and K (sec. III-D, Table I)
-constexpr int kK = 5;
 
 std::vector<int> gather_ints(const std::vector<int>& local, MPI_Comm comm) {
   int p = 0;
@@ -390,7 +369,7 @@ TEST(Ssgda, AgreesWithTheSerialDenseReference) {
       const std::vector<int> est_r =
           reference_cccp(paper_S(mul(pr.X, pr.X, 'N', 'T'), 1e-12), pr.semi, c, &iterations, &Jr);
       const Dense W1 = reference_gda(pr.X, est_r, std::vector<char>(pr.X.rows, 1), c, m, unit);
-      const std::vector<char> sel = reference_selection(mul(pr.X, W1), pr.semi, est_r, kK, kTheta);
+      const std::vector<char> sel = reference_selection(mul(pr.X, W1), pr.semi, est_r, sd::kNeighbors, sd::kTheta);
       std::vector<char> aug(sel);
       for (size_t i = 0; i < aug.size(); ++i) aug[i] = aug[i] || pr.semi[i] >= 0;
       const Dense Wr = reference_gda(pr.X, est_r, aug, c, m, unit);
@@ -444,11 +423,11 @@ TEST(Ssgda, ConfidenceSelectionKeepsOnlyAgreeingPoints) {
     est[static_cast<size_t>(i)] = (i % 7 == 0) ? (k + 1) % 3 : k;
     if (i < 6) semi[static_cast<size_t>(i)] = k;
   }
-  const std::vector<char> ref_keep = reference_selection(Y, semi, est, kK, kTheta);
+  const std::vector<char> ref_keep = reference_selection(Y, semi, est, sd::kNeighbors, sd::kTheta);
   const DistMatrix Yd = ref::distribute(Y, MPI_COMM_WORLD);
   double agreement = 0;
   const std::vector<char> keep_local =
-      sd::confident_selection(Yd, local_part(semi, Yd), local_part(est, Yd), kK, kTheta, &agreement);
+      sd::confident_selection(Yd, local_part(semi, Yd), local_part(est, Yd), sd::kNeighbors, sd::kTheta, &agreement);
   std::vector<int> kl(keep_local.begin(), keep_local.end());
   const std::vector<int> keep = gather_ints(kl, MPI_COMM_WORLD);
   int kept = 0, rejected = 0;
@@ -481,8 +460,8 @@ TEST(MSsgda, LocalScalingWeightsFollowTheDefinition) {
     for (int64_t j = 0; j < n; ++j)
       if (j != i) d.emplace_back(d2(i, j), j);
     std::sort(d.begin(), d.end());
-    for (int j = 0; j < kK; ++j) nb[static_cast<size_t>(i)].push_back(d[static_cast<size_t>(j)].second);
-    sigma[static_cast<size_t>(i)] = std::sqrt(d[kK - 1].first);
+    for (int j = 0; j < sd::kNeighbors; ++j) nb[static_cast<size_t>(i)].push_back(d[static_cast<size_t>(j)].second);
+    sigma[static_cast<size_t>(i)] = std::sqrt(d[sd::kNeighbors - 1].first);
   }
   Dense Wr(n, n);
   for (int64_t i = 0; i < n; ++i)
@@ -493,7 +472,7 @@ TEST(MSsgda, LocalScalingWeightsFollowTheDefinition) {
   const DistMatrix X = ref::distribute(pr.X, MPI_COMM_WORLD);
   graph::SymmetricEdges edges;
   std::vector<double> w;
-  sd::local_scaling_graph(X, kK, edges, w);
+  sd::local_scaling_graph(X, sd::kNeighbors, edges, w);
   DistMatrix Wd = make_dist_local(MPI_COMM_WORLD, X.n_local, n);
   for (int64_t i = 0; i < edges.n_local; ++i)
     for (int64_t e = edges.row_ptr[static_cast<size_t>(i)]; e < edges.row_ptr[static_cast<size_t>(i + 1)]; ++e)
@@ -516,7 +495,7 @@ TEST(MSsgda, AlternatingStepEndsAtAPerSampleMinimumOfProblem15) {
   const DistMatrix R = sd::cccp_costs(Q, sd::initial_indicator(semi, c, X.comm), nullptr);
   graph::SymmetricEdges edges;
   std::vector<double> w;
-  sd::local_scaling_graph(X, kK, edges, w);
+  sd::local_scaling_graph(X, sd::kNeighbors, edges, w);
   double deg = std::accumulate(w.begin(), w.end(), 0.0);
   MPI_Allreduce(MPI_IN_PLACE, &deg, 1, MPI_DOUBLE, MPI_SUM, X.comm);
   const double lambda = 5.0 * c / deg;  // 5× the default c/(n·mean degree): the term matters
