@@ -1,6 +1,7 @@
 #include "ssdr/core/dense.hpp"
 
 #include <algorithm>
+#include <string>
 
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/lapack.hpp"
@@ -76,6 +77,18 @@ DistMatrix make_dist_local(MPI_Comm comm, int64_t n_local, int64_t cols) {
   return X;
 }
 
+DistMatrix make_dist_like(const DistMatrix& X, int64_t cols) {
+  SSDR_CHECK(cols >= 0, "make_dist_like: negative column count " + std::to_string(cols));
+  DistMatrix Y;
+  Y.comm = X.comm;
+  Y.n_global = X.n_global;
+  Y.row_start = X.row_start;
+  Y.n_local = X.n_local;
+  Y.cols = cols;
+  Y.v.assign(static_cast<size_t>(X.n_local * cols), 0.0);
+  return Y;
+}
+
 DistMatrix select_rows(const DistMatrix& X, const std::vector<char>& keep) {
   SSDR_CHECK(static_cast<int64_t>(keep.size()) == X.n_local,
              "select_rows: mask has " + std::to_string(keep.size()) + " entries for " +
@@ -91,13 +104,7 @@ DistMatrix select_rows(const DistMatrix& X, const std::vector<char>& keep) {
 
 DistMatrix multiply(const DistMatrix& X, const Dense& W) {
   SSDR_CHECK_SHAPE("multiply: W", W.rows, W.cols, X.cols, W.cols);
-  DistMatrix Y;
-  Y.comm = X.comm;
-  Y.n_global = X.n_global;
-  Y.row_start = X.row_start;
-  Y.n_local = X.n_local;
-  Y.cols = W.cols;
-  Y.v.assign(static_cast<size_t>(X.n_local * W.cols), 0.0);
+  DistMatrix Y = make_dist_like(X, W.cols);
   if (X.n_local == 0 || W.cols == 0 || X.cols == 0) return Y;
   // Row-major Y (n_local×m) is column-major Yᵀ (m×n_local) = Wᵀ (m×d) · Xᵀ (d×n_local).
   // Every GEMM has the same shape (m×kTile×d; the last tile is zero-padded), so a row's

@@ -584,13 +584,7 @@ void apply_rows(const FeatureMap& f, const double* X, int64_t b, double* Phi) {
 DistMatrix apply(const FeatureMap& f, const DistMatrix& X) {
   SSDR_CHECK(X.cols == f.input_dim(), "the kernel map expects " + std::to_string(f.input_dim()) +
                                           " features, the data has " + std::to_string(X.cols));
-  DistMatrix Phi;
-  Phi.comm = X.comm;
-  Phi.n_global = X.n_global;
-  Phi.row_start = X.row_start;
-  Phi.n_local = X.n_local;
-  Phi.cols = f.dim();
-  Phi.v.assign(static_cast<size_t>(X.n_local * Phi.cols), 0.0);
+  DistMatrix Phi = make_dist_like(X, f.dim());
   const int64_t block = std::clamp<int64_t>((int64_t{1} << 22) / std::max<int64_t>(f.Zt.cols, 1), 1, 4096);
   for (int64_t i0 = 0; i0 < X.n_local; i0 += block) {
     const int64_t b = std::min(block, X.n_local - i0);

@@ -205,9 +205,7 @@ DistMatrix centered_q(Mat S, const std::vector<double>& u, double alpha, const D
   Owned<Mat> K0 = graph::diagonal_plus_scaled(S, a, minus_one);
   // Right-hand sides [R, U1].
   const int64_t r = R.cols;
-  DistMatrix Rw = R;
-  Rw.cols = r + 1;
-  Rw.v.assign(static_cast<size_t>(R.n_local * (r + 1)), 0.0);
+  DistMatrix Rw = make_dist_like(R, r + 1);
   for (int64_t i = 0; i < R.n_local; ++i) {
     std::copy(R.row(i), R.row(i) + r, Rw.row(i));
     Rw(i, r) = u[static_cast<size_t>(i)];
@@ -223,7 +221,7 @@ DistMatrix centered_q(Mat S, const std::vector<double>& u, double alpha, const D
   SSDR_REQUIRE(one_w > 0, "soge: 1'K0^-1 U 1 = " + std::to_string(one_w) +
                               " is not positive (no labeled sample, or mu <= 0)");
   // (R1): H_c Q r = K₀⁻¹r − w (1ᵀK₀⁻¹r)/(1ᵀw).
-  DistMatrix out = R;
+  DistMatrix out = make_dist_like(R, r);  // every entry set below
   for (int64_t i = 0; i < R.n_local; ++i) {
     const double wi = z.Z(i, r);
     for (int64_t j = 0; j < r; ++j) out(i, j) = z.Z(i, j) - wi * sums(0, j) / one_w;
@@ -239,9 +237,7 @@ Operators operators(const DistMatrix& Xc, Mat S, const std::vector<int>& labels,
   const std::vector<double> u = label_weights(labels, mu);
   const std::vector<double> deg = graph::degrees(S);
   // Right-hand sides [(L+U)X_cᵀ, UY] (n × (d + c)): (L+U)x = (D + U)x − Sx.
-  DistMatrix R = Xc;
-  R.cols = d + c;
-  R.v.assign(static_cast<size_t>(Xc.n_local * (d + c)), 0.0);
+  DistMatrix R = make_dist_like(Xc, d + c);
   {
     Owned<Vec> x, y;
     SSDR_PETSC(MatCreateVecs(S, x.out(), y.out()));

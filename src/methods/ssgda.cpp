@@ -330,7 +330,7 @@ std::vector<int> estimate_labels(const TrainingData& data, const MethodOptions& 
       int s = 0;
       hn = solve_manifold_lp(R, data.labels, hard, edges, w, lambda, &s);
       sweeps.push_back(s);
-      En = make_dist_local(X.comm, X.n_local, c);
+      En = make_dist_like(X, c);
       for (int64_t i = 0; i < X.n_local; ++i) En(i, hn[static_cast<size_t>(i)]) = 1.0;
     } else {
       En = solve_lp_by_dual(R, data.labels);

@@ -117,7 +117,7 @@ DistMatrix apply(Op op, const DistMatrix& Y, const std::vector<int>& labels, int
       total[static_cast<size_t>(j)] += s.T(k, j);
     }
   }
-  DistMatrix out = Y;
+  DistMatrix out = make_dist_like(Y, r);  // every entry set below
   for (int64_t i = 0; i < Y.n_local; ++i) {
     const int k = labels[static_cast<size_t>(i)];
     const double lk = s.count[static_cast<size_t>(k)], inv_e = 1.0 / (s.l - lk);
@@ -174,7 +174,7 @@ Dense smoothness_regularizer(Mat A, const DistMatrix& Y, double alpha,
   for (size_t i = 0; i < D.size(); ++i) diag[i] = 1.0 + alpha * D[i];
   Owned<Mat> M = graph::diagonal_plus_scaled(A, diag, off);  // I + αL
   // R = αLY = α(D∘Y − AY), column by column.
-  DistMatrix R = Y;
+  DistMatrix R = make_dist_like(Y, Y.cols);
   for (int64_t j = 0; j < Y.cols; ++j) {
     Owned<Vec> y = column_to_vec(Y, j);
     Owned<Vec> Ay;

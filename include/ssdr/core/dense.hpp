@@ -71,6 +71,10 @@ struct DistMatrix {
 DistMatrix make_dist(MPI_Comm comm, int64_t n_global, int64_t cols);
 /// Zero DistMatrix with `n_local` rows here. Collective (computes the layout).
 DistMatrix make_dist_local(MPI_Comm comm, int64_t n_local, int64_t cols);
+/// Zero DistMatrix with X's row layout (same comm, n_global, row_start, n_local: rows
+/// distributed exactly as X's) and `cols` columns, i.e. n_global×cols. Not collective (the
+/// layout is copied, not recomputed). \throws ssdr::Error when cols < 0.
+DistMatrix make_dist_like(const DistMatrix& X, int64_t cols);
 
 /// The rows of X whose local flag keep[i] is non-zero, in their global order, as a new
 /// DistMatrix that keeps them on the rank that holds them (no data moves; its layout is
