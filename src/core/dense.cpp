@@ -1,6 +1,7 @@
 #include "ssdr/core/dense.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "ssdr/core/error.hpp"
@@ -159,6 +160,20 @@ void allreduce_sum(Dense& A, MPI_Comm comm) {
   if (!A.v.empty())
     MPI_Allreduce(MPI_IN_PLACE, A.v.data(), static_cast<int>(A.v.size()), MPI_DOUBLE, MPI_SUM,
                   comm);
+}
+
+double largest_magnitude_sign(const double* x, int64_t n, int64_t stride) {
+  if (n <= 0) return 1.0;
+  int64_t imax = 0;
+  for (int64_t i = 1; i < n; ++i)
+    if (std::abs(x[i * stride]) > std::abs(x[imax * stride])) imax = i;
+  return x[imax * stride] < 0 ? -1.0 : 1.0;
+}
+
+void canonicalize_signs(Dense& A) {
+  for (int64_t j = 0; j < A.cols; ++j)
+    if (largest_magnitude_sign(A.col(j), A.rows) < 0)
+      for (int64_t i = 0; i < A.rows; ++i) A(i, j) = -A(i, j);
 }
 
 }  // namespace ssdr

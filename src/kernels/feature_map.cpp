@@ -90,14 +90,9 @@ std::string requested_eps_type(const std::string& prefix, const char* fallback) 
 
 /// Normalizes column x (length n) and makes its entry of largest magnitude positive. Local.
 void fix_sign(double* x, int64_t n) {
-  int64_t imax = 0;
   double nrm2 = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    nrm2 += x[i] * x[i];
-    if (std::fabs(x[i]) > std::fabs(x[imax])) imax = i;
-  }
-  double s = nrm2 > 0 ? 1.0 / std::sqrt(nrm2) : 1.0;
-  if (x[imax] < 0) s = -s;
+  for (int64_t i = 0; i < n; ++i) nrm2 += x[i] * x[i];
+  const double s = largest_magnitude_sign(x, n) * (nrm2 > 0 ? 1.0 / std::sqrt(nrm2) : 1.0);
   for (int64_t i = 0; i < n; ++i) x[i] *= s;
 }
 

@@ -155,21 +155,14 @@ Dense start(const Dense& A, const Dense& B) {
     std::vector<double> ev(static_cast<size_t>(d));
     lapack::syev(d, M.data(), d, ev.data());
     for (int64_t k = 0; k < c - r; ++k) {
-      double* e = M.col(k);
-      int64_t arg = 0;
-      for (int64_t i = 1; i < d; ++i)
-        if (std::abs(e[i]) > std::abs(e[arg])) arg = i;
-      const double sign = e[arg] < 0 ? -1.0 : 1.0;
+      const double* e = M.col(k);
+      const double sign = largest_magnitude_sign(e, d);
       for (int64_t i = 0; i < d; ++i) U(i, r + k) = sign * e[i];
     }
     // Vᵀ's rows for zero singular values are equally arbitrary: fix their signs too.
-    for (int64_t k = r; k < c; ++k) {
-      int64_t arg = 0;
-      for (int64_t j = 1; j < c; ++j)
-        if (std::abs(Vt(k, j)) > std::abs(Vt(k, arg))) arg = j;
-      if (Vt(k, arg) < 0)
+    for (int64_t k = r; k < c; ++k)
+      if (largest_magnitude_sign(&Vt(k, 0), c, Vt.rows) < 0)
         for (int64_t j = 0; j < c; ++j) Vt(k, j) = -Vt(k, j);
-    }
   }
   return mul(U, Vt);
 }

@@ -199,10 +199,7 @@ Dense pca_basis(const DistMatrix& X, int64_t d1) {
   Dense P(X.cols, d1);
   for (int64_t j = 0; j < d1; ++j) {
     const double* src = C.col(C.cols - 1 - j);
-    int64_t big = 0;
-    for (int64_t i = 1; i < X.cols; ++i)
-      if (std::abs(src[i]) > std::abs(src[big])) big = i;
-    const double sign = src[big] < 0 ? -1.0 : 1.0;
+    const double sign = largest_magnitude_sign(src, X.cols);
     for (int64_t i = 0; i < X.cols; ++i) P(i, j) = sign * src[i];
   }
   return P;

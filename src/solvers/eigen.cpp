@@ -113,11 +113,9 @@ void normalize_and_fix_sign(double* x, int64_t d, const Dense* B) {
     for (int64_t i = 0; i < d; ++i) nrm2 += x[i] * x[i];
   }
   SSDR_CHECK(nrm2 > 0 && std::isfinite(nrm2), "sym_eigen: zero or non-finite eigenvector");
-  double scale = 1.0 / std::sqrt(nrm2);
-  int64_t imax = 0;
-  for (int64_t i = 1; i < d; ++i)
-    if (std::fabs(x[i]) > std::fabs(x[imax])) imax = i;
-  if (x[imax] < 0) scale = -scale;
+  // The sign is taken before scaling (scaling could turn a strict > between two magnitudes
+  // into a tie); ±1 · (1/√nrm2) is exact, so x·scale has the bits of the unsplit version.
+  const double scale = largest_magnitude_sign(x, d) * (1.0 / std::sqrt(nrm2));
   for (int64_t i = 0; i < d; ++i) x[i] *= scale;
 }
 

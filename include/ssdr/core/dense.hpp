@@ -100,4 +100,16 @@ Dense allgather(const DistMatrix& X);
 /// Sum over ranks of a Dense in place (MPI_Allreduce, MPI_SUM). Collective.
 void allreduce_sum(Dense& A, MPI_Comm comm);
 
+/// The sign convention for eigenvectors and other basis vectors whose sign is arbitrary:
+/// −1.0 when the entry of largest magnitude among x[0], x[stride], …, x[(n−1)·stride] is
+/// negative, else +1.0 (also for n = 0 or a zero vector). On exact ties in |x_i| the first
+/// such index decides (strict >), and a NaN is never preferred to an earlier entry, so the
+/// result is a pure function of the values: the same on every rank for replicated data.
+/// Multiplying by the result only flips signs (exact). Local (not collective).
+double largest_magnitude_sign(const double* x, int64_t n, int64_t stride = 1);
+
+/// Flips each column of the replicated A (rows×cols) so that its entry of largest magnitude
+/// (the first one on exact ties, see largest_magnitude_sign) is positive. Local.
+void canonicalize_signs(Dense& A);
+
 }  // namespace ssdr
