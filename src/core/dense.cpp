@@ -6,6 +6,7 @@
 
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/lapack.hpp"
+#include "ssdr/core/mpi_util.hpp"
 
 namespace ssdr {
 
@@ -141,15 +142,7 @@ Dense transpose_multiply(const DistMatrix& A, const DistMatrix& B) {
 }
 
 Dense allgather(const DistMatrix& X) {
-  int size = 1;
-  MPI_Comm_size(X.comm, &size);
-  std::vector<int> counts(static_cast<size_t>(size)), displs(static_cast<size_t>(size));
-  int mine = static_cast<int>(X.n_local * X.cols);
-  MPI_Allgather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, X.comm);
-  for (int r = 1; r < size; ++r) displs[r] = displs[r - 1] + counts[r - 1];
-  std::vector<double> rowmajor(static_cast<size_t>(X.n_global * X.cols));
-  MPI_Allgatherv(X.v.data(), mine, MPI_DOUBLE, rowmajor.data(), counts.data(), displs.data(),
-                 MPI_DOUBLE, X.comm);
+  const std::vector<double> rowmajor = allgatherv(X.v.data(), X.n_local * X.cols, X.comm);
   Dense A(X.n_global, X.cols);
   for (int64_t i = 0; i < X.n_global; ++i)
     for (int64_t j = 0; j < X.cols; ++j) A(i, j) = rowmajor[static_cast<size_t>(i * X.cols + j)];

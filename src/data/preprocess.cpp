@@ -7,6 +7,7 @@
 
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/lapack.hpp"
+#include "ssdr/core/mpi_util.hpp"
 #include "ssdr/core/ordered_sum.hpp"
 
 namespace ssdr::data {
@@ -159,16 +160,9 @@ void gram_basis(const DistMatrix& X, const std::vector<int64_t>& rows, const Pre
   // i ≥ j, as computed by the owner of row i) and mirror it.
   Dense G(nf, nf);
   {
-    std::vector<double> all(static_cast<size_t>(nf * nf));
-    std::vector<int> rc(static_cast<size_t>(size)), rd(static_cast<size_t>(size));
     SSDR_REQUIRE(nf * nf < (int64_t{1} << 31), "PCA by the Gram route: " + std::to_string(nf) +
                                                   " transductive samples give a Gram matrix too large for one rank");
-    for (int q = 0; q < size; ++q) {
-      rc[static_cast<size_t>(q)] = static_cast<int>(counts[static_cast<size_t>(q)] * nf);
-      rd[static_cast<size_t>(q)] = static_cast<int>(offsets[static_cast<size_t>(q)] * nf);
-    }
-    MPI_Allgatherv(mine.data(), static_cast<int>(nl * nf), MPI_DOUBLE, all.data(), rc.data(), rd.data(), MPI_DOUBLE,
-                   X.comm);
+    const std::vector<double> all = allgatherv(mine, X.comm);  // my nl rows of G, in fit order
     for (int64_t i = 0; i < nf; ++i)
       for (int64_t j = 0; j <= i; ++j) {
         const double g = all[static_cast<size_t>(i * nf + j)] / static_cast<double>(count);

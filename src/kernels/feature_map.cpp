@@ -18,6 +18,7 @@
 
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/lapack.hpp"
+#include "ssdr/core/mpi_util.hpp"
 #include "ssdr/core/petsc.hpp"
 #include "ssdr/core/progress.hpp"
 
@@ -126,13 +127,7 @@ void fit_exact(FeatureMap& f, const DistMatrix& X, const KernelOptions& o, nlohm
 
   // Z: the training samples, replicated (the model keeps them for out-of-sample maps (40)).
   f.Zt = Dense(d, n);
-  {
-    std::vector<int> counts(static_cast<size_t>(p)), displs(static_cast<size_t>(p));
-    const int mine = static_cast<int>(X.n_local * d);
-    MPI_Allgather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, comm);
-    for (int r = 1; r < p; ++r) displs[static_cast<size_t>(r)] = displs[static_cast<size_t>(r - 1)] + counts[static_cast<size_t>(r - 1)];
-    MPI_Allgatherv(X.v.data(), mine, MPI_DOUBLE, f.Zt.data(), counts.data(), displs.data(), MPI_DOUBLE, comm);
-  }
+  f.Zt.v = allgatherv(X.v.data(), X.n_local * d, comm);  // n·d values: X's rows are Zt's columns
   f.a = training_means(f, X);
   double abar = 0;
   for (double v : f.a) abar += v;

@@ -23,6 +23,7 @@
 
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/lapack.hpp"
+#include "ssdr/core/mpi_util.hpp"
 #include "ssdr/core/progress.hpp"
 #include "ssdr/graph/knn.hpp"
 #include "ssdr/methods/common.hpp"
@@ -37,37 +38,6 @@ namespace ssdr::methods {
 namespace ssgda_detail {
 
 namespace {
-
-/// Every rank's (row_start, n_local) of a layout. Collective.
-void gather_layout(MPI_Comm comm, int64_t n_local, std::vector<int>& counts, std::vector<int>& displs) {
-  int p = 0;
-  MPI_Comm_size(comm, &p);
-  counts.assign(static_cast<size_t>(p), 0);
-  const int mine = static_cast<int>(n_local);
-  MPI_Allgather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, comm);
-  displs.assign(static_cast<size_t>(p), 0);
-  for (int r = 1; r < p; ++r) displs[static_cast<size_t>(r)] = displs[static_cast<size_t>(r - 1)] + counts[static_cast<size_t>(r - 1)];
-}
-
-/// Replicates a per-local-row vector over the ranks in global row order. O(n) ints per rank
-/// (labels only, never data). Collective.
-std::vector<int> allgather_ints(const std::vector<int>& local, MPI_Comm comm) {
-  std::vector<int> counts, displs;
-  gather_layout(comm, static_cast<int64_t>(local.size()), counts, displs);
-  std::vector<int> all(static_cast<size_t>(displs.back() + counts.back()));
-  MPI_Allgatherv(local.data(), static_cast<int>(local.size()), MPI_INT, all.data(), counts.data(),
-                 displs.data(), MPI_INT, comm);
-  return all;
-}
-
-std::vector<double> allgather_doubles(const std::vector<double>& local, MPI_Comm comm) {
-  std::vector<int> counts, displs;
-  gather_layout(comm, static_cast<int64_t>(local.size()), counts, displs);
-  std::vector<double> all(static_cast<size_t>(displs.back() + counts.back()));
-  MPI_Allgatherv(local.data(), static_cast<int>(local.size()), MPI_DOUBLE, all.data(), counts.data(),
-                 displs.data(), MPI_DOUBLE, comm);
-  return all;
-}
 
 /// Hard label of an indicator row: the class of its largest entry (smallest index on ties).
 int row_label(const double* e, int c) {
@@ -174,7 +144,7 @@ void local_scaling_graph(const DistMatrix& X, int K, graph::SymmetricEdges& edge
   std::vector<double> sigma(static_cast<size_t>(X.n_local));
   for (int64_t i = 0; i < X.n_local; ++i)
     sigma[static_cast<size_t>(i)] = std::sqrt(knn.dist2[static_cast<size_t>(i * K + K - 1)]);
-  const std::vector<double> all_sigma = allgather_doubles(sigma, X.comm);
+  const std::vector<double> all_sigma = allgatherv(sigma, X.comm);
   edges = graph::symmetrize(knn, X.comm);
   w.assign(edges.col.size(), 0.0);
   for (int64_t i = 0; i < edges.n_local; ++i)
@@ -218,9 +188,10 @@ std::vector<int> solve_manifold_lp(const DistMatrix& R, const std::vector<int>& 
       start[s] = k;
     }
   }
-  std::vector<int> all = allgather_ints(start, R.comm);
-  std::vector<int> counts, displs;
-  gather_layout(R.comm, R.n_local, counts, displs);
+  GatherCounts layout;  // start has R.n_local entries: every rank's rows
+  std::vector<int> all = allgatherv(start, R.comm, &layout);
+  const std::vector<int>& counts = layout.counts;
+  const std::vector<int>& displs = layout.displs;
   int rank = 0;
   MPI_Comm_rank(R.comm, &rank);
   std::vector<double> cost(static_cast<size_t>(c));
@@ -315,7 +286,7 @@ std::vector<int> estimate_labels(const TrainingData& data, const MethodOptions& 
   auto record = [&](double Jv) {
     criterion.push_back(Jv);
     if (manifold) {
-      const double pen = manifold_penalty(edges, w, allgather_ints(hard, X.comm), c, lambda, X.comm);
+      const double pen = manifold_penalty(edges, w, allgatherv(hard, X.comm), c, lambda, X.comm);
       objective.push_back(Jv - pen);
     } else {
       objective.push_back(Jv);
@@ -396,7 +367,7 @@ std::vector<char> confident_selection(const DistMatrix& Y, const std::vector<int
   if (Yu.n_global < 2) return keep;
   const int k = static_cast<int>(std::min<int64_t>(K, Yu.n_global - 1));
   const graph::KnnLists knn = graph::knn_search(Yu, k);
-  const std::vector<int> all = allgather_ints(est_u, Y.comm);
+  const std::vector<int> all = allgatherv(est_u, Y.comm);
   double sum = 0;
   int64_t u = 0;
   for (int64_t i = 0; i < Y.n_local; ++i) {

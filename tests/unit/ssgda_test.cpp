@@ -12,6 +12,7 @@
 #include "methods/ssgda_internal.hpp"
 #include "reference.hpp"
 #include "ssdr/core/lapack.hpp"
+#include "ssdr/core/mpi_util.hpp"
 #include "ssdr/data/preprocess.hpp"
 #include "ssdr/data/split.hpp"
 #include "ssdr/driver/pipeline.hpp"
@@ -26,18 +27,6 @@ using namespace ssdr;
 namespace sd = ssdr::methods::ssgda_detail;
 
 namespace {
-
-std::vector<int> gather_ints(const std::vector<int>& local, MPI_Comm comm) {
-  int p = 0;
-  MPI_Comm_size(comm, &p);
-  std::vector<int> counts(static_cast<size_t>(p)), displs(static_cast<size_t>(p), 0);
-  const int mine = static_cast<int>(local.size());
-  MPI_Allgather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, comm);
-  for (int r = 1; r < p; ++r) displs[static_cast<size_t>(r)] = displs[static_cast<size_t>(r - 1)] + counts[static_cast<size_t>(r - 1)];
-  std::vector<int> all(static_cast<size_t>(displs.back() + counts.back()));
-  MPI_Allgatherv(local.data(), mine, MPI_INT, all.data(), counts.data(), displs.data(), MPI_INT, comm);
-  return all;
-}
 
 using test::local_part;
 using test::mul;
@@ -340,7 +329,7 @@ TEST(Ssgda, CccpObjectiveNeverDecreasesAndTheCriterionStaysBelowCMinusOne) {
     nlohmann::json info;
     methods::Timings t;
     const std::vector<int> est =
-        gather_ints(sd::estimate_labels(data, methods::MethodOptions{}, false, info, t), MPI_COMM_WORLD);
+        allgatherv(sd::estimate_labels(data, methods::MethodOptions{}, false, info, t), MPI_COMM_WORLD);
     if (test::rank() == 0)
       std::printf("[ssgda] %s: CCCP %d iterations, %.1f %% of unlabeled labels right\n", name,
                   info["cccp_iterations"].get<int>(), 100 * fraction_correct(est, pr.semi, pr.labels));
@@ -379,7 +368,7 @@ TEST(Ssgda, AgreesWithTheSerialDenseReference) {
       methods::TrainingData data{X, semi, c};
       methods::Timings t;
       nlohmann::json info;
-      const std::vector<int> est = gather_ints(sd::estimate_labels(data, {}, false, info, t), MPI_COMM_WORLD);
+      const std::vector<int> est = allgatherv(sd::estimate_labels(data, {}, false, info, t), MPI_COMM_WORLD);
       EXPECT_EQ(est, est_r) << name;
       EXPECT_EQ(info["cccp_iterations"].get<int>(), iterations) << name;
       const auto J = info["cccp_objective"].get<std::vector<double>>();
@@ -429,7 +418,7 @@ TEST(Ssgda, ConfidenceSelectionKeepsOnlyAgreeingPoints) {
   const std::vector<char> keep_local =
       sd::confident_selection(Yd, local_part(semi, Yd), local_part(est, Yd), sd::kNeighbors, sd::kTheta, &agreement);
   std::vector<int> kl(keep_local.begin(), keep_local.end());
-  const std::vector<int> keep = gather_ints(kl, MPI_COMM_WORLD);
+  const std::vector<int> keep = allgatherv(kl, MPI_COMM_WORLD);
   int kept = 0, rejected = 0;
   for (int i = 0; i < n; ++i) {
     EXPECT_EQ(keep[static_cast<size_t>(i)], ref_keep[static_cast<size_t>(i)]) << i;
@@ -501,7 +490,7 @@ TEST(MSsgda, AlternatingStepEndsAtAPerSampleMinimumOfProblem15) {
   const double lambda = 5.0 * c / deg;  // 5× the default c/(n·mean degree): the term matters
   int sweeps = 0;
   const std::vector<int> lab =
-      gather_ints(sd::solve_manifold_lp(R, semi, std::vector<int>(semi.size(), -1), edges, w, lambda, &sweeps),
+      allgatherv(sd::solve_manifold_lp(R, semi, std::vector<int>(semi.size(), -1), edges, w, lambda, &sweeps),
                   MPI_COMM_WORLD);
   const Dense Rr = allgather(R);
   DistMatrix Wd = make_dist_local(MPI_COMM_WORLD, X.n_local, n);
@@ -559,7 +548,7 @@ TEST(MSsgda, CccpObjectiveNeverDecreasesAfterTheFirstStep) {
   methods::TrainingData data{X, semi, pr.classes};
   nlohmann::json info;
   methods::Timings t;
-  const std::vector<int> est = gather_ints(sd::estimate_labels(data, {}, true, info, t), MPI_COMM_WORLD);
+  const std::vector<int> est = allgatherv(sd::estimate_labels(data, {}, true, info, t), MPI_COMM_WORLD);
   const auto J = info["cccp_objective"].get<std::vector<double>>();
   ASSERT_GE(J.size(), 3u);
   EXPECT_TRUE(info["cccp_converged"].get<bool>());
