@@ -68,27 +68,6 @@ double default_memory_limit(MPI_Comm comm) {
   return limit;
 }
 
-/// Local row count of a MATSCALAPACK of order n on comm, or −1 when PETSc 3.18 cannot lay
-/// one out (n rows on every rank but the last, r ≤ n on the last; see src/solvers/eigen.cpp).
-PetscInt scalapack_local_size(int64_t n, MPI_Comm comm) {
-  const int p = comm_size(comm), rank = comm_rank(comm);
-  if (p == 1) return static_cast<PetscInt>(n);
-  for (int64_t b = (n + p - 1) / p; b * (p - 1) <= n; ++b) {
-    const int64_t r = n - b * (p - 1);
-    if (r >= 0 && r <= b) return static_cast<PetscInt>(rank == p - 1 ? r : b);
-  }
-  return -1;
-}
-
-/// The EPS type the options database selects for `prefix`, or `fallback`. Not collective.
-std::string requested_eps_type(const std::string& prefix, const char* fallback) {
-  char buf[256] = {0};
-  PetscBool set = PETSC_FALSE;
-  SSDR_PETSC(PetscOptionsGetString(nullptr, prefix.empty() ? nullptr : prefix.c_str(), "-eps_type", buf,
-                                   sizeof buf, &set));
-  return set ? std::string(buf) : std::string(fallback);
-}
-
 /// Normalizes column x (length n) and makes its entry of largest magnitude positive. Local.
 void fix_sign(double* x, int64_t n) {
   double nrm2 = 0;
@@ -135,10 +114,7 @@ void fit_exact(FeatureMap& f, const DistMatrix& X, const KernelOptions& o, nlohm
 
   // The centered kernel K = L_c K_raw L_c (34): K(g, j) = K_raw(g, j) − a_g − a_j + ā.
   const PetscInt sl_local = scalapack_local_size(n, comm);
-  int ok_local = sl_local >= 0, ok = 0;
-  MPI_Allreduce(&ok_local, &ok, 1, MPI_INT, MPI_MIN, comm);
-  std::string type = requested_eps_type(o.prefix, ok ? EPSSCALAPACK : EPSLAPACK);
-  if (type == EPSSCALAPACK && !ok) type = EPSLAPACK;
+  const std::string type = choose_dense_eps_type(n, o.prefix, comm).type;
   const bool scalapack = type == EPSSCALAPACK;
   Owned<Mat> K;
   SSDR_PETSC(MatCreate(comm, K.out()));
