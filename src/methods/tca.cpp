@@ -54,12 +54,6 @@
 #include "ssdr/solvers/sparse_solve.hpp"
 #include "tca_internal.hpp"
 
-extern "C" {
-void dgeqrf_(const int*, const int*, double*, const int*, double*, double*, const int*, int*);
-void dorgqr_(const int*, const int*, const int*, double*, const int*, const double*, double*,
-             const int*, int*);
-}
-
 namespace ssdr::methods::tca {
 
 // The helpers declared in tca_internal.hpp are used by fit() and by tests/unit/tca_test.cpp.
@@ -228,23 +222,9 @@ Dense otca_directions(const Dense& H, const Dense& R, int64_t m) {
     blas::gemm('N', 'N', d1, 1, q, 1.0, E.data(), d1, b.data(), q, 0.0, A.col(k), d1);
     if (k + 1 < m) {
       // Full QR of A_k = [a_1 … a_{k+1}] (d1×(k+1)): Q = [Q_1 Q_2], E = Q_2, eq. (24).
-      const int M = static_cast<int>(d1), K = static_cast<int>(k + 1);
       Dense Q(d1, d1);
       std::copy(A.v.begin(), A.v.begin() + d1 * (k + 1), Q.v.begin());
-      std::vector<double> tau(static_cast<size_t>(K));
-      int info = 0, lwork = -1;
-      double wq = 0;
-      dgeqrf_(&M, &K, Q.data(), &M, tau.data(), &wq, &lwork, &info);
-      lwork = std::max(static_cast<int>(wq), M) + 1;
-      std::vector<double> work(static_cast<size_t>(lwork));
-      dgeqrf_(&M, &K, Q.data(), &M, tau.data(), work.data(), &lwork, &info);
-      SSDR_REQUIRE(info == 0, "otca: QR of the directions failed (dgeqrf info " + std::to_string(info) + ")");
-      lwork = -1;
-      dorgqr_(&M, &M, &K, Q.data(), &M, tau.data(), &wq, &lwork, &info);
-      lwork = std::max(static_cast<int>(wq), M) + 1;
-      work.resize(static_cast<size_t>(lwork));
-      dorgqr_(&M, &M, &K, Q.data(), &M, tau.data(), work.data(), &lwork, &info);
-      SSDR_REQUIRE(info == 0, "otca: QR of the directions failed (dorgqr info " + std::to_string(info) + ")");
+      lapack::full_qr(d1, k + 1, Q.data(), d1);
       E = Dense(d1, d1 - (k + 1));
       std::copy(Q.v.begin() + d1 * (k + 1), Q.v.end(), E.v.begin());
     }
