@@ -1,9 +1,12 @@
 #include "ssdr/core/dense.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <string>
 
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/lapack.hpp"
+#include "ssdr/core/mpi_util.hpp"
 
 namespace ssdr {
 
@@ -76,6 +79,18 @@ DistMatrix make_dist_local(MPI_Comm comm, int64_t n_local, int64_t cols) {
   return X;
 }
 
+DistMatrix make_dist_like(const DistMatrix& X, int64_t cols) {
+  SSDR_CHECK(cols >= 0, "make_dist_like: negative column count " + std::to_string(cols));
+  DistMatrix Y;
+  Y.comm = X.comm;
+  Y.n_global = X.n_global;
+  Y.row_start = X.row_start;
+  Y.n_local = X.n_local;
+  Y.cols = cols;
+  Y.v.assign(static_cast<size_t>(X.n_local * cols), 0.0);
+  return Y;
+}
+
 DistMatrix select_rows(const DistMatrix& X, const std::vector<char>& keep) {
   SSDR_CHECK(static_cast<int64_t>(keep.size()) == X.n_local,
              "select_rows: mask has " + std::to_string(keep.size()) + " entries for " +
@@ -91,13 +106,7 @@ DistMatrix select_rows(const DistMatrix& X, const std::vector<char>& keep) {
 
 DistMatrix multiply(const DistMatrix& X, const Dense& W) {
   SSDR_CHECK_SHAPE("multiply: W", W.rows, W.cols, X.cols, W.cols);
-  DistMatrix Y;
-  Y.comm = X.comm;
-  Y.n_global = X.n_global;
-  Y.row_start = X.row_start;
-  Y.n_local = X.n_local;
-  Y.cols = W.cols;
-  Y.v.assign(static_cast<size_t>(X.n_local * W.cols), 0.0);
+  DistMatrix Y = make_dist_like(X, W.cols);
   if (X.n_local == 0 || W.cols == 0 || X.cols == 0) return Y;
   // Row-major Y (n_local×m) is column-major Yᵀ (m×n_local) = Wᵀ (m×d) · Xᵀ (d×n_local).
   // Every GEMM has the same shape (m×kTile×d; the last tile is zero-padded), so a row's
@@ -133,15 +142,7 @@ Dense transpose_multiply(const DistMatrix& A, const DistMatrix& B) {
 }
 
 Dense allgather(const DistMatrix& X) {
-  int size = 1;
-  MPI_Comm_size(X.comm, &size);
-  std::vector<int> counts(static_cast<size_t>(size)), displs(static_cast<size_t>(size));
-  int mine = static_cast<int>(X.n_local * X.cols);
-  MPI_Allgather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, X.comm);
-  for (int r = 1; r < size; ++r) displs[r] = displs[r - 1] + counts[r - 1];
-  std::vector<double> rowmajor(static_cast<size_t>(X.n_global * X.cols));
-  MPI_Allgatherv(X.v.data(), mine, MPI_DOUBLE, rowmajor.data(), counts.data(), displs.data(),
-                 MPI_DOUBLE, X.comm);
+  const std::vector<double> rowmajor = allgatherv(X.v.data(), X.n_local * X.cols, X.comm);
   Dense A(X.n_global, X.cols);
   for (int64_t i = 0; i < X.n_global; ++i)
     for (int64_t j = 0; j < X.cols; ++j) A(i, j) = rowmajor[static_cast<size_t>(i * X.cols + j)];
@@ -152,6 +153,20 @@ void allreduce_sum(Dense& A, MPI_Comm comm) {
   if (!A.v.empty())
     MPI_Allreduce(MPI_IN_PLACE, A.v.data(), static_cast<int>(A.v.size()), MPI_DOUBLE, MPI_SUM,
                   comm);
+}
+
+double largest_magnitude_sign(const double* x, int64_t n, int64_t stride) {
+  if (n <= 0) return 1.0;
+  int64_t imax = 0;
+  for (int64_t i = 1; i < n; ++i)
+    if (std::abs(x[i * stride]) > std::abs(x[imax * stride])) imax = i;
+  return x[imax * stride] < 0 ? -1.0 : 1.0;
+}
+
+void canonicalize_signs(Dense& A) {
+  for (int64_t j = 0; j < A.cols; ++j)
+    if (largest_magnitude_sign(A.col(j), A.rows) < 0)
+      for (int64_t i = 0; i < A.rows; ++i) A(i, j) = -A(i, j);
 }
 
 }  // namespace ssdr

@@ -122,23 +122,39 @@ void gesvd(int64_t m, int64_t n, double* a, int64_t lda, double* s, double* u, i
   check_info(info, "dgesdd");
 }
 
-void orthonormalize(int64_t m, int64_t n, double* a, int64_t lda) {
-  if (n == 0) return;
-  const int M = static_cast<int>(m), N = static_cast<int>(n), LDA = static_cast<int>(lda);
-  std::vector<double> tau(static_cast<size_t>(n));
+namespace {
+
+/// QR of the m×k matrix in a's first k columns, then the first q (k ≤ q ≤ m) columns of
+/// its Q written over a (dgeqrf + dorgqr with workspace queries).
+void qr_q(int64_t m, int64_t k, int64_t q, double* a, int64_t lda) {
+  const int M = static_cast<int>(m), K = static_cast<int>(k), Q = static_cast<int>(q),
+            LDA = static_cast<int>(lda);
+  std::vector<double> tau(static_cast<size_t>(k));
   int info = 0, lwork = -1;
   double wq = 0;
-  dgeqrf_(&M, &N, a, &LDA, tau.data(), &wq, &lwork, &info);
-  lwork = static_cast<int>(wq) + 1;
+  dgeqrf_(&M, &K, a, &LDA, tau.data(), &wq, &lwork, &info);
+  lwork = std::max(static_cast<int>(wq), Q) + 1;
   std::vector<double> work(static_cast<size_t>(lwork));
-  dgeqrf_(&M, &N, a, &LDA, tau.data(), work.data(), &lwork, &info);
+  dgeqrf_(&M, &K, a, &LDA, tau.data(), work.data(), &lwork, &info);
   check_info(info, "dgeqrf");
   lwork = -1;
-  dorgqr_(&M, &N, &N, a, &LDA, tau.data(), &wq, &lwork, &info);
-  lwork = static_cast<int>(wq) + 1;
+  dorgqr_(&M, &Q, &K, a, &LDA, tau.data(), &wq, &lwork, &info);
+  lwork = std::max(static_cast<int>(wq), Q) + 1;
   work.resize(static_cast<size_t>(lwork));
-  dorgqr_(&M, &N, &N, a, &LDA, tau.data(), work.data(), &lwork, &info);
+  dorgqr_(&M, &Q, &K, a, &LDA, tau.data(), work.data(), &lwork, &info);
   check_info(info, "dorgqr");
+}
+
+}  // namespace
+
+void orthonormalize(int64_t m, int64_t n, double* a, int64_t lda) {
+  if (n == 0) return;
+  qr_q(m, n, n, a, lda);
+}
+
+void full_qr(int64_t m, int64_t k, double* a, int64_t lda) {
+  if (m == 0) return;
+  qr_q(m, k, m, a, lda);
 }
 
 bool potrf(int64_t n, double* a, int64_t lda) {

@@ -6,6 +6,7 @@
 
 #include "ssdr/core/dense.hpp"
 #include "ssdr/core/error.hpp"
+#include "ssdr/core/mpi_util.hpp"
 
 namespace ssdr {
 
@@ -146,12 +147,10 @@ std::vector<double> ordered_row_sum(MPI_Comm comm, int64_t n_local, int64_t widt
     mine.push_back(nd.level);
     mine.push_back(nd.index);
   }
-  std::vector<int> mcount(static_cast<size_t>(size)), mdispl(static_cast<size_t>(size), 0);
-  const int mc = static_cast<int>(mine.size());
-  MPI_Allgather(&mc, 1, MPI_INT, mcount.data(), 1, MPI_INT, comm);
-  for (int r = 1; r < size; ++r) mdispl[r] = mdispl[r - 1] + mcount[r - 1];
-  std::vector<int64_t> all(static_cast<size_t>(mdispl[size - 1] + mcount[size - 1]));
-  MPI_Allgatherv(mine.data(), mc, MPI_INT64_T, all.data(), mcount.data(), mdispl.data(), MPI_INT64_T, comm);
+  GatherCounts gathered;
+  const std::vector<int64_t> all = allgatherv(mine, comm, &gathered);
+  const std::vector<int>& mcount = gathered.counts;
+  const std::vector<int>& mdispl = gathered.displs;
   std::vector<Meta> list;  // in chunk order (ranks in order, each stack in order)
   for (int r = 0; r < size; ++r)
     for (int q = 0; q < mcount[r] / 2; ++q)

@@ -57,4 +57,35 @@ std::vector<double> vec_allgather(Vec v) {
   return out;
 }
 
+PetscInt scalapack_local_size(int64_t n, MPI_Comm comm) {
+  int p = 1, rank = 0;
+  MPI_Comm_size(comm, &p);
+  MPI_Comm_rank(comm, &rank);
+  if (p == 1) return static_cast<PetscInt>(n);
+  for (int64_t b = (n + p - 1) / p; b * (p - 1) <= n; ++b) {
+    const int64_t r = n - b * (p - 1);
+    if (r >= 0 && r <= b) return static_cast<PetscInt>(rank == p - 1 ? r : b);
+  }
+  return -1;
+}
+
+std::string requested_eps_type(const std::string& prefix, const char* fallback) {
+  char buf[256] = {0};
+  PetscBool set = PETSC_FALSE;
+  SSDR_PETSC(PetscOptionsGetString(nullptr, prefix.empty() ? nullptr : prefix.c_str(), "-eps_type", buf,
+                                   sizeof buf, &set));
+  return set ? std::string(buf) : std::string(fallback);
+}
+
+DenseEpsChoice choose_dense_eps_type(int64_t n, const std::string& prefix, MPI_Comm comm) {
+  int ok_local = scalapack_local_size(n, comm) >= 0 ? 1 : 0, ok = 0;
+  MPI_Allreduce(&ok_local, &ok, 1, MPI_INT, MPI_MIN, comm);
+  DenseEpsChoice c;
+  c.scalapack_ok = ok != 0;
+  c.default_type = c.scalapack_ok ? EPSSCALAPACK : EPSLAPACK;
+  c.requested = requested_eps_type(prefix, c.default_type);
+  c.type = c.requested == EPSSCALAPACK && !c.scalapack_ok ? std::string(EPSLAPACK) : c.requested;
+  return c;
+}
+
 }  // namespace ssdr

@@ -7,6 +7,7 @@
 
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/lapack.hpp"
+#include "ssdr/core/mpi_util.hpp"
 #include "ssdr/core/ordered_sum.hpp"
 
 namespace ssdr::data {
@@ -98,15 +99,6 @@ int64_t components_to_keep(const std::vector<double>& w, const PreprocessOptions
   return std::max<int64_t>(keep, 1);
 }
 
-/// Flips column c of B so that its largest-magnitude entry is positive. Local.
-void fix_sign(Dense& B, int64_t c) {
-  int64_t arg = 0;
-  for (int64_t i = 1; i < B.rows; ++i)
-    if (std::abs(B(i, c)) > std::abs(B(arg, c))) arg = i;
-  if (B(arg, c) < 0)
-    for (int64_t i = 0; i < B.rows; ++i) B(i, c) = -B(i, c);
-}
-
 /// The PCA basis through the n_fit×n_fit Gram matrix G = ZZᵀ/n_fit of the centered fit rows
 /// Z (C = ZᵀZ/n_fit has the same nonzero eigenvalues; v = Zᵀu/‖Zᵀu‖). Each rank in turn
 /// broadcasts its fit rows; every rank computes G's entries between its rows and those in
@@ -168,16 +160,9 @@ void gram_basis(const DistMatrix& X, const std::vector<int64_t>& rows, const Pre
   // i ≥ j, as computed by the owner of row i) and mirror it.
   Dense G(nf, nf);
   {
-    std::vector<double> all(static_cast<size_t>(nf * nf));
-    std::vector<int> rc(static_cast<size_t>(size)), rd(static_cast<size_t>(size));
     SSDR_REQUIRE(nf * nf < (int64_t{1} << 31), "PCA by the Gram route: " + std::to_string(nf) +
                                                   " transductive samples give a Gram matrix too large for one rank");
-    for (int q = 0; q < size; ++q) {
-      rc[static_cast<size_t>(q)] = static_cast<int>(counts[static_cast<size_t>(q)] * nf);
-      rd[static_cast<size_t>(q)] = static_cast<int>(offsets[static_cast<size_t>(q)] * nf);
-    }
-    MPI_Allgatherv(mine.data(), static_cast<int>(nl * nf), MPI_DOUBLE, all.data(), rc.data(), rd.data(), MPI_DOUBLE,
-                   X.comm);
+    const std::vector<double> all = allgatherv(mine, X.comm);  // my nl rows of G, in fit order
     for (int64_t i = 0; i < nf; ++i)
       for (int64_t j = 0; j <= i; ++j) {
         const double g = all[static_cast<size_t>(i * nf + j)] / static_cast<double>(count);
@@ -208,8 +193,8 @@ void gram_basis(const DistMatrix& X, const std::vector<int64_t>& rows, const Pre
     for (int64_t i = 0; i < d; ++i) norm2 += ZU[static_cast<size_t>(i + c * d)] * ZU[static_cast<size_t>(i + c * d)];
     const double inv = norm2 > 0 ? 1.0 / std::sqrt(norm2) : 0.0;
     for (int64_t i = 0; i < d; ++i) p.basis(i, c) = ZU[static_cast<size_t>(i + c * d)] * inv;
-    fix_sign(p.basis, c);
   }
+  canonicalize_signs(p.basis);
 }
 
 }  // namespace
@@ -317,8 +302,8 @@ Preprocessor fit_preprocessor(const DistMatrix& X, const std::vector<char>& fit,
     const int64_t src = d - 1 - c;
     p.eigenvalues[static_cast<size_t>(c)] = w[static_cast<size_t>(src)];
     for (int64_t i = 0; i < d; ++i) p.basis(i, c) = C(i, src);
-    fix_sign(p.basis, c);
   }
+  canonicalize_signs(p.basis);
   return p;
 }
 

@@ -1,6 +1,7 @@
 #include "ssdr/evaluation/one_nn.hpp"
 
 #include "ssdr/core/error.hpp"
+#include "ssdr/core/mpi_util.hpp"
 
 namespace ssdr::evaluation {
 
@@ -18,15 +19,8 @@ std::vector<int> one_nn_predict(const DistMatrix& Y, const std::vector<int>& lab
       mine.insert(mine.end(), Y.row(i), Y.row(i) + m);
       ++mine_count;
     }
-  int size = 1;
-  MPI_Comm_size(Y.comm, &size);
-  std::vector<int> counts(static_cast<size_t>(size)), displs(static_cast<size_t>(size), 0);
-  int my = static_cast<int>(mine.size());
-  MPI_Allgather(&my, 1, MPI_INT, counts.data(), 1, MPI_INT, Y.comm);
-  for (int r = 1; r < size; ++r) displs[static_cast<size_t>(r)] = displs[static_cast<size_t>(r - 1)] + counts[static_cast<size_t>(r - 1)];
-  const int total = displs.back() + counts.back();
-  std::vector<double> L(static_cast<size_t>(total));
-  MPI_Allgatherv(mine.data(), my, MPI_DOUBLE, L.data(), counts.data(), displs.data(), MPI_DOUBLE, Y.comm);
+  const std::vector<double> L = allgatherv(mine, Y.comm);
+  const int64_t total = static_cast<int64_t>(L.size());
   std::vector<int> lab;  // labels of the gathered rows, global order (blocks are in rank order)
   for (size_t i = 0; i < roles.size(); ++i)
     if (roles[i] == data::Role::labeled) lab.push_back(labels[i]);

@@ -36,6 +36,7 @@
 
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/lapack.hpp"
+#include "ssdr/core/mpi_util.hpp"
 #include "ssdr/core/ordered_sum.hpp"
 #include "ssdr/core/progress.hpp"
 
@@ -514,20 +515,9 @@ Graph build_knn_graph(const DistMatrix& X, const GraphOptions& options) {
   // Cosine weights need ‖x_j‖² of every neighbor: gather the n squared norms.
   std::vector<double> norms2;
   if (options.weight == EdgeWeight::cosine) {
-    int size = 1;
-    MPI_Comm_size(comm, &size);
     std::vector<double> mine(static_cast<size_t>(nl));
     squared_norms(X.v.data(), nl, X.cols, mine.data());
-    std::vector<int64_t> starts, counts;
-    gather_layout(comm, X.row_start, nl, starts, counts);
-    std::vector<int> rc(static_cast<size_t>(size)), rd(static_cast<size_t>(size));
-    for (int r = 0; r < size; ++r) {
-      rc[r] = static_cast<int>(counts[r]);
-      rd[r] = static_cast<int>(starts[r]);
-    }
-    norms2.resize(static_cast<size_t>(n));
-    MPI_Allgatherv(mine.data(), static_cast<int>(nl), MPI_DOUBLE, norms2.data(), rc.data(),
-                   rd.data(), MPI_DOUBLE, comm);
+    norms2 = allgatherv(mine, comm);  // global row order: the row blocks are in rank order
   }
 
   const double t = g.t;

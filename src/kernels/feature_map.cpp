@@ -18,6 +18,7 @@
 
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/lapack.hpp"
+#include "ssdr/core/mpi_util.hpp"
 #include "ssdr/core/petsc.hpp"
 #include "ssdr/core/progress.hpp"
 
@@ -67,37 +68,11 @@ double default_memory_limit(MPI_Comm comm) {
   return limit;
 }
 
-/// Local row count of a MATSCALAPACK of order n on comm, or −1 when PETSc 3.18 cannot lay
-/// one out (n rows on every rank but the last, r ≤ n on the last; see src/solvers/eigen.cpp).
-PetscInt scalapack_local_size(int64_t n, MPI_Comm comm) {
-  const int p = comm_size(comm), rank = comm_rank(comm);
-  if (p == 1) return static_cast<PetscInt>(n);
-  for (int64_t b = (n + p - 1) / p; b * (p - 1) <= n; ++b) {
-    const int64_t r = n - b * (p - 1);
-    if (r >= 0 && r <= b) return static_cast<PetscInt>(rank == p - 1 ? r : b);
-  }
-  return -1;
-}
-
-/// The EPS type the options database selects for `prefix`, or `fallback`. Not collective.
-std::string requested_eps_type(const std::string& prefix, const char* fallback) {
-  char buf[256] = {0};
-  PetscBool set = PETSC_FALSE;
-  SSDR_PETSC(PetscOptionsGetString(nullptr, prefix.empty() ? nullptr : prefix.c_str(), "-eps_type", buf,
-                                   sizeof buf, &set));
-  return set ? std::string(buf) : std::string(fallback);
-}
-
 /// Normalizes column x (length n) and makes its entry of largest magnitude positive. Local.
 void fix_sign(double* x, int64_t n) {
-  int64_t imax = 0;
   double nrm2 = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    nrm2 += x[i] * x[i];
-    if (std::fabs(x[i]) > std::fabs(x[imax])) imax = i;
-  }
-  double s = nrm2 > 0 ? 1.0 / std::sqrt(nrm2) : 1.0;
-  if (x[imax] < 0) s = -s;
+  for (int64_t i = 0; i < n; ++i) nrm2 += x[i] * x[i];
+  const double s = largest_magnitude_sign(x, n) * (nrm2 > 0 ? 1.0 / std::sqrt(nrm2) : 1.0);
   for (int64_t i = 0; i < n; ++i) x[i] *= s;
 }
 
@@ -131,13 +106,7 @@ void fit_exact(FeatureMap& f, const DistMatrix& X, const KernelOptions& o, nlohm
 
   // Z: the training samples, replicated (the model keeps them for out-of-sample maps (40)).
   f.Zt = Dense(d, n);
-  {
-    std::vector<int> counts(static_cast<size_t>(p)), displs(static_cast<size_t>(p));
-    const int mine = static_cast<int>(X.n_local * d);
-    MPI_Allgather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, comm);
-    for (int r = 1; r < p; ++r) displs[static_cast<size_t>(r)] = displs[static_cast<size_t>(r - 1)] + counts[static_cast<size_t>(r - 1)];
-    MPI_Allgatherv(X.v.data(), mine, MPI_DOUBLE, f.Zt.data(), counts.data(), displs.data(), MPI_DOUBLE, comm);
-  }
+  f.Zt.v = allgatherv(X.v.data(), X.n_local * d, comm);  // n·d values: X's rows are Zt's columns
   f.a = training_means(f, X);
   double abar = 0;
   for (double v : f.a) abar += v;
@@ -145,10 +114,7 @@ void fit_exact(FeatureMap& f, const DistMatrix& X, const KernelOptions& o, nlohm
 
   // The centered kernel K = L_c K_raw L_c (34): K(g, j) = K_raw(g, j) − a_g − a_j + ā.
   const PetscInt sl_local = scalapack_local_size(n, comm);
-  int ok_local = sl_local >= 0, ok = 0;
-  MPI_Allreduce(&ok_local, &ok, 1, MPI_INT, MPI_MIN, comm);
-  std::string type = requested_eps_type(o.prefix, ok ? EPSSCALAPACK : EPSLAPACK);
-  if (type == EPSSCALAPACK && !ok) type = EPSLAPACK;
+  const std::string type = choose_dense_eps_type(n, o.prefix, comm).type;
   const bool scalapack = type == EPSSCALAPACK;
   Owned<Mat> K;
   SSDR_PETSC(MatCreate(comm, K.out()));
@@ -584,13 +550,7 @@ void apply_rows(const FeatureMap& f, const double* X, int64_t b, double* Phi) {
 DistMatrix apply(const FeatureMap& f, const DistMatrix& X) {
   SSDR_CHECK(X.cols == f.input_dim(), "the kernel map expects " + std::to_string(f.input_dim()) +
                                           " features, the data has " + std::to_string(X.cols));
-  DistMatrix Phi;
-  Phi.comm = X.comm;
-  Phi.n_global = X.n_global;
-  Phi.row_start = X.row_start;
-  Phi.n_local = X.n_local;
-  Phi.cols = f.dim();
-  Phi.v.assign(static_cast<size_t>(X.n_local * Phi.cols), 0.0);
+  DistMatrix Phi = make_dist_like(X, f.dim());
   const int64_t block = std::clamp<int64_t>((int64_t{1} << 22) / std::max<int64_t>(f.Zt.cols, 1), 1, 4096);
   for (int64_t i0 = 0; i0 < X.n_local; i0 += block) {
     const int64_t b = std::min(block, X.n_local - i0);

@@ -21,20 +21,15 @@
 #include "ssdr/methods/method.hpp"
 #include "ssdr/scatter/scatter.hpp"
 #include "ssdr/solvers/eigen.hpp"
+#include "baselines_internal.hpp"
 
 namespace ssdr::methods {
 
 // ---------------------------------------------------------------------------------------
-// Helpers with external linkage so the unit tests can check them directly (declared again
-// in tests/unit/baselines_test.cpp; they would belong in methods/common.hpp).
+// Helpers with external linkage so the unit tests can check them directly (declared and
+// documented in baselines_internal.hpp).
 namespace baselines {
 
-/// XᵀLX in our row-sample convention, i.e. the paper's X L Xᵀ (d×d, replicated), for the
-/// sample-distributed X (n×d) and a sparse symmetric n×n L (MPIAIJ) whose row layout is
-/// X's. Y = L X is one sparse×dense product (MatMatMult with an MPIDENSE copy of X, n×d
-/// distributed like X), then the local GEMM X_localᵀ Y_local and an MPI_Allreduce of d×d;
-/// the result is symmetrized ((C + Cᵀ)/2). No n×n dense matrix; memory O(n_local·d + d²).
-/// Collective over X.comm. \throws ssdr::Error when L's local row count differs from X's.
 Dense graph_scatter(Mat L, const DistMatrix& X) {
   PetscInt rlo = 0, rhi = 0, N = 0, M = 0;
   SSDR_PETSC(MatGetOwnershipRange(L, &rlo, &rhi));
@@ -85,9 +80,6 @@ Dense graph_scatter(Mat L, const DistMatrix& X) {
   return C;
 }
 
-/// Covariance Σ = (1/n) Σ_i (x_i − x̄)(x_i − x̄)ᵀ (d×d, replicated) of the sample-distributed
-/// X (n×d): the mean by MPI_Allreduce, then a local DSYRK on the centered block and an
-/// MPI_Allreduce of d×d. Collective over X.comm. \throws ssdr::Error (collectively) when n = 0.
 Dense covariance(const DistMatrix& X) {
   SSDR_REQUIRE(X.n_global > 0, "pca: no samples to compute a covariance from");
   const int64_t d = X.cols, nl = X.n_local;
@@ -107,9 +99,6 @@ Dense covariance(const DistMatrix& X) {
   return C;
 }
 
-/// Orthonormalizes the columns of A (d×m, m ≤ d, full column rank) by Householder QR and
-/// flips each column so that diag(R) > 0 (qᵢᵀaᵢ > 0): the result is the unique
-/// Gram–Schmidt basis of A, so it does not depend on LAPACK's sign conventions. Local.
 Dense orthonormal_basis(const Dense& A) {
   Dense Q = A;
   lapack::orthonormalize(Q.rows, Q.cols, Q.data(), Q.rows);

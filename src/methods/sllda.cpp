@@ -93,17 +93,6 @@ double relative_alpha(const MethodOptions& o) {
   return a;
 }
 
-/// Flips each column so its entry of largest magnitude is positive (rank-count independent).
-void fix_signs(Dense& W) {
-  for (int64_t j = 0; j < W.cols; ++j) {
-    int64_t arg = 0;
-    for (int64_t i = 1; i < W.rows; ++i)
-      if (std::abs(W(i, j)) > std::abs(W(arg, j))) arg = i;
-    if (W(arg, j) < 0)
-      for (int64_t i = 0; i < W.rows; ++i) W(i, j) = -W(i, j);
-  }
-}
-
 /// SL-LDA, eq. (15): S̃b v = λ (S̃t + αI) v, the m largest, α = a·tr(S̃t)/d'. Columns of unit
 /// length (o.normalization = unit, the default) or B-orthonormal (metric); with
 /// o.eigenvalue_scaling, W = V Λ^{1/2} with the B-orthonormal V (metric is implied; an
@@ -378,7 +367,7 @@ class SlLdaWls final : public Method {
     out.W = Dense(d, m);
     for (int64_t j = 0; j < m; ++j)
       for (int64_t q = 0; q < d; ++q) out.W(q, j) = P(q, j) * sigma[static_cast<size_t>(j)];
-    fix_signs(out.W);
+    canonicalize_signs(out.W);
     out.normalization = Normalization::metric;  // the least-squares solution's own scale
     soft_label_info(s, o, out.info);
     out.info["alpha_relative"] = a;

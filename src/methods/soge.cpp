@@ -1,5 +1,5 @@
 // SOGE: semi-supervised orthogonal graph embedding with recursive projections
-// (soge-liu2017, eq. (6)–(15), Algorithms 1 and 2). Stages documented in soge_stages.hpp.
+// (soge-liu2017, eq. (6)–(15), Algorithms 1 and 2). Stages documented in soge_internal.hpp.
 //
 // Data: the method table gives soge the paper's preprocessing — one global scale factor so
 // the centered transductive samples have unit mean squared norm, then PCA keeping 95 % of
@@ -15,7 +15,7 @@
 #include <limits>
 #include <numeric>
 
-#include "soge_stages.hpp"
+#include "soge_internal.hpp"
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/lapack.hpp"
 #include "ssdr/core/petsc.hpp"
@@ -155,21 +155,14 @@ Dense start(const Dense& A, const Dense& B) {
     std::vector<double> ev(static_cast<size_t>(d));
     lapack::syev(d, M.data(), d, ev.data());
     for (int64_t k = 0; k < c - r; ++k) {
-      double* e = M.col(k);
-      int64_t arg = 0;
-      for (int64_t i = 1; i < d; ++i)
-        if (std::abs(e[i]) > std::abs(e[arg])) arg = i;
-      const double sign = e[arg] < 0 ? -1.0 : 1.0;
+      const double* e = M.col(k);
+      const double sign = largest_magnitude_sign(e, d);
       for (int64_t i = 0; i < d; ++i) U(i, r + k) = sign * e[i];
     }
     // Vᵀ's rows for zero singular values are equally arbitrary: fix their signs too.
-    for (int64_t k = r; k < c; ++k) {
-      int64_t arg = 0;
-      for (int64_t j = 1; j < c; ++j)
-        if (std::abs(Vt(k, j)) > std::abs(Vt(k, arg))) arg = j;
-      if (Vt(k, arg) < 0)
+    for (int64_t k = r; k < c; ++k)
+      if (largest_magnitude_sign(&Vt(k, 0), c, Vt.rows) < 0)
         for (int64_t j = 0; j < c; ++j) Vt(k, j) = -Vt(k, j);
-    }
   }
   return mul(U, Vt);
 }
@@ -205,9 +198,7 @@ DistMatrix centered_q(Mat S, const std::vector<double>& u, double alpha, const D
   Owned<Mat> K0 = graph::diagonal_plus_scaled(S, a, minus_one);
   // Right-hand sides [R, U1].
   const int64_t r = R.cols;
-  DistMatrix Rw = R;
-  Rw.cols = r + 1;
-  Rw.v.assign(static_cast<size_t>(R.n_local * (r + 1)), 0.0);
+  DistMatrix Rw = make_dist_like(R, r + 1);
   for (int64_t i = 0; i < R.n_local; ++i) {
     std::copy(R.row(i), R.row(i) + r, Rw.row(i));
     Rw(i, r) = u[static_cast<size_t>(i)];
@@ -223,7 +214,7 @@ DistMatrix centered_q(Mat S, const std::vector<double>& u, double alpha, const D
   SSDR_REQUIRE(one_w > 0, "soge: 1'K0^-1 U 1 = " + std::to_string(one_w) +
                               " is not positive (no labeled sample, or mu <= 0)");
   // (R1): H_c Q r = K₀⁻¹r − w (1ᵀK₀⁻¹r)/(1ᵀw).
-  DistMatrix out = R;
+  DistMatrix out = make_dist_like(R, r);  // every entry set below
   for (int64_t i = 0; i < R.n_local; ++i) {
     const double wi = z.Z(i, r);
     for (int64_t j = 0; j < r; ++j) out(i, j) = z.Z(i, j) - wi * sums(0, j) / one_w;
@@ -239,9 +230,7 @@ Operators operators(const DistMatrix& Xc, Mat S, const std::vector<int>& labels,
   const std::vector<double> u = label_weights(labels, mu);
   const std::vector<double> deg = graph::degrees(S);
   // Right-hand sides [(L+U)X_cᵀ, UY] (n × (d + c)): (L+U)x = (D + U)x − Sx.
-  DistMatrix R = Xc;
-  R.cols = d + c;
-  R.v.assign(static_cast<size_t>(Xc.n_local * (d + c)), 0.0);
+  DistMatrix R = make_dist_like(Xc, d + c);
   {
     Owned<Vec> x, y;
     SSDR_PETSC(MatCreateVecs(S, x.out(), y.out()));

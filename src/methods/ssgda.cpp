@@ -12,8 +12,8 @@
 // S = Q Qᵀ with Q (n×rank) an orthonormal basis of range(Φ_c), and S E = Q (QᵀE) costs
 // O(n·rank·c) plus one rank×c all-reduce.
 //
-// The helpers in namespace ssgda_detail are internal to this file; tests/unit/ssgda_test.cpp
-// re-declares the ones it checks (there is no shared header for them, see the report).
+// The stages in namespace ssgda_detail are declared (and documented) in ssgda_internal.hpp,
+// private to this file and tests/unit/ssgda_test.cpp.
 #include <mpi.h>
 
 #include <algorithm>
@@ -23,6 +23,7 @@
 
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/lapack.hpp"
+#include "ssdr/core/mpi_util.hpp"
 #include "ssdr/core/progress.hpp"
 #include "ssdr/graph/knn.hpp"
 #include "ssdr/methods/common.hpp"
@@ -30,59 +31,13 @@
 #include "ssdr/methods/method.hpp"
 #include "ssdr/scatter/scatter.hpp"
 #include "ssdr/solvers/eigen.hpp"
+#include "ssgda_internal.hpp"
 
 namespace ssdr::methods {
 
 namespace ssgda_detail {
 
-/// Confidence threshold θ of sec. III-D ("usually chosen to be larger than 0.5"): an
-/// unlabeled sample is selected when at least θ of its K nearest unlabeled neighbors (in the
-/// first GDA embedding) carry its estimated label. A documented constant (no CLI option).
-constexpr double kTheta = 0.7;
-/// K of Table I: neighbors of the local-scaling graph (M-SSGDA) and of the confidence
-/// selection. σ_i = distance to the K-th neighbor (Zelnik-Manor & Perona local scaling).
-constexpr int kNeighbors = 5;
-/// CCCP stops when E stops changing (Table I with ε = 0); this caps it.
-constexpr int kMaxCccpIterations = 100;
-/// Gauss–Seidel sweeps of the alternating method (17) per CCCP iteration, at most.
-constexpr int kMaxSweeps = 100;
-/// Costs r_ki (and M-SSGDA's cost_k) closer than this, relative to the row's largest |cost|,
-/// are ties: they differ by rounding (Q's orthonormality, all-reduce order) only, and must
-/// not decide a label differently on different rank counts.
-constexpr double kTieTolerance = 1e-10;
-
 namespace {
-
-/// Every rank's (row_start, n_local) of a layout. Collective.
-void gather_layout(MPI_Comm comm, int64_t n_local, std::vector<int>& counts, std::vector<int>& displs) {
-  int p = 0;
-  MPI_Comm_size(comm, &p);
-  counts.assign(static_cast<size_t>(p), 0);
-  const int mine = static_cast<int>(n_local);
-  MPI_Allgather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, comm);
-  displs.assign(static_cast<size_t>(p), 0);
-  for (int r = 1; r < p; ++r) displs[static_cast<size_t>(r)] = displs[static_cast<size_t>(r - 1)] + counts[static_cast<size_t>(r - 1)];
-}
-
-/// Replicates a per-local-row vector over the ranks in global row order. O(n) ints per rank
-/// (labels only, never data). Collective.
-std::vector<int> allgather_ints(const std::vector<int>& local, MPI_Comm comm) {
-  std::vector<int> counts, displs;
-  gather_layout(comm, static_cast<int64_t>(local.size()), counts, displs);
-  std::vector<int> all(static_cast<size_t>(displs.back() + counts.back()));
-  MPI_Allgatherv(local.data(), static_cast<int>(local.size()), MPI_INT, all.data(), counts.data(),
-                 displs.data(), MPI_INT, comm);
-  return all;
-}
-
-std::vector<double> allgather_doubles(const std::vector<double>& local, MPI_Comm comm) {
-  std::vector<int> counts, displs;
-  gather_layout(comm, static_cast<int64_t>(local.size()), counts, displs);
-  std::vector<double> all(static_cast<size_t>(displs.back() + counts.back()));
-  MPI_Allgatherv(local.data(), static_cast<int>(local.size()), MPI_DOUBLE, all.data(), counts.data(),
-                 displs.data(), MPI_DOUBLE, comm);
-  return all;
-}
 
 /// Hard label of an indicator row: the class of its largest entry (smallest index on ties).
 int row_label(const double* e, int c) {
@@ -94,15 +49,6 @@ int row_label(const double* e, int c) {
 
 }  // namespace
 
-/// Orthonormal basis Q (n×rank, X's row layout) of range(Φ) for the sample-distributed
-/// Φ (n×r), so that S = Q Qᵀ = Φ(ΦᵀΦ)⁺Φᵀ. With Φ = Φ_c the centered feature map this is
-/// the paper's S = H_n K (K H_n K)⁻¹ K H_n (sec. III-B; pseudo-inverse as in sec. II).
-/// Two passes of an eigen-based Cholesky-QR: G = ΦᵀΦ (r×r, one all-reduce), G = VΛVᵀ,
-/// Q₁ = Φ V₊ Λ₊^{-1/2} keeping λ_i > √(max(n, r)·ε)·λ_max, then the same on Q₁ to restore
-/// orthonormality lost to cond(Φ)². The tolerance is the paper's (K H_n K)⁻¹ read as MATLAB's
-/// pinv (tolerance max(n)·ε·‖KHK‖): KHK's non-zero eigenvalues are the squares λ_i² of the
-/// centered Gram's when K is centered. Memory O(n_local·r + r²).
-/// Collective over Phi.comm. \throws ssdr::Error (collective) when Φ is zero.
 DistMatrix range_basis(const DistMatrix& Phi, int64_t* rank_out) {
   DistMatrix Q = Phi;
   const double eps = std::numeric_limits<double>::epsilon();
@@ -133,14 +79,10 @@ DistMatrix range_basis(const DistMatrix& Phi, int64_t* rank_out) {
   return Q;
 }
 
-/// S E = Q (QᵀE) (n×c, X's layout) for the basis Q of range_basis and any E (n×c).
-/// Collective (one q×c all-reduce).
 DistMatrix apply_projector(const DistMatrix& Q, const DistMatrix& E) {
   return multiply(Q, transpose_multiply(Q, E));
 }
 
-/// E⁽⁰⁾ of eq. (8) (n×c, labels' layout): one-hot rows for labeled samples (labels[i] in
-/// 0..c−1), 1/C on the unlabeled (−1) rows. Local.
 DistMatrix initial_indicator(const std::vector<int>& labels, int classes, MPI_Comm comm) {
   DistMatrix E = make_dist_local(comm, static_cast<int64_t>(labels.size()), classes);
   for (int64_t i = 0; i < E.n_local; ++i) {
@@ -150,11 +92,6 @@ DistMatrix initial_indicator(const std::vector<int>& labels, int classes, MPI_Co
   return E;
 }
 
-/// The dual costs r_ki⁽ᵖ⁾ of sec. III-E, r_k = (e_kᵀSe_k / t_k²)·1 − 2 S e_k / t_k with
-/// t_k = e_kᵀ1 (n×c, E's layout; row i holds r_{1i} … r_{Ci}), and in *criterion* the
-/// GDA criterion of eq. (5)/(6), Σ_k e_kᵀSe_k / t_k = tr(E D⁻¹ Eᵀ S) (Corollary 1).
-/// Maximizing the linearized objective (7) is minimizing Σ_k r_kᵀe_k.
-/// Collective. \throws ssdr::Error (collective) when a class has t_k ≤ 0.
 DistMatrix cccp_costs(const DistMatrix& Q, const DistMatrix& E, double* criterion) {
   const int c = static_cast<int>(E.cols);
   Dense C = transpose_multiply(Q, E);  // q×c: column k = Qᵀe_k
@@ -178,12 +115,6 @@ DistMatrix cccp_costs(const DistMatrix& Q, const DistMatrix& E, double* criterio
   return R;
 }
 
-/// The solution of the CCCP step (7) from its dual (11)–(14): labeled rows stay one-hot;
-/// unlabeled row i goes to k* = argmin_k r_ki (β_i = min_k r_ki, KKT (12)). When the minimum
-/// is not unique (within kTieTolerance·max_k|r_ki|) the remaining LP over that row is
-/// minimized by every point of the face spanned by the tied vertices; we return its
-/// barycenter (equal shares), the point an interior-point LP solver such as the paper's CVX
-/// converges to. Such a row has no estimated label (it is never selected). Local.
 DistMatrix solve_lp_by_dual(const DistMatrix& R, const std::vector<int>& labels) {
   const int c = static_cast<int>(R.cols);
   DistMatrix E = R;
@@ -208,18 +139,12 @@ DistMatrix solve_lp_by_dual(const DistMatrix& R, const std::vector<int>& labels)
   return E;
 }
 
-/// Local-scaling K-nearest-neighbor graph of M-SSGDA (sec. III-C): an edge joins i and j
-/// when i ∈ N_K(j) or j ∈ N_K(i), w_ij = exp(−‖x_i−x_j‖² / (σ_iσ_j)), σ_i the distance of
-/// x_i to its K-th neighbor (w_ij = 1 for duplicates with σ_iσ_j = 0). X: the input-space
-/// samples (n×d, distributed); edges and w (one per entry of edges.col) for the local rows.
-/// Collective (exact kNN, edge exchange, σ replicated: n doubles).
-/// \throws ssdr::Error (collective) when K ≥ n.
 void local_scaling_graph(const DistMatrix& X, int K, graph::SymmetricEdges& edges, std::vector<double>& w) {
   graph::KnnLists knn = graph::knn_search(X, K);
   std::vector<double> sigma(static_cast<size_t>(X.n_local));
   for (int64_t i = 0; i < X.n_local; ++i)
     sigma[static_cast<size_t>(i)] = std::sqrt(knn.dist2[static_cast<size_t>(i * K + K - 1)]);
-  const std::vector<double> all_sigma = allgather_doubles(sigma, X.comm);
+  const std::vector<double> all_sigma = allgatherv(sigma, X.comm);
   edges = graph::symmetrize(knn, X.comm);
   w.assign(edges.col.size(), 0.0);
   for (int64_t i = 0; i < edges.n_local; ++i)
@@ -230,9 +155,6 @@ void local_scaling_graph(const DistMatrix& X, int K, graph::SymmetricEdges& edge
     }
 }
 
-/// The manifold term λ Σ_{i<j} w_ij ‖e^i − e^j‖₁ of eq. (9) for rows that are vertices
-/// (hard label ≥ 0) or the uniform row 1/C of eq. (8) (label −1); `all` replicated labels
-/// (n). Collective.
 double manifold_penalty(const graph::SymmetricEdges& edges, const std::vector<double>& w,
                         const std::vector<int>& all, int classes, double lambda, MPI_Comm comm) {
   double p = 0;
@@ -248,19 +170,6 @@ double manifold_penalty(const graph::SymmetricEdges& edges, const std::vector<do
   return 0.5 * lambda * p;  // each undirected edge was counted from both ends
 }
 
-/// One CCCP step of M-SSGDA: problem (10)/(15) by the alternating method of (16)–(17).
-/// `current` (per local row) is the starting point: the hard labels of E⁽ᵖ⁾, or −1 where
-/// the row is not a vertex (E⁽⁰⁾), which starts from the λ = 0 solution argmin_k r_ki.
-/// Then Gauss–Seidel sweeps in global row order: with every other row a vertex e_l,
-/// ‖e − e_l‖₁ = 2(1 − e_l) on the simplex, so (17) is linear and its exact minimizer is the
-/// vertex argmin_k cost_k, cost_k = r_ki + 2λ Σ_j w_ij (1 − E_jk); a row moves only on a
-/// decrease larger than kTieTolerance·max_k|cost_k|, so (15) decreases monotonically, as
-/// the paper's argument requires, and the sweeps terminate.
-/// Rank p updates its rows in order and then broadcasts them before rank p+1 starts, so the
-/// sweep is the serial global-order sweep for any rank count (cost O(n·K·c) per sweep,
-/// P broadcasts). Returns the labels per local row (labeled rows keep theirs), *sweeps the
-/// number of sweeps (the last one changes nothing unless kMaxSweeps was reached).
-/// Collective over R.comm.
 std::vector<int> solve_manifold_lp(const DistMatrix& R, const std::vector<int>& labels,
                                    const std::vector<int>& current, const graph::SymmetricEdges& edges,
                                    const std::vector<double>& w, double lambda, int* sweeps) {
@@ -279,9 +188,10 @@ std::vector<int> solve_manifold_lp(const DistMatrix& R, const std::vector<int>& 
       start[s] = k;
     }
   }
-  std::vector<int> all = allgather_ints(start, R.comm);
-  std::vector<int> counts, displs;
-  gather_layout(R.comm, R.n_local, counts, displs);
+  GatherCounts layout;  // start has R.n_local entries: every rank's rows
+  std::vector<int> all = allgatherv(start, R.comm, &layout);
+  const std::vector<int>& counts = layout.counts;
+  const std::vector<int>& displs = layout.displs;
   int rank = 0;
   MPI_Comm_rank(R.comm, &rank);
   std::vector<double> cost(static_cast<size_t>(c));
@@ -323,18 +233,6 @@ std::vector<int> solve_manifold_lp(const DistMatrix& R, const std::vector<int>& 
   return std::vector<int>(all.begin() + R.row_start, all.begin() + R.row_start + R.n_local);
 }
 
-/// Label estimation of SSGDA (manifold = false: CCCP on (6), steps (7) by the dual) or
-/// M-SSGDA (manifold = true: CCCP on (9), steps (10) by solve_manifold_lp), Table I with
-/// E⁽⁰⁾ of eq. (8) and ε = 0 (stop when E stops changing, at most kMaxCccpIterations).
-/// Returns the estimated class per local row of data.X (labeled rows: their label; rows the
-/// LP leaves split by a tie: −1, undetermined). info gets cccp_iterations,
-/// cccp_objective (the objective of (6)/(9) at E⁽⁰⁾, E⁽¹⁾, …), gda_criterion, changes per
-/// iteration, rank of S, estimated class counts, undetermined rows, criterion_saturated
-/// (tr(E D⁻¹EᵀS) = C − 1 or rank S = n − 1: range(Φ_c) holds every labeling, e.g. a
-/// full-rank RBF kernel on the transductive set gives S = H_n, and the estimate carries no
-/// information; with equal labeled counts every unlabeled row then ties) and, for
-/// M-SSGDA, λ, K, mean degree and sweeps. Collective over data.X.comm. \throws ssdr::Error (collective) when a class has no
-/// labeled sample, λ < 0, or K ≥ n.
 std::vector<int> estimate_labels(const TrainingData& data, const MethodOptions& o, bool manifold,
                                  nlohmann::json& info, Timings& t) {
   const DistMatrix& X = data.X;
@@ -388,7 +286,7 @@ std::vector<int> estimate_labels(const TrainingData& data, const MethodOptions& 
   auto record = [&](double Jv) {
     criterion.push_back(Jv);
     if (manifold) {
-      const double pen = manifold_penalty(edges, w, allgather_ints(hard, X.comm), c, lambda, X.comm);
+      const double pen = manifold_penalty(edges, w, allgatherv(hard, X.comm), c, lambda, X.comm);
       objective.push_back(Jv - pen);
     } else {
       objective.push_back(Jv);
@@ -403,7 +301,7 @@ std::vector<int> estimate_labels(const TrainingData& data, const MethodOptions& 
       int s = 0;
       hn = solve_manifold_lp(R, data.labels, hard, edges, w, lambda, &s);
       sweeps.push_back(s);
-      En = make_dist_local(X.comm, X.n_local, c);
+      En = make_dist_like(X, c);
       for (int64_t i = 0; i < X.n_local; ++i) En(i, hn[static_cast<size_t>(i)]) = 1.0;
     } else {
       En = solve_lp_by_dual(R, data.labels);
@@ -454,14 +352,6 @@ std::vector<int> estimate_labels(const TrainingData& data, const MethodOptions& 
   return hard;
 }
 
-/// Confidence selection of sec. III-D: in the embedding Y (n×m, rows = the transductive
-/// samples, distributed), each unlabeled sample (labels[i] = −1) looks at its K nearest
-/// neighbors among the unlabeled samples only (exact kNN on them, self excluded, K reduced
-/// to n_u − 1 when fewer exist) and is selected when the fraction of them whose estimated
-/// label equals its own is ≥ θ (undetermined samples, estimated −1, are never selected nor
-/// agree with anyone). Returns a flag per local row (labeled rows: 0); in
-/// *mean_agreement the mean of that fraction over the unlabeled samples. Collective
-/// (estimated labels of the unlabeled samples are replicated: n_u ints).
 std::vector<char> confident_selection(const DistMatrix& Y, const std::vector<int>& labels,
                                       const std::vector<int>& estimated, int K, double theta,
                                       double* mean_agreement) {
@@ -477,7 +367,7 @@ std::vector<char> confident_selection(const DistMatrix& Y, const std::vector<int
   if (Yu.n_global < 2) return keep;
   const int k = static_cast<int>(std::min<int64_t>(K, Yu.n_global - 1));
   const graph::KnnLists knn = graph::knn_search(Yu, k);
-  const std::vector<int> all = allgather_ints(est_u, Y.comm);
+  const std::vector<int> all = allgatherv(est_u, Y.comm);
   double sum = 0;
   int64_t u = 0;
   for (int64_t i = 0; i < Y.n_local; ++i) {
@@ -495,13 +385,6 @@ std::vector<char> confident_selection(const DistMatrix& Y, const std::vector<int
   return keep;
 }
 
-/// GDA (eq. (3)–(4)) as regularized LDA on the feature map: S_b a = λ (S_t + εI) a on the
-/// rows with keep[i] ≠ 0 with hard labels y[i], ε = o.lda_regularization·tr(S_t)/r, the m
-/// largest, through solvers::sym_eigen with prefix o.eigen_prefix. The paper fixes no scale:
-/// columns of unit length when o.normalization is unit (the default; the convention of the
-/// LDA code the paper's experiments use), aᵀ(S_t + εI)a = 1 when metric. X n×r distributed;
-/// returns W (r×m, replicated) and the eigenvalues. Collective. \throws ssdr::Error
-/// (collective) when a class has no kept row.
 Dense gda(const DistMatrix& X, const std::vector<char>& keep, const std::vector<int>& y, int classes,
           int64_t m, const MethodOptions& o, std::vector<double>* eigenvalues, double* regularization) {
   std::vector<int> ys;

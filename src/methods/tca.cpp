@@ -52,17 +52,11 @@
 #include "ssdr/methods/method.hpp"
 #include "ssdr/solvers/eigen.hpp"
 #include "ssdr/solvers/sparse_solve.hpp"
-
-extern "C" {
-void dgeqrf_(const int*, const int*, double*, const int*, double*, double*, const int*, int*);
-void dorgqr_(const int*, const int*, const int*, double*, const int*, const double*, double*,
-             const int*, int*);
-}
+#include "tca_internal.hpp"
 
 namespace ssdr::methods::tca {
 
-// The helpers below are used by fit() and by tests/unit/tca_test.cpp, which re-declares
-// them (there is no shared header for TCA's internals).
+// The helpers declared in tca_internal.hpp are used by fit() and by tests/unit/tca_test.cpp.
 
 namespace {
 
@@ -117,7 +111,7 @@ DistMatrix apply(Op op, const DistMatrix& Y, const std::vector<int>& labels, int
       total[static_cast<size_t>(j)] += s.T(k, j);
     }
   }
-  DistMatrix out = Y;
+  DistMatrix out = make_dist_like(Y, r);  // every entry set below
   for (int64_t i = 0; i < Y.n_local; ++i) {
     const int k = labels[static_cast<size_t>(i)];
     const double lk = s.count[static_cast<size_t>(k)], inv_e = 1.0 / (s.l - lk);
@@ -148,38 +142,22 @@ void symmetrize_average(Dense& A) {
 
 }  // namespace
 
-/// W^r Y, eq. (15): (W^r Y)_i = (1/l_k) Σ_{j∈C_k} y_j for i ∈ C_k. Y: l×r labeled rows,
-/// rows distributed, `labels` one per local row in 0..c−1. Collective over Y.comm.
-/// \throws ssdr::Error (collectively) on a bad label or fewer than two classes present.
 DistMatrix apply_Wr(const DistMatrix& Y, const std::vector<int>& labels, int classes) {
   return apply(Op::Wr, Y, labels, classes);
 }
-/// W^e Y, eq. (15): (W^e Y)_i = (1/(l − l_k)) Σ_{j∉C_k} y_j for i ∈ C_k. As apply_Wr.
 DistMatrix apply_We(const DistMatrix& Y, const std::vector<int>& labels, int classes) {
   return apply(Op::We, Y, labels, classes);
 }
-/// W^eᵀ Y (eq. 15 transposed; W^e is not symmetric). As apply_Wr.
 DistMatrix apply_WeT(const DistMatrix& Y, const std::vector<int>& labels, int classes) {
   return apply(Op::WeT, Y, labels, classes);
 }
-/// M_l Y with M_l = 3I + D^e + W^e + W^eᵀ − 2W^r, eq. (18) (D^e: column sums of W^e).
-/// As apply_Wr; O(l·r) work, M_l is never formed.
 DistMatrix apply_Ml(const DistMatrix& Y, const std::vector<int>& labels, int classes) {
   return apply(Op::Ml, Y, labels, classes);
 }
-/// D_l Y with D_l = I + D^e, eq. (18). As apply_Wr.
 DistMatrix apply_Dl(const DistMatrix& Y, const std::vector<int>& labels, int classes) {
   return apply(Op::Dl, Y, labels, classes);
 }
 
-/// The smoothness regularizer of eq. (12) in matrix form: Yᵀ S Y (r×r, replicated) with
-/// S = (I + αL)⁻¹ αL, eq. (10), L = D − A the Laplacian of the graph A (n×n MPIAIJ) and Y
-/// (n×r) distributed with A's row layout (paper: X S Xᵀ with X = Yᵀ). S is never formed:
-/// Z = (I+αL)⁻¹(αLY) by r solves through one KSP (`solve.prefix`, CG by default), then
-/// YᵀZ (local GEMM + MPI_Allreduce), symmetrized. Solving for αLY rather than forming
-/// YᵀY − Yᵀ(I+αL)⁻¹Y avoids cancellation when αL is small (the LPP limit (13)).
-/// Collective over A's communicator; `iterations` (optional) gets the KSP iterations.
-/// \throws ssdr::Error (collectively) when α ≤ 0, layouts differ or a solve diverges.
 Dense smoothness_regularizer(Mat A, const DistMatrix& Y, double alpha,
                              const solvers::SparseSolveOptions& solve, std::vector<int>* iterations) {
   SSDR_REQUIRE(alpha > 0, "tca: --alpha must be positive (got " + std::to_string(alpha) + ")");
@@ -190,7 +168,7 @@ Dense smoothness_regularizer(Mat A, const DistMatrix& Y, double alpha,
   for (size_t i = 0; i < D.size(); ++i) diag[i] = 1.0 + alpha * D[i];
   Owned<Mat> M = graph::diagonal_plus_scaled(A, diag, off);  // I + αL
   // R = αLY = α(D∘Y − AY), column by column.
-  DistMatrix R = Y;
+  DistMatrix R = make_dist_like(Y, Y.cols);
   for (int64_t j = 0; j < Y.cols; ++j) {
     Owned<Vec> y = column_to_vec(Y, j);
     Owned<Vec> Ay;
@@ -207,10 +185,6 @@ Dense smoothness_regularizer(Mat A, const DistMatrix& Y, double alpha,
   return G;
 }
 
-/// The PCA step of Table 1, Step 4: the d1 leading eigenvectors (d'×d1, descending
-/// eigenvalues, sign fixed so each column's largest-magnitude entry is positive) of XᵀX
-/// for the centered X (n×d', rows distributed). Collective (local GEMM + MPI_Allreduce,
-/// then the same LAPACK dsyevd on every rank). \throws ssdr::Error when d1 ∉ [1, d'].
 Dense pca_basis(const DistMatrix& X, int64_t d1) {
   SSDR_REQUIRE(d1 >= 1 && d1 <= X.cols, "tca: PCA dimension out of range");
   Dense C = transpose_multiply(X, X);
@@ -219,22 +193,12 @@ Dense pca_basis(const DistMatrix& X, int64_t d1) {
   Dense P(X.cols, d1);
   for (int64_t j = 0; j < d1; ++j) {
     const double* src = C.col(C.cols - 1 - j);
-    int64_t big = 0;
-    for (int64_t i = 1; i < X.cols; ++i)
-      if (std::abs(src[i]) > std::abs(src[big])) big = i;
-    const double sign = src[big] < 0 ? -1.0 : 1.0;
+    const double sign = largest_magnitude_sign(src, X.cols);
     for (int64_t i = 0; i < X.cols; ++i) P(i, j) = sign * src[i];
   }
   return P;
 }
 
-/// The OTCA recursion of eq. (23)–(27) in the d1-dimensional (PCA) subspace, local:
-/// H = Z S Zᵀ + β Z_l M_l Z_lᵀ + γ Z_l Z_lᵀ (d1×d1, SPD) in the coordinates E_0 = I,
-/// R = Z_l Y (d1×c, class indicator Y). For k = 1 … m: b* = (E_{k−1}ᵀ H E_{k−1})⁻¹
-/// E_{k−1}ᵀ R_{·k} (27), a_k = E_{k−1} b* (23), and E_k = Q_2 of the full QR of
-/// [a_1 … a_k] (24). Returns [a_1 … a_m] (d1×m, mutually orthogonal, NOT normalized: the
-/// least-squares term fixes their scale). \throws ssdr::Error (collective: replicated
-/// input) when m ∉ [1, min(c, d1)] or a reduced H is not positive definite.
 Dense otca_directions(const Dense& H, const Dense& R, int64_t m) {
   const int64_t d1 = H.rows;
   SSDR_REQUIRE(m >= 1 && m <= R.cols && m <= d1,
@@ -258,23 +222,9 @@ Dense otca_directions(const Dense& H, const Dense& R, int64_t m) {
     blas::gemm('N', 'N', d1, 1, q, 1.0, E.data(), d1, b.data(), q, 0.0, A.col(k), d1);
     if (k + 1 < m) {
       // Full QR of A_k = [a_1 … a_{k+1}] (d1×(k+1)): Q = [Q_1 Q_2], E = Q_2, eq. (24).
-      const int M = static_cast<int>(d1), K = static_cast<int>(k + 1);
       Dense Q(d1, d1);
       std::copy(A.v.begin(), A.v.begin() + d1 * (k + 1), Q.v.begin());
-      std::vector<double> tau(static_cast<size_t>(K));
-      int info = 0, lwork = -1;
-      double wq = 0;
-      dgeqrf_(&M, &K, Q.data(), &M, tau.data(), &wq, &lwork, &info);
-      lwork = std::max(static_cast<int>(wq), M) + 1;
-      std::vector<double> work(static_cast<size_t>(lwork));
-      dgeqrf_(&M, &K, Q.data(), &M, tau.data(), work.data(), &lwork, &info);
-      SSDR_REQUIRE(info == 0, "otca: QR of the directions failed (dgeqrf info " + std::to_string(info) + ")");
-      lwork = -1;
-      dorgqr_(&M, &M, &K, Q.data(), &M, tau.data(), &wq, &lwork, &info);
-      lwork = std::max(static_cast<int>(wq), M) + 1;
-      work.resize(static_cast<size_t>(lwork));
-      dorgqr_(&M, &M, &K, Q.data(), &M, tau.data(), work.data(), &lwork, &info);
-      SSDR_REQUIRE(info == 0, "otca: QR of the directions failed (dorgqr info " + std::to_string(info) + ")");
+      lapack::full_qr(d1, k + 1, Q.data(), d1);
       E = Dense(d1, d1 - (k + 1));
       std::copy(Q.v.begin() + d1 * (k + 1), Q.v.end(), E.v.begin());
     }

@@ -272,13 +272,7 @@ DistMatrix project_kernel(const Model& m, const DistMatrix& X) {
   SSDR_CHECK(why.empty(), "model: " + why);
   const kernels::FeatureMap& f = m.kernel;
   const int64_t d = X.cols, dp = f.input_dim(), r = f.dim(), out = m.W.cols;
-  DistMatrix Y;
-  Y.comm = X.comm;
-  Y.n_global = X.n_global;
-  Y.row_start = X.row_start;
-  Y.n_local = X.n_local;
-  Y.cols = out;
-  Y.v.assign(static_cast<size_t>(X.n_local * out), 0.0);
+  DistMatrix Y = make_dist_like(X, out);
   if (X.n_local == 0 || out == 0) return Y;
   const bool has_basis = m.basis.rows > 0;
   const int64_t width = std::max<int64_t>({d, f.Zt.cols, r, 1});
@@ -391,13 +385,7 @@ DistMatrix project(const Model& m, const DistMatrix& X) {
                               " rows, expected " + std::to_string(d));
   const int64_t out = C.cols;
 
-  DistMatrix Y;
-  Y.comm = X.comm;
-  Y.n_global = X.n_global;
-  Y.row_start = X.row_start;
-  Y.n_local = X.n_local;
-  Y.cols = out;
-  Y.v.assign(static_cast<size_t>(X.n_local * out), 0.0);
+  DistMatrix Y = make_dist_like(X, out);
   if (X.n_local == 0 || out == 0 || d == 0) return Y;
 
   const int64_t block = std::clamp<int64_t>((int64_t{1} << 20) / std::max<int64_t>(d, 1), 1, 1024);

@@ -32,34 +32,8 @@ bool is_dense_type(const std::string& type) {
   return type == EPSSCALAPACK || type == EPSLAPACK || type == EPSELPA || type == EPSELEMENTAL;
 }
 
-/// The EPS type the options database will select for `prefix` (or `fallback`). Not collective.
-std::string requested_type(const std::string& prefix, const char* fallback) {
-  char buf[256] = {0};
-  PetscBool set = PETSC_FALSE;
-  SSDR_PETSC(PetscOptionsGetString(nullptr, prefix.empty() ? nullptr : prefix.c_str(),
-                                   "-eps_type", buf, sizeof buf, &set));
-  return set ? std::string(buf) : std::string(fallback);
-}
-
-/// Local row (and column) count of a MATSCALAPACK of order d on comm, or −1 when PETSc 3.18
-/// cannot hold one there. MatSetUp_ScaLAPACK (MatScaLAPACKCheckLayout) wants n rows on every
-/// rank but the last and r ≤ n on the last; neither PETSC_DECIDE (PetscSplitOwnership, also
-/// used inside MatCreateScaLAPACK) nor PetscSplitOwnershipEqual guarantees that, and for
-/// d < p(p−1) no such n may exist at all (e.g. d = 5 on 4 ranks). Not collective.
-PetscInt scalapack_local_size(int64_t d, MPI_Comm comm) {
-  int p = 1, rank = 0;
-  MPI_Comm_size(comm, &p);
-  MPI_Comm_rank(comm, &rank);
-  if (p == 1) return static_cast<PetscInt>(d);
-  for (int64_t n = (d + p - 1) / p; n * (p - 1) <= d; ++n) {
-    const int64_t r = d - n * (p - 1);
-    if (r >= 0 && r <= n) return static_cast<PetscInt>(rank == p - 1 ? r : n);
-  }
-  return -1;
-}
-
-/// The replicated A as a MATSCALAPACK on comm (local size from scalapack_local_size, which
-/// must be ≥ 0). Every rank inserts its PETSc-owned rows; the matrix routes entries to
+/// The replicated A as a MATSCALAPACK on comm (local size from ssdr::scalapack_local_size,
+/// which must be ≥ 0). Every rank inserts its PETSc-owned rows; the matrix routes entries to
 /// their 2-D block-cyclic owners at assembly. Collective.
 Owned<Mat> to_scalapack(const Dense& A, MPI_Comm comm) {
   const PetscInt d = static_cast<PetscInt>(A.rows);
@@ -113,11 +87,9 @@ void normalize_and_fix_sign(double* x, int64_t d, const Dense* B) {
     for (int64_t i = 0; i < d; ++i) nrm2 += x[i] * x[i];
   }
   SSDR_CHECK(nrm2 > 0 && std::isfinite(nrm2), "sym_eigen: zero or non-finite eigenvector");
-  double scale = 1.0 / std::sqrt(nrm2);
-  int64_t imax = 0;
-  for (int64_t i = 1; i < d; ++i)
-    if (std::fabs(x[i]) > std::fabs(x[imax])) imax = i;
-  if (x[imax] < 0) scale = -scale;
+  // The sign is taken before scaling (scaling could turn a strict > between two magnitudes
+  // into a tie); ±1 · (1/√nrm2) is exact, so x·scale has the bits of the unsplit version.
+  const double scale = largest_magnitude_sign(x, d) * (1.0 / std::sqrt(nrm2));
   for (int64_t i = 0; i < d; ++i) x[i] *= scale;
 }
 
@@ -136,11 +108,10 @@ EigenPairs solve_with_eps(const Dense& A, const Dense* B, int64_t nev, Which whi
   const bool generalized = B != nullptr;
   // ScaLAPACK needs a layout PETSc 3.18 cannot build for tiny d on many ranks; those
   // problems (d < p(p−1) at worst) go to the equally dense, all-eigenpairs lapack type.
-  int scalapack_ok_local = scalapack_local_size(d, comm) >= 0 ? 1 : 0, scalapack_ok = 0;
-  MPI_Allreduce(&scalapack_ok_local, &scalapack_ok, 1, MPI_INT, MPI_MIN, comm);
-  const char* default_type = scalapack_ok ? EPSSCALAPACK : EPSLAPACK;
-  std::string type = requested_type(prefix, default_type);
-  if (type == EPSSCALAPACK && !scalapack_ok) type = EPSLAPACK;
+  const DenseEpsChoice choice = choose_dense_eps_type(d, prefix, comm);
+  const bool scalapack_ok = choice.scalapack_ok;
+  const char* default_type = choice.default_type;
+  const std::string& type = choice.type;
   const bool iterative_ghep = generalized && !is_dense_type(type);
 
   // Operators: the scalapack EPS converts them to MATSCALAPACK, and in PETSc/SLEPc 3.18
@@ -233,9 +204,9 @@ EigenPairs sym_eigen(const Dense& A, const Dense* B, int64_t nev, Which which,
   SSDR_CHECK(A.rows == A.cols, "sym_eigen: A must be square, got " + std::to_string(A.rows) +
                                    "×" + std::to_string(A.cols));
   SSDR_CHECK_SHAPE("sym_eigen: B vs A", B->rows, B->cols, A.rows, A.cols);
-  int scalapack_ok_local = scalapack_local_size(A.rows, comm) >= 0 ? 1 : 0, scalapack_ok = 0;
-  MPI_Allreduce(&scalapack_ok_local, &scalapack_ok, 1, MPI_INT, MPI_MIN, comm);
-  if (requested_type(prefix, scalapack_ok ? EPSSCALAPACK : EPSLAPACK) != EPSSCALAPACK)
+  // The request as given (a scalapack request that cannot be laid out still takes this
+  // reduction; solve_with_eps then falls back to lapack).
+  if (choose_dense_eps_type(A.rows, prefix, comm).requested != EPSSCALAPACK)
     return solve_with_eps(A, B, nev, which, prefix, comm);
   // ScaLAPACK's GHEP driver (pdsygvx) fails ("could not reorthogonalize clusters") on the
   // large clusters of equal eigenvalues that rank-deficient between-class scatter matrices

@@ -9,9 +9,11 @@
 #include <cmath>
 #include <numeric>
 
+#include "methods/baselines_internal.hpp"
 #include "reference.hpp"
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/lapack.hpp"
+#include "ssdr/core/mpi_util.hpp"
 #include "ssdr/driver/pipeline.hpp"
 #include "ssdr/graph/knn.hpp"
 #include "ssdr/graph/laplacian.hpp"
@@ -20,11 +22,6 @@
 #include "support.hpp"
 
 using namespace ssdr;
-
-// Defined in src/methods/baselines.cpp (external linkage for these tests).
-namespace ssdr::methods::baselines {
-Dense graph_scatter(Mat L, const DistMatrix& X);
-}
 
 namespace {
 
@@ -451,12 +448,8 @@ TEST(Pca, RecoversTheCovarianceEigenvectors) {
   DistMatrix X = select_rows(Xall, keep);
   std::vector<char> keep_all(static_cast<size_t>(pr.X.rows));
   {
-    std::vector<int> k_local(keep.begin(), keep.end()), k_all(static_cast<size_t>(pr.X.rows));
-    std::vector<int> recv(static_cast<size_t>(test::size())), displs(static_cast<size_t>(test::size()));
-    int nl = static_cast<int>(Xall.n_local), start = static_cast<int>(Xall.row_start);
-    MPI_Allgather(&nl, 1, MPI_INT, recv.data(), 1, MPI_INT, MPI_COMM_WORLD);
-    MPI_Allgather(&start, 1, MPI_INT, displs.data(), 1, MPI_INT, MPI_COMM_WORLD);
-    MPI_Allgatherv(k_local.data(), nl, MPI_INT, k_all.data(), recv.data(), displs.data(), MPI_INT, MPI_COMM_WORLD);
+    const std::vector<int> k_local(keep.begin(), keep.end());
+    const std::vector<int> k_all = allgatherv(k_local, MPI_COMM_WORLD);  // rows in rank order
     for (size_t i = 0; i < k_all.size(); ++i) keep_all[i] = static_cast<char>(k_all[i]);
   }
   Problem sub;

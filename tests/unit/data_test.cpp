@@ -9,6 +9,7 @@
 #include "reference.hpp"
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/lapack.hpp"
+#include "ssdr/core/mpi_util.hpp"
 #include "ssdr/data/preprocess.hpp"
 #include "ssdr/data/split.hpp"
 #include "ssdr/evaluation/one_nn.hpp"
@@ -185,12 +186,8 @@ TEST(OneNn, AgreesWithBruteForceAndBreaksTiesBySmallerIndex) {
   for (int i = 0; i < 8; ++i) Y(i, 0) = x[static_cast<size_t>(i)];
   DistMatrix Yd = ref::distribute(Y, MPI_COMM_WORLD);
   auto pred = evaluation::one_nn_predict(Yd, labels, roles);
-  std::vector<int> all(8, -9);
-  std::vector<int> counts(static_cast<size_t>(test::size())), displs(static_cast<size_t>(test::size()));
-  int mine = static_cast<int>(pred.size());
-  MPI_Allgather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD);
-  for (int r = 1; r < test::size(); ++r) displs[static_cast<size_t>(r)] = displs[static_cast<size_t>(r - 1)] + counts[static_cast<size_t>(r - 1)];
-  MPI_Allgatherv(pred.data(), mine, MPI_INT, all.data(), counts.data(), displs.data(), MPI_INT, MPI_COMM_WORLD);
+  const std::vector<int> all = allgatherv(pred, MPI_COMM_WORLD);
+  ASSERT_EQ(all.size(), 8u);
   EXPECT_EQ(all[2], 0);  // the tie
   EXPECT_EQ(all[3], 1);
   EXPECT_EQ(all[4], 1);

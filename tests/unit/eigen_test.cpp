@@ -61,17 +61,6 @@ Dense random_spd(int64_t d, unsigned seed) {
   return B;
 }
 
-/// The contract's sign rule applied to a reference: largest |entry| (first on ties) positive.
-void fix_signs(Dense& V) {
-  for (int64_t j = 0; j < V.cols; ++j) {
-    int64_t imax = 0;
-    for (int64_t i = 1; i < V.rows; ++i)
-      if (std::fabs(V(i, j)) > std::fabs(V(imax, j))) imax = i;
-    if (V(imax, j) < 0)
-      for (int64_t i = 0; i < V.rows; ++i) V(i, j) = -V(i, j);
-  }
-}
-
 /// LAPACK reference: all eigenpairs, descending (largest) or ascending (smallest), first nev.
 EigenPairs lapack_reference(const Dense& A, const Dense* B, int64_t nev, Which which) {
   const int64_t d = A.rows;
@@ -167,7 +156,7 @@ TEST(SymEigen, SignsAreFixedSoResultsAgreeAcrossRankCounts) {
   const Dense A = with_spectrum(spectrum, 31);
   const EigenPairs got = sym_eigen(A, nullptr, d, Which::largest, "x_", MPI_COMM_WORLD);
   EigenPairs ref = lapack_reference(A, nullptr, d, Which::largest);
-  fix_signs(ref.vectors);
+  canonicalize_signs(ref.vectors);  // the contract's sign rule applied to the reference
   // The sign rule is only well-defined when the largest entry stands out; make sure the
   // test matrix is not a borderline case.
   for (int64_t k = 0; k < d; ++k) {

@@ -12,6 +12,7 @@
 
 #include "ssdr/core/dense.hpp"
 #include "ssdr/core/error.hpp"
+#include "ssdr/core/mpi_util.hpp"
 #include "ssdr/core/petsc.hpp"
 #include "ssdr/graph/knn.hpp"
 #include "support.hpp"
@@ -84,18 +85,8 @@ Reference brute_force(const Dense& X, int k) {
 /// Every rank's kNN lists concatenated in global row order (on every rank of comm).
 void gather_lists(const KnnLists& L, MPI_Comm comm, std::vector<int64_t>& index,
                   std::vector<double>& d2) {
-  int size = 1;
-  MPI_Comm_size(comm, &size);
-  int mine = static_cast<int>(L.n_local * L.k);
-  std::vector<int> counts(static_cast<size_t>(size)), displs(static_cast<size_t>(size), 0);
-  MPI_Allgather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, comm);
-  for (int r = 1; r < size; ++r) displs[r] = displs[r - 1] + counts[r - 1];
-  index.resize(static_cast<size_t>(L.n_global * L.k));
-  d2.resize(static_cast<size_t>(L.n_global * L.k));
-  MPI_Allgatherv(L.index.data(), mine, MPI_INT64_T, index.data(), counts.data(), displs.data(),
-                 MPI_INT64_T, comm);
-  MPI_Allgatherv(L.dist2.data(), mine, MPI_DOUBLE, d2.data(), counts.data(), displs.data(),
-                 MPI_DOUBLE, comm);
+  index = allgatherv(L.index.data(), L.n_local * L.k, comm);
+  d2 = allgatherv(L.dist2.data(), L.n_local * L.k, comm);
 }
 
 /// The rows of a parallel AIJ matrix on every rank: rows[i] = {col → value}.
@@ -120,21 +111,8 @@ std::vector<std::map<int64_t, double>> gather_matrix(Mat A) {
     }
     MatRestoreRow(A, r, &nc, &c, &v);
   }
-  int size = 1;
-  MPI_Comm_size(comm, &size);
-  auto gatherv = [&](const auto& mine, auto& all, MPI_Datatype type) {
-    int cnt = static_cast<int>(mine.size());
-    std::vector<int> counts(static_cast<size_t>(size)), displs(static_cast<size_t>(size), 0);
-    MPI_Allgather(&cnt, 1, MPI_INT, counts.data(), 1, MPI_INT, comm);
-    for (int r = 1; r < size; ++r) displs[r] = displs[r - 1] + counts[r - 1];
-    all.resize(static_cast<size_t>(displs[size - 1] + counts[size - 1]));
-    MPI_Allgatherv(mine.data(), cnt, type, all.data(), counts.data(), displs.data(), type, comm);
-  };
-  std::vector<int64_t> all_meta, all_cols;
-  std::vector<double> all_vals;
-  gatherv(meta, all_meta, MPI_INT64_T);
-  gatherv(cols, all_cols, MPI_INT64_T);
-  gatherv(vals, all_vals, MPI_DOUBLE);
+  const std::vector<int64_t> all_meta = allgatherv(meta, comm), all_cols = allgatherv(cols, comm);
+  const std::vector<double> all_vals = allgatherv(vals, comm);
   std::vector<std::map<int64_t, double>> rows(static_cast<size_t>(N));
   size_t p = 0;
   for (PetscInt i = 0; i < N; ++i)
@@ -451,14 +429,7 @@ TEST(KnnLists, HandleUnevenAndEmptyLocalBlocks) {
   std::vector<int64_t> mine;
   for (int64_t i = 0; i < X.n_local; ++i)
     if (keep[i]) mine.push_back(X.row_start + i);
-  int cnt = static_cast<int>(mine.size());
-  const int p = test::size();
-  std::vector<int> counts(static_cast<size_t>(p), 0), displs(static_cast<size_t>(p), 0);
-  MPI_Allgather(&cnt, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD);
-  for (int q = 1; q < p; ++q) displs[q] = displs[q - 1] + counts[q - 1];
-  std::vector<int64_t> kept(static_cast<size_t>(Y.n_global));
-  MPI_Allgatherv(mine.data(), cnt, MPI_INT64_T, kept.data(), counts.data(), displs.data(),
-                 MPI_INT64_T, MPI_COMM_WORLD);
+  const std::vector<int64_t> kept = allgatherv(mine, MPI_COMM_WORLD);
   Dense Ys(Y.n_global, Xs.cols);
   for (int64_t i = 0; i < Y.n_global; ++i)
     for (int64_t t = 0; t < Xs.cols; ++t) Ys(i, t) = Xs(kept[i], t);
@@ -659,14 +630,8 @@ AdaptiveRow adaptive_row(const Dense& X, int64_t i, int k) {
 
 /// Per-row weights of the library, gathered in global row order (n·k).
 std::vector<double> gather_weights(const std::vector<double>& w, MPI_Comm comm, int64_t n, int k) {
-  int size = 1;
-  MPI_Comm_size(comm, &size);
-  int mine = static_cast<int>(w.size());
-  std::vector<int> counts(static_cast<size_t>(size)), displs(static_cast<size_t>(size), 0);
-  MPI_Allgather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, comm);
-  for (int r = 1; r < size; ++r) displs[r] = displs[r - 1] + counts[r - 1];
-  std::vector<double> all(static_cast<size_t>(n * k));
-  MPI_Allgatherv(w.data(), mine, MPI_DOUBLE, all.data(), counts.data(), displs.data(), MPI_DOUBLE, comm);
+  std::vector<double> all = allgatherv(w, comm);
+  EXPECT_EQ(static_cast<int64_t>(all.size()), n * k);
   return all;
 }
 

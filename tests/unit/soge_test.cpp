@@ -7,7 +7,7 @@
 #include <numeric>
 #include <random>
 
-#include "../../src/methods/soge_stages.hpp"
+#include "methods/soge_internal.hpp"
 #include "reference.hpp"
 #include "ssdr/core/lapack.hpp"
 #include "ssdr/driver/pipeline.hpp"

@@ -9,8 +9,10 @@
 #include <numeric>
 #include <random>
 
+#include "methods/ssgda_internal.hpp"
 #include "reference.hpp"
 #include "ssdr/core/lapack.hpp"
+#include "ssdr/core/mpi_util.hpp"
 #include "ssdr/data/preprocess.hpp"
 #include "ssdr/data/split.hpp"
 #include "ssdr/driver/pipeline.hpp"
@@ -22,43 +24,9 @@
 
 using namespace ssdr;
 
-// The internal stages of src/methods/ssgda.cpp (no shared header: re-declared here with the
-// exact signatures; a mismatch fails at link time).
-namespace ssdr::methods::ssgda_detail {
-DistMatrix range_basis(const DistMatrix& Phi, int64_t* rank_out);
-DistMatrix apply_projector(const DistMatrix& Q, const DistMatrix& E);
-DistMatrix initial_indicator(const std::vector<int>& labels, int classes, MPI_Comm comm);
-DistMatrix cccp_costs(const DistMatrix& Q, const DistMatrix& E, double* criterion);
-DistMatrix solve_lp_by_dual(const DistMatrix& R, const std::vector<int>& labels);
-void local_scaling_graph(const DistMatrix& X, int K, graph::SymmetricEdges& edges, std::vector<double>& w);
-std::vector<int> solve_manifold_lp(const DistMatrix& R, const std::vector<int>& labels,
-                                   const std::vector<int>& current, const graph::SymmetricEdges& edges,
-                                   const std::vector<double>& w, double lambda, int* sweeps);
-std::vector<int> estimate_labels(const TrainingData& data, const MethodOptions& o, bool manifold,
-                                 nlohmann::json& info, Timings& t);
-std::vector<char> confident_selection(const DistMatrix& Y, const std::vector<int>& labels,
-                                      const std::vector<int>& estimated, int K, double theta,
-                                      double* mean_agreement);
-}  // namespace ssdr::methods::ssgda_detail
-
 namespace sd = ssdr::methods::ssgda_detail;
 
 namespace {
-
-constexpr double kTheta = 0.7;  // ssgda.cpp's θ and K (sec. III-D, Table I)
-constexpr int kK = 5;
-
-std::vector<int> gather_ints(const std::vector<int>& local, MPI_Comm comm) {
-  int p = 0;
-  MPI_Comm_size(comm, &p);
-  std::vector<int> counts(static_cast<size_t>(p)), displs(static_cast<size_t>(p), 0);
-  const int mine = static_cast<int>(local.size());
-  MPI_Allgather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, comm);
-  for (int r = 1; r < p; ++r) displs[static_cast<size_t>(r)] = displs[static_cast<size_t>(r - 1)] + counts[static_cast<size_t>(r - 1)];
-  std::vector<int> all(static_cast<size_t>(displs.back() + counts.back()));
-  MPI_Allgatherv(local.data(), mine, MPI_INT, all.data(), counts.data(), displs.data(), MPI_INT, comm);
-  return all;
-}
 
 using test::local_part;
 using test::mul;
@@ -361,7 +329,7 @@ TEST(Ssgda, CccpObjectiveNeverDecreasesAndTheCriterionStaysBelowCMinusOne) {
     nlohmann::json info;
     methods::Timings t;
     const std::vector<int> est =
-        gather_ints(sd::estimate_labels(data, methods::MethodOptions{}, false, info, t), MPI_COMM_WORLD);
+        allgatherv(sd::estimate_labels(data, methods::MethodOptions{}, false, info, t), MPI_COMM_WORLD);
     if (test::rank() == 0)
       std::printf("[ssgda] %s: CCCP %d iterations, %.1f %% of unlabeled labels right\n", name,
                   info["cccp_iterations"].get<int>(), 100 * fraction_correct(est, pr.semi, pr.labels));
@@ -390,7 +358,7 @@ TEST(Ssgda, AgreesWithTheSerialDenseReference) {
       const std::vector<int> est_r =
           reference_cccp(paper_S(mul(pr.X, pr.X, 'N', 'T'), 1e-12), pr.semi, c, &iterations, &Jr);
       const Dense W1 = reference_gda(pr.X, est_r, std::vector<char>(pr.X.rows, 1), c, m, unit);
-      const std::vector<char> sel = reference_selection(mul(pr.X, W1), pr.semi, est_r, kK, kTheta);
+      const std::vector<char> sel = reference_selection(mul(pr.X, W1), pr.semi, est_r, sd::kNeighbors, sd::kTheta);
       std::vector<char> aug(sel);
       for (size_t i = 0; i < aug.size(); ++i) aug[i] = aug[i] || pr.semi[i] >= 0;
       const Dense Wr = reference_gda(pr.X, est_r, aug, c, m, unit);
@@ -400,7 +368,7 @@ TEST(Ssgda, AgreesWithTheSerialDenseReference) {
       methods::TrainingData data{X, semi, c};
       methods::Timings t;
       nlohmann::json info;
-      const std::vector<int> est = gather_ints(sd::estimate_labels(data, {}, false, info, t), MPI_COMM_WORLD);
+      const std::vector<int> est = allgatherv(sd::estimate_labels(data, {}, false, info, t), MPI_COMM_WORLD);
       EXPECT_EQ(est, est_r) << name;
       EXPECT_EQ(info["cccp_iterations"].get<int>(), iterations) << name;
       const auto J = info["cccp_objective"].get<std::vector<double>>();
@@ -444,13 +412,13 @@ TEST(Ssgda, ConfidenceSelectionKeepsOnlyAgreeingPoints) {
     est[static_cast<size_t>(i)] = (i % 7 == 0) ? (k + 1) % 3 : k;
     if (i < 6) semi[static_cast<size_t>(i)] = k;
   }
-  const std::vector<char> ref_keep = reference_selection(Y, semi, est, kK, kTheta);
+  const std::vector<char> ref_keep = reference_selection(Y, semi, est, sd::kNeighbors, sd::kTheta);
   const DistMatrix Yd = ref::distribute(Y, MPI_COMM_WORLD);
   double agreement = 0;
   const std::vector<char> keep_local =
-      sd::confident_selection(Yd, local_part(semi, Yd), local_part(est, Yd), kK, kTheta, &agreement);
+      sd::confident_selection(Yd, local_part(semi, Yd), local_part(est, Yd), sd::kNeighbors, sd::kTheta, &agreement);
   std::vector<int> kl(keep_local.begin(), keep_local.end());
-  const std::vector<int> keep = gather_ints(kl, MPI_COMM_WORLD);
+  const std::vector<int> keep = allgatherv(kl, MPI_COMM_WORLD);
   int kept = 0, rejected = 0;
   for (int i = 0; i < n; ++i) {
     EXPECT_EQ(keep[static_cast<size_t>(i)], ref_keep[static_cast<size_t>(i)]) << i;
@@ -481,8 +449,8 @@ TEST(MSsgda, LocalScalingWeightsFollowTheDefinition) {
     for (int64_t j = 0; j < n; ++j)
       if (j != i) d.emplace_back(d2(i, j), j);
     std::sort(d.begin(), d.end());
-    for (int j = 0; j < kK; ++j) nb[static_cast<size_t>(i)].push_back(d[static_cast<size_t>(j)].second);
-    sigma[static_cast<size_t>(i)] = std::sqrt(d[kK - 1].first);
+    for (int j = 0; j < sd::kNeighbors; ++j) nb[static_cast<size_t>(i)].push_back(d[static_cast<size_t>(j)].second);
+    sigma[static_cast<size_t>(i)] = std::sqrt(d[sd::kNeighbors - 1].first);
   }
   Dense Wr(n, n);
   for (int64_t i = 0; i < n; ++i)
@@ -493,7 +461,7 @@ TEST(MSsgda, LocalScalingWeightsFollowTheDefinition) {
   const DistMatrix X = ref::distribute(pr.X, MPI_COMM_WORLD);
   graph::SymmetricEdges edges;
   std::vector<double> w;
-  sd::local_scaling_graph(X, kK, edges, w);
+  sd::local_scaling_graph(X, sd::kNeighbors, edges, w);
   DistMatrix Wd = make_dist_local(MPI_COMM_WORLD, X.n_local, n);
   for (int64_t i = 0; i < edges.n_local; ++i)
     for (int64_t e = edges.row_ptr[static_cast<size_t>(i)]; e < edges.row_ptr[static_cast<size_t>(i + 1)]; ++e)
@@ -516,13 +484,13 @@ TEST(MSsgda, AlternatingStepEndsAtAPerSampleMinimumOfProblem15) {
   const DistMatrix R = sd::cccp_costs(Q, sd::initial_indicator(semi, c, X.comm), nullptr);
   graph::SymmetricEdges edges;
   std::vector<double> w;
-  sd::local_scaling_graph(X, kK, edges, w);
+  sd::local_scaling_graph(X, sd::kNeighbors, edges, w);
   double deg = std::accumulate(w.begin(), w.end(), 0.0);
   MPI_Allreduce(MPI_IN_PLACE, &deg, 1, MPI_DOUBLE, MPI_SUM, X.comm);
   const double lambda = 5.0 * c / deg;  // 5× the default c/(n·mean degree): the term matters
   int sweeps = 0;
   const std::vector<int> lab =
-      gather_ints(sd::solve_manifold_lp(R, semi, std::vector<int>(semi.size(), -1), edges, w, lambda, &sweeps),
+      allgatherv(sd::solve_manifold_lp(R, semi, std::vector<int>(semi.size(), -1), edges, w, lambda, &sweeps),
                   MPI_COMM_WORLD);
   const Dense Rr = allgather(R);
   DistMatrix Wd = make_dist_local(MPI_COMM_WORLD, X.n_local, n);
@@ -580,7 +548,7 @@ TEST(MSsgda, CccpObjectiveNeverDecreasesAfterTheFirstStep) {
   methods::TrainingData data{X, semi, pr.classes};
   nlohmann::json info;
   methods::Timings t;
-  const std::vector<int> est = gather_ints(sd::estimate_labels(data, {}, true, info, t), MPI_COMM_WORLD);
+  const std::vector<int> est = allgatherv(sd::estimate_labels(data, {}, true, info, t), MPI_COMM_WORLD);
   const auto J = info["cccp_objective"].get<std::vector<double>>();
   ASSERT_GE(J.size(), 3u);
   EXPECT_TRUE(info["cccp_converged"].get<bool>());

@@ -10,6 +10,7 @@
 #include <limits>
 #include <random>
 
+#include "methods/tca_internal.hpp"
 #include "reference.hpp"
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/lapack.hpp"
@@ -22,19 +23,6 @@
 #include "support.hpp"
 
 using namespace ssdr;
-
-// The internals of src/methods/tca.cpp under test (declared there; no shared header).
-namespace ssdr::methods::tca {
-DistMatrix apply_Wr(const DistMatrix& Y, const std::vector<int>& labels, int classes);
-DistMatrix apply_We(const DistMatrix& Y, const std::vector<int>& labels, int classes);
-DistMatrix apply_WeT(const DistMatrix& Y, const std::vector<int>& labels, int classes);
-DistMatrix apply_Ml(const DistMatrix& Y, const std::vector<int>& labels, int classes);
-DistMatrix apply_Dl(const DistMatrix& Y, const std::vector<int>& labels, int classes);
-Dense smoothness_regularizer(Mat A, const DistMatrix& Y, double alpha,
-                             const solvers::SparseSolveOptions& solve, std::vector<int>* iterations);
-Dense pca_basis(const DistMatrix& X, int64_t d1);
-Dense otca_directions(const Dense& H, const Dense& R, int64_t m);
-}  // namespace ssdr::methods::tca
 
 namespace {
 

@@ -71,6 +71,10 @@ struct DistMatrix {
 DistMatrix make_dist(MPI_Comm comm, int64_t n_global, int64_t cols);
 /// Zero DistMatrix with `n_local` rows here. Collective (computes the layout).
 DistMatrix make_dist_local(MPI_Comm comm, int64_t n_local, int64_t cols);
+/// Zero DistMatrix with X's row layout (same comm, n_global, row_start, n_local: rows
+/// distributed exactly as X's) and `cols` columns, i.e. n_global×cols. Not collective (the
+/// layout is copied, not recomputed). \throws ssdr::Error when cols < 0.
+DistMatrix make_dist_like(const DistMatrix& X, int64_t cols);
 
 /// The rows of X whose local flag keep[i] is non-zero, in their global order, as a new
 /// DistMatrix that keeps them on the rank that holds them (no data moves; its layout is
@@ -95,5 +99,17 @@ Dense allgather(const DistMatrix& X);
 
 /// Sum over ranks of a Dense in place (MPI_Allreduce, MPI_SUM). Collective.
 void allreduce_sum(Dense& A, MPI_Comm comm);
+
+/// The sign convention for eigenvectors and other basis vectors whose sign is arbitrary:
+/// −1.0 when the entry of largest magnitude among x[0], x[stride], …, x[(n−1)·stride] is
+/// negative, else +1.0 (also for n = 0 or a zero vector). On exact ties in |x_i| the first
+/// such index decides (strict >), and a NaN is never preferred to an earlier entry, so the
+/// result is a pure function of the values: the same on every rank for replicated data.
+/// Multiplying by the result only flips signs (exact). Local (not collective).
+double largest_magnitude_sign(const double* x, int64_t n, int64_t stride = 1);
+
+/// Flips each column of the replicated A (rows×cols) so that its entry of largest magnitude
+/// (the first one on exact ties, see largest_magnitude_sign) is positive. Local.
+void canonicalize_signs(Dense& A);
 
 }  // namespace ssdr

@@ -37,6 +37,12 @@ void gesvd(int64_t m, int64_t n, double* a, int64_t lda, double* s, double* u, i
            double* vt, int64_t ldvt);
 /// Thin QR: a (m×n, m ≥ n) is replaced by Q with orthonormal columns (dgeqrf + dorgqr).
 void orthonormalize(int64_t m, int64_t n, double* a, int64_t lda);
+/// Full QR of the m×k matrix A held in the first k columns of a (m×m, column-major, lda ≥ m,
+/// k ≤ m; the other m − k columns are overwritten): a is replaced by the orthogonal
+/// Q = [Q_1 Q_2] (m×m) of A = Q_1 R, so Q_2 (the last m − k columns) is an orthonormal basis
+/// of the orthogonal complement of range(A) when A has full column rank (dgeqrf + dorgqr).
+/// Local. \throws ssdr::Error when LAPACK reports an error.
+void full_qr(int64_t m, int64_t k, double* a, int64_t lda);
 /// Cholesky factorization of the SPD n×n matrix a (lower). Returns false when not SPD.
 bool potrf(int64_t n, double* a, int64_t lda);
 /// Solves A X = B with the symmetric positive definite A (dposv); A, B overwritten.

@@ -6,6 +6,7 @@
 #include <petscmat.h>
 #include <slepceps.h>
 
+#include <string>
 #include <utility>
 
 #include "ssdr/core/dense.hpp"
@@ -70,5 +71,32 @@ Owned<Vec> column_to_vec(const DistMatrix& X, int64_t j);
 void vec_to_column(Vec v, DistMatrix& X, int64_t j);
 /// Gathers a parallel Vec to a std::vector on every rank. Collective.
 std::vector<double> vec_allgather(Vec v);
+
+/// Local row (and column) count of a MATSCALAPACK of order n (n×n) on comm, or −1 when
+/// PETSc 3.18 cannot lay one out there. MatSetUp_ScaLAPACK (MatScaLAPACKCheckLayout) wants
+/// b rows on every rank but the last and r ≤ b on the last; neither PETSC_DECIDE
+/// (PetscSplitOwnership, also used inside MatCreateScaLAPACK) nor PetscSplitOwnershipEqual
+/// guarantees that, and for n < p(p−1) no such b may exist (e.g. n = 5 on 4 ranks). The
+/// smallest b that works is taken. Not collective (arithmetic on rank and size).
+PetscInt scalapack_local_size(int64_t n, MPI_Comm comm);
+
+/// The EPS type the options database selects for `prefix` (-<prefix>eps_type), or
+/// `fallback` when none is set. Not collective (the options are the same on every rank).
+std::string requested_eps_type(const std::string& prefix, const char* fallback);
+
+/// The choice between the two dense (all-eigenpairs) EPS types for a problem of order n.
+struct DenseEpsChoice {
+  bool scalapack_ok = false;         ///< every rank of comm can hold a MATSCALAPACK of order n
+  const char* default_type = nullptr;  ///< EPSSCALAPACK when scalapack_ok, else EPSLAPACK
+  std::string requested;             ///< requested_eps_type(prefix, default_type)
+  std::string type;                  ///< requested, with scalapack replaced by lapack when !scalapack_ok
+};
+
+/// Chooses the EPS type of a dense symmetric eigenproblem of order n on comm: scalapack by
+/// default, lapack when PETSc cannot lay out a MATSCALAPACK of order n on every rank (see
+/// scalapack_local_size); the options database (-<prefix>eps_type) overrides the default,
+/// but a scalapack request that cannot be honoured becomes lapack. Collective over comm
+/// (one MPI_Allreduce); the same result on every rank.
+DenseEpsChoice choose_dense_eps_type(int64_t n, const std::string& prefix, MPI_Comm comm);
 
 }  // namespace ssdr

@@ -1,7 +1,7 @@
 #pragma once
-/// \file soge_stages.hpp
+/// \file soge_internal.hpp
 /// The stages of SOGE (soge-liu2017), private to src/methods/soge.cpp and its unit test
-/// (tests/unit/soge_test.cpp includes this header by relative path).
+/// (tests/unit/soge_test.cpp; the test target has src/ on its include path).
 ///
 /// Symbols as in the paper: X ∈ R^{d×n} (here a DistMatrix n×d, rows = samples, distributed),
 /// X_c = X H_c with H_c = I − 11ᵀ/n, graph S (n×n sparse, PETSc MPIAIJ, X's row layout),

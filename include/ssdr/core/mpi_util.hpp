@@ -1,0 +1,57 @@
+#pragma once
+/// \file mpi_util.hpp
+/// Small MPI helpers shared by every module: the MPI datatype of a C++ type and the
+/// gathering of variable-length per-rank vectors on every rank.
+#include <mpi.h>
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace ssdr {
+
+/// The MPI datatype of T (double, int, int64_t). Not collective.
+template <class T>
+MPI_Datatype mpi_datatype();
+template <>
+inline MPI_Datatype mpi_datatype<double>() { return MPI_DOUBLE; }
+template <>
+inline MPI_Datatype mpi_datatype<int>() { return MPI_INT; }
+template <>
+inline MPI_Datatype mpi_datatype<int64_t>() { return MPI_INT64_T; }
+
+/// Element counts and offsets of every rank's block in an MPI_Allgatherv (rank order).
+struct GatherCounts {
+  std::vector<int> counts;  ///< one per rank of the communicator
+  std::vector<int> displs;  ///< exclusive prefix sums of counts
+  int total = 0;            ///< sum of counts
+};
+
+/// Every rank's `local_count` (elements it contributes) with the offsets of its block when
+/// the blocks are concatenated in rank order. Collective over comm (one MPI_Allgather of
+/// an int64). \throws ssdr::Error (collectively: every rank sees the same counts) when a
+/// count is negative or the total exceeds INT_MAX, MPI's limit for counts.
+GatherCounts allgather_counts(int64_t local_count, MPI_Comm comm);
+
+/// The concatenation, in rank order, of every rank's `count` elements at `local`, on every
+/// rank (replicated; total = Σ counts). For a per-row vector of a DistMatrix's local rows
+/// this is the vector in global row order. Collective over comm (MPI_Allgather of the
+/// counts, then MPI_Allgatherv). `layout` (optional) gets the counts and offsets.
+/// \throws ssdr::Error (collectively) as allgather_counts.
+template <class T>
+std::vector<T> allgatherv(const T* local, int64_t count, MPI_Comm comm, GatherCounts* layout = nullptr) {
+  GatherCounts g = allgather_counts(count, comm);
+  std::vector<T> all(static_cast<size_t>(g.total));
+  MPI_Allgatherv(local, static_cast<int>(count), mpi_datatype<T>(), all.data(), g.counts.data(), g.displs.data(),
+                 mpi_datatype<T>(), comm);
+  if (layout) *layout = std::move(g);
+  return all;
+}
+
+/// allgatherv of the whole of `local` (local.size() elements on this rank).
+template <class T>
+std::vector<T> allgatherv(const std::vector<T>& local, MPI_Comm comm, GatherCounts* layout = nullptr) {
+  return allgatherv(local.data(), static_cast<int64_t>(local.size()), comm, layout);
+}
+
+}  // namespace ssdr

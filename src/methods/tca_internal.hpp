@@ -1,0 +1,60 @@
+#pragma once
+/// \file tca_internal.hpp
+/// The stages of TCA/OTCA (tca-liu2008), private to src/methods/tca.cpp and its unit test
+/// (tests/unit/tca_test.cpp; the test target has src/ on its include path). Notation as in
+/// tca.cpp: Y (l×r or n×r) rows = samples, distributed; c classes; labels local, 0..c−1.
+#include <petscmat.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "ssdr/core/dense.hpp"
+#include "ssdr/solvers/sparse_solve.hpp"
+
+namespace ssdr::methods::tca {
+
+/// W^r Y, eq. (15): (W^r Y)_i = (1/l_k) Σ_{j∈C_k} y_j for i ∈ C_k. Y: l×r labeled rows,
+/// rows distributed, `labels` one per local row in 0..c−1. Collective over Y.comm.
+/// \throws ssdr::Error (collectively) on a bad label or fewer than two classes present.
+DistMatrix apply_Wr(const DistMatrix& Y, const std::vector<int>& labels, int classes);
+
+/// W^e Y, eq. (15): (W^e Y)_i = (1/(l − l_k)) Σ_{j∉C_k} y_j for i ∈ C_k. As apply_Wr.
+DistMatrix apply_We(const DistMatrix& Y, const std::vector<int>& labels, int classes);
+
+/// W^eᵀ Y (eq. 15 transposed; W^e is not symmetric). As apply_Wr.
+DistMatrix apply_WeT(const DistMatrix& Y, const std::vector<int>& labels, int classes);
+
+/// M_l Y with M_l = 3I + D^e + W^e + W^eᵀ − 2W^r, eq. (18) (D^e: column sums of W^e).
+/// As apply_Wr; O(l·r) work, M_l is never formed.
+DistMatrix apply_Ml(const DistMatrix& Y, const std::vector<int>& labels, int classes);
+
+/// D_l Y with D_l = I + D^e, eq. (18). As apply_Wr.
+DistMatrix apply_Dl(const DistMatrix& Y, const std::vector<int>& labels, int classes);
+
+/// The smoothness regularizer of eq. (12) in matrix form: Yᵀ S Y (r×r, replicated) with
+/// S = (I + αL)⁻¹ αL, eq. (10), L = D − A the Laplacian of the graph A (n×n MPIAIJ) and Y
+/// (n×r) distributed with A's row layout (paper: X S Xᵀ with X = Yᵀ). S is never formed:
+/// Z = (I+αL)⁻¹(αLY) by r solves through one KSP (`solve.prefix`, CG by default), then
+/// YᵀZ (local GEMM + MPI_Allreduce), symmetrized. Solving for αLY rather than forming
+/// YᵀY − Yᵀ(I+αL)⁻¹Y avoids cancellation when αL is small (the LPP limit (13)).
+/// Collective over A's communicator; `iterations` (optional) gets the KSP iterations.
+/// \throws ssdr::Error (collectively) when α ≤ 0, layouts differ or a solve diverges.
+Dense smoothness_regularizer(Mat A, const DistMatrix& Y, double alpha,
+                             const solvers::SparseSolveOptions& solve, std::vector<int>* iterations);
+
+/// The PCA step of Table 1, Step 4: the d1 leading eigenvectors (d'×d1, descending
+/// eigenvalues, sign fixed so each column's largest-magnitude entry is positive) of XᵀX
+/// for the centered X (n×d', rows distributed). Collective (local GEMM + MPI_Allreduce,
+/// then the same LAPACK dsyevd on every rank). \throws ssdr::Error when d1 ∉ [1, d'].
+Dense pca_basis(const DistMatrix& X, int64_t d1);
+
+/// The OTCA recursion of eq. (23)–(27) in the d1-dimensional (PCA) subspace, local:
+/// H = Z S Zᵀ + β Z_l M_l Z_lᵀ + γ Z_l Z_lᵀ (d1×d1, SPD) in the coordinates E_0 = I,
+/// R = Z_l Y (d1×c, class indicator Y). For k = 1 … m: b* = (E_{k−1}ᵀ H E_{k−1})⁻¹
+/// E_{k−1}ᵀ R_{·k} (27), a_k = E_{k−1} b* (23), and E_k = Q_2 of the full QR of
+/// [a_1 … a_k] (24). Returns [a_1 … a_m] (d1×m, mutually orthogonal, NOT normalized: the
+/// least-squares term fixes their scale). \throws ssdr::Error (collective: replicated
+/// input) when m ∉ [1, min(c, d1)] or a reduced H is not positive definite.
+Dense otca_directions(const Dense& H, const Dense& R, int64_t m);
+
+}  // namespace ssdr::methods::tca
