@@ -1,0 +1,366 @@
+// The job of `ssdr experiment`: its YAML file parsed and checked, and the units of work
+// and fit configurations derived from it.
+#include <sys/stat.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cerrno>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "job_internal.hpp"
+#include "ssdr/core/error.hpp"
+#include "ssdr/core/version.hpp"
+#include "ssdr/methods/method.hpp"
+
+namespace ssdr::driver::detail {
+
+namespace {
+
+[[noreturn]] void job_error(const Job& job, const std::string& what) {
+  throw Error(job.file + ": " + what, __FILE__, __LINE__, true);
+}
+
+/// n.as<T>() with a message naming the job file, the line, the key and what was expected
+/// (yaml-cpp alone says "bad conversion").
+template <class T>
+T value(const Job& job, const YAML::Node& n, const std::string& key, const std::string& expected) {
+  try {
+    return n.as<T>();
+  } catch (const YAML::Exception&) {
+    const std::string got = n.IsScalar() ? "'" + n.Scalar() + "'" : n.IsSequence() ? "a list" : n.IsMap() ? "a map" : "nothing";
+    job_error(job, "line " + std::to_string(n.Mark().line + 1) + ": " + key + ": expected " + expected + ", got " + got);
+  }
+}
+
+std::string dirname_of(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  return slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+}
+
+std::string resolve(const std::string& base, const std::string& path) {
+  if (path.empty() || path[0] == '/') return path;
+  return base + "/" + path;
+}
+
+/// A YAML scalar as JSON (number when it parses as one, bool, else string).
+json scalar_json(const YAML::Node& n) {
+  const std::string s = n.as<std::string>();
+  if (s == "true" || s == "false") return s == "true";
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (end && *end == '\0' && !s.empty()) {
+    if (v == std::floor(v) && std::abs(v) < 1e15 && s.find_first_of(".eE") == std::string::npos)
+      return static_cast<int64_t>(v);
+    return v;
+  }
+  return s;
+}
+
+/// "a:b" or "a:b:step" → a, a+step, ..., b. Every part a strict integer; a range may expand to
+/// at most kMaxDims values (a job line of a few bytes must not allocate gigabytes).
+std::vector<int64_t> parse_range(const Job& job, const std::string& s) {
+  constexpr int64_t kMaxDims = 100000;
+  std::vector<int64_t> parts;
+  std::stringstream ss(s);
+  std::string tok;
+  while (std::getline(ss, tok, ':')) {
+    char* end = nullptr;
+    errno = 0;
+    const long long v = tok.empty() ? 0 : std::strtoll(tok.c_str(), &end, 10);
+    if (tok.empty() || errno != 0 || *end != '\0')
+      job_error(job, "dim: expected an integer, a list or a range 'a:b[:step]', got '" + s + "'");
+    parts.push_back(v);
+  }
+  if (parts.size() == 1) {
+    if (parts[0] < 1) job_error(job, "dim: expected a positive dimension, got '" + s + "'");
+    return parts;
+  }
+  if (parts.size() < 2 || parts.size() > 3 || parts[0] < 1 || parts[1] < parts[0] ||
+      (parts.size() == 3 && parts[2] < 1))
+    job_error(job, "dim: expected a range 'a:b[:step]' with 1 <= a <= b, got '" + s + "'");
+  const int64_t step = parts.size() == 3 ? parts[2] : 1;
+  if ((parts[1] - parts[0]) / step + 1 > kMaxDims)
+    job_error(job, "dim: range '" + s + "' has more than " + std::to_string(kMaxDims) + " values");
+  std::vector<int64_t> out;
+  for (int64_t v = parts[0]; v <= parts[1]; v += step) out.push_back(v);
+  return out;
+}
+
+/// Refuse a mapping that repeats a key anywhere in the job (yaml-cpp keeps one of them
+/// silently): "file:line: duplicate key 'k' (first on line L)".
+void check_duplicate_keys(const std::string& file, const YAML::Node& node) {
+  if (node.IsMap()) {
+    std::map<std::string, int> seen;
+    for (const auto& kv : node) {
+      const std::string key = kv.first.IsScalar() ? kv.first.as<std::string>() : std::string("<complex key>");
+      const int line = kv.first.Mark().line + 1;
+      const auto [it, fresh] = seen.emplace(key, line);
+      if (!fresh)
+        throw Error(file + ":" + std::to_string(line) + ": duplicate key '" + key + "' (first on line " +
+                        std::to_string(it->second) + ")",
+                    __FILE__, __LINE__, true);
+      check_duplicate_keys(file, kv.second);
+    }
+  } else if (node.IsSequence()) {
+    for (const auto& v : node) check_duplicate_keys(file, v);
+  }
+}
+
+}  // namespace
+
+Job parse_job(const std::string& path) {
+  Job job;
+  job.file = path;
+  YAML::Node root;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))  // a FIFO would block forever
+    throw Error("job file '" + path + "' is not a regular file", __FILE__, __LINE__, true);
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    throw Error("cannot open job file '" + path + "'", __FILE__, __LINE__, true);
+  } catch (const YAML::Exception& e) {
+    throw Error(path + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg, __FILE__, __LINE__, true);
+  }
+  const std::string base = dirname_of(path);
+  check_duplicate_keys(path, root);
+  try {
+    static const std::set<std::string> top = {"name", "output", "splits", "seed", "protocol", "transductive_fraction",
+                                              "unlabeled_per_class", "labeled_per_class", "select_by", "cv_folds", "datasets",
+                                              "methods", "preprocess"};
+    for (const auto& kv : root) {
+      const std::string key = kv.first.as<std::string>();
+      if (!top.count(key))
+        job_error(job, "line " + std::to_string(kv.first.Mark().line + 1) + ": unknown key '" + key + "'");
+    }
+    job.name = root["name"] ? value<std::string>(job, root["name"], "name", "a name") : "experiment";
+    job.output = resolve(base, root["output"] ? value<std::string>(job, root["output"], "output", "a folder") : "results/" + job.name);
+    job.splits = root["splits"] ? value<int>(job, root["splits"], "splits", "an integer") : 10;
+    job.seed = root["seed"] ? value<uint64_t>(job, root["seed"], "seed", "a non-negative integer") : 0;
+    job.protocol = root["protocol"] ? value<std::string>(job, root["protocol"], "protocol", "a protocol name") : "transductive-fraction";
+    if (job.protocol == "transductive-fraction") {
+      if (!root["transductive_fraction"]) job_error(job, "protocol transductive-fraction needs transductive_fraction");
+      job.transductive_fraction = value<double>(job, root["transductive_fraction"], "transductive_fraction", "a number in (0, 1]");
+    } else if (job.protocol == "labeled-unlabeled-per-class") {
+      if (!root["unlabeled_per_class"]) job_error(job, "protocol labeled-unlabeled-per-class needs unlabeled_per_class");
+      job.unlabeled_per_class = value<int>(job, root["unlabeled_per_class"], "unlabeled_per_class", "an integer >= 0");
+    } else if (job.protocol == "half-split") {
+      job.transductive_fraction = 0.5;
+    } else {
+      job_error(job, "protocol: expected transductive-fraction, labeled-unlabeled-per-class or half-split, got '" +
+                         job.protocol + "'");
+    }
+    if (!root["labeled_per_class"]) job_error(job, "labeled_per_class is required (a number or a list)");
+    if (root["labeled_per_class"].IsSequence())
+      for (const auto& v : root["labeled_per_class"]) job.labeled_per_class.push_back(value<int>(job, v, "labeled_per_class", "an integer >= 1"));
+    else
+      job.labeled_per_class.push_back(value<int>(job, root["labeled_per_class"], "labeled_per_class", "an integer >= 1 or a list"));
+    job.select_by = root["select_by"] ? value<std::string>(job, root["select_by"], "select_by", "unlabeled, unseen or cv") : "unlabeled";
+    if (job.select_by != "unlabeled" && job.select_by != "unseen" && job.select_by != "cv")
+      job_error(job, "select_by: expected unlabeled, unseen or cv, got '" + job.select_by + "'");
+    job.cv_folds = root["cv_folds"] ? value<int>(job, root["cv_folds"], "cv_folds", "an integer >= 2") : 5;
+    if (job.cv_folds < 2) job_error(job, "cv_folds must be at least 2");
+    if (job.splits < 1) job_error(job, "splits must be at least 1");
+    if (job.protocol == "transductive-fraction" &&
+        !(job.transductive_fraction > 0 && job.transductive_fraction <= 1))  // NaN fails too
+      job_error(job, "transductive_fraction must be in (0, 1], got " + std::to_string(job.transductive_fraction));
+    if (job.protocol == "labeled-unlabeled-per-class" && job.unlabeled_per_class < 0)
+      job_error(job, "unlabeled_per_class must be at least 0, got " + std::to_string(job.unlabeled_per_class));
+    for (int p : job.labeled_per_class)
+      if (p < 1) job_error(job, "labeled_per_class must be at least 1, got " + std::to_string(p));
+    if (!root["datasets"] || !root["datasets"].IsSequence() || root["datasets"].size() == 0)
+      job_error(job, "datasets: expected a list of {name, path[, format]}");
+    for (const auto& d : root["datasets"]) {
+      DatasetSpec ds;
+      if (!d["path"]) job_error(job, "line " + std::to_string(d.Mark().line + 1) + ": a data set needs a path");
+      ds.path = resolve(base, value<std::string>(job, d["path"], "path", "a file name"));
+      ds.name = d["name"] ? value<std::string>(job, d["name"], "name", "a name") : ds.path;
+      ds.format = io::parse_format(d["format"] ? value<std::string>(job, d["format"], "format", "csv, libsvm, idx or auto") : "auto");
+      job.datasets.push_back(ds);
+    }
+    if (!root["methods"] || !root["methods"].IsSequence() || root["methods"].size() == 0)
+      job_error(job, "methods: expected a list of {name, parameters...}");
+    for (const auto& m : root["methods"]) {
+      MethodSpec ms;
+      if (m.IsScalar()) {
+        ms.name = value<std::string>(job, m, "methods", "a method name or {name: ...}");
+      } else {
+        if (!m["name"]) job_error(job, "line " + std::to_string(m.Mark().line + 1) + ": a method needs a name");
+        ms.name = value<std::string>(job, m["name"], "name", "a method name");
+        methods::find_method(ms.name);  // an unknown name first, before its parameters
+        for (const auto& kv : m) {
+          const std::string key = kv.first.as<std::string>();
+          if (key == "name") continue;
+          if (key == "dim") {
+            // A number, a range "a:b[:step]", or a list of numbers and ranges.
+            if (kv.second.IsSequence())
+              for (const auto& v : kv.second)
+                for (int64_t m : parse_range(job, v.as<std::string>())) ms.dims.push_back(m);
+            else
+              ms.dims = parse_range(job, kv.second.as<std::string>());
+            continue;
+          }
+          if (key == "cv_grid") {
+            const std::string where = "line " + std::to_string(kv.first.Mark().line + 1) + ": cv_grid of method " + ms.name;
+            if (kv.second.IsScalar() && kv.second.as<std::string>() == "default") {
+              ms.cv_default = true;
+            } else if (kv.second.IsMap()) {
+              for (const auto& g : kv.second) {
+                const std::string name = g.first.as<std::string>();
+                if (!parameter_names().count(name)) job_error(job, where + ": unknown parameter '" + name + "'");
+                methods::require_parameter(methods::find_method(ms.name), name, job.file + ": " + where + ": " + name);
+                std::vector<json> values;
+                if (g.second.IsSequence())
+                  for (const auto& v : g.second) values.push_back(scalar_json(v));
+                else
+                  values.push_back(scalar_json(g.second));
+                FitConfig probe;  // values of the wrong kind fail here, naming the job line
+                probe.method = ms.name;
+                for (const auto& v : values) set_parameter(probe, name, v, job.file + ": " + where);
+                ms.cv_grid.emplace_back(name, values);
+              }
+            } else {
+              job_error(job, where + ": expected 'default' or a map {parameter: [values]}");
+            }
+            continue;
+          }
+          if (!parameter_names().count(key))
+            job_error(job, "line " + std::to_string(kv.first.Mark().line + 1) + ": unknown parameter '" + key +
+                               "' of method " + ms.name);
+          methods::require_parameter(methods::find_method(ms.name), key,
+                                     job.file + ": line " + std::to_string(kv.first.Mark().line + 1) + ": " + key);
+          std::vector<json> values;
+          if (kv.second.IsSequence())
+            for (const auto& v : kv.second) values.push_back(scalar_json(v));
+          else
+            values.push_back(scalar_json(kv.second));
+          {  // every value checked now, naming the line, not after hours of other fits
+            FitConfig probe;
+            probe.method = ms.name;
+            for (const auto& v : values)
+              set_parameter(probe, key, v, job.file + ": line " + std::to_string(kv.first.Mark().line + 1));
+          }
+          ms.grid.emplace_back(key, values);
+        }
+      }
+      methods::find_method(ms.name);
+      job.methods.push_back(ms);
+    }
+    if (root["preprocess"])
+      for (const auto& kv : root["preprocess"]) job.preprocess[kv.first.as<std::string>()] = scalar_json(kv.second);
+  } catch (const YAML::Exception& e) {
+    throw Error(path + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg, __FILE__, __LINE__, true);
+  }
+  return job;
+}
+
+// ---------------------------------------------------------------------------------------
+// Configurations.
+
+/// What determines every result of a job besides the unit's own coordinates: the protocol
+/// (seed, fractions, counts, selection), the preprocessing override, each data set's file
+/// (resolved path, size, modification time, inode) and the ssdr version, as a 64-bit FNV-1a
+/// hash in hex. A resumed run whose output folder holds results under another hash is
+/// refused: changing the seed or the data and re-running into the same folder must not
+/// bring old results back. Local (stat only).
+std::string job_fingerprint(const Job& job) {
+  json j = {{"seed", job.seed}, {"protocol", job.protocol}, {"splits", job.splits},
+            {"transductive_fraction", job.transductive_fraction}, {"unlabeled_per_class", job.unlabeled_per_class},
+            {"select_by", job.select_by}, {"cv_folds", job.cv_folds}, {"preprocess", job.preprocess},
+            {"version", version()}};
+  for (const DatasetSpec& d : job.datasets) {
+    struct stat st {};
+    char real[PATH_MAX];
+    const bool found = ::stat(d.path.c_str(), &st) == 0;
+    j["data"].push_back({{"name", d.name}, {"path", ::realpath(d.path.c_str(), real) ? std::string(real) : d.path},
+                         {"format", static_cast<int>(d.format)}, {"size", found ? static_cast<int64_t>(st.st_size) : -1},
+                         {"mtime_ns", found ? static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec : -1},
+                         {"inode", found ? static_cast<int64_t>(st.st_ino) : -1}});
+  }
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char ch : j.dump()) {
+    h ^= ch;
+    h *= 1099511628211ull;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+std::string config_key(const Job& job, const Unit& u, int64_t dim) {
+  const MethodSpec& ms = job.methods[static_cast<size_t>(u.method)];
+  std::ostringstream s;
+  s << job.fingerprint << "|" << job.datasets[static_cast<size_t>(u.dataset)].name << "|p=" << u.p << "|split=" << u.split << "|"
+    << ms.name << "|" << u.params.dump() << "|dim=" << dim;
+  if (ms.selects()) s << "|cv_grid=" << ms.cv_json().dump();
+  return s.str();
+}
+
+std::vector<Unit> make_units(const Job& job) {
+  std::vector<Unit> units;
+  int block = 0;
+  for (size_t d = 0; d < job.datasets.size(); ++d)
+    for (int p : job.labeled_per_class)
+      for (int s = 0; s < job.splits; ++s, ++block)
+        for (size_t m = 0; m < job.methods.size(); ++m) {
+          const auto& info = methods::find_method(job.methods[m].name);
+          std::vector<int64_t> dims = job.methods[m].dims.empty() ? std::vector<int64_t>{0} : job.methods[m].dims;
+          for (const auto& point : grid_points(job.methods[m].grid)) {
+            if (info.nested_dimensions || dims.size() == 1) {
+              units.push_back(Unit{static_cast<int>(d), p, s, static_cast<int>(m), point, dims, block});
+            } else {
+              for (int64_t dim : dims)
+                units.push_back(Unit{static_cast<int>(d), p, s, static_cast<int>(m), point, {dim}, block});
+            }
+          }
+        }
+  return units;
+}
+
+/// The parameters a results line records: the grid point, and the cv_grid when the method
+/// selects inside each split (so the summary keeps such a setting apart).
+json recorded_params(const Job& job, const Unit& u) {
+  const MethodSpec& ms = job.methods[static_cast<size_t>(u.method)];
+  json p = u.params;
+  if (ms.selects()) p["cv_grid"] = ms.cv_json();
+  return p;
+}
+
+FitConfig make_config(const Job& job, const Unit& u, int64_t dim) {
+  const MethodSpec& ms = job.methods[static_cast<size_t>(u.method)];
+  const auto& info = methods::find_method(ms.name);
+  FitConfig c;
+  c.method = ms.name;
+  c.preprocess = info.preprocess;  // the method's paper preprocessing ...
+  for (auto it = job.preprocess.begin(); it != job.preprocess.end(); ++it)
+    set_parameter(c, it.key(), it.value(), job.file + ": preprocess");
+  for (auto it = u.params.begin(); it != u.params.end(); ++it)
+    set_parameter(c, it.key(), it.value(), job.file + ": method " + ms.name);
+  c.method_options.dim = dim;
+  const json kernel = c.parameters.contains("kernel") ? c.parameters["kernel"] : json();
+  c.parameters = u.params;
+  c.parameters["dim"] = dim;
+  c.parameters["method"] = ms.name;
+  if (!kernel.is_null()) {
+    json k = kernel;
+    k["seed"] = job.seed;  // landmarks fixed across splits, as `ssdr evaluate` does
+    c.parameters["kernel"] = k;
+  }
+  return c;
+}
+
+data::SplitSpec split_spec(const Job& job, int p, int split) {
+  data::SplitSpec s;
+  s.labeled_per_class = p;
+  s.transductive_fraction = job.transductive_fraction;
+  s.unlabeled_per_class = job.unlabeled_per_class;
+  s.seed = job.seed + static_cast<uint64_t>(split);
+  return s;
+}
+
+}  // namespace ssdr::driver::detail

@@ -1,0 +1,70 @@
+// Helpers shared by the data set readers (see reader_internal.hpp).
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "reader_internal.hpp"
+
+namespace ssdr::io::detail {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool is_directory(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool file_exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && !S_ISDIR(st.st_mode);
+}
+
+std::string errno_text(int err) { return err != 0 ? std::strerror(err) : "unknown error"; }
+
+[[noreturn]] void fail(std::string message) { throw LocalFailure{std::move(message)}; }
+
+/// Fails unless `path` is a regular file: a FIFO without a writer would block forever, and a
+/// device such as /dev/zero never ends. stat() itself never blocks.
+void require_regular(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return;  // the open that follows names the error
+  if (S_ISDIR(st.st_mode)) fail("cannot read '" + path + "': Is a directory");
+  if (!S_ISREG(st.st_mode))
+    fail("cannot read '" + path + "': not a regular file (a device, FIFO or socket); expected a data file");
+}
+
+/// Size in bytes of a regular file (−1 when unknown).
+int64_t file_size(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) ? static_cast<int64_t>(st.st_size) : -1;
+}
+
+/// Fails when an n×d dense double matrix split over `ranks` ranks, `per_node` of them on
+/// this host, would not fit this host's memory. `what` names the file, line and value that
+/// set the size.
+void require_dense_fits(int64_t n, int64_t d, int ranks, int per_node, const std::string& what) {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return;
+  const double host = static_cast<double>(pages) * static_cast<double>(page);
+  const double per_rank = std::ceil(static_cast<double>(n) / ranks) * static_cast<double>(d) * 8.0;
+  if (per_rank * per_node > host) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%lld x %lld doubles need %.3g GiB per rank, %.3g GiB for the %d rank(s) on this host (%.3g GiB)",
+                  static_cast<long long>(n), static_cast<long long>(d), per_rank / 1073741824.0,
+                  per_rank * per_node / 1073741824.0, per_node, host / 1073741824.0);
+    fail(what + ": " + buf);
+  }
+}
+
+/// Ranks of comm on this host (MPI_COMM_TYPE_SHARED). Collective.
+int ranks_on_host(MPI_Comm comm) {
+  MPI_Comm node = MPI_COMM_NULL;
+  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int k = 1;
+  MPI_Comm_size(node, &k);
+  MPI_Comm_free(&node);
+  return k;
+}
+
+}  // namespace ssdr::io::detail

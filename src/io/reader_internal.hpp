@@ -1,0 +1,279 @@
+#pragma once
+/// \file reader_internal.hpp
+/// Private to src/io (not installed): what the data set readers share. A reader raises a
+/// LocalFailure (fail) inside a phase; attempt() turns it into a message that the caller
+/// makes collective with SSDR_CHECK_COLLECTIVE.
+///
+/// - dataset.cpp: read_dataset, format names and detection;
+/// - text_reader.cpp: the two passes over a text file (CSV and LIBSVM) through rank 0;
+/// - csv_reader.cpp, libsvm_reader.cpp: one line of each text format;
+/// - idx_reader.cpp: IDX files, read by every rank;
+/// - reader_internal.cpp: file checks and memory limits.
+#include <mpi.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <new>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include "ssdr/io/dataset.hpp"
+
+namespace ssdr::io::detail {
+
+// ---------------------------------------------------------------------------------------
+// Small helpers (reader_internal.cpp)
+// ---------------------------------------------------------------------------------------
+
+bool ends_with(const std::string& s, const std::string& suffix);
+bool is_directory(const std::string& path);
+bool file_exists(const std::string& path);
+std::string errno_text(int err);
+
+/// Local failure inside a phase; converted into a collective ssdr::Error by the caller.
+struct LocalFailure {
+  std::string message;
+};
+
+[[noreturn]] void fail(std::string message);
+
+/// Fails unless `path` is a regular file: a FIFO without a writer would block forever, and a
+/// device such as /dev/zero never ends. stat() itself never blocks.
+void require_regular(const std::string& path);
+
+/// Size in bytes of a regular file (−1 when unknown).
+int64_t file_size(const std::string& path);
+
+/// Fails when an n×d dense double matrix split over `ranks` ranks, `per_node` of them on
+/// this host, would not fit this host's memory. `what` names the file, line and value that
+/// set the size.
+void require_dense_fits(int64_t n, int64_t d, int ranks, int per_node, const std::string& what);
+
+/// Ranks of comm on this host (MPI_COMM_TYPE_SHARED). Collective.
+int ranks_on_host(MPI_Comm comm);
+
+/// Runs `body` and turns a LocalFailure into (false, message).
+template <class F>
+bool attempt(F&& body, std::string& message) {
+  try {
+    body();
+    return true;
+  } catch (const LocalFailure& f) {
+    message = f.message;
+  } catch (const std::bad_alloc&) {
+    message = "out of memory";
+  }
+  return false;
+}
+
+// ---------------------------------------------------------------------------------------
+// Reading files
+// ---------------------------------------------------------------------------------------
+
+/// A zlib file handle that closes itself.
+class GzFile {
+ public:
+  GzFile() = default;
+  ~GzFile() { close(); }
+  GzFile(const GzFile&) = delete;
+  GzFile& operator=(const GzFile&) = delete;
+
+  /// Opens `path` for reading or records the reason in a LocalFailure.
+  void open(const std::string& path) {
+    close();
+    path_ = path;
+    if (is_directory(path)) fail("cannot read '" + path + "': Is a directory");
+    require_regular(path);
+    errno = 0;
+    f_ = gzopen(path.c_str(), "rb");
+    if (f_ == nullptr) fail("cannot open '" + path + "': " + errno_text(errno));
+    gzbuffer(f_, 1 << 18);
+  }
+  void close() {
+    if (f_ != nullptr) gzclose(f_);
+    f_ = nullptr;
+  }
+  /// Reads up to `len` bytes; returns the count (0 at end of file). Read errors fail.
+  size_t read(void* buf, size_t len) {
+    size_t total = 0;
+    auto* p = static_cast<unsigned char*>(buf);
+    while (total < len) {
+      const unsigned chunk = static_cast<unsigned>(std::min<size_t>(len - total, 1u << 30));
+      const int got = gzread(f_, p + total, chunk);
+      if (got < 0) fail("cannot read '" + path_ + "': " + error_text());
+      if (got == 0) {
+        // zlib reports a truncated gzip stream as an error after the data it could decode.
+        int code = Z_OK;
+        gzerror(f_, &code);
+        if (code == Z_BUF_ERROR) fail("'" + path_ + "': truncated gzip file (unexpected end of data)");
+        if (code != Z_OK) fail("cannot read '" + path_ + "': " + error_text());
+        break;
+      }
+      total += static_cast<size_t>(got);
+    }
+    return total;
+  }
+  /// Skips forward to absolute uncompressed offset `off`. Returns false when the file ends.
+  bool seek(int64_t off) {
+    const z_off_t r = gzseek(f_, static_cast<z_off_t>(off), SEEK_SET);
+    return r == static_cast<z_off_t>(off);
+  }
+  std::string error_text() {
+    int code = Z_OK;
+    const char* msg = gzerror(f_, &code);
+    if (code == Z_ERRNO) return errno_text(errno);
+    return msg != nullptr && *msg != '\0' ? msg : "read error";
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  gzFile f_ = nullptr;
+  std::string path_;
+};
+
+/// Splits a (possibly gzip-compressed) text file into lines, without the line terminator
+/// ("\n" or "\r\n"). Lines may be arbitrarily long.
+class LineReader {
+ public:
+  explicit LineReader(const std::string& path) : buf_(1 << 20) { file_.open(path); }
+
+  /// Next line in `line` (valid until the next call); false at the end of the file.
+  bool next(std::string_view& line) {
+    carry_.clear();
+    for (;;) {
+      if (pos_ < end_) {
+        const char* start = buf_.data() + pos_;
+        const void* nl = std::memchr(start, '\n', end_ - pos_);
+        if (nl != nullptr) {
+          const size_t len = static_cast<size_t>(static_cast<const char*>(nl) - start);
+          pos_ += len + 1;
+          ++line_no_;
+          if (carry_.empty()) {
+            line = strip_cr(std::string_view(start, len));
+          } else {
+            carry_.append(start, len);
+            line = strip_cr(carry_);
+          }
+          return true;
+        }
+        carry_.append(start, end_ - pos_);
+        pos_ = end_;
+      }
+      if (eof_) break;
+      end_ = file_.read(buf_.data(), buf_.size());
+      pos_ = 0;
+      if (end_ == 0) eof_ = true;
+    }
+    if (carry_.empty()) return false;
+    ++line_no_;
+    line = strip_cr(carry_);
+    return true;
+  }
+  int64_t line_no() const { return line_no_; }
+
+ private:
+  std::string_view strip_cr(std::string_view s) const {
+    if (!s.empty() && s.back() == '\r') s.remove_suffix(1);
+    if (line_no_ == 1 && s.substr(0, 3) == "\xEF\xBB\xBF") s.remove_prefix(3);  // UTF-8 BOM
+    return s;
+  }
+  GzFile file_;
+  std::vector<char> buf_;
+  size_t pos_ = 0, end_ = 0;
+  bool eof_ = false;
+  std::string carry_;
+  int64_t line_no_ = 0;
+};
+
+// ---------------------------------------------------------------------------------------
+// Tokens (inline: called for every value of a file)
+// ---------------------------------------------------------------------------------------
+
+inline bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; }
+
+inline std::string_view trim(std::string_view s) {
+  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+inline bool is_blank(std::string_view s) { return trim(s).empty(); }
+
+/// Shortens a token for an error message.
+inline std::string shown(std::string_view tok) {
+  if (tok.size() > 40) return std::string(tok.substr(0, 37)) + "...";
+  return std::string(tok);
+}
+
+/// Where a token came from, for messages: "file:line".
+struct Where {
+  const std::string* path;
+  int64_t line;
+  std::string str() const { return *path + ":" + std::to_string(line); }
+};
+
+/// Parses one finite double (surrounding blanks and a leading '+' allowed).
+/// `what` and `pos` describe the position for the NaN/Inf message ("column 4", "feature 12").
+inline double parse_value(std::string_view tok, const Where& at, const char* what, int64_t pos) {
+  std::string_view t = trim(tok);
+  std::string_view num = t;
+  if (!num.empty() && num.front() == '+') num.remove_prefix(1);
+  double v = 0.0;
+  const auto res = std::from_chars(num.data(), num.data() + num.size(), v);
+  if (num.empty() || res.ptr != num.data() + num.size() ||
+      (res.ec != std::errc() && res.ec != std::errc::result_out_of_range))
+    fail(at.str() + ": value '" + shown(t) + "' is not a number");
+  if (res.ec == std::errc::result_out_of_range) {
+    // Underflow becomes a tiny number or zero (harmless); overflow is an infinity.
+    v = std::strtod(std::string(num).c_str(), nullptr);
+  }
+  if (!std::isfinite(v)) fail(at.str() + ": NaN/Inf value in " + what + " " + std::to_string(pos));
+  return v;
+}
+
+/// Parses a class label: an integer ≥ 0 ("3", "+3" or "3.0").
+inline int parse_label(std::string_view tok, const Where& at) {
+  std::string_view t = trim(tok);
+  std::string_view num = t;
+  if (!num.empty() && num.front() == '+') num.remove_prefix(1);
+  double v = 0.0;
+  const auto res = std::from_chars(num.data(), num.data() + num.size(), v);
+  const bool ok = !num.empty() && res.ec == std::errc() && res.ptr == num.data() + num.size() &&
+                  std::isfinite(v) && v >= 0.0 && v == std::floor(v) &&
+                  v < static_cast<double>(std::numeric_limits<int>::max());
+  if (!ok) fail("labels must be integers >= 0 (" + at.str() + ": '" + shown(t) + "')");
+  return static_cast<int>(v);
+}
+
+// ---------------------------------------------------------------------------------------
+// Readers
+// ---------------------------------------------------------------------------------------
+
+/// Counts the comma-separated fields of a line.
+int64_t count_fields(std::string_view line);  // csv_reader.cpp
+
+/// Parses one CSV line with `fields` fields (label + fields-1 values). Values go to `row`
+/// when it is not null.
+int parse_csv_line(std::string_view line, int64_t fields, const Where& at, double* row);  // csv_reader.cpp
+
+/// Parses one LIBSVM line. Returns the label; `max_index` is raised to the largest index.
+/// When `row` is given (width d), the values are stored at index-1 (indices > d fail).
+int parse_libsvm_line(std::string_view line, const Where& at, int64_t& max_index, double* row,
+                      int64_t d);  // libsvm_reader.cpp
+
+/// CSV or LIBSVM (text_reader.cpp). Collective over `comm`.
+Dataset read_text(const std::string& path, Format format, MPI_Comm comm);
+
+/// IDX (idx_reader.cpp). Collective over `comm`.
+Dataset read_idx(const std::string& path, MPI_Comm comm);
+
+}  // namespace ssdr::io::detail

@@ -1,0 +1,150 @@
+// Text formats (CSV, LIBSVM/SVMlight): rank 0 streams the file twice through zlib (which
+// reads plain files transparently). Pass 1 validates every line and collects the labels, n
+// and d; pass 2 parses chunks of rows and sends each piece to the rank that owns it. Every
+// error is raised collectively so that all ranks throw the same one-line message.
+#include <memory>
+
+#include "reader_internal.hpp"
+#include "ssdr/core/error.hpp"
+
+namespace ssdr::io::detail {
+
+namespace {
+
+/// First row and row count of `rank` in the block layout of n rows over `size` ranks.
+void owner_range(int64_t n, int size, int rank, int64_t& start, int64_t& count) {
+  const int64_t base = n / size, extra = n % size;
+  count = base + (rank < extra ? 1 : 0);
+  start = rank * base + std::min<int64_t>(rank, extra);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// Text formats
+// ---------------------------------------------------------------------------------------
+
+Dataset read_text(const std::string& path, Format format, MPI_Comm comm) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  const bool csv = format == Format::csv;
+
+  // Pass 1 (rank 0): validate every line, collect labels, n and d.
+  std::vector<int> labels;
+  int64_t dims[2] = {0, 0};  // n, d
+  std::string message;
+  bool ok = true;
+  const int per_node = ranks_on_host(comm);
+  if (rank == 0) {
+    ok = attempt(
+        [&] {
+          require_regular(path);
+          LineReader in(path);
+          std::string_view line;
+          int64_t fields = -1, max_index = 0, max_index_line = 0, max_label_line = 0;
+          int max_label = -1;
+          while (in.next(line)) {
+            if (is_blank(line)) continue;
+            const Where at{&path, in.line_no()};
+            if (csv) {
+              if (fields < 0) {
+                fields = count_fields(line);
+                if (fields < 2)
+                  fail(at.str() + ": expected a label and at least one value, found 1 field");
+              }
+              labels.push_back(parse_csv_line(line, fields, at, nullptr));
+            } else {
+              const int64_t before = max_index;
+              labels.push_back(parse_libsvm_line(line, at, max_index, nullptr, 0));
+              if (max_index > before) max_index_line = at.line;
+            }
+            if (labels.back() > max_label) {
+              max_label = labels.back();
+              max_label_line = at.line;
+            }
+          }
+          if (labels.empty()) fail(path + ": empty file (no samples)");
+          dims[0] = static_cast<int64_t>(labels.size());
+          dims[1] = csv ? fields - 1 : max_index;
+          if (dims[1] < 1) fail(path + ": no feature values in any line");
+          // Classes are 0..c−1 and every class needs samples: a label ≥ n cannot be one
+          // (and would size per-class arrays from a few bytes of input).
+          if (max_label >= dims[0])
+            fail(path + ":" + std::to_string(max_label_line) + ": label " + std::to_string(max_label) +
+                 " is not a class: labels must be 0..c-1 with c at most the number of samples (" +
+                 std::to_string(dims[0]) + ")");
+          require_dense_fits(dims[0], dims[1], size, per_node,
+                             csv ? path : path + ":" + std::to_string(max_index_line) + ": feature index " +
+                                              std::to_string(max_index));
+        },
+        message);
+  }
+  SSDR_CHECK_COLLECTIVE(comm, ok, message);
+  MPI_Bcast(dims, 2, MPI_INT64_T, 0, comm);
+  const int64_t n = dims[0], d = dims[1];
+  labels.resize(static_cast<size_t>(n));
+  MPI_Bcast(labels.data(), static_cast<int>(n), MPI_INT, 0, comm);
+
+  Dataset ds;
+  ds.source = path;
+  ds.labels = std::move(labels);
+  ds.classes = *std::max_element(ds.labels.begin(), ds.labels.end()) + 1;
+  ds.X = make_dist(comm, n, d);
+
+  // Pass 2: chunks of rows parsed on rank 0 and sent to their owners.
+  const int64_t chunk_rows =
+      std::clamp<int64_t>((int64_t{1} << 22) / std::max<int64_t>(d, 1), 1, 4096);
+  std::vector<double> chunk;
+  std::unique_ptr<LineReader> in;
+  if (rank == 0) {
+    ok = attempt([&] { in = std::make_unique<LineReader>(path); }, message);
+  }
+  SSDR_CHECK_COLLECTIVE(comm, ok, message);
+  const int64_t my_start = ds.X.row_start, my_end = ds.X.row_start + ds.X.n_local;
+  for (int64_t a = 0; a < n; a += chunk_rows) {
+    const int64_t b = std::min(n, a + chunk_rows);
+    if (rank == 0) {
+      ok = attempt(
+          [&] {
+            chunk.assign(static_cast<size_t>((b - a) * d), 0.0);
+            std::string_view line;
+            int64_t max_index = 0;
+            for (int64_t i = a; i < b;) {
+              if (!in->next(line)) fail(path + ": file ended early (changed while reading?)");
+              if (is_blank(line)) continue;
+              const Where at{&path, in->line_no()};
+              double* row = chunk.data() + (i - a) * d;
+              const int label = csv ? parse_csv_line(line, d + 1, at, row)
+                                    : parse_libsvm_line(line, at, max_index, row, d);
+              if (label != ds.labels[static_cast<size_t>(i)])
+                fail(at.str() + ": file changed while reading");
+              ++i;
+            }
+          },
+          message);
+    }
+    SSDR_CHECK_COLLECTIVE(comm, ok, message);
+    if (rank == 0) {
+      for (int r = 0; r < size; ++r) {
+        int64_t s = 0, c = 0;
+        owner_range(n, size, r, s, c);
+        const int64_t lo = std::max(a, s), hi = std::min(b, s + c);
+        if (lo >= hi) continue;
+        const double* src = chunk.data() + (lo - a) * d;
+        if (r == 0)
+          std::copy(src, src + (hi - lo) * d, ds.X.row(lo - s));
+        else
+          MPI_Send(src, static_cast<int>((hi - lo) * d), MPI_DOUBLE, r, 0, comm);
+      }
+    } else {
+      const int64_t lo = std::max(a, my_start), hi = std::min(b, my_end);
+      if (lo < hi)
+        MPI_Recv(ds.X.row(lo - my_start), static_cast<int>((hi - lo) * d), MPI_DOUBLE, 0, 0, comm,
+                 MPI_STATUS_IGNORE);
+    }
+  }
+  return ds;
+}
+
+}  // namespace ssdr::io::detail
