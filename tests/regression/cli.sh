@@ -5,13 +5,7 @@
 set -u
 SSDR="$1"
 DATA="$2"
-MPIEXEC="${MPIEXEC:-mpiexec}"
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); echo "ok: $1"; }
-bad() { failed=$((failed + 1)); echo "FAILED: $1"; }
+source "$(dirname "${BASH_SOURCE[0]}")/common.bash"
 run() { timeout 120 "$MPIEXEC" -n "${NP:-2}" "$SSDR" "$@"; }
 
 # expect_error NAME PATTERN ARGS...: exit non-zero, exactly one stderr line matching PATTERN,
@@ -184,5 +178,4 @@ if grep -q -- "--select-by" "$tmp/help" && grep -q -- "--grid" "$tmp/help" && gr
   ok "fit --help documents --select-by, --grid, --sigma-scale"
 else bad "fit --help documents --select-by, --grid, --sigma-scale"; fi
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

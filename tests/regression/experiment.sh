@@ -6,13 +6,7 @@
 set -u
 SSDR="$1"
 JOBS="$(cd "$2/../../jobs/experiments" && pwd)"
-MPIEXEC="${MPIEXEC:-mpiexec}"
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); echo "ok: $1"; }
-bad() { failed=$((failed + 1)); echo "FAILED: $1"; }
+source "$(dirname "${BASH_SOURCE[0]}")/common.bash"
 
 # 1. Smoke job, 2 groups: tables and plots.
 if timeout 300 "$MPIEXEC" -n 2 "$SSDR" experiment "$JOBS/smoke.yaml" --groups 2 --output "$tmp/smoke" -q >"$tmp/smoke.out" 2>&1 &&
@@ -140,5 +134,4 @@ PY
 then ok "smoke jobs run the papers' protocols (CV per split, m and mu sweeps)"
 else bad "smoke jobs run the papers' protocols (CV per split, m and mu sweeps)"; fi
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

@@ -5,13 +5,7 @@
 set -u
 SSDR="$1"
 DATA="$(cd "$2" && pwd)"
-MPIEXEC="${MPIEXEC:-mpiexec}"
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); echo "ok: $1"; }
-bad() { failed=$((failed + 1)); echo "FAILED: $1"; }
+source "$(dirname "${BASH_SOURCE[0]}")/common.bash"
 
 # 1. Shell injection through a data set name and through the output folder: the plots are
 #    made by gnuplot run with an argument vector, and file names are slugs.
@@ -274,5 +268,4 @@ else
   bad "misspelled PETSc option: $(head -c 300 "$tmp/err")"
 fi
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish
