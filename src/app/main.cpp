@@ -179,15 +179,6 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
     for (const char* option : {"model", "embedding"})
       SSDR_REQUIRE(!vm.count(option), std::string("--") + option + ": method " + info.name +
                                           " learns no projection, so it has no " + option + " to write");
-  // A parameter the method does not use is an error, not a silently ignored value.
-  for (const char* option : {"knn", "weight", "sigma-s", "alpha-u", "mu-scale", "alpha", "lambda", "beta", "gamma", "mu",
-                             "recursions", "eigenvalue-scaling", "kernel", "degree", "sigma2", "sigma-scale",
-                             "landmarks", "landmark-seeding"}) {
-    if (!vm.count(option) || vm[option].defaulted()) continue;
-    std::string name = option;
-    std::replace(name.begin(), name.end(), '-', '_');
-    methods::require_parameter(info, name, std::string("--") + option);
-  }
   if (vm["scaling"].defaulted()) scaling = data::to_string(info.preprocess.scaling);
   if (vm["pca-energy"].defaulted())
     c.config.preprocess.pca_energy = info.preprocess.pca_energy;
@@ -224,26 +215,27 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
   SSDR_REQUIRE(!(vm.count("unlabeled-per-class") && vm.count("transductive-fraction")),
                "--unlabeled-per-class and --transductive-fraction are mutually exclusive");
   SSDR_REQUIRE(c.config.method_options.graph.k >= 1, "--knn must be at least 1");
-  // The numeric parameters through the same range checks as job files and --grid
-  // (driver::set_parameter): --alpha-u 1.5 or --beta -1 fail here, naming the option.
-  for (const char* option : {"knn", "sigma-s", "alpha-u", "mu-scale", "alpha", "lambda", "beta", "gamma", "mu",
-                             "recursions", "degree", "sigma2", "sigma-scale", "landmarks", "pca-energy"}) {
+  // Every parameter option the user gave: one the method does not use is an error, not a
+  // silently ignored value; a numeric one goes through the same range check as job files and
+  // --grid (driver::set_parameter): --alpha-u 1.5 or --beta -1 fail here, naming the option.
+  for (const char* option : {"knn", "weight", "sigma-s", "alpha-u", "mu-scale", "alpha", "lambda", "beta", "gamma", "mu",
+                             "recursions", "eigenvalue-scaling", "kernel", "degree", "sigma2", "sigma-scale",
+                             "landmarks", "landmark-seeding", "pca-energy"}) {
     if (!vm.count(option) || vm[option].defaulted()) continue;
+    std::string name = option;
+    std::replace(name.begin(), name.end(), '-', '_');
+    methods::require_parameter(info, name, std::string("--") + option);
     const boost::any& a = vm[option].value();
     nlohmann::json value;
     if (const double* x = boost::any_cast<double>(&a)) value = *x;
     else if (const int* i = boost::any_cast<int>(&a)) value = *i;
     else if (const int64_t* l = boost::any_cast<int64_t>(&a)) value = *l;
-    else continue;
-    std::string name = option;
-    std::replace(name.begin(), name.end(), '-', '_');
+    else continue;  // names (weight, kernel, ...) are parsed above
     driver::FitConfig probe;
     probe.method = c.config.method;
     driver::set_parameter(probe, name, value, std::string("--") + option);
   }
   SSDR_REQUIRE(c.config.method_options.dim >= 0, "--dim must be >= 0");
-  SSDR_REQUIRE(std::isfinite(c.config.method_options.mu_scale) && c.config.method_options.mu_scale >= 0,
-               "--mu-scale must be a finite number >= 0, got " + std::to_string(c.config.method_options.mu_scale));
   SSDR_REQUIRE(c.select_by == "none" || c.select_by == "cv",
                "--select-by: expected none or cv, got '" + c.select_by + "'");
   SSDR_REQUIRE(c.cv_folds >= 2, "--cv-folds must be at least 2, got " + std::to_string(c.cv_folds));
