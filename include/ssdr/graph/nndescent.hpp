@@ -1,0 +1,32 @@
+#pragma once
+/// \file nndescent.hpp
+/// Approximate k-nearest-neighbour lists by distributed NN-descent (W. Dong, M. Charikar,
+/// K. Li, "Efficient k-nearest neighbor graph construction for generic similarity
+/// measures", WWW 2011, Algorithm 2 with local join, incremental search, sampling ρ and
+/// early termination δ). The kNN backend behind GraphOptions::knn_method = nndescent.
+#include <cstdint>
+
+#include "ssdr/core/dense.hpp"
+#include "ssdr/graph/knn.hpp"
+
+namespace ssdr::graph {
+
+struct NNDescentOptions {
+  uint64_t seed = 1;         ///< random initial lists and sampling; same seed and rank count → same lists
+  double rho = 1.0;          ///< sample rate ρ of Dong et al. §2.5 (ρk new candidates per row and round), (0, 1]
+  double delta = 0.001;      ///< stop when fewer than δ·n·k list entries change in a round (§2.6), [0, 1)
+  int max_iterations = 30;   ///< rounds at most, ≥ 1
+};
+
+/// Approximate kNN lists of the rows of X (n×d, rows distributed, any layout), in the layout
+/// of knn_search: row i's k neighbours (self excluded) sorted by (dist2, global index), dist2
+/// the exact squared distance Σ_t (x_t − y_t)² summed in index order (so both endpoints of an
+/// edge see the same bits, as knn_search gives). Each rank owns its rows' lists; candidate
+/// pairs travel with MPI_Alltoallv, the remote rows a round needs are fetched once per round,
+/// the local joins are computed blockwise through GEMM. Deterministic for a given seed and
+/// rank count. Collective over X.comm. Memory per rank: its block, the remote rows of one
+/// round (at most its rows' candidate sets), O(n_local·k) lists.
+/// \throws ssdr::Error (collectively) when k < 1, k ≥ n, or an option is out of range.
+KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& options);
+
+}  // namespace ssdr::graph
