@@ -32,6 +32,17 @@ struct KnnLists {
 /// \throws ssdr::Error (collectively) when k < 1 or k ≥ n.
 KnnLists knn_search(const DistMatrix& X, int k);
 
+/// Recall@k of approximate lists against exact ones, estimated on `sample` rows drawn
+/// uniformly without replacement (global indices from `seed`, the same on any rank count;
+/// all n rows when sample ≥ n): the exact k nearest of each sampled row are found by
+/// broadcasting the sampled rows and scanning every rank's block (O(sample·n·d) flops, no
+/// rank holds more than its block plus the sample), and recall = |approx ∩ exact| /
+/// (sample·k), the lists compared as sets of global indices (a tie at the k-th distance
+/// may count an equally near neighbour as a miss). `lists` must be the lists of X's rows in
+/// X's layout. Collective over X.comm. Returns NaN when sample ≤ 0 (not estimated).
+/// \throws ssdr::Error (collectively) when the lists do not match X's layout.
+double knn_recall(const DistMatrix& X, const KnnLists& lists, int64_t sample, uint64_t seed);
+
 /// Edge weights of the graph.
 enum class EdgeWeight {
   heat,      ///< A_ij = exp(−‖x_i−x_j‖²/t), t = σ² by GraphOptions::sigma_rule (eq. (24))
