@@ -9,6 +9,9 @@ extern "C" {
 void dgemm_(const char*, const char*, const int*, const int*, const int*, const double*,
             const double*, const int*, const double*, const int*, const double*, double*,
             const int*);
+void sgemm_(const char*, const char*, const int*, const int*, const int*, const float*,
+            const float*, const int*, const float*, const int*, const float*, float*,
+            const int*);
 void dsyrk_(const char*, const char*, const int*, const int*, const double*, const double*,
             const int*, const double*, double*, const int*);
 void dtrsm_(const char*, const char*, const char*, const char*, const int*, const int*,
@@ -38,6 +41,17 @@ void gemm(char transa, char transb, int64_t m, int64_t n, int64_t k, double alph
             LDB = static_cast<int>(std::max<int64_t>(ldb, 1)),
             LDC = static_cast<int>(std::max<int64_t>(ldc, 1));
   dgemm_(&transa, &transb, &M, &N, &K, &alpha, a, &LDA, b, &LDB, &beta, c, &LDC);
+}
+
+void gemm(char transa, char transb, int64_t m, int64_t n, int64_t k, float alpha,
+          const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+          int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  const int M = static_cast<int>(m), N = static_cast<int>(n), K = static_cast<int>(k);
+  const int LDA = static_cast<int>(std::max<int64_t>(lda, 1)),
+            LDB = static_cast<int>(std::max<int64_t>(ldb, 1)),
+            LDC = static_cast<int>(std::max<int64_t>(ldc, 1));
+  sgemm_(&transa, &transb, &M, &N, &K, &alpha, a, &LDA, b, &LDB, &beta, c, &LDC);
 }
 
 void syrk(char uplo, char trans, int64_t n, int64_t k, double alpha, const double* a,

@@ -1,16 +1,8 @@
-// Exact distributed k-nearest-neighbor search and the symmetrized kNN graph
+// The symmetrized kNN graph
 // (soda-nie2009 §3.1, eq. (24), (42), (43); §5.2 for the defaults k = 8, s = 1e-3/k).
 //
-// knn_search: ring over the ranks. Every rank keeps its own row block; the blocks of the other
-// ranks travel around the ring (rank r sends to r+1 and receives from r−1, the next block's
-// transfer overlapped with the distance work on the current one), so each rank meets every
-// block exactly once. Memory: own block + the visiting block + the incoming block + tiles.
-// Per (own tile, visiting tile) pair one GEMM G = X_tile·Y_tileᵀ gives approximate squared
-// distances ‖x‖²+‖y‖²−2g; a candidate whose approximation is within a rounding slack of the
-// row's current k-th best has its distance recomputed exactly as Σ_t (x_t − y_t)² in index
-// order t = 0..d−1 (same bits at both endpoints, whatever the partition) and enters the
-// row's sorted list under the total order (dist2, global index). The result is therefore
-// independent of the number of ranks, of the block sizes and of the tile sizes.
+// knn_search and knn_recall live in knn_exact.cpp (half ring, single-precision GEMM filter,
+// exact re-ranking in double).
 //
 // symmetrize: every forward edge (i → j) also travels as the reverse edge (j → i) to the owner
 // of row j (MPI_Alltoallv); rows are merged, sorted by column and deduplicated. A directed
@@ -44,22 +36,6 @@ namespace ssdr::graph {
 
 namespace {
 
-// Own rows per tile and visiting rows per tile. 256×512 doubles of G (1 MiB) stay in L2/L3
-// while the selection scans them; the GEMM (k = d) is large enough for OpenBLAS to run at
-// its full rate.
-constexpr int64_t kTileOwn = 256;
-constexpr int64_t kTileVisit = 512;
-
-/// Exact squared distance, summed in index order (the bit pattern both endpoints agree on).
-inline double exact_dist2(const double* x, const double* y, int64_t d) {
-  double s = 0;
-  for (int64_t t = 0; t < d; ++t) {
-    const double diff = x[t] - y[t];
-    s += diff * diff;
-  }
-  return s;
-}
-
 void squared_norms(const double* rows, int64_t n, int64_t d, double* out) {
   for (int64_t i = 0; i < n; ++i) {
     const double* r = rows + i * d;
@@ -69,34 +45,6 @@ void squared_norms(const double* rows, int64_t n, int64_t d, double* out) {
   }
 }
 
-/// The k best (dist2, index) of one row, sorted ascending; inserts keep the order.
-inline void insert_sorted(double* bd, int64_t* bi, int k, double d2, int64_t j) {
-  // Caller guarantees (d2, j) < (bd[k-1], bi[k-1]).
-  int pos = k - 1;
-  while (pos > 0 && (bd[pos - 1] > d2 || (bd[pos - 1] == d2 && bi[pos - 1] > j))) {
-    bd[pos] = bd[pos - 1];
-    bi[pos] = bi[pos - 1];
-    --pos;
-  }
-  bd[pos] = d2;
-  bi[pos] = j;
-}
-
-/// MPI datatype of one row of d doubles (so counts are rows, not doubles: no int overflow
-/// for blocks of more than 2^31 doubles).
-struct RowType {
-  MPI_Datatype t = MPI_DATATYPE_NULL;
-  explicit RowType(int64_t d) {
-    MPI_Type_contiguous(static_cast<int>(d), MPI_DOUBLE, &t);
-    MPI_Type_commit(&t);
-  }
-  ~RowType() {
-    if (t != MPI_DATATYPE_NULL) MPI_Type_free(&t);
-  }
-  RowType(const RowType&) = delete;
-  RowType& operator=(const RowType&) = delete;
-};
-
 std::string k_message(int k, int64_t n) {
   if (k < 1) return "--knn " + std::to_string(k) + " must be at least 1";
   return "--knn " + std::to_string(k) + " must be smaller than the number of graph samples (" +
@@ -104,140 +52,6 @@ std::string k_message(int k, int64_t n) {
 }
 
 }  // namespace
-
-KnnLists knn_search(const DistMatrix& X, int k) {
-  MPI_Comm comm = X.comm;
-  const int64_t n = X.n_global;
-  SSDR_CHECK_COLLECTIVE(comm, k >= 1 && static_cast<int64_t>(k) < n, k_message(k, n));
-  int rank = 0, size = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
-  const int64_t d = X.cols;
-  const int64_t nl = X.n_local;
-  SSDR_CHECK_COLLECTIVE(comm, static_cast<int64_t>(X.v.size()) == nl * d,
-                        "knn_search: local block has " + std::to_string(X.v.size()) +
-                            " values for " + std::to_string(nl) + "×" + std::to_string(d));
-
-  std::vector<int64_t> starts, counts;
-  gather_layout(comm, X.row_start, nl, starts, counts);
-  int64_t max_rows = 0;
-  for (int64_t c : counts) max_rows = std::max(max_rows, c);
-
-  KnnLists out;
-  out.k = k;
-  out.n_global = n;
-  out.row_start = X.row_start;
-  out.n_local = nl;
-  out.dist2.assign(static_cast<size_t>(nl * k), std::numeric_limits<double>::infinity());
-  out.index.assign(static_cast<size_t>(nl * k), std::numeric_limits<int64_t>::max());
-
-  std::vector<double> nx(static_cast<size_t>(nl));
-  squared_norms(X.v.data(), nl, d, nx.data());
-
-  // Ring buffers: `cur` is the visiting block (the own block at step 0, read in place),
-  // `next` receives the block of the following step while `cur` is being processed.
-  std::vector<double> buf_a, buf_b;
-  if (size > 1) {  // reserved once: the ring never reallocates a buffer under an Isend
-    buf_a.reserve(static_cast<size_t>(max_rows * d));
-    buf_b.reserve(static_cast<size_t>(max_rows * d));
-  }
-  std::vector<double>* next = &buf_a;
-  std::vector<double>* spare = &buf_b;
-  const double* cur = X.v.data();
-  int cur_owner = rank;
-
-  std::vector<double> ny(static_cast<size_t>(max_rows));
-  std::vector<double> G(static_cast<size_t>(kTileOwn * kTileVisit));
-  std::vector<int64_t> cand(static_cast<size_t>(kTileVisit));
-  std::vector<double> cand_approx(static_cast<size_t>(kTileVisit)), scratch(static_cast<size_t>(kTileVisit));
-  RowType row_type(std::max<int64_t>(d, 1));
-  const int right = (rank + 1) % size, left = (rank + size - 1) % size;
-  const int64_t own_tiles = (nl + kTileOwn - 1) / kTileOwn;
-  Progress progress("kNN search", static_cast<long>(size) * std::max<int64_t>(own_tiles, 1));
-  const double tiny = std::numeric_limits<double>::min();
-
-  for (int step = 0; step < size; ++step) {
-    const int64_t vn = counts[cur_owner], vstart = starts[cur_owner];
-    // Post the transfer of the block for step+1: this rank forwards `cur` to the right and
-    // receives from the left the block that originated at rank − step − 1.
-    MPI_Request req[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-    int next_owner = cur_owner;
-    if (step + 1 < size) {
-      next_owner = (rank + size - step - 1) % size;
-      const int64_t nn = counts[next_owner];
-      next->resize(static_cast<size_t>(nn * d));
-      if (d > 0) {
-        MPI_Irecv(next->data(), static_cast<int>(nn), row_type.t, left, step, comm, &req[0]);
-        MPI_Isend(cur, static_cast<int>(vn), row_type.t, right, step, comm, &req[1]);
-      }
-    }
-
-    squared_norms(cur, vn, d, ny.data());
-    for (int64_t i0 = 0; i0 < nl; i0 += kTileOwn) {
-      const int64_t ti = std::min(kTileOwn, nl - i0);
-      for (int64_t j0 = 0; j0 < vn; j0 += kTileVisit) {
-        const int64_t tj = std::min(kTileVisit, vn - j0);
-        // Column-major G (tj×ti): G[j + i·tj] = y_{j0+j} · x_{i0+i}. Row-major blocks are
-        // column-major d×rows matrices, so G = Yᵀ·X with Y, X of leading dimension d.
-        if (d > 0)
-          blas::gemm('T', 'N', tj, ti, d, 1.0, cur + j0 * d, d, X.v.data() + i0 * d, d, 0.0,
-                     G.data(), tj);
-        else
-          std::fill(G.begin(), G.begin() + ti * tj, 0.0);
-        double ny_max = 0;
-        for (int64_t j = 0; j < tj; ++j) ny_max = std::max(ny_max, ny[static_cast<size_t>(j0 + j)]);
-        for (int64_t i = 0; i < ti; ++i) {
-          const int64_t li = i0 + i;
-          const int64_t gi = X.row_start + li;
-          double* bd = out.dist2.data() + li * k;
-          int64_t* bi = out.index.data() + li * k;
-          const double xi2 = nx[static_cast<size_t>(li)];
-          const double* g = G.data() + i * tj;
-          const double* nyt = ny.data() + j0;
-          // |approx − exact| ≤ err for every pair of this tile: the GEMM route rounds by at
-          // most d·ε·(‖x‖²+‖y‖²)/2, so 1e-9 covers d up to ~10^6.
-          const double err = 1e-9 * (xi2 + ny_max) + tiny;
-          // Pass 1: candidates whose approximate distance can still beat the k-th best.
-          double thr = bd[k - 1] + err;
-          int64_t m = 0;
-          for (int64_t j = 0; j < tj; ++j) {
-            const double approx = xi2 + nyt[j] - 2.0 * g[j];
-            if (approx <= thr && vstart + j0 + j != gi) {
-              cand[static_cast<size_t>(m)] = j;
-              cand_approx[static_cast<size_t>(m)] = approx;
-              ++m;
-            }
-          }
-          // Many candidates (a fresh row, or a tile full of near points): the k-th smallest
-          // approximation T bounds the final k-th exact distance by T + err, so anything
-          // with approx > T + 2·err cannot enter. Saves most exact recomputations.
-          if (m > k) {
-            std::copy(cand_approx.begin(), cand_approx.begin() + m, scratch.begin());
-            std::nth_element(scratch.begin(), scratch.begin() + (k - 1), scratch.begin() + m);
-            thr = std::min(thr, scratch[static_cast<size_t>(k - 1)] + 2.0 * err);
-          }
-          // Pass 2: exact distances, inserted under the (dist2, global index) order.
-          for (int64_t c = 0; c < m; ++c) {
-            if (cand_approx[static_cast<size_t>(c)] > std::min(thr, bd[k - 1] + err)) continue;
-            const int64_t j = cand[static_cast<size_t>(c)];
-            const int64_t gj = vstart + j0 + j;
-            const double e = exact_dist2(X.row(li), cur + (j0 + j) * d, d);
-            if (e < bd[k - 1] || (e == bd[k - 1] && gj < bi[k - 1])) insert_sorted(bd, bi, k, e, gj);
-          }
-        }
-      }
-      progress.update(static_cast<long>(step) * std::max<int64_t>(own_tiles, 1) + i0 / kTileOwn + 1);
-    }
-
-    if (step + 1 < size) {
-      MPI_Waitall(2, req, MPI_STATUSES_IGNORE);
-      std::swap(next, spare);  // spare now holds the received block
-      cur = spare->data();
-      cur_owner = next_owner;
-    }
-  }
-  return out;
-}
 
 SymmetricEdges symmetrize(const KnnLists& knn, MPI_Comm comm, const std::vector<double>* directed) {
   int size = 1;

@@ -14,6 +14,7 @@
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/mpi_util.hpp"
 #include "ssdr/core/petsc.hpp"
+#include "graph/knn_internal.hpp"
 #include "ssdr/graph/knn.hpp"
 #include "support.hpp"
 
@@ -414,6 +415,77 @@ TEST(KnnLists, AreTheSameForEveryRankCount) {
     }
     MPI_Barrier(MPI_COMM_WORLD);
   }
+}
+
+TEST(KnnLists, FromTheSinglePrecisionFilterAreBitwiseThoseOfTheDoubleFilterAndOfBruteForce) {
+  // All 1797 digits: several 256-row tiles per rank on 1–4 ranks, so the triangle of the own
+  // block, the half ring and (for even rank counts) its split last step are all exercised.
+  const Dense& Xs = dataset("digits.csv");
+  const int k = 8;
+  const Reference R = brute_force(Xs, k);
+  const DistMatrix X = distribute(Xs);
+  for (bool single : {true, false}) {
+    KnnLists L = single ? detail::exact_knn<float>(X, k) : detail::exact_knn<double>(X, k);
+    std::vector<int64_t> index;
+    std::vector<double> d2;
+    gather_lists(L, MPI_COMM_WORLD, index, d2);
+    expect_lists_equal(R, index, d2, single ? "float filter" : "double filter");
+  }
+}
+
+TEST(KnnLists, StayExactForDataFarFromUnitScaleOrFarFromTheOrigin) {
+  // The float filter centers and rescales by a power of two: values near 1e±30 (beyond
+  // float's range once squared) and rows offset by 1e6 (norms ≫ distances) must give the
+  // brute-force lists all the same. Wine: 13 features of very different scales.
+  const Dense& W = dataset("wine.csv");
+  const int k = 5;
+  for (const auto& [factor, offset] : std::vector<std::pair<double, double>>{{1e30, 0}, {1e-30, 0}, {1, 1e6}}) {
+    Dense Xs(W.rows, W.cols);
+    for (int64_t i = 0; i < W.rows; ++i)
+      for (int64_t t = 0; t < W.cols; ++t) Xs(i, t) = W(i, t) * factor + offset;
+    const Reference R = brute_force(Xs, k);
+    KnnLists L = knn_search(distribute(Xs), k);
+    std::vector<int64_t> index;
+    std::vector<double> d2;
+    gather_lists(L, MPI_COMM_WORLD, index, d2);
+    expect_lists_equal(R, index, d2, "factor " + std::to_string(factor) + ", offset " + std::to_string(offset));
+  }
+}
+
+TEST(FilterSlack, GrowsLinearlyWithTheDimensionAndCoversFloatRounding) {
+  // 1.25·(1.1(d+2)u + 4(d+4)ε + 15ε): for d = 784 about 6.5e-5, above the d·u = 4.7e-5 of the
+  // classical dot-product bound; the double filter's is ~2e9 times smaller.
+  EXPECT_GT(detail::filter_slack<float>(784), 784 * std::ldexp(1.0, -24));
+  EXPECT_LT(detail::filter_slack<float>(784), 7e-5);
+  EXPECT_NEAR(detail::filter_slack<float>(2000) / detail::filter_slack<float>(1000), 2.0, 1e-2);
+  EXPECT_LT(detail::filter_slack<double>(784), 1e-12);
+}
+
+TEST(KnnRecall, IsOneForExactListsAndCountsEachReplacedNeighbourAsAMiss) {
+  const Dense& Xs = dataset("digits.csv");
+  const DistMatrix X = distribute(Xs);
+  const int k = 8;
+  KnnLists L = knn_search(X, k);
+  EXPECT_EQ(knn_recall(X, L, 500, 3), 1.0);
+  EXPECT_EQ(knn_recall(X, L, 100000, 3), 1.0);  // more than n: every row
+  EXPECT_TRUE(std::isnan(knn_recall(X, L, 0, 3)));
+  // Replace the k-th neighbour of every row by a row that is not among its k nearest (the
+  // farthest candidate: the row itself + 1 + n/2 mod n is no neighbour for all but a few;
+  // check and count exactly against the exact lists).
+  KnnLists M = L;
+  int64_t replaced = 0;
+  for (int64_t i = 0; i < M.n_local; ++i) {
+    const int64_t gi = M.row_start + i;
+    int64_t j = (gi + 1 + M.n_global / 2) % M.n_global;
+    const int64_t* row = L.index.data() + i * k;
+    while (j == gi || std::find(row, row + k, j) != row + k) j = (j + 1) % M.n_global;
+    M.index[static_cast<size_t>(i * k + k - 1)] = j;
+    ++replaced;
+  }
+  MPI_Allreduce(MPI_IN_PLACE, &replaced, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  ASSERT_EQ(replaced, X.n_global);
+  EXPECT_EQ(knn_recall(X, M, 100000, 3), static_cast<double>(k - 1) / k);
+  EXPECT_EQ(knn_recall(X, M, 300, 9), static_cast<double>(k - 1) / k);
 }
 
 TEST(KnnLists, HandleUnevenAndEmptyLocalBlocks) {

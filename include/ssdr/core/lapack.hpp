@@ -12,6 +12,11 @@ namespace ssdr::blas {
 void gemm(char transa, char transb, int64_t m, int64_t n, int64_t k, double alpha,
           const double* a, int64_t lda, const double* b, int64_t ldb, double beta, double* c,
           int64_t ldc);
+/// C = alpha·op(A)·op(B) + beta·C in single precision (sgemm): the kNN search's candidate
+/// filter, whose rounding it bounds and re-checks in double.
+void gemm(char transa, char transb, int64_t m, int64_t n, int64_t k, float alpha,
+          const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+          int64_t ldc);
 /// C = alpha·op(A)·op(A)ᵀ + beta·C, upper or lower triangle (dsyrk); trans='N': A is n×k.
 void syrk(char uplo, char trans, int64_t n, int64_t k, double alpha, const double* a,
           int64_t lda, double beta, double* c, int64_t ldc);

@@ -24,11 +24,15 @@ struct KnnLists {
   std::vector<double> dist2;   ///< n_local·k squared distances
 };
 
-/// Exact kNN by a ring over the ranks: each rank keeps its rows and the row blocks of the
-/// other ranks travel around the ring; distances ‖x‖²+‖y‖²−2xᵀy by BLAS GEMM in
-/// cache-sized tiles select candidates, whose distances are then recomputed exactly.
-/// Duplicate points (distance 0) are neighbors like any other. Collective over X.comm.
-/// Memory per rank: its block plus one travelling block plus O(tile²).
+/// Exact kNN lists of the rows of X (n×d, rows distributed, any layout). Each unordered pair
+/// of rows is looked at once: the upper triangle of tiles within a rank's block, and across
+/// ranks a half ring (⌈P/2⌉ steps) in which a visiting block carries its rows' partial lists
+/// and goes home again. Candidates come from single-precision GEMM tiles on the centered rows
+/// with a slack that provably covers the float rounding (knn_exact.cpp has the analysis), and
+/// are re-ranked by their exact double distance; the lists are bitwise those of a brute-force
+/// search for any partition. Duplicate points (distance 0) are neighbours like any other.
+/// Collective over X.comm. Memory per rank: its block (double + float copies), two visiting
+/// double blocks and a float copy, the visitor's lists, one 256×256 float tile.
 /// \throws ssdr::Error (collectively) when k < 1 or k ≥ n.
 KnnLists knn_search(const DistMatrix& X, int k);
 

@@ -1,0 +1,581 @@
+// Exact distributed k-nearest-neighbour search (knn_search) and the sampled recall of
+// approximate lists (knn_recall).
+//
+// Work: each unordered pair of rows is looked at once (n²/2 pairs, n²·d flops of GEMM).
+//   - Within a rank's own block only the upper triangle of square tiles (I ≤ J) is computed;
+//     one tile updates the lists of its rows and of its columns.
+//   - Across ranks, a half ring: at step s = 1..h (h = ⌊P/2⌋) rank r hosts the block that
+//     originated at rank r − s, together with that block's partial lists, and updates both its
+//     own rows' lists and the visitor's from the same GEMM tiles. For even P the last step
+//     would meet every pair of blocks twice (r hosts r + P/2 and r + P/2 hosts r), so each of
+//     the two takes half: the lower rank its whole block against the visitor's first half, the
+//     upper rank its second half against the whole visitor. After step h the travelling lists
+//     go home (rank r − h) and are merged with the home rank's own lists.
+//   - The next visiting block is transferred while the current one is processed (MPI_Isend/
+//     Irecv of double rows); the travelling lists (k entries per row: 16k bytes against 8d of
+//     data) follow once the step's updates are done.
+//   Memory per rank: its block (double and Real copies), two visiting double blocks and one
+//   Real copy, the visitor's lists, one tile of G.
+//
+// Candidate filter in single precision, exact ranking in double. The rows are centered by a
+// column mean μ (any vector works: distances do not change) and scaled by a power of two 2^-e
+// (exact) so their largest entry lies in [1/2, 1): no overflow or premature underflow in
+// float. G = X̃_tile·Ỹ_tileᵀ by sgemm on the rows rounded to float; approx = ‖x‖² + ‖y‖² − 2g
+// with the norms of the centered rows in double. Rounding analysis (u = 2^-24, ε = 2^-53,
+// Higham, Accuracy and Stability, §3.1; any summation order, FMA included):
+//   |x̃_t − x_t| ≤ u|x_t| + η (η = 2^-126 scaled units: underflow, even with flush-to-zero)
+//   |fl(x̃ᵀỹ) − xᵀy| ≤ (2u + u² + γ_d(1+u)²)‖x‖‖y‖ + 3dη,  γ_d = du/(1 − du) ≤ 1.01du
+//   |approx − ‖x − y‖²| ≤ 2|fl(x̃ᵀỹ) − xᵀy| + 1.01dε(‖x‖² + ‖y‖²) + 3ε(‖x‖² + ‖y‖² + 2|xᵀy|)
+//   |exact − ‖x − y‖²| ≤ 1.01(d + 2)ε·‖x − y‖² ≤ 2.02(d + 2)ε(‖x‖² + ‖y‖²)
+//   (and centering the double rows moves ‖x − y‖² by at most 6ε(‖x‖² + ‖y‖²)); with
+//   ‖x‖‖y‖ ≤ (‖x‖² + ‖y‖²)/2:
+//   |approx − exact·4^-e| ≤ c·(‖x‖² + ‖y‖²) + 6dη   (scaled units; the lists keep the
+//   data's units and are compared as dist2·4^-e, exact), c = 1.1(d + 2)u + 4(d + 4)ε (+ 15ε),
+// and the code uses 1.25·c for margin (filter_slack). A pair can enter row i's list only if
+// approx − err ≤ the row's current k-th exact distance; every candidate is re-ranked by its
+// exact distance Σ_t (x_t − y_t)² on the original double rows in index order t = 0..d−1 (the
+// same bits from both endpoints) under the total order (dist2, global index). The lists are
+// therefore exactly those of a brute-force search, for any partition, tile size or filter
+// precision (tests: f32 vs f64 filter vs brute force on 1–4 ranks).
+//
+// Second filter (as before): when a row has more than k candidates in a tile, the k-th
+// smallest approximation T bounds its final k-th exact distance by T + err, so candidates
+// with approx > T + 2·err are skipped without an exact distance.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <type_traits>
+
+#include "knn_internal.hpp"
+#include "ssdr/core/error.hpp"
+#include "ssdr/core/lapack.hpp"
+#include "ssdr/core/mpi_util.hpp"
+#include "ssdr/core/progress.hpp"
+
+namespace ssdr::graph {
+
+namespace detail {
+
+namespace {
+
+/// Rows per tile side. A 256×256 float tile of G (256 KiB) stays in L2 while both passes scan
+/// it; the GEMM's inner dimension is d, large enough for the BLAS to run near its peak.
+constexpr int64_t kTile = 256;
+
+/// Exact squared distance, summed in index order (the bit pattern both endpoints agree on).
+inline double exact_dist2(const double* x, const double* y, int64_t d) {
+  double s = 0;
+  for (int64_t t = 0; t < d; ++t) {
+    const double diff = x[t] - y[t];
+    s += diff * diff;
+  }
+  return s;
+}
+
+/// (d2, j) comes before (bd, bj) in the lists' total order.
+inline bool before(double d2, int64_t j, double bd, int64_t bj) {
+  return d2 < bd || (d2 == bd && j < bj);
+}
+
+/// Inserts (d2, j) into a sorted list of k entries unless it does not beat the k-th entry or j
+/// is already listed (a pair met from both of its ends).
+inline void insert_unique(double* bd, int64_t* bi, int k, double d2, int64_t j) {
+  if (!before(d2, j, bd[k - 1], bi[k - 1])) return;
+  int pos = k - 1;
+  while (pos > 0 && before(d2, j, bd[pos - 1], bi[pos - 1])) --pos;
+  if (pos > 0 && bd[pos - 1] == d2 && bi[pos - 1] == j) return;
+  for (int q = k - 1; q > pos; --q) {
+    bd[q] = bd[q - 1];
+    bi[q] = bi[q - 1];
+  }
+  bd[pos] = d2;
+  bi[pos] = j;
+}
+
+/// One side of a tile pass: rows (original doubles for the exact distance, centered and
+/// scaled Real copies for the GEMM, their squared norms) and the lists they update.
+template <class Real>
+struct Block {
+  const double* x = nullptr;      ///< n×d original rows (exact distances)
+  const Real* xf = nullptr;       ///< n×d centered, scaled rows (GEMM)
+  const double* norm2 = nullptr;  ///< n squared norms of the centered, scaled rows
+  int64_t n = 0;
+  int64_t gstart = 0;               ///< global index of row 0 (when gindex is null)
+  const int64_t* gindex = nullptr;  ///< global index per row (a sample), or null
+  double* d2 = nullptr;             ///< n·k list distances, or null: lists not updated
+  int64_t* idx = nullptr;           ///< n·k list indices
+  int64_t global(int64_t i) const { return gindex ? gindex[i] : gstart + i; }
+};
+
+/// The tile passes shared by the search and the recall estimate.
+template <class Real>
+class TileKernel {
+ public:
+  /// s2 = scale²: the lists hold exact distances in the data's units, the GEMM works on rows
+  /// scaled by `scale`, so a list distance is compared as dist2·s2 (exact: a power of 4).
+  TileKernel(int k, int64_t d, double slack, double err_abs, double s2)
+      : k_(k), d_(d), slack_(slack), err_abs_(err_abs), s2_(s2),
+        G_(static_cast<size_t>(kTile * kTile)), cand_(static_cast<size_t>(kTile)),
+        cand_approx_(static_cast<size_t>(kTile)), scratch_(static_cast<size_t>(kTile)) {}
+
+  /// Every pair (i, j), i ∈ [a0, a1) of A, j ∈ [b0, b1) of B, self pairs (same global index)
+  /// excluded. `same`: A and B are one block and the ranges are equal; only tiles I ≤ J are
+  /// computed (the pairs of a diagonal tile all appear as rows). Calls tick() per row tile.
+  template <class Tick>
+  void pairs(const Block<Real>& A, int64_t a0, int64_t a1, const Block<Real>& B, int64_t b0,
+             int64_t b1, bool same, Tick tick) {
+    for (int64_t i0 = a0; i0 < a1; i0 += kTile) {
+      const int64_t ti = std::min(kTile, a1 - i0);
+      for (int64_t j0 = same ? i0 : b0; j0 < b1; j0 += kTile) {
+        const int64_t tj = std::min(kTile, b1 - j0);
+        const bool diagonal = same && j0 == i0;
+        // Column-major G (tj×ti): G[j + i·tj] = ỹ_{j0+j}·x̃_{i0+i}. Row-major blocks are
+        // column-major d×rows matrices, so G = Ỹᵀ·X̃ with leading dimension d.
+        if (d_ > 0)
+          blas::gemm('T', 'N', tj, ti, d_, Real(1), B.xf + j0 * d_, d_, A.xf + i0 * d_, d_, Real(0),
+                     G_.data(), tj);
+        else
+          std::fill(G_.begin(), G_.begin() + ti * tj, Real(0));
+        double na_max = 0, nb_max = 0;
+        for (int64_t i = 0; i < ti; ++i) na_max = std::max(na_max, A.norm2[i0 + i]);
+        for (int64_t j = 0; j < tj; ++j) nb_max = std::max(nb_max, B.norm2[j0 + j]);
+        if (A.d2) rows_pass(A, i0, ti, B, j0, tj, nb_max);
+        if (B.d2 && !diagonal) cols_pass(A, i0, ti, B, j0, tj, na_max);
+      }
+      tick();
+    }
+  }
+
+ private:
+  /// Candidates of row i of A among the tile's columns; each re-ranked exactly, entered into
+  /// i's list and, when B keeps lists, into the column's list too.
+  void rows_pass(const Block<Real>& A, int64_t i0, int64_t ti, const Block<Real>& B, int64_t j0,
+                 int64_t tj, double nb_max) {
+    const int k = k_;
+    for (int64_t i = 0; i < ti; ++i) {
+      const int64_t li = i0 + i, gi = A.global(li);
+      double* bd = A.d2 + li * k;
+      int64_t* bi = A.idx + li * k;
+      const double nx = A.norm2[li];
+      const double err = slack_ * (nx + nb_max) + err_abs_;
+      const Real* g = G_.data() + i * tj;
+      const double* ny = B.norm2 + j0;
+      double thr = bd[k - 1] * s2_ + err;
+      int64_t m = 0;
+      for (int64_t j = 0; j < tj; ++j) {
+        const double approx = nx + ny[j] - 2.0 * static_cast<double>(g[j]);
+        if (approx <= thr && B.global(j0 + j) != gi) {
+          cand_[static_cast<size_t>(m)] = j;
+          cand_approx_[static_cast<size_t>(m)] = approx;
+          ++m;
+        }
+      }
+      if (m > k) thr = std::min(thr, kth(m) + 2.0 * err);
+      for (int64_t c = 0; c < m; ++c) {
+        if (cand_approx_[static_cast<size_t>(c)] > std::min(thr, bd[k - 1] * s2_ + err)) continue;
+        const int64_t lj = j0 + cand_[static_cast<size_t>(c)], gj = B.global(lj);
+        const double e = exact_dist2(A.x + li * d_, B.x + lj * d_, d_);
+        insert_unique(bd, bi, k, e, gj);
+        if (B.d2) insert_unique(B.d2 + lj * k, B.idx + lj * k, k, e, gi);
+      }
+    }
+  }
+
+  /// The same for the columns of the tile (G read with stride tj).
+  void cols_pass(const Block<Real>& A, int64_t i0, int64_t ti, const Block<Real>& B, int64_t j0,
+                 int64_t tj, double na_max) {
+    const int k = k_;
+    for (int64_t j = 0; j < tj; ++j) {
+      const int64_t lj = j0 + j, gj = B.global(lj);
+      double* bd = B.d2 + lj * k;
+      int64_t* bi = B.idx + lj * k;
+      const double ny = B.norm2[lj];
+      const double err = slack_ * (na_max + ny) + err_abs_;
+      const Real* g = G_.data() + j;
+      const double* nx = A.norm2 + i0;
+      double thr = bd[k - 1] * s2_ + err;
+      int64_t m = 0;
+      for (int64_t i = 0; i < ti; ++i) {
+        const double approx = nx[i] + ny - 2.0 * static_cast<double>(g[i * tj]);
+        if (approx <= thr && A.global(i0 + i) != gj) {
+          cand_[static_cast<size_t>(m)] = i;
+          cand_approx_[static_cast<size_t>(m)] = approx;
+          ++m;
+        }
+      }
+      if (m > k) thr = std::min(thr, kth(m) + 2.0 * err);
+      for (int64_t c = 0; c < m; ++c) {
+        if (cand_approx_[static_cast<size_t>(c)] > std::min(thr, bd[k - 1] * s2_ + err)) continue;
+        const int64_t li = i0 + cand_[static_cast<size_t>(c)], gi = A.global(li);
+        const double e = exact_dist2(A.x + li * d_, B.x + lj * d_, d_);
+        insert_unique(bd, bi, k, e, gi);
+        if (A.d2) insert_unique(A.d2 + li * k, A.idx + li * k, k, e, gj);
+      }
+    }
+  }
+
+  /// The k-th smallest of the m > k candidate approximations.
+  double kth(int64_t m) {
+    std::copy(cand_approx_.begin(), cand_approx_.begin() + m, scratch_.begin());
+    std::nth_element(scratch_.begin(), scratch_.begin() + (k_ - 1), scratch_.begin() + m);
+    return scratch_[static_cast<size_t>(k_ - 1)];
+  }
+
+  int k_;
+  int64_t d_;
+  double slack_, err_abs_, s2_;
+  std::vector<Real> G_;
+  std::vector<int64_t> cand_;
+  std::vector<double> cand_approx_, scratch_;
+};
+
+/// Centering and scaling shared by every block of one search: x ↦ (x − μ)·2^-e.
+struct Shift {
+  std::vector<double> mu;
+  double scale = 1;  ///< 2^-e (1 for a double filter)
+};
+
+/// μ = column mean of X and the power of two that brings max |x − μ| into [1/2, 1) (float
+/// filter only). Collective.
+template <class Real>
+Shift make_shift(const DistMatrix& X) {
+  const int64_t d = X.cols;
+  Shift s;
+  s.mu.assign(static_cast<size_t>(d), 0.0);
+  for (int64_t i = 0; i < X.n_local; ++i)
+    for (int64_t t = 0; t < d; ++t) s.mu[static_cast<size_t>(t)] += X(i, t);
+  if (d > 0) MPI_Allreduce(MPI_IN_PLACE, s.mu.data(), static_cast<int>(d), MPI_DOUBLE, MPI_SUM, X.comm);
+  for (double& m : s.mu) m /= static_cast<double>(std::max<int64_t>(X.n_global, 1));
+  if (std::is_same<Real, float>::value) {
+    double amax = 0;
+    for (int64_t i = 0; i < X.n_local; ++i)
+      for (int64_t t = 0; t < d; ++t) amax = std::max(amax, std::fabs(X(i, t) - s.mu[static_cast<size_t>(t)]));
+    MPI_Allreduce(MPI_IN_PLACE, &amax, 1, MPI_DOUBLE, MPI_MAX, X.comm);
+    if (amax > 0 && std::isfinite(amax)) {
+      int e = 0;
+      std::frexp(amax, &e);  // amax = f·2^e, f ∈ [1/2, 1)
+      s.scale = std::ldexp(1.0, -e);
+    }
+  }
+  return s;
+}
+
+/// Centered, scaled Real copy of n rows and their squared norms (double).
+template <class Real>
+void prepare(const double* x, int64_t n, int64_t d, const Shift& s, std::vector<Real>& xf,
+             std::vector<double>& norm2) {
+  xf.resize(static_cast<size_t>(n * d));
+  norm2.resize(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    double acc = 0;
+    for (int64_t t = 0; t < d; ++t) {
+      const double c = (x[i * d + t] - s.mu[static_cast<size_t>(t)]) * s.scale;
+      xf[static_cast<size_t>(i * d + t)] = static_cast<Real>(c);
+      acc += c * c;
+    }
+    norm2[static_cast<size_t>(i)] = acc;
+  }
+}
+
+/// MPI datatype of `count` contiguous elements of `base` (so message counts are rows).
+struct RowType {
+  MPI_Datatype t = MPI_DATATYPE_NULL;
+  RowType(int64_t count, MPI_Datatype base) {
+    MPI_Type_contiguous(static_cast<int>(std::max<int64_t>(count, 1)), base, &t);
+    MPI_Type_commit(&t);
+  }
+  ~RowType() {
+    if (t != MPI_DATATYPE_NULL) MPI_Type_free(&t);
+  }
+  RowType(const RowType&) = delete;
+  RowType& operator=(const RowType&) = delete;
+};
+
+/// Merges two sorted lists of one row into `out` (k entries): the union under the total order,
+/// an index listed in both kept once (same exact distance bits from either side).
+void merge_lists(int k, const double* ad, const int64_t* ai, const double* bd, const int64_t* bi,
+                 double* od, int64_t* oi) {
+  int a = 0, b = 0;
+  for (int m = 0; m < k && (a < k || b < k);) {
+    const bool take_a = b >= k || (a < k && !before(bd[b], bi[b], ad[a], ai[a]));
+    const double dv = take_a ? ad[a] : bd[b];
+    const int64_t iv = take_a ? ai[a] : bi[b];
+    take_a ? ++a : ++b;
+    if (m > 0 && oi[m - 1] == iv && od[m - 1] == dv) continue;
+    od[m] = dv;
+    oi[m] = iv;
+    ++m;
+  }
+}
+
+std::string k_message(int k, int64_t n) {
+  if (k < 1) return "--knn " + std::to_string(k) + " must be at least 1";
+  return "--knn " + std::to_string(k) + " must be smaller than the number of graph samples (" +
+         std::to_string(n) + ")";
+}
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
+
+}  // namespace
+
+template <class Real>
+double filter_slack(int64_t d) {
+  const double u = std::is_same<Real, float>::value ? std::ldexp(1.0, -24) : std::ldexp(1.0, -53);
+  const double eps = std::ldexp(1.0, -53);
+  const double dd = static_cast<double>(d);
+  return 1.25 * (1.1 * (dd + 2) * u + 4.0 * (dd + 4) * eps + 15.0 * eps);
+}
+
+template <class Real>
+KnnLists exact_knn(const DistMatrix& X, int k) {
+  MPI_Comm comm = X.comm;
+  const int64_t n = X.n_global;
+  SSDR_CHECK_COLLECTIVE(comm, k >= 1 && static_cast<int64_t>(k) < n, k_message(k, n));
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  const int64_t d = X.cols, nl = X.n_local;
+  SSDR_CHECK_COLLECTIVE(comm, static_cast<int64_t>(X.v.size()) == nl * d,
+                        "knn_search: local block has " + std::to_string(X.v.size()) + " values for " +
+                            std::to_string(nl) + "×" + std::to_string(d));
+  std::vector<int64_t> starts, counts;
+  gather_layout(comm, X.row_start, nl, starts, counts);
+  int64_t max_rows = 0;
+  for (int64_t c : counts) max_rows = std::max(max_rows, c);
+
+  const Shift shift = make_shift<Real>(X);
+  // Underflow term of the analysis above (scaled units), and DBL_MIN for the rounding of a
+  // list distance times scale² when it underflows.
+  const double eta = std::is_same<Real, float>::value ? std::ldexp(1.0, -126) : 0.0;
+  const double err_abs = 6.0 * static_cast<double>(d) * eta + std::numeric_limits<double>::min();
+  TileKernel<Real> kernel(k, d, filter_slack<Real>(d), err_abs, shift.scale * shift.scale);
+
+  KnnLists out;
+  out.k = k;
+  out.n_global = n;
+  out.row_start = X.row_start;
+  out.n_local = nl;
+  out.dist2.assign(static_cast<size_t>(nl * k), kInf);
+  out.index.assign(static_cast<size_t>(nl * k), kNone);
+
+  std::vector<Real> own_f;
+  std::vector<double> own_n2;
+  prepare(X.v.data(), nl, d, shift, own_f, own_n2);
+  Block<Real> own;
+  own.x = X.v.data();
+  own.xf = own_f.data();
+  own.norm2 = own_n2.data();
+  own.n = nl;
+  own.gstart = X.row_start;
+  own.d2 = out.dist2.data();
+  own.idx = out.index.data();
+
+  // Steps and their tile rows, for the progress line.
+  const int h = size / 2;
+  auto tiles = [](int64_t rows) { return (rows + kTile - 1) / kTile; };
+  long total = static_cast<long>(tiles(nl));
+  for (int s = 1; s <= h; ++s) total += static_cast<long>(tiles(nl));
+  Progress progress("kNN search", std::max<long>(total, 1));
+  long done = 0;
+  auto tick = [&] { progress.update(++done); };
+
+  const int right = (rank + 1) % size, left = (rank + size - 1) % size;
+  RowType data_type(d, MPI_DOUBLE), d2_type(k, MPI_DOUBLE), idx_type(k, MPI_INT64_T);
+  std::vector<double> buf_a, buf_b;  // visiting blocks: current and incoming
+  std::vector<double> vis_d2, vis_d2_next;
+  std::vector<int64_t> vis_idx, vis_idx_next;
+  if (h > 0) {  // reserved once: the ring never reallocates a buffer under an Isend
+    buf_a.reserve(static_cast<size_t>(max_rows * d));
+    buf_b.reserve(static_cast<size_t>(max_rows * d));
+    vis_d2.reserve(static_cast<size_t>(max_rows * k));
+    vis_d2_next.reserve(static_cast<size_t>(max_rows * k));
+    vis_idx.reserve(static_cast<size_t>(max_rows * k));
+    vis_idx_next.reserve(static_cast<size_t>(max_rows * k));
+  }
+  std::vector<double>* cur = &buf_a;
+  std::vector<double>* next = &buf_b;
+
+  // Step 1's block travels while step 0 (the own triangle) runs.
+  MPI_Request dreq[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  int next_owner = (rank + size - 1) % size;
+  auto post_data = [&](const double* send, int64_t send_rows, int owner) {
+    next->resize(static_cast<size_t>(counts[owner] * d));
+    if (d == 0) return;
+    MPI_Irecv(next->data(), static_cast<int>(counts[owner]), data_type.t, left, 1, comm, &dreq[0]);
+    MPI_Isend(send, static_cast<int>(send_rows), data_type.t, right, 1, comm, &dreq[1]);
+  };
+  if (h > 0) post_data(X.v.data(), nl, next_owner);
+
+  kernel.pairs(own, 0, nl, own, 0, nl, true, tick);  // step 0
+
+  if (h > 0) {
+    // The own lists start their journey as they are now (tight thresholds from step 0).
+    std::vector<double> home_d2 = out.dist2;
+    std::vector<int64_t> home_idx = out.index;
+    MPI_Request lreq[4];
+    auto pass_lists = [&](const double* sd, const int64_t* si, int64_t send_rows, int owner) {
+      vis_d2_next.resize(static_cast<size_t>(counts[owner] * k));
+      vis_idx_next.resize(static_cast<size_t>(counts[owner] * k));
+      MPI_Irecv(vis_d2_next.data(), static_cast<int>(counts[owner]), d2_type.t, left, 2, comm, &lreq[0]);
+      MPI_Irecv(vis_idx_next.data(), static_cast<int>(counts[owner]), idx_type.t, left, 3, comm, &lreq[1]);
+      MPI_Isend(sd, static_cast<int>(send_rows), d2_type.t, right, 2, comm, &lreq[2]);
+      MPI_Isend(si, static_cast<int>(send_rows), idx_type.t, right, 3, comm, &lreq[3]);
+      MPI_Waitall(4, lreq, MPI_STATUSES_IGNORE);
+      std::swap(vis_d2, vis_d2_next);
+      std::swap(vis_idx, vis_idx_next);
+    };
+    pass_lists(home_d2.data(), home_idx.data(), nl, next_owner);
+    MPI_Waitall(2, dreq, MPI_STATUSES_IGNORE);
+    std::swap(cur, next);
+    int owner = next_owner;
+
+    std::vector<Real> vis_f;
+    std::vector<double> vis_n2;
+    for (int s = 1; s <= h; ++s) {
+      const int64_t vn = counts[owner];
+      prepare(cur->data(), vn, d, shift, vis_f, vis_n2);
+      if (s < h) {  // the next visitor travels while this one is processed
+        next_owner = (rank + size - s - 1) % size;
+        post_data(cur->data(), vn, next_owner);
+      }
+      Block<Real> vis;
+      vis.x = cur->data();
+      vis.xf = vis_f.data();
+      vis.norm2 = vis_n2.data();
+      vis.n = vn;
+      vis.gstart = starts[owner];
+      vis.d2 = vis_d2.data();
+      vis.idx = vis_idx.data();
+      if (2 * s == size) {  // both ends of each pair meet here: each takes half
+        if (rank < h)
+          kernel.pairs(own, 0, nl, vis, 0, vn / 2, false, tick);
+        else
+          kernel.pairs(own, nl / 2, nl, vis, 0, vn, false, tick);
+      } else {
+        kernel.pairs(own, 0, nl, vis, 0, vn, false, tick);
+      }
+      if (s < h) {
+        pass_lists(vis_d2.data(), vis_idx.data(), vn, next_owner);
+        MPI_Waitall(2, dreq, MPI_STATUSES_IGNORE);
+        std::swap(cur, next);
+        owner = next_owner;
+      }
+    }
+    // Home: the visitor's lists go back to their rank (r − h); ours come from r + h.
+    const int home = (rank + size - h) % size, away = (rank + h) % size;
+    home_d2.resize(static_cast<size_t>(nl * k));
+    home_idx.resize(static_cast<size_t>(nl * k));
+    MPI_Request hreq[4];
+    MPI_Irecv(home_d2.data(), static_cast<int>(nl), d2_type.t, away, 4, comm, &hreq[0]);
+    MPI_Irecv(home_idx.data(), static_cast<int>(nl), idx_type.t, away, 5, comm, &hreq[1]);
+    MPI_Isend(vis_d2.data(), static_cast<int>(counts[home]), d2_type.t, home, 4, comm, &hreq[2]);
+    MPI_Isend(vis_idx.data(), static_cast<int>(counts[home]), idx_type.t, home, 5, comm, &hreq[3]);
+    MPI_Waitall(4, hreq, MPI_STATUSES_IGNORE);
+    std::vector<double> md(static_cast<size_t>(k));
+    std::vector<int64_t> mi(static_cast<size_t>(k));
+    for (int64_t i = 0; i < nl; ++i) {
+      merge_lists(k, out.dist2.data() + i * k, out.index.data() + i * k, home_d2.data() + i * k,
+                  home_idx.data() + i * k, md.data(), mi.data());
+      std::copy(md.begin(), md.end(), out.dist2.begin() + i * k);
+      std::copy(mi.begin(), mi.end(), out.index.begin() + i * k);
+    }
+  }
+  return out;
+}
+
+template KnnLists exact_knn<float>(const DistMatrix&, int);
+template KnnLists exact_knn<double>(const DistMatrix&, int);
+template double filter_slack<float>(int64_t);
+template double filter_slack<double>(int64_t);
+
+}  // namespace detail
+
+KnnLists knn_search(const DistMatrix& X, int k) { return detail::exact_knn<float>(X, k); }
+
+double knn_recall(const DistMatrix& X, const KnnLists& lists, int64_t sample, uint64_t seed) {
+  using namespace detail;
+  MPI_Comm comm = X.comm;
+  const int64_t n = X.n_global, nl = X.n_local, d = X.cols;
+  const int k = lists.k;
+  SSDR_CHECK_COLLECTIVE(comm, lists.row_start == X.row_start && lists.n_local == nl && lists.n_global == n &&
+                                  k >= 1 && static_cast<int64_t>(lists.index.size()) == nl * k,
+                        "knn_recall: the neighbour lists do not match the data's row layout");
+  if (sample <= 0) return std::numeric_limits<double>::quiet_NaN();
+  SSDR_CHECK_COLLECTIVE(comm, static_cast<int64_t>(k) < n, k_message(k, n));
+  const int64_t S = std::min(sample, n);
+
+  // The sampled global rows (Floyd's algorithm: S distinct of n, the same on every rank).
+  std::vector<int64_t> rows;
+  {
+    std::mt19937_64 gen(seed);
+    std::vector<int64_t> chosen;
+    chosen.reserve(static_cast<size_t>(S));
+    std::vector<char> taken;
+    const bool dense = n <= 50'000'000;
+    if (dense) taken.assign(static_cast<size_t>(n), 0);
+    for (int64_t j = n - S; j < n; ++j) {
+      const int64_t t = std::uniform_int_distribution<int64_t>(0, j)(gen);
+      const bool have = dense ? taken[static_cast<size_t>(t)] != 0
+                              : std::find(chosen.begin(), chosen.end(), t) != chosen.end();
+      const int64_t pick = have ? j : t;
+      chosen.push_back(pick);
+      if (dense) taken[static_cast<size_t>(pick)] = 1;
+    }
+    std::sort(chosen.begin(), chosen.end());
+    rows = std::move(chosen);
+  }
+  // Every rank gets the sampled rows (in the order of `rows`: owners hold ascending ranges).
+  std::vector<double> mine;
+  for (int64_t g : rows) {
+    const int64_t li = g - X.row_start;
+    if (li >= 0 && li < nl) mine.insert(mine.end(), X.row(li), X.row(li) + d);
+  }
+  const std::vector<double> Q = allgatherv(mine, comm);
+
+  const Shift shift = make_shift<float>(X);
+  const double eta = std::ldexp(1.0, -126);
+  TileKernel<float> kernel(k, d, filter_slack<float>(d),
+                           6.0 * static_cast<double>(d) * eta + std::numeric_limits<double>::min(),
+                           shift.scale * shift.scale);
+  std::vector<float> qf, xf;
+  std::vector<double> qn, xn;
+  prepare(Q.data(), S, d, shift, qf, qn);
+  prepare(X.v.data(), nl, d, shift, xf, xn);
+  std::vector<double> pd(static_cast<size_t>(S * k), kInf);
+  std::vector<int64_t> pi(static_cast<size_t>(S * k), kNone);
+  Block<float> A{Q.data(), qf.data(), qn.data(), S, 0, rows.data(), pd.data(), pi.data()};
+  Block<float> B{X.v.data(), xf.data(), xn.data(), nl, X.row_start, nullptr, nullptr, nullptr};
+  kernel.pairs(A, 0, S, B, 0, nl, false, [] {});
+
+  // Merge the partial lists of all ranks (a fixed rank order: deterministic).
+  std::vector<double> all_d = allgatherv(pd, comm);
+  std::vector<int64_t> all_i = allgatherv(pi, comm);
+  std::vector<double> md(static_cast<size_t>(k)), td(static_cast<size_t>(k));
+  std::vector<int64_t> mi(static_cast<size_t>(k)), ti(static_cast<size_t>(k));
+  int64_t hits = 0;
+  int size = 1;
+  MPI_Comm_size(comm, &size);
+  for (int64_t q = 0; q < S; ++q) {
+    const int64_t li = rows[static_cast<size_t>(q)] - X.row_start;
+    if (li < 0 || li >= nl) continue;
+    std::copy(all_d.begin() + q * k, all_d.begin() + (q + 1) * k, md.begin());
+    std::copy(all_i.begin() + q * k, all_i.begin() + (q + 1) * k, mi.begin());
+    for (int r = 1; r < size; ++r) {
+      const int64_t off = (static_cast<int64_t>(r) * S + q) * k;
+      merge_lists(k, md.data(), mi.data(), all_d.data() + off, all_i.data() + off, td.data(), ti.data());
+      md.swap(td);
+      mi.swap(ti);
+    }
+    const int64_t* approx = lists.index.data() + li * k;
+    for (int m = 0; m < k; ++m)
+      if (std::find(approx, approx + k, mi[static_cast<size_t>(m)]) != approx + k) ++hits;
+  }
+  MPI_Allreduce(MPI_IN_PLACE, &hits, 1, MPI_INT64_T, MPI_SUM, comm);
+  return static_cast<double>(hits) / (static_cast<double>(S) * k);
+}
+
+}  // namespace ssdr::graph
