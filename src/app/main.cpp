@@ -67,7 +67,7 @@ struct KernelArgs {
 /// parse_fit converts and validates afterwards (format, scaling, weight, normalize, kernel).
 /// Not collective.
 po::options_description fit_options(driver::FitCommand& c, std::string& format, std::string& scaling,
-                                    std::string& weight, std::string& normalize, KernelArgs& k,
+                                    std::string& weight, std::string& knn_method, std::string& normalize, KernelArgs& k,
                                     std::vector<std::string>& grid, bool evaluate) {
   po::options_description d(evaluate ? "ssdr evaluate options" : "ssdr fit options");
   auto& mo = c.config.method_options;
@@ -84,6 +84,11 @@ po::options_description fit_options(driver::FitCommand& c, std::string& format, 
     ("seed", po::value(&c.split.seed)->default_value(0), "random seed of the split")
     ("dim", po::value(&mo.dim)->default_value(0), "projected dimension m (0: c-1)")
     ("knn", po::value(&mo.graph.k)->default_value(8), "neighbors k of the graph (default: the method's paper graph: 8 soda/lp, 5 tca/otca/soge/sda)")
+    ("knn-method", po::value(&knn_method)->default_value("exact"),
+     "kNN backend of the graph: exact (every pair, single-precision GEMM filter, exact re-ranking) | nndescent "
+     "(approximate, distributed NN-descent seeded by --seed; recall estimated in the report's knn_recall)")
+    ("knn-recall-sample", po::value(&mo.graph.knn_recall_sample)->default_value(1000),
+     "rows whose exact lists estimate the approximate graph's recall@k (0: skip)")
     ("weight", po::value(&weight)->default_value("heat"), "graph weights: heat | cosine | binary | adaptive (default: the method's: adaptive for soge, binary for sda, heat otherwise)")
     ("sigma-s", po::value(&mo.graph.sigma_s)->default_value(0), "heat width by soda-nie2009 eq. (42), sigma = sqrt(-dbar/ln s) (default: the method's rule: eq. (42) with s = 1e-3/k for soda/lp, sigma^2 = dbar for tca/otca)")
     ("alpha-u", po::value(&mo.propagation.alpha_unlabeled)->default_value(0.99), "propagation alpha on unlabeled samples")
@@ -155,10 +160,10 @@ void reject_positional(const po::parsed_options& parsed) {
 /// replicated (collective).
 driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate, bool& help) {
   driver::FitCommand c;
-  std::string format, scaling, weight, normalize;
+  std::string format, scaling, weight, knn_method, normalize;
   KernelArgs kernel;
   std::vector<std::string> grid;
-  auto desc = fit_options(c, format, scaling, weight, normalize, kernel, grid, evaluate);
+  auto desc = fit_options(c, format, scaling, weight, knn_method, normalize, kernel, grid, evaluate);
   po::variables_map vm;
   const po::parsed_options parsed = po::command_line_parser(args).options(desc).run();
   reject_positional(parsed);
@@ -207,6 +212,8 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
   SSDR_REQUIRE(kernel.o.landmark_seeding == "uniform" || kernel.o.landmark_seeding == "kmeans++",
                "--landmark-seeding: expected uniform or kmeans++, got '" + kernel.o.landmark_seeding + "'");
   c.config.method_options.graph.weight = graph::parse_weight(weight);
+  c.config.method_options.graph.knn_method = graph::parse_knn_method(knn_method);
+  c.config.method_options.graph.knn_seed = static_cast<uint64_t>(c.split.seed);
   const bool has_split = vm.count("split") > 0, has_p = vm.count("labeled-per-class") > 0;
   SSDR_REQUIRE(has_split != has_p, "give either --split FILE or --labeled-per-class P");
   if (has_split)
@@ -218,7 +225,7 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
   // Every parameter option the user gave: one the method does not use is an error, not a
   // silently ignored value; a numeric one goes through the same range check as job files and
   // --grid (driver::set_parameter): --alpha-u 1.5 or --beta -1 fail here, naming the option.
-  for (const char* option : {"knn", "weight", "sigma-s", "alpha-u", "mu-scale", "alpha", "lambda", "beta", "gamma", "mu",
+  for (const char* option : {"knn", "knn-method", "knn-recall-sample", "weight", "sigma-s", "alpha-u", "mu-scale", "alpha", "lambda", "beta", "gamma", "mu",
                              "recursions", "eigenvalue-scaling", "kernel", "degree", "sigma2", "sigma-scale",
                              "landmarks", "landmark-seeding", "pca-energy"}) {
     if (!vm.count(option) || vm[option].defaulted()) continue;
@@ -251,6 +258,8 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
                          {"dim", mo.dim},
                          // the graph actually built is in the report's info.graph
                          {"knn", mo.knn_given ? nlohmann::json(mo.graph.k) : nlohmann::json("default")},
+                         {"knn_method", knn_method},
+                         {"knn_recall_sample", mo.graph.knn_recall_sample},
                          {"weight", mo.weight_given ? nlohmann::json(weight) : nlohmann::json("default")},
                          {"sigma_s", !vm["sigma-s"].defaulted() ? nlohmann::json(mo.graph.sigma_s) : nlohmann::json("default")},
                          {"alpha_u", mo.propagation.alpha_unlabeled},

@@ -155,6 +155,9 @@ int run_fit(const FitCommand& cmd, MPI_Comm comm) {
   r["accuracy"] = {{"unlabeled", number_or_null(out.accuracy.unlabeled)},
                    {"unseen", number_or_null(out.accuracy.unseen)}};
   r["trace_ratio"] = number_or_null(out.trace_ratio);
+  // An approximate graph's estimated recall@k at the top level, where nobody misses it.
+  if (out.info.contains("graph") && out.info["graph"].contains("knn_recall"))
+    r["knn_recall"] = out.info["graph"]["knn_recall"];
   r["info"] = out.info;
   r["timings_s"] = timings_json(timings, total);
   r["peak_memory_mib"] = peak_memory(comm);

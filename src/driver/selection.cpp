@@ -46,7 +46,7 @@ const std::set<std::string>& parameter_names() {
                                           "alpha",  "lambda", "beta",       "gamma",     "mu",          "recursions",
                                           "eigenvalue_scaling",   "normalize", "scaling",   "pca_energy",  "pca",
                                           "kernel", "degree",     "sigma2",    "sigma_scale", "landmarks",
-                                          "landmark_seeding"};
+                                          "landmark_seeding", "knn_method", "knn_recall_sample"};
   return k;
 }
 
@@ -94,6 +94,12 @@ void set_parameter(FitConfig& c, const std::string& key, const json& v, const st
       if (w == "heat" || w == "cosine" || w == "binary" || w == "adaptive") o.graph.weight = graph::parse_weight(w);
       else fail(context, "parameter weight: expected heat, cosine, binary or adaptive, got '" + w + "'");
       o.weight_given = true;
+    } else if (key == "knn_method") {
+      const std::string m = str();
+      if (m == "exact" || m == "nndescent") o.graph.knn_method = graph::parse_knn_method(m);
+      else fail(context, "parameter knn_method: expected exact or nndescent, got '" + m + "'");
+    } else if (key == "knn_recall_sample") {
+      o.graph.knn_recall_sample = static_cast<int64_t>(in_range(0, false, 1e9, false, true));  // 0: not estimated
     } else if (key == "sigma_s") o.graph.sigma_s = in_range(0, false, 1, true, false);  // 0: the method's rule
     else if (key == "alpha_u") o.propagation.alpha_unlabeled = in_range(0, false, 1, true, false);  // eq. (5)
     else if (key == "mu_scale") o.mu_scale = in_range(0, false, kInf, false, false);

@@ -31,6 +31,7 @@
 #include "ssdr/core/mpi_util.hpp"
 #include "ssdr/core/ordered_sum.hpp"
 #include "ssdr/core/progress.hpp"
+#include "ssdr/graph/nndescent.hpp"
 
 namespace ssdr::graph {
 
@@ -177,6 +178,21 @@ EdgeWeight parse_weight(const std::string& s) {
   throw Error("--weight: expected heat, cosine, binary or adaptive, got '" + s + "'", __FILE__, __LINE__, true);
 }
 
+const char* to_string(KnnMethod m) { return m == KnnMethod::exact ? "exact" : "nndescent"; }
+
+KnnMethod parse_knn_method(const std::string& s) {
+  for (KnnMethod m : {KnnMethod::exact, KnnMethod::nndescent})
+    if (s == to_string(m)) return m;
+  throw Error("--knn-method: expected exact or nndescent, got '" + s + "'", __FILE__, __LINE__, true);
+}
+
+KnnLists knn_lists(const DistMatrix& X, int k, const GraphOptions& options) {
+  if (options.knn_method == KnnMethod::exact) return knn_search(X, k);
+  NNDescentOptions o;
+  o.seed = options.knn_seed;
+  return nndescent_search(X, k, o);
+}
+
 const char* to_string(SigmaRule r) {
   return r == SigmaRule::soda_eq42 ? "soda_eq42" : "mean_edge_dist2";
 }
@@ -287,13 +303,21 @@ Graph build_knn_graph(const DistMatrix& X, const GraphOptions& options) {
   SSDR_CHECK_COLLECTIVE(comm, std::isfinite(options.sigma) && options.sigma >= 0,
                         "--sigma " + std::to_string(options.sigma) + " must be positive (or 0 for the sigma rule)");
 
+  SSDR_CHECK_COLLECTIVE(comm, options.knn_recall_sample >= 0,
+                        "--knn-recall-sample " + std::to_string(options.knn_recall_sample) + " must be >= 0");
+  const bool approximate = options.knn_method != KnnMethod::exact;
+  double recall = 1;
   SymmetricEdges E;
   if (adaptive) {
-    const KnnLists wide = knn_search(X, k + 1);
+    const KnnLists wide = knn_lists(X, k + 1, options);
     const std::vector<double> w = adaptive_weights(wide, k);
-    E = symmetrize(truncate(wide, k), comm, &w);
+    KnnLists lists = truncate(wide, k);
+    if (approximate) recall = knn_recall(X, lists, options.knn_recall_sample, options.knn_seed);
+    E = symmetrize(lists, comm, &w);
   } else {
-    E = symmetrize(knn_search(X, k), comm);
+    KnnLists lists = knn_lists(X, k, options);
+    if (approximate) recall = knn_recall(X, lists, options.knn_recall_sample, options.knn_seed);
+    E = symmetrize(lists, comm);
   }
   const int64_t nl = E.n_local;
 
@@ -309,6 +333,8 @@ Graph build_knn_graph(const DistMatrix& X, const GraphOptions& options) {
   Graph g;
   g.k = k;
   g.weight = options.weight;
+  g.knn_method = options.knn_method;
+  g.knn_recall = recall;
   g.edges = entries / 2;
   g.mean_edge_dist2 = entries > 0 ? total / static_cast<double>(entries) : 0.0;
   if (options.weight == EdgeWeight::heat) {

@@ -1,5 +1,6 @@
 #include "ssdr/methods/common.hpp"
 
+#include <cmath>
 #include <cstdio>
 
 #include "ssdr/core/progress.hpp"
@@ -29,9 +30,11 @@ scatter::ScatterMatrices labeled_scatter(const TrainingData& data, Timings& t) {
 std::string graph_key(const graph::GraphOptions& g) {
   // Every field of GraphOptions: a field left out here would let two methods with different
   // graphs on the same split share one cached graph.
-  char b[200];
-  std::snprintf(b, sizeof b, "k=%d w=%s rule=%s s=%.17g sigma=%.17g", g.k, graph::to_string(g.weight),
-                graph::to_string(g.sigma_rule), g.sigma_s, g.sigma);
+  char b[300];
+  std::snprintf(b, sizeof b, "k=%d w=%s rule=%s s=%.17g sigma=%.17g knn=%s seed=%llu recall=%lld", g.k,
+                graph::to_string(g.weight), graph::to_string(g.sigma_rule), g.sigma_s, g.sigma,
+                graph::to_string(g.knn_method), static_cast<unsigned long long>(g.knn_seed),
+                static_cast<long long>(g.knn_recall_sample));
   return b;
 }
 
@@ -116,7 +119,10 @@ void graph_info(const graph::Graph& g, const graph::GraphOptions& options, nlohm
                       {"weight", graph::to_string(g.weight)},
                       {"edges", g.edges},
                       {"mean_degree", g.mean_degree},
-                      {"mean_edge_dist2", g.mean_edge_dist2}};
+                      {"mean_edge_dist2", g.mean_edge_dist2},
+                      {"knn_method", graph::to_string(g.knn_method)}};
+  if (g.knn_method != graph::KnnMethod::exact)
+    j["knn_recall"] = std::isnan(g.knn_recall) ? nlohmann::json(nullptr) : nlohmann::json(g.knn_recall);
   if (g.weight == graph::EdgeWeight::heat) {
     j["sigma_rule"] = options.sigma > 0 ? "explicit" : graph::to_string(options.sigma_rule);
     if (options.sigma == 0 && options.sigma_rule == graph::SigmaRule::soda_eq42)

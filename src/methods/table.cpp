@@ -160,6 +160,9 @@ graph::GraphOptions method_graph(const std::string& method, const MethodOptions&
     g.sigma_rule = graph::SigmaRule::soda_eq42;
   }
   if (o.graph.sigma != 0) g.sigma = o.graph.sigma;
+  g.knn_method = o.graph.knn_method;  // the run's choices, not the paper's graph
+  g.knn_seed = o.graph.knn_seed;
+  g.knn_recall_sample = o.graph.knn_recall_sample;
   return g;
 }
 
@@ -168,6 +171,9 @@ bool uses_parameter(const MethodInfo& method, const std::string& name) {
   static const std::vector<std::string> kernel = {"kernel", "degree", "sigma2", "sigma_scale", "landmarks",
                                                   "landmark_seeding"};
   auto in = [&](const std::vector<std::string>& v) { return std::find(v.begin(), v.end(), name) != v.end(); };
+  // The kNN backend belongs to every method with a kNN graph (those with a --weight).
+  static const std::vector<std::string> knn_backend = {"knn_method", "knn_recall_sample"};
+  if (in(knn_backend)) return std::find(method.parameters.begin(), method.parameters.end(), "weight") != method.parameters.end();
   return in(every) || (method.projects && in(kernel)) || in(method.parameters);
 }
 

@@ -70,13 +70,31 @@ enum class SigmaRule {
   mean_edge_dist2
 };
 
+/// The kNN backend behind build_knn_graph (a policy, as mlpack's tree types): exact
+/// (knn_search) or approximate (nndescent_search, include/ssdr/graph/nndescent.hpp).
+enum class KnnMethod { exact, nndescent };
+/// "exact", "nndescent" (as --knn-method spells them).
+const char* to_string(KnnMethod m);
+/// Inverse of to_string. \throws ssdr::Error (replicated) naming the valid values.
+KnnMethod parse_knn_method(const std::string& s);
+
 struct GraphOptions {
   int k = 8;                           ///< neighbors
   EdgeWeight weight = EdgeWeight::heat;
   SigmaRule sigma_rule = SigmaRule::soda_eq42;  ///< heat width when sigma is 0
   double sigma_s = 0;                  ///< s of eq. (42); 0 → 1e-3/k
   double sigma = 0;                    ///< explicit σ (> 0 overrides the σ rule)
+  KnnMethod knn_method = KnnMethod::exact;  ///< --knn-method
+  uint64_t knn_seed = 1;               ///< NN-descent's seed (the run's --seed)
+  /// Rows whose exact lists estimate the recall of an approximate graph (--knn-recall-sample;
+  /// 0: not estimated). Unused by the exact backend (recall 1).
+  int64_t knn_recall_sample = 1000;
 };
+
+/// The k nearest neighbours of each row of X by the backend options.knn_method (knn_search
+/// or nndescent_search with options.knn_seed), in knn_search's layout. Collective over X.comm.
+/// \throws ssdr::Error (collectively) as the backend.
+KnnLists knn_lists(const DistMatrix& X, int k, const GraphOptions& options);
 
 /// "heat", "cosine", "binary", "adaptive" (as --weight spells them).
 const char* to_string(EdgeWeight w);
@@ -95,6 +113,10 @@ struct Graph {
   double mean_edge_dist2 = 0; ///< d̄ of eq. (42): mean squared length over undirected edges
   int64_t edges = 0;          ///< number of undirected edges (stored pairs i < j)
   double mean_degree = 0;     ///< Σ_ij A_ij / n (1 for the adaptive graph, up to rounding)
+  KnnMethod knn_method = KnnMethod::exact;  ///< backend that found the neighbours
+  /// Recall@k of the neighbour lists, estimated by knn_recall on GraphOptions::
+  /// knn_recall_sample rows: 1 for the exact backend, NaN when not estimated.
+  double knn_recall = 1;
 };
 
 /// For each local row, its neighbors in the symmetrized graph (union of both directions),
@@ -130,7 +152,8 @@ std::vector<double> adaptive_weights(const KnnLists& lists, int k);
 /// The first k entries of each row of `lists` (k ≤ lists.k). Local.
 KnnLists truncate(const KnnLists& lists, int k);
 
-/// Builds the weighted graph from X: knn_search (k neighbours; k+1 for the adaptive weights),
+/// Builds the weighted graph from X: knn_lists (k neighbours; k+1 for the adaptive weights;
+/// the recall of approximate lists estimated as Graph::knn_recall),
 /// symmetrize, weights, exact MPIAIJ preallocation. X (n×d, rows distributed, any layout):
 /// its rows are the graph's vertices (e.g. the transductive samples); A has X's row layout.
 /// Heat weights: t = σ² from options.sigma if > 0, else by options.sigma_rule (d̄ = 0, all
