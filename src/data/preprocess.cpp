@@ -323,4 +323,47 @@ DistMatrix apply(const Preprocessor& p, const DistMatrix& X) {
   return multiply(Z, p.basis);
 }
 
+DistMatrix apply(const Preprocessor& p, const DistMatrix& X, const std::vector<char>& keep) {
+  const int64_t d = X.cols;
+  SSDR_CHECK(static_cast<int64_t>(keep.size()) == X.n_local,
+             "apply: " + std::to_string(keep.size()) + " row flags for " + std::to_string(X.n_local) + " local rows");
+  SSDR_CHECK(p.mean.empty() || static_cast<int64_t>(p.mean.size()) == d,
+             "preprocessing was fitted on " + std::to_string(p.mean.size()) + " features, data has " +
+                 std::to_string(d));
+  int64_t kept = 0;
+  for (char k : keep) kept += k != 0;
+  const bool project = p.basis.rows > 0;
+  const int64_t out_cols = project ? p.basis.cols : d;
+  DistMatrix Y = make_dist_local(X.comm, kept, out_cols);
+  // The same 64-row tiles as multiply() (zero-padded): a row's bits do not depend on where
+  // it sits in its tile or on how many rows this rank holds.
+  constexpr int64_t kTile = 64;
+  std::vector<double> Z(static_cast<size_t>(kTile * d), 0.0), T(static_cast<size_t>(kTile * out_cols));
+  int64_t filled = 0, written = 0;
+  auto flush = [&] {
+    if (filled == 0) return;
+    if (project) {
+      std::fill(Z.begin() + filled * d, Z.end(), 0.0);
+      if (out_cols > 0 && d > 0)
+        blas::gemm('T', 'N', out_cols, kTile, d, 1.0, p.basis.data(), p.basis.rows, Z.data(), d, 0.0, T.data(),
+                   out_cols);
+      std::copy_n(T.data(), filled * out_cols, Y.v.data() + written * out_cols);
+    } else {
+      std::copy_n(Z.data(), filled * d, Y.v.data() + written * d);
+    }
+    written += filled;
+    filled = 0;
+  };
+  for (int64_t i = 0; i < X.n_local; ++i) {
+    if (!keep[static_cast<size_t>(i)]) continue;
+    const double* x = X.row(i);
+    double* z = Z.data() + filled * d;
+    for (int64_t j = 0; j < d; ++j)
+      z[j] = transformed(p, x, j) - (p.mean.empty() ? 0.0 : p.mean[static_cast<size_t>(j)]);
+    if (++filled == kTile) flush();
+  }
+  flush();
+  return Y;
+}
+
 }  // namespace ssdr::data

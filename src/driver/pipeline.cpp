@@ -42,7 +42,7 @@ FitOutcome fit_and_evaluate(const io::Dataset& ds, const std::vector<data::Role>
   {
     Phase phase("preprocess", &out.timings);
     pre = data::fit_preprocessor(X, transductive, config.preprocess);
-    Xt = data::apply(pre, select_rows(X, transductive));
+    Xt = data::apply(pre, X, transductive);  // no n×d intermediate copies
   }
   out.d_reduced = Xt.cols;
   say("training on " + std::to_string(Xt.n_global) + " transductive samples, d' = " +

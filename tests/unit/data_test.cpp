@@ -251,6 +251,31 @@ TEST(Preprocess, GivesBitwiseTheSameRowsOnAnyRankCountAndLayout) {
   }
 }
 
+TEST(Preprocess, ApplyingToTheKeptRowsGivesBitwiseTheRowsOfApplyAfterSelectRows) {
+  // The pipeline's fused apply(p, X, keep) must be apply(p, select_rows(X, keep)) bit for bit
+  // (the kNN graph downstream breaks exact ties), with and without a PCA basis.
+  Dense X;
+  std::vector<int> labels;
+  test::load_csv_replicated("digits.csv", X, labels);
+  const int r = test::rank();
+  for (bool pca : {true, false}) {
+    data::PreprocessOptions po;
+    po.scaling = data::Scaling::standardize;
+    po.pca = pca;
+    po.pca_energy = 0.9;  // a basis with fewer columns than d
+    DistMatrix Xd = ref::distribute(X, MPI_COMM_WORLD);
+    std::vector<char> keep(static_cast<size_t>(Xd.n_local)), fit(static_cast<size_t>(Xd.n_local), 1);
+    for (int64_t i = 0; i < Xd.n_local; ++i) keep[static_cast<size_t>(i)] = (i + r) % 5 != 2;
+    const data::Preprocessor p = data::fit_preprocessor(Xd, fit, po);
+    const DistMatrix A = data::apply(p, Xd, keep), B = data::apply(p, select_rows(Xd, keep));
+    ASSERT_EQ(A.n_local, B.n_local);
+    ASSERT_EQ(A.cols, B.cols);
+    EXPECT_EQ(A.row_start, B.row_start);
+    if (pca) EXPECT_LT(A.cols, X.cols);
+    EXPECT_EQ(A.v, B.v) << (pca ? "with PCA" : "without PCA");
+  }
+}
+
 TEST(Preprocess, GramRouteGivesTheCovarianceRoutesPcaWhenFeaturesOutnumberSamples) {
   // 40 digits rows (d = 64 > n_fit = 40), distributed over all ranks: the automatic route is
   // the Gram one. Both routes eigen-decompose the same covariance (C = ZᵀZ/n and G = ZZᵀ/n

@@ -59,4 +59,11 @@ Preprocessor fit_preprocessor(const DistMatrix& X, const std::vector<char>& fit,
 /// Applies the map to every row of X: n×d → n×d'. Local (no communication).
 DistMatrix apply(const Preprocessor& p, const DistMatrix& X);
 
+/// apply(p, select_rows(X, keep)) without either intermediate: the kept rows (keep[i] ≠ 0 per
+/// local row) go through the map 64 rows at a time (fixed-shape GEMM tiles, so every row has
+/// the same bits as apply's, on any rank count). Memory: the result plus one 64×d tile.
+/// Collective (the result's layout).
+/// \throws ssdr::Error when keep has not one flag per local row.
+DistMatrix apply(const Preprocessor& p, const DistMatrix& X, const std::vector<char>& keep);
+
 }  // namespace ssdr::data
