@@ -1,13 +1,442 @@
-// Distributed NN-descent (Dong, Charikar, Li 2011). Placeholder until the backend lands.
+// Distributed NN-descent (W. Dong, M. Charikar, K. Li, "Efficient k-nearest neighbor graph
+// construction for generic similarity measures", WWW 2011: Algorithm 2, NN-descent with
+// local join, incremental search (new/old flags), sampling (ρ) and early termination (δ)).
+//
+// Ownership: rank r owns the lists of its rows (K = max(k, kBuildMin) entries during the build,
+// cut to k at the end). One round:
+//   1. sample: each row v takes up to ρK of its entries flagged new (marking them old) and its
+//      old entries; the reverse entries (v in the list of u) go to u's owner (MPI_Alltoallv) and
+//      are sampled to ρK new and ρK old per row. The random choices come from a generator
+//      seeded with (seed, round, global row): the same lists for the same seed and rank count.
+//   2. local join, in chunks of kChunk rows (so the fetched rows stay bounded): the candidate
+//      set C_v = N_v ∪ O_v of every row of the chunk; the remote rows that the chunk needs are
+//      fetched once (ids by MPI_Alltoallv to their owners, rows and the rows' current k-th
+//      distances back); per row one GEMM G = B_Nᵀ·B_C gives the distances of the pairs
+//      (a ∈ N, b ∈ N, a < b) and (a ∈ N, b ∈ O); a pair is proposed to a's list if it beats a's
+//      k-th distance (and to b's likewise), the proposals go to the lists' owners (Alltoallv)
+//      and are applied in arrival order (rank order: deterministic).
+//   3. stop when fewer than δ·n·K entries changed in the round, or after max_iterations.
+// The first round has N_v = K random rows (distinct, ≠ v) and v itself joins them (the
+// distances of the initial entries). Build distances are single-precision GEMM values on the
+// centered rows (the search only needs their order); at the end every entry's distance is
+// recomputed exactly in double as Σ_t (x_t − y_t)² in index order (knn_search's bits, the same
+// from both ends of an edge) and the lists are re-sorted by (dist2, global index) and cut to k.
+//
+// Memory per rank: its block (double, and a float copy), the lists (K entries per row), the
+// fetched rows of one chunk (at most kChunk·2ρK... rows, bounded by the other ranks' rows), the
+// proposals of one chunk.
 #include "ssdr/graph/nndescent.hpp"
 
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
 #include "ssdr/core/error.hpp"
+#include "ssdr/core/lapack.hpp"
+#include "ssdr/core/mpi_util.hpp"
+#include "ssdr/core/progress.hpp"
 
 namespace ssdr::graph {
 
-KnnLists nndescent_search(const DistMatrix& X, int, const NNDescentOptions&) {
-  SSDR_CHECK_COLLECTIVE(X.comm, false, "--knn-method nndescent: not available in this build");
-  return {};
+namespace {
+
+constexpr int kBuildMin = 12;      ///< list length during the build (more candidates per join)
+constexpr int64_t kChunk = 4096;   ///< rows per local-join chunk
+constexpr float kInfF = std::numeric_limits<float>::infinity();
+constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
+
+uint64_t splitmix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+/// A small deterministic generator for one (seed, round, row, purpose).
+struct Rng {
+  uint64_t s;
+  Rng(uint64_t seed, uint64_t a, uint64_t b, uint64_t c)
+      : s(splitmix(splitmix(splitmix(seed ^ 0x5851F42D4C957F2Dull) ^ a) ^ b) ^ c) {}
+  uint64_t next() { return s = splitmix(s); }
+  int64_t below(int64_t n) { return static_cast<int64_t>(next() % static_cast<uint64_t>(n)); }
+};
+
+/// Keeps a random subset of `cap` elements of v (partial Fisher–Yates), order then sorted.
+void sample_to(std::vector<int64_t>& v, int64_t cap, Rng& rng) {
+  const int64_t m = static_cast<int64_t>(v.size());
+  if (m > cap) {
+    for (int64_t i = 0; i < cap; ++i) std::swap(v[static_cast<size_t>(i)], v[static_cast<size_t>(i + rng.below(m - i))]);
+    v.resize(static_cast<size_t>(cap));
+  }
+  std::sort(v.begin(), v.end());
+}
+
+inline double exact_dist2(const double* x, const double* y, int64_t d) {
+  double s = 0;
+  for (int64_t t = 0; t < d; ++t) {
+    const double diff = x[t] - y[t];
+    s += diff * diff;
+  }
+  return s;
+}
+
+/// MPI_Alltoallv of trivially copyable records, bucketed by destination rank.
+template <class T>
+std::vector<T> alltoallv_records(const std::vector<std::vector<T>>& out, MPI_Comm comm, std::vector<int>* from = nullptr) {
+  const int size = static_cast<int>(out.size());
+  MPI_Datatype type;
+  MPI_Type_contiguous(static_cast<int>(sizeof(T)), MPI_BYTE, &type);
+  MPI_Type_commit(&type);
+  std::vector<int> sc(static_cast<size_t>(size)), rc(static_cast<size_t>(size)), sd(static_cast<size_t>(size) + 1, 0),
+      rd(static_cast<size_t>(size) + 1, 0);
+  for (int r = 0; r < size; ++r) sc[static_cast<size_t>(r)] = static_cast<int>(out[static_cast<size_t>(r)].size());
+  MPI_Alltoall(sc.data(), 1, MPI_INT, rc.data(), 1, MPI_INT, comm);
+  for (int r = 0; r < size; ++r) {
+    sd[static_cast<size_t>(r) + 1] = sd[static_cast<size_t>(r)] + sc[static_cast<size_t>(r)];
+    rd[static_cast<size_t>(r) + 1] = rd[static_cast<size_t>(r)] + rc[static_cast<size_t>(r)];
+  }
+  std::vector<T> send(static_cast<size_t>(sd[static_cast<size_t>(size)])), recv(static_cast<size_t>(rd[static_cast<size_t>(size)]));
+  for (int r = 0; r < size; ++r)
+    std::copy(out[static_cast<size_t>(r)].begin(), out[static_cast<size_t>(r)].end(), send.begin() + sd[static_cast<size_t>(r)]);
+  MPI_Alltoallv(send.data(), sc.data(), sd.data(), type, recv.data(), rc.data(), rd.data(), type, comm);
+  MPI_Type_free(&type);
+  if (from) {
+    from->assign(recv.size(), 0);
+    for (int r = 0; r < size; ++r)
+      for (int q = rd[static_cast<size_t>(r)]; q < rd[static_cast<size_t>(r) + 1]; ++q) (*from)[static_cast<size_t>(q)] = r;
+  }
+  return recv;
+}
+
+struct Reverse {
+  int64_t target, source;
+  int32_t is_new, pad;
+};
+struct Proposal {
+  int64_t target, candidate;
+  float dist;
+  int32_t pad;
+};
+
+std::string k_message(int k, int64_t n) {
+  if (k < 1) return "--knn " + std::to_string(k) + " must be at least 1";
+  return "--knn " + std::to_string(k) + " must be smaller than the number of graph samples (" +
+         std::to_string(n) + ")";
+}
+
+/// The lists of the local rows during the build.
+struct Lists {
+  int K = 0;
+  std::vector<float> d;
+  std::vector<int64_t> j;
+  std::vector<uint8_t> fresh;  ///< 1: flagged new (not yet joined)
+
+  float worst(int64_t v) const { return d[static_cast<size_t>(v * K + K - 1)]; }
+  /// Inserts (dist, c) into row v's sorted list unless c is there or it does not beat the
+  /// last entry (order (dist, index)). Returns true when the list changed.
+  bool insert(int64_t v, float dist, int64_t c) {
+    float* bd = d.data() + v * K;
+    int64_t* bj = j.data() + v * K;
+    uint8_t* bf = fresh.data() + v * K;
+    if (!(dist < bd[K - 1] || (dist == bd[K - 1] && c < bj[K - 1]))) return false;
+    for (int q = 0; q < K; ++q)
+      if (bj[q] == c) return false;
+    int pos = K - 1;
+    while (pos > 0 && (dist < bd[pos - 1] || (dist == bd[pos - 1] && c < bj[pos - 1]))) {
+      bd[pos] = bd[pos - 1];
+      bj[pos] = bj[pos - 1];
+      bf[pos] = bf[pos - 1];
+      --pos;
+    }
+    bd[pos] = dist;
+    bj[pos] = c;
+    bf[pos] = 1;
+    return true;
+  }
+};
+
+}  // namespace
+
+KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& options) {
+  MPI_Comm comm = X.comm;
+  const int64_t n = X.n_global, nl = X.n_local, d = X.cols;
+  SSDR_CHECK_COLLECTIVE(comm, k >= 1 && static_cast<int64_t>(k) < n, k_message(k, n));
+  SSDR_CHECK_COLLECTIVE(comm, options.rho > 0 && options.rho <= 1,
+                        "--nndescent-rho " + std::to_string(options.rho) + " must lie in (0, 1]");
+  SSDR_CHECK_COLLECTIVE(comm, options.delta >= 0 && options.delta < 1,
+                        "--nndescent-delta " + std::to_string(options.delta) + " must lie in [0, 1)");
+  SSDR_CHECK_COLLECTIVE(comm, options.max_iterations >= 1,
+                        "--nndescent-iterations " + std::to_string(options.max_iterations) + " must be at least 1");
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  std::vector<int64_t> starts, counts;
+  gather_layout(comm, X.row_start, nl, starts, counts);
+  std::vector<int64_t> ends(static_cast<size_t>(size));
+  for (int r = 0; r < size; ++r) ends[static_cast<size_t>(r)] = starts[static_cast<size_t>(r)] + counts[static_cast<size_t>(r)];
+  auto owner = [&](int64_t g) {
+    return static_cast<int>(std::upper_bound(ends.begin(), ends.end(), g) - ends.begin());
+  };
+  const int K = static_cast<int>(std::min<int64_t>(std::max(k, kBuildMin), n - 1));
+  const int64_t cap = std::max<int64_t>(1, static_cast<int64_t>(std::lround(options.rho * K)));
+  const int64_t r0 = X.row_start;
+
+  // Float copy of the centered rows (the build's distances) and their squared norms.
+  std::vector<double> mu(static_cast<size_t>(d), 0.0);
+  for (int64_t i = 0; i < nl; ++i)
+    for (int64_t t = 0; t < d; ++t) mu[static_cast<size_t>(t)] += X(i, t);
+  if (d > 0) MPI_Allreduce(MPI_IN_PLACE, mu.data(), static_cast<int>(d), MPI_DOUBLE, MPI_SUM, comm);
+  for (double& m : mu) m /= static_cast<double>(n);
+  std::vector<float> xf(static_cast<size_t>(nl * d));
+  std::vector<float> nrm(static_cast<size_t>(nl));
+  auto to_float = [&](const double* x, float* y) {
+    double s = 0;
+    for (int64_t t = 0; t < d; ++t) {
+      y[t] = static_cast<float>(x[t] - mu[static_cast<size_t>(t)]);
+      s += static_cast<double>(y[t]) * y[t];
+    }
+    return static_cast<float>(s);
+  };
+  for (int64_t i = 0; i < nl; ++i) nrm[static_cast<size_t>(i)] = to_float(X.row(i), xf.data() + i * d);
+
+  Lists L;
+  L.K = K;
+  L.d.assign(static_cast<size_t>(nl * K), kInfF);
+  L.j.assign(static_cast<size_t>(nl * K), kNone);
+  L.fresh.assign(static_cast<size_t>(nl * K), 0);
+
+  // Per-row candidate sets of the current round (N: new, O: old).
+  std::vector<std::vector<int64_t>> N(static_cast<size_t>(nl)), O(static_cast<size_t>(nl));
+  // Round 1's N: K random distinct rows ≠ v.
+  for (int64_t v = 0; v < nl; ++v) {
+    const int64_t gv = r0 + v;
+    Rng rng(options.seed, 0, static_cast<uint64_t>(gv), 0);
+    auto& s = N[static_cast<size_t>(v)];
+    while (static_cast<int64_t>(s.size()) < K) {
+      const int64_t c = rng.below(n);
+      if (c != gv && std::find(s.begin(), s.end(), c) == s.end()) s.push_back(c);
+    }
+    std::sort(s.begin(), s.end());
+  }
+
+  int64_t nchunks = (nl + kChunk - 1) / kChunk;
+  MPI_Allreduce(MPI_IN_PLACE, &nchunks, 1, MPI_INT64_T, MPI_MAX, comm);
+
+  std::vector<float> B, G, fetched;     // one row's candidate rows, its Gram block, a chunk's rows
+  std::vector<float> fetched_norm, fetched_thr;
+  std::vector<int64_t> fetched_ids;
+  const double t_start = MPI_Wtime();
+  int round = 0;
+  for (round = 1; round <= options.max_iterations; ++round) {
+    if (round > 1) {
+      // 1. Sampling and reverse candidates.
+      std::vector<std::vector<Reverse>> rev_out(static_cast<size_t>(size));
+      std::vector<int64_t> fresh_pos;
+      for (int64_t v = 0; v < nl; ++v) {
+        auto& nv = N[static_cast<size_t>(v)];
+        auto& ov = O[static_cast<size_t>(v)];
+        nv.clear();
+        ov.clear();
+        fresh_pos.clear();
+        for (int q = 0; q < K; ++q) {
+          const size_t e = static_cast<size_t>(v * K + q);
+          if (L.j[e] == kNone) continue;
+          if (L.fresh[e]) fresh_pos.push_back(q);
+          else ov.push_back(L.j[e]);
+        }
+        Rng rng(options.seed, static_cast<uint64_t>(round), static_cast<uint64_t>(r0 + v), 1);
+        sample_to(fresh_pos, cap, rng);
+        for (int64_t q : fresh_pos) {
+          const size_t e = static_cast<size_t>(v * K + q);
+          L.fresh[e] = 0;
+          nv.push_back(L.j[e]);
+        }
+        std::sort(nv.begin(), nv.end());
+        std::sort(ov.begin(), ov.end());
+        for (int64_t c : nv) rev_out[static_cast<size_t>(owner(c))].push_back(Reverse{c, r0 + v, 1, 0});
+        for (int64_t c : ov) rev_out[static_cast<size_t>(owner(c))].push_back(Reverse{c, r0 + v, 0, 0});
+      }
+      const std::vector<Reverse> rev = alltoallv_records(rev_out, comm);
+      std::vector<std::vector<int64_t>> rn(static_cast<size_t>(nl)), ro(static_cast<size_t>(nl));
+      std::vector<int64_t> m, o2;
+      for (const Reverse& r : rev) (r.is_new ? rn : ro)[static_cast<size_t>(r.target - r0)].push_back(r.source);
+      for (int64_t v = 0; v < nl; ++v) {
+        Rng rng(options.seed, static_cast<uint64_t>(round), static_cast<uint64_t>(r0 + v), 2);
+        auto& a = rn[static_cast<size_t>(v)];
+        auto& b = ro[static_cast<size_t>(v)];
+        sample_to(a, cap, rng);
+        sample_to(b, cap, rng);
+        auto& nv = N[static_cast<size_t>(v)];
+        auto& ov = O[static_cast<size_t>(v)];
+        m.clear();
+        std::set_union(nv.begin(), nv.end(), a.begin(), a.end(), std::back_inserter(m));
+        nv.swap(m);
+        m.clear();
+        std::set_union(ov.begin(), ov.end(), b.begin(), b.end(), std::back_inserter(m));
+        o2.clear();  // old minus new
+        std::set_difference(m.begin(), m.end(), nv.begin(), nv.end(), std::back_inserter(o2));
+        ov.swap(o2);
+      }
+    }
+
+    // 2. Local joins, chunk by chunk.
+    int64_t changed = 0, computed = 0;
+    for (int64_t ch = 0; ch < nchunks; ++ch) {
+      const int64_t v0 = std::min(nl, ch * kChunk), v1 = std::min(nl, v0 + kChunk);
+      // Remote rows this chunk needs.
+      std::vector<int64_t> need;
+      for (int64_t v = v0; v < v1; ++v) {
+        for (int64_t c : N[static_cast<size_t>(v)])
+          if (c < r0 || c >= r0 + nl) need.push_back(c);
+        for (int64_t c : O[static_cast<size_t>(v)])
+          if (c < r0 || c >= r0 + nl) need.push_back(c);
+      }
+      std::sort(need.begin(), need.end());
+      need.erase(std::unique(need.begin(), need.end()), need.end());
+      std::vector<std::vector<int64_t>> req(static_cast<size_t>(size));
+      for (int64_t c : need) req[static_cast<size_t>(owner(c))].push_back(c);
+      std::vector<int> asker;
+      const std::vector<int64_t> asked = alltoallv_records(req, comm, &asker);
+      // Replies: the row (float), in the order asked, per asking rank; then the thresholds.
+      std::vector<std::vector<float>> rows_out(static_cast<size_t>(size));
+      for (size_t q = 0; q < asked.size(); ++q) {
+        const int64_t li = asked[q] - r0;
+        auto& o = rows_out[static_cast<size_t>(asker[q])];
+        o.insert(o.end(), xf.data() + li * d, xf.data() + (li + 1) * d);
+        o.push_back(L.worst(li));
+      }
+      {
+        // Rows arrive per owner in ascending id order (the order `need` was bucketed in), so the
+        // concatenation in rank order is `need` itself (owners hold ascending ranges).
+        const std::vector<float> got = alltoallv_records(rows_out, comm);
+        fetched_ids = need;
+        fetched.resize(static_cast<size_t>(static_cast<int64_t>(need.size()) * d));
+        fetched_norm.resize(need.size());
+        fetched_thr.resize(need.size());
+        for (size_t q = 0; q < need.size(); ++q) {
+          const float* src = got.data() + static_cast<int64_t>(q) * (d + 1);
+          std::copy(src, src + d, fetched.data() + static_cast<int64_t>(q) * d);
+          double s = 0;
+          for (int64_t t = 0; t < d; ++t) s += static_cast<double>(src[t]) * src[t];
+          fetched_norm[q] = static_cast<float>(s);
+          fetched_thr[q] = src[d];
+        }
+      }
+      auto locate = [&](int64_t g, const float*& row, float& norm, float& thr) {
+        if (g >= r0 && g < r0 + nl) {
+          row = xf.data() + (g - r0) * d;
+          norm = nrm[static_cast<size_t>(g - r0)];
+          thr = L.worst(g - r0);
+        } else {
+          const size_t q = static_cast<size_t>(std::lower_bound(fetched_ids.begin(), fetched_ids.end(), g) - fetched_ids.begin());
+          row = fetched.data() + static_cast<int64_t>(q) * d;
+          norm = fetched_norm[q];
+          thr = fetched_thr[q];
+        }
+      };
+      std::vector<std::vector<Proposal>> prop(static_cast<size_t>(size));
+      std::vector<int64_t> C;
+      std::vector<float> cn, ct;
+      for (int64_t v = v0; v < v1; ++v) {
+        const auto& nv = N[static_cast<size_t>(v)];
+        const auto& ov = O[static_cast<size_t>(v)];
+        if (nv.empty()) continue;
+        C.clear();
+        if (round == 1) C.push_back(r0 + v);  // the initial entries' own distances
+        C.insert(C.end(), nv.begin(), nv.end());
+        const int64_t nn = static_cast<int64_t>(C.size());
+        C.insert(C.end(), ov.begin(), ov.end());
+        const int64_t nc = static_cast<int64_t>(C.size());
+        B.resize(static_cast<size_t>(nc * d));
+        cn.resize(static_cast<size_t>(nc));
+        ct.resize(static_cast<size_t>(nc));
+        for (int64_t q = 0; q < nc; ++q) {
+          const float* row;
+          locate(C[static_cast<size_t>(q)], row, cn[static_cast<size_t>(q)], ct[static_cast<size_t>(q)]);
+          std::copy(row, row + d, B.data() + q * d);
+        }
+        // G (nc×nn, column-major): G[b + a·nc] = x_{C_b}·x_{C_a} for the nn new candidates a.
+        G.resize(static_cast<size_t>(nc * nn));
+        if (d > 0) blas::gemm('T', 'N', nc, nn, d, 1.0f, B.data(), d, B.data(), d, 0.0f, G.data(), nc);
+        else std::fill(G.begin(), G.end(), 0.0f);
+        for (int64_t a = 0; a < nn; ++a)
+          for (int64_t b = a + 1; b < nc; ++b) {
+            const float dist = std::max(0.0f, cn[static_cast<size_t>(a)] + cn[static_cast<size_t>(b)] - 2.0f * G[static_cast<size_t>(b + a * nc)]);
+            ++computed;
+            const int64_t ga = C[static_cast<size_t>(a)], gb = C[static_cast<size_t>(b)];
+            if (ga == gb) continue;
+            if (dist < ct[static_cast<size_t>(a)] || std::isinf(ct[static_cast<size_t>(a)]))
+              prop[static_cast<size_t>(owner(ga))].push_back(Proposal{ga, gb, dist, 0});
+            if (dist < ct[static_cast<size_t>(b)] || std::isinf(ct[static_cast<size_t>(b)]))
+              prop[static_cast<size_t>(owner(gb))].push_back(Proposal{gb, ga, dist, 0});
+          }
+      }
+      const std::vector<Proposal> got = alltoallv_records(prop, comm);
+      for (const Proposal& p : got) changed += L.insert(p.target - r0, p.dist, p.candidate);
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &changed, 1, MPI_INT64_T, MPI_SUM, comm);
+    MPI_Allreduce(MPI_IN_PLACE, &computed, 1, MPI_INT64_T, MPI_SUM, comm);
+    char b[200];
+    std::snprintf(b, sizeof b, "NN-descent round %d: %lld list updates, %.3g distances, %.1f s", round,
+                  static_cast<long long>(changed), static_cast<double>(computed), MPI_Wtime() - t_start);
+    say(b);
+    if (round > 1 && static_cast<double>(changed) < options.delta * static_cast<double>(n) * K) break;
+  }
+  N.clear();
+  O.clear();
+
+  // Exact distances of the final entries (remote rows in double, fetched in chunks), re-sorted
+  // by (dist2, index), cut to k.
+  KnnLists out;
+  out.k = k;
+  out.n_global = n;
+  out.row_start = r0;
+  out.n_local = nl;
+  out.index.assign(static_cast<size_t>(nl * k), kNone);
+  out.dist2.assign(static_cast<size_t>(nl * k), std::numeric_limits<double>::infinity());
+  std::vector<std::pair<double, int64_t>> row;
+  for (int64_t ch = 0; ch < nchunks; ++ch) {
+    const int64_t v0 = std::min(nl, ch * kChunk), v1 = std::min(nl, v0 + kChunk);
+    std::vector<int64_t> need;
+    for (int64_t e = v0 * K; e < v1 * K; ++e) {
+      const int64_t c = L.j[static_cast<size_t>(e)];
+      if (c != kNone && (c < r0 || c >= r0 + nl)) need.push_back(c);
+    }
+    std::sort(need.begin(), need.end());
+    need.erase(std::unique(need.begin(), need.end()), need.end());
+    std::vector<std::vector<int64_t>> req(static_cast<size_t>(size));
+    for (int64_t c : need) req[static_cast<size_t>(owner(c))].push_back(c);
+    std::vector<int> asker;
+    const std::vector<int64_t> asked = alltoallv_records(req, comm, &asker);
+    std::vector<std::vector<double>> rows_out(static_cast<size_t>(size));
+    for (size_t q = 0; q < asked.size(); ++q) {
+      const double* x = X.row(asked[q] - r0);
+      auto& o = rows_out[static_cast<size_t>(asker[q])];
+      o.insert(o.end(), x, x + d);
+    }
+    const std::vector<double> got = alltoallv_records(rows_out, comm);
+    for (int64_t v = v0; v < v1; ++v) {
+      row.clear();
+      for (int q = 0; q < K; ++q) {
+        const int64_t c = L.j[static_cast<size_t>(v * K + q)];
+        if (c == kNone) continue;
+        const double* y;
+        if (c >= r0 && c < r0 + nl) y = X.row(c - r0);
+        else y = got.data() + (std::lower_bound(need.begin(), need.end(), c) - need.begin()) * d;
+        row.emplace_back(exact_dist2(X.row(v), y, d), c);
+      }
+      std::sort(row.begin(), row.end());
+      SSDR_CHECK(static_cast<int64_t>(row.size()) >= k, "nndescent_search: a row has fewer than k neighbours");
+      for (int q = 0; q < k; ++q) {
+        out.dist2[static_cast<size_t>(v * k + q)] = row[static_cast<size_t>(q)].first;
+        out.index[static_cast<size_t>(v * k + q)] = row[static_cast<size_t>(q)].second;
+      }
+    }
+  }
+  return out;
 }
 
 }  // namespace ssdr::graph

@@ -173,6 +173,23 @@ expect_error "job cv_grid bad value" "badcv.yaml: line 8: cv_grid of method m-ss
 sed 's/lambda: \[big\]/theta: [1]/' "$tmp/badcv.yaml" >"$tmp/badcv2.yaml"
 expect_error "job cv_grid unknown parameter" "line 8: cv_grid of method m-ssgda: unknown parameter 'theta'" experiment "$tmp/badcv2.yaml" --output "$tmp/badcv"
 
+# The approximate kNN backend: recorded, its sampled recall at the top of the report; refused
+# for a method without a kNN graph and for an unknown name.
+digits="$DATA/digits.csv"
+if run fit --method soda --data "$digits" --labeled-per-class 5 --transductive-fraction 0.5 --seed 1 -q \
+    --knn-method nndescent --knn-recall-sample 500 --report "$tmp/nd.json" >/dev/null 2>"$tmp/stderr" &&
+   python3 - "$tmp/nd.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["parameters"]["knn_method"] == "nndescent", r["parameters"]
+assert r["info"]["graph"]["knn_method"] == "nndescent", r["info"]["graph"]
+assert 0.95 <= r["knn_recall"] <= 1.0, r["knn_recall"]
+PY
+then ok "--knn-method nndescent reports knn_recall >= 0.95 on digits"
+else bad "--knn-method nndescent reports knn_recall >= 0.95 on digits"; cat "$tmp/stderr"; fi
+expect_error "knn-method for a method without a kNN graph" "--knn-method is not a parameter of lda" fit --method lda --data "$iris" --labeled-per-class 3 --knn-method nndescent
+expect_error "unknown knn-method" "--knn-method: expected exact or nndescent, got 'annoy'" fit --method soda --data "$iris" --labeled-per-class 3 --knn-method annoy
+
 run fit --help >"$tmp/help" 2>&1
 if grep -q -- "--select-by" "$tmp/help" && grep -q -- "--grid" "$tmp/help" && grep -q -- "--sigma-scale" "$tmp/help"; then
   ok "fit --help documents --select-by, --grid, --sigma-scale"
