@@ -1,19 +1,21 @@
 // kNN graph stage benchmark (Google Benchmark under MPI).
 //
-//   mpiexec -n P bench_knn [--sizes=10000,20000] [--data=DIR] [--k=8] [benchmark flags]
+//   mpiexec -n P bench_knn [--sizes=20000,70000] [--data=DIR] [--approx-sizes=280000]
+//                          [--approx-data=DIR2] [--k=8] [benchmark flags]
 //
-// DIR holds Fashion-MNIST's IDX gz files (train-images-idx3-ubyte.gz, then t10k-…); the
+// DIR holds Fashion-MNIST's IDX files (train-images-idx3-ubyte[.gz], then t10k-…); the
 // first n images (d = 784, pixels 0..255 as doubles) are block-distributed over the ranks
 // (read here with zlib so the benchmark does not depend on src/io). If DIR is missing,
-// uniform random data of the same shape is used instead.
+// uniform random data of the same shape is used instead. --approx-sizes are run with the
+// approximate backend only, reading DIR2 (e.g. jobs/make_fashion_1m.sh --variants 4).
 //
 // Reported per benchmark (rank 0, wall time = max over ranks, one iteration):
-//   Dgemm/2000x2000x784   one plain dgemm per rank: the machine's per-core BLAS rate
-//   TiledGemmOnly/n       the distance GEMMs of knn_search alone (same tile shapes, no
-//                         selection): what the ring would cost if selection were free
-//   KnnSearch/n           ssdr::graph::knn_search (ring, GEMM, selection, exact re-check)
-//   KnnGraph/n            ssdr::graph::build_knn_graph (search + symmetrize + σ + MPIAIJ)
-// GFLOP/s counts 2·n²·d flops (all n² pairs) for the kNN rows, 2·m·n·k for the dgemm;
+//   Sgemm/2000x2000x784   one plain sgemm per rank, all ranks at once: the per-core rate
+//                         that bounds the exact search (bound_s = n²d / (P · rate))
+//   KnnSearch/n           ssdr::graph::knn_search (exact: half ring, sgemm filter, exact
+//                         re-ranking); GFLOP/s counts n²·d flops (each unordered pair once)
+//   KnnNNDescent/n        ssdr::graph::nndescent_search (approximate), with recall@k
+//                         estimated by knn_recall on 1000 rows
 // GFLOPs_per_rank divides by the rank count.
 #include <benchmark/benchmark.h>
 #include <petscsys.h>
@@ -30,7 +32,9 @@
 
 #include "ssdr/core/dense.hpp"
 #include "ssdr/core/lapack.hpp"
+#include "ssdr/core/progress.hpp"
 #include "ssdr/graph/knn.hpp"
+#include "ssdr/graph/nndescent.hpp"
 
 namespace {
 
@@ -46,7 +50,8 @@ uint32_t be32(const unsigned char* b) {
 /// to X's local block. Returns the file's row count, or -1 when unreadable.
 int64_t read_idx_rows(const std::string& path, int64_t base, int64_t from, int64_t to,
                       std::vector<double>& out, int64_t& d) {
-  gzFile f = gzopen(path.c_str(), "rb");
+  gzFile f = gzopen((path + ".gz").c_str(), "rb");  // zlib reads plain files too
+  if (!f) f = gzopen(path.c_str(), "rb");
   if (!f) return -1;
   unsigned char h[16];
   if (gzread(f, h, 16) != 16 || be32(h) != 0x00000803) {
@@ -67,24 +72,25 @@ int64_t read_idx_rows(const std::string& path, int64_t base, int64_t from, int64
 }
 
 /// The first n samples, block-distributed.
-ssdr::DistMatrix load(int64_t n) {
+std::string g_approx_data;
+
+ssdr::DistMatrix load(int64_t n, const std::string& dir) {
   static std::vector<std::pair<int64_t, ssdr::DistMatrix>> cache;
   for (auto& c : cache)
     if (c.first == n) return c.second;
   ssdr::Layout l = ssdr::block_layout(n, MPI_COMM_WORLD);
   std::vector<double> v;
   int64_t d = 784;
-  int64_t c1 = read_idx_rows(g_data + "/train-images-idx3-ubyte.gz", 0, l.start,
-                             l.start + l.n_local, v, d);
+  int64_t c1 = read_idx_rows(dir + "/train-images-idx3-ubyte", 0, l.start, l.start + l.n_local, v, d);
   if (c1 > 0 && l.start + l.n_local > c1)
-    read_idx_rows(g_data + "/t10k-images-idx3-ubyte.gz", c1, l.start, l.start + l.n_local, v, d);
+    read_idx_rows(dir + "/t10k-images-idx3-ubyte", c1, l.start, l.start + l.n_local, v, d);
   int ok = static_cast<int64_t>(v.size()) == l.n_local * d, all_ok = 0;
   MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   ssdr::DistMatrix X = ssdr::make_dist(MPI_COMM_WORLD, n, d);
   if (all_ok) {
     X.v = std::move(v);
   } else {
-    if (g_rank == 0) std::fprintf(stderr, "bench_knn: %s unreadable, using random data\n", g_data.c_str());
+    if (g_rank == 0) std::fprintf(stderr, "bench_knn: %s unreadable, using random data\n", dir.c_str());
     std::mt19937_64 gen(1234 + g_rank);
     std::uniform_real_distribution<double> u(0, 255);
     for (double& x : X.v) x = u(gen);
@@ -125,58 +131,47 @@ void set_flops(benchmark::State& state, double flops, double seconds) {
   state.counters["ranks"] = g_size;
 }
 
-void BM_Dgemm(benchmark::State& state) {
-  const int64_t m = 2000, n = 2000, k = 784;
-  std::vector<double> A(m * k, 1.0), B(k * n, 0.5), C(m * n);
-  for (auto _ : state) {
-    const double t = timed([&] {
-      ssdr::blas::gemm('T', 'N', m, n, k, 1.0, A.data(), k, B.data(), k, 0.0, C.data(), m);
-    });
-    set_flops(state, 2.0 * m * n * k * g_size, t);
-  }
-}
+double g_sgemm_rate = 0;  ///< flop/s per rank, measured by BM_Sgemm (run first)
 
-void BM_TiledGemmOnly(benchmark::State& state) {
-  const int64_t n = state.range(0);
-  ssdr::DistMatrix X = load(n);
-  const int64_t d = X.cols, nl = X.n_local, ti = 256, tj = 512;
-  std::vector<double> G(ti * tj);
+void BM_Sgemm(benchmark::State& state) {
+  const int64_t m = 2000, n = 2000, k = 784;
+  std::vector<float> A(m * k, 1.0f), B(k * n, 0.5f), C(m * n);
+  ssdr::blas::gemm('T', 'N', m, n, k, 1.0f, A.data(), k, B.data(), k, 0.0f, C.data(), m);  // warm-up
   for (auto _ : state) {
     const double t = timed([&] {
-      // nl × n pairs: the own block against itself, once per ring step (as many flops).
-      for (int step = 0; step < g_size; ++step)
-        for (int64_t i0 = 0; i0 < nl; i0 += ti)
-          for (int64_t j0 = 0; j0 < n / g_size; j0 += tj) {
-            const int64_t a = std::min(ti, nl - i0), b = std::min(tj, std::min(nl, n / g_size) - j0);
-            if (b <= 0) continue;
-            ssdr::blas::gemm('T', 'N', b, a, d, 1.0, X.v.data() + j0 * d, d,
-                             X.v.data() + i0 * d, d, 0.0, G.data(), b);
-          }
+      for (int r = 0; r < 3; ++r)
+        ssdr::blas::gemm('T', 'N', m, n, k, 1.0f, A.data(), k, B.data(), k, 0.0f, C.data(), m);
     });
-    set_flops(state, 2.0 * n * n * d, t);
+    g_sgemm_rate = 3 * 2.0 * m * n * k / t;
+    set_flops(state, 3 * 2.0 * m * n * k * g_size, t);
   }
 }
 
 void BM_KnnSearch(benchmark::State& state) {
   const int64_t n = state.range(0);
-  ssdr::DistMatrix X = load(n);
+  ssdr::DistMatrix X = load(n, g_data);
   for (auto _ : state) {
     const double t = timed([&] { benchmark::DoNotOptimize(ssdr::graph::knn_search(X, g_k)); });
-    set_flops(state, 2.0 * n * n * X.cols, t);
+    const double flops = static_cast<double>(n) * n * X.cols;  // each unordered pair once: 2d flops
+    set_flops(state, flops, t);
+    if (g_sgemm_rate > 0) {
+      state.counters["bound_s"] = flops / (g_size * g_sgemm_rate);
+      state.counters["over_bound"] = t / (flops / (g_size * g_sgemm_rate));
+    }
+    state.counters["recall"] = 1.0;
   }
 }
 
-void BM_KnnGraph(benchmark::State& state) {
+void BM_KnnNNDescent(benchmark::State& state) {
   const int64_t n = state.range(0);
-  ssdr::DistMatrix X = load(n);
+  ssdr::DistMatrix X = load(n, state.range(1) ? g_approx_data : g_data);
   for (auto _ : state) {
-    ssdr::graph::Graph g;
-    ssdr::graph::GraphOptions opt;
-    opt.k = g_k;
-    const double t = timed([&] { g = ssdr::graph::build_knn_graph(X, opt); });
-    set_flops(state, 2.0 * n * n * X.cols, t);
-    state.counters["edges"] = static_cast<double>(g.edges);
-    state.counters["sigma"] = g.sigma;
+    ssdr::graph::KnnLists L;
+    const double t = timed([&] { L = ssdr::graph::nndescent_search(X, g_k, ssdr::graph::NNDescentOptions{}); });
+    state.SetIterationTime(t);
+    state.counters["ranks"] = g_size;
+    state.counters["recall"] = ssdr::graph::knn_recall(X, L, 1000, 1);
+    state.counters["us_per_sample"] = t / static_cast<double>(n) * 1e6;
   }
 }
 
@@ -194,14 +189,22 @@ int main(int argc, char** argv) {
   if (PetscInitialize(&argc, &argv, nullptr, nullptr) != 0) return 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
-  std::vector<int64_t> sizes = {10000, 20000};
+  std::vector<int64_t> sizes = {20000, 70000}, approx_sizes;
+  auto parse_sizes = [](const std::string& list) {
+    std::vector<int64_t> v;
+    std::stringstream ss(list);
+    std::string tok;
+    while (std::getline(ss, tok, ',')) v.push_back(std::stoll(tok));
+    return v;
+  };
   for (int a = 1; a < argc; ++a) {
     std::string s = argv[a];
     if (s.rfind("--sizes=", 0) == 0) {
-      sizes.clear();
-      std::stringstream ss(s.substr(8));
-      std::string tok;
-      while (std::getline(ss, tok, ',')) sizes.push_back(std::stoll(tok));
+      sizes = parse_sizes(s.substr(8));
+    } else if (s.rfind("--approx-sizes=", 0) == 0) {
+      approx_sizes = parse_sizes(s.substr(15));
+    } else if (s.rfind("--approx-data=", 0) == 0) {
+      g_approx_data = s.substr(14);
     } else if (s.rfind("--data=", 0) == 0) {
       g_data = s.substr(7);
     } else if (s.rfind("--k=", 0) == 0) {
@@ -211,12 +214,14 @@ int main(int argc, char** argv) {
   auto common = [](benchmark::internal::Benchmark* b) {
     b->Iterations(1)->UseManualTime()->Unit(benchmark::kSecond);
   };
-  common(benchmark::RegisterBenchmark("Dgemm/2000x2000x784", BM_Dgemm));
+  ssdr::set_quiet(true);
+  common(benchmark::RegisterBenchmark("Sgemm/2000x2000x784", BM_Sgemm));
   for (int64_t n : sizes) {
-    common(benchmark::RegisterBenchmark("TiledGemmOnly", BM_TiledGemmOnly)->Arg(n));
     common(benchmark::RegisterBenchmark("KnnSearch", BM_KnnSearch)->Arg(n));
-    common(benchmark::RegisterBenchmark("KnnGraph", BM_KnnGraph)->Arg(n));
+    common(benchmark::RegisterBenchmark("KnnNNDescent", BM_KnnNNDescent)->Args({n, 0}));
   }
+  for (int64_t n : approx_sizes)
+    common(benchmark::RegisterBenchmark("KnnNNDescent", BM_KnnNNDescent)->Args({n, 1}));
   if (g_rank == 0) {
     benchmark::RunSpecifiedBenchmarks();
   } else {

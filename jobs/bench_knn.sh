@@ -1,25 +1,24 @@
 #!/usr/bin/env bash
-# kNN graph stage benchmark: builds benchmarks/bench_knn (Google Benchmark) and runs it on
-# Fashion-MNIST (d = 784) for the given sizes and rank counts.
+# kNN graph benchmark: one table with ssdr's exact search and NN-descent on 1 and 2 ranks, the
+# exact search's bound n²d / (P · sgemm rate) (sgemm measured in the same run), and FAISS
+# IndexFlatL2, hnswlib and PyNNDescent with 2 threads on the same rows (jobs/bench_knn.py).
 #
-#   jobs/bench_knn.sh                       # n = 10000,20000 on 1 and 2 ranks
-#   SIZES=10000,20000,70000 RANKS="1 2" jobs/bench_knn.sh
-#   DATA=/path/to/fashion-mnist BUILD=/tmp/b jobs/bench_knn.sh
-#
-# Rows (rank 0 prints; time = max wall time over ranks, one iteration each):
-#   Dgemm/2000x2000x784  plain dgemm per rank: the machine's BLAS reference rate
-#   TiledGemmOnly/n      the distance GEMMs alone (same tiles), no selection
-#   KnnSearch/n          ssdr::graph::knn_search (ring + GEMM + selection + exact re-check)
-#   KnnGraph/n           ssdr::graph::build_knn_graph (search + symmetrize + sigma + MPIAIJ)
-# GFLOPs counts 2*n^2*d flops; GFLOPs_per_cpu_s divides by the CPU seconds of all ranks
-# (the per-core rate, robust against other load on a shared machine).
+#   jobs/bench_knn.sh                                   # n = 20000,70000
+#   SIZES=20000 RANKS="1 2" jobs/bench_knn.sh
+#   APPROX_SIZES=280000 APPROX_DATA=~/ssdr-data/fashion-280k jobs/bench_knn.sh
+#       (approximate methods only; make the data with jobs/make_fashion_1m.sh DIR --variants 4)
+# Timings belong here, not in the tests. Run on an otherwise idle machine.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${BUILD:-$ROOT/build-bench}"
-SIZES="${SIZES:-10000,20000}"
+SIZES="${SIZES:-20000,70000}"
 RANKS="${RANKS:-1 2}"
 DATA="${DATA:-/usr/share/datasets/fashion-mnist}"
+APPROX_SIZES="${APPROX_SIZES:-}"
+APPROX_DATA="${APPROX_DATA:-}"
 K="${K:-8}"
+THREADS="${THREADS:-2}"
+PY=/usr/bin/python3; [ -x "$PY" ] || PY=python3
 
 mkdir -p "$BUILD"
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DSSDR_BUILD_BENCHMARKS=ON \
@@ -28,8 +27,45 @@ make -C "$BUILD" -j"$(nproc)" bench_knn > "$BUILD/bench_knn.make.log" 2>&1 || { 
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
 export OMPI_MCA_rmaps_base_oversubscribe=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+out="$(mktemp -d)"
+trap 'rm -rf "$out"' EXIT
+approx=()
+[ -n "$APPROX_SIZES" ] && [ -n "$APPROX_DATA" ] && approx=(--approx-sizes="$APPROX_SIZES" --approx-data="$APPROX_DATA")
 for np in $RANKS; do
-  echo "=== $np rank(s), n = $SIZES, k = $K, data = $DATA"
-  mpiexec -n "$np" "$BUILD/benchmarks/bench_knn" --sizes="$SIZES" --k="$K" --data="$DATA" \
-    --benchmark_color=false "$@"
+  echo "ssdr on $np rank(s) ..." >&2
+  mpiexec -n "$np" "$BUILD/benchmarks/bench_knn" --sizes="$SIZES" --k="$K" --data="$DATA" "${approx[@]}" \
+    --benchmark_format=json --benchmark_out="$out/ssdr_np$np.json" >/dev/null
 done
+echo "FAISS, hnswlib, PyNNDescent with $THREADS threads ..." >&2
+large=()
+[ -n "$APPROX_SIZES" ] && [ -n "$APPROX_DATA" ] && large=(--large-sizes "$APPROX_SIZES" --data-large "$APPROX_DATA")
+OMP_NUM_THREADS="$THREADS" OPENBLAS_NUM_THREADS="$THREADS" "$PY" "$ROOT/jobs/bench_knn.py" --sizes "$SIZES" \
+  --data "$DATA" --k "$K" --threads "$THREADS" "${large[@]}" > "$out/python.jsonl"
+
+"$PY" - "$out" "$K" <<'PY'
+import glob, json, os, sys
+out, k = sys.argv[1], sys.argv[2]
+rows, rate = [], {}
+for f in sorted(glob.glob(os.path.join(out, "ssdr_np*.json"))):
+    for b in json.load(open(f))["benchmarks"]:
+        name, P = b["name"], int(b["ranks"])
+        if name.startswith("Sgemm"):
+            rate[P] = b["GFLOPs_per_rank"]
+            continue
+        n = int(name.split("/")[1])
+        t = b["real_time"]
+        if name.startswith("KnnSearch"):
+            rows.append((n, "ssdr exact", f"{P} rank(s)", t, 1.0,
+                         f"{b['GFLOPs']:.0f} GFLOP/s ({b['GFLOPs_per_rank']:.0f}/rank; sgemm {rate.get(P, 0):.0f}/core)"))
+            rows.append((n, "bound n²d/(P·sgemm)", f"{P} rank(s)", b["bound_s"], 1.0, f"measured/bound = {b['over_bound']:.2f}"))
+        else:
+            rows.append((n, "ssdr NN-descent", f"{P} rank(s)", t, b["recall"], f"{b['us_per_sample']:.0f} µs/sample"))
+for line in open(os.path.join(out, "python.jsonl")):
+    r = json.loads(line)
+    rows.append((r["n"], r["method"], f"{r['threads']} threads", r["seconds"], r["recall"], ""))
+rows.sort(key=lambda r: (r[0], r[1], r[2]))
+print(f"| n | method | ranks/threads | seconds | recall@{k} | note |")
+print("|---|---|---|---|---|---|")
+for n, m, p, t, rec, note in rows:
+    print(f"| {n} | {m} | {p} | {t:.1f} | {rec:.4f} | {note} |")
+PY
