@@ -41,6 +41,7 @@ namespace {
 int g_rank = 0, g_size = 1;
 std::string g_data = "/usr/share/datasets/fashion-mnist";
 int g_k = 8;
+ssdr::graph::NNDescentOptions g_nnd;  ///< --rho=, --delta= override the defaults
 
 uint32_t be32(const unsigned char* b) {
   return (uint32_t(b[0]) << 24) | (uint32_t(b[1]) << 16) | (uint32_t(b[2]) << 8) | b[3];
@@ -167,7 +168,7 @@ void BM_KnnNNDescent(benchmark::State& state) {
   ssdr::DistMatrix X = load(n, state.range(1) ? g_approx_data : g_data);
   for (auto _ : state) {
     ssdr::graph::KnnLists L;
-    const double t = timed([&] { L = ssdr::graph::nndescent_search(X, g_k, ssdr::graph::NNDescentOptions{}); });
+    const double t = timed([&] { L = ssdr::graph::nndescent_search(X, g_k, g_nnd); });
     state.SetIterationTime(t);
     state.counters["ranks"] = g_size;
     state.counters["recall"] = ssdr::graph::knn_recall(X, L, 1000, 1);
@@ -207,6 +208,10 @@ int main(int argc, char** argv) {
       g_approx_data = s.substr(14);
     } else if (s.rfind("--data=", 0) == 0) {
       g_data = s.substr(7);
+    } else if (s.rfind("--rho=", 0) == 0) {
+      g_nnd.rho = std::stod(s.substr(6));
+    } else if (s.rfind("--delta=", 0) == 0) {
+      g_nnd.delta = std::stod(s.substr(8));
     } else if (s.rfind("--k=", 0) == 0) {
       g_k = std::stoi(s.substr(4));
     }
