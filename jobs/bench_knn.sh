@@ -39,7 +39,13 @@ done
 echo "FAISS, hnswlib, PyNNDescent with $THREADS threads ..." >&2
 large=()
 [ -n "$APPROX_SIZES" ] && [ -n "$APPROX_DATA" ] && large=(--large-sizes "$APPROX_SIZES" --data-large "$APPROX_DATA")
-OMP_NUM_THREADS="$THREADS" OPENBLAS_NUM_THREADS="$THREADS" "$PY" "$ROOT/jobs/bench_knn.py" --sizes "$SIZES" \
+# FAISS's GEMMs go through libblas.so.3, which the set-up points at the serial OpenBLAS (right
+# for MPI ranks): give the Python process the threaded OpenBLAS so the references really use
+# THREADS threads.
+arch="$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)"
+threaded="/usr/lib/$arch/openblas-pthread"
+[ -d "$threaded" ] && export_ld=("LD_LIBRARY_PATH=$threaded${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}") || export_ld=()
+env "${export_ld[@]}" OMP_NUM_THREADS="$THREADS" OPENBLAS_NUM_THREADS="$THREADS" "$PY" "$ROOT/jobs/bench_knn.py" --sizes "$SIZES" \
   --data "$DATA" --k "$K" --threads "$THREADS" "${large[@]}" > "$out/python.jsonl"
 
 "$PY" - "$out" "$K" <<'PY'

@@ -45,7 +45,7 @@ namespace ssdr::graph {
 namespace {
 
 constexpr int kBuildMin = 12;      ///< list length during the build (K = max(k, 12): recall 0.98 at k = 8 on Fashion-MNIST; 10 gave 0.97 and more rounds)
-constexpr int64_t kChunk = 1024;   ///< rows per local-join chunk (bounds the fetched rows)
+constexpr int64_t kChunk = 4096;   ///< rows per local-join chunk (bounds the fetched rows; 1024 saved 7 % of peak memory at 1M rows but cost 20 % of the time at 70k)
 constexpr float kInfF = std::numeric_limits<float>::infinity();
 constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
 
