@@ -32,10 +32,13 @@
 #include "ssdr/core/ordered_sum.hpp"
 #include "ssdr/core/progress.hpp"
 #include "ssdr/graph/nndescent.hpp"
+#include "knn_internal.hpp"
 
 namespace ssdr::graph {
 
 namespace {
+
+using detail::k_message;
 
 void squared_norms(const double* rows, int64_t n, int64_t d, double* out) {
   for (int64_t i = 0; i < n; ++i) {
@@ -44,12 +47,6 @@ void squared_norms(const double* rows, int64_t n, int64_t d, double* out) {
     for (int64_t t = 0; t < d; ++t) s += r[t] * r[t];
     out[i] = s;
   }
-}
-
-std::string k_message(int k, int64_t n) {
-  if (k < 1) return "--knn " + std::to_string(k) + " must be at least 1";
-  return "--knn " + std::to_string(k) + " must be smaller than the number of graph samples (" +
-         std::to_string(n) + ")";
 }
 
 }  // namespace

@@ -65,16 +65,6 @@ namespace {
 /// it; the GEMM's inner dimension is d, large enough for the BLAS to run near its peak.
 constexpr int64_t kTile = 256;
 
-/// Exact squared distance, summed in index order (the bit pattern both endpoints agree on).
-inline double exact_dist2(const double* x, const double* y, int64_t d) {
-  double s = 0;
-  for (int64_t t = 0; t < d; ++t) {
-    const double diff = x[t] - y[t];
-    s += diff * diff;
-  }
-  return s;
-}
-
 /// (d2, j) comes before (bd, bj) in the lists' total order.
 inline bool before(double d2, int64_t j, double bd, int64_t bj) {
   return d2 < bd || (d2 == bd && j < bj);
@@ -309,12 +299,6 @@ void merge_lists(int k, const double* ad, const int64_t* ai, const double* bd, c
     oi[m] = iv;
     ++m;
   }
-}
-
-std::string k_message(int k, int64_t n) {
-  if (k < 1) return "--knn " + std::to_string(k) + " must be at least 1";
-  return "--knn " + std::to_string(k) + " must be smaller than the number of graph samples (" +
-         std::to_string(n) + ")";
 }
 
 constexpr double kInf = std::numeric_limits<double>::infinity();

@@ -28,6 +28,8 @@
 // proposals of one chunk.
 #include "ssdr/graph/nndescent.hpp"
 
+#include "knn_internal.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -43,6 +45,9 @@
 namespace ssdr::graph {
 
 namespace {
+
+using detail::exact_dist2;
+using detail::k_message;
 
 constexpr int kBuildMin = 12;      ///< list length during the build (K = max(k, 12): recall 0.98 at k = 8 on Fashion-MNIST; 10 gave 0.97 and more rounds)
 constexpr int64_t kChunk = 4096;   ///< rows per local-join chunk (bounds the fetched rows; 1024 saved 7 % of peak memory at 1M rows but cost 20 % of the time at 70k)
@@ -73,15 +78,6 @@ void sample_to(std::vector<int64_t>& v, int64_t cap, Rng& rng) {
     v.resize(static_cast<size_t>(cap));
   }
   std::sort(v.begin(), v.end());
-}
-
-inline double exact_dist2(const double* x, const double* y, int64_t d) {
-  double s = 0;
-  for (int64_t t = 0; t < d; ++t) {
-    const double diff = x[t] - y[t];
-    s += diff * diff;
-  }
-  return s;
 }
 
 /// MPI_Alltoallv of trivially copyable records, bucketed by destination rank.
@@ -121,12 +117,6 @@ struct Proposal {
   float dist;
   int32_t pad;
 };
-
-std::string k_message(int k, int64_t n) {
-  if (k < 1) return "--knn " + std::to_string(k) + " must be at least 1";
-  return "--knn " + std::to_string(k) + " must be smaller than the number of graph samples (" +
-         std::to_string(n) + ")";
-}
 
 /// The lists of the local rows during the build.
 struct Lists {
