@@ -22,10 +22,11 @@ struct NNDescentOptions {
 /// of knn_search: row i's k neighbours (self excluded) sorted by (dist2, global index), dist2
 /// the exact squared distance Σ_t (x_t − y_t)² summed in index order (so both endpoints of an
 /// edge see the same bits, as knn_search gives). Each rank owns its rows' lists; candidate
-/// pairs travel with MPI_Alltoallv, the remote rows a round needs are fetched once per round,
-/// the local joins are computed blockwise through GEMM. Deterministic for a given seed and
-/// rank count. Collective over X.comm. Memory per rank: its block, the remote rows of one
-/// round (at most its rows' candidate sets), O(n_local·k) lists.
+/// pairs travel with MPI_Alltoallv; the local joins run in chunks of 4096 local rows, the
+/// remote rows a chunk needs fetched once (as floats), the distances through GEMM.
+/// Deterministic for a given seed and rank count. Collective over X.comm. Memory per rank:
+/// its block (double and a float copy), the remote rows of one chunk (at most 4096·4ρK,
+/// never more than the other ranks' rows), O(n_local·K) lists with K = max(k, 12).
 /// \throws ssdr::Error (collectively) when k < 1, k ≥ n, or an option is out of range.
 KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& options);
 
