@@ -18,6 +18,7 @@
 #include "ssdr/core/version.hpp"
 #include "ssdr/driver/commands.hpp"
 #include "ssdr/kernels/feature_map.hpp"
+#include "ssdr/methods/parameters.hpp"
 #include "ssdr/driver/experiment.hpp"
 
 namespace po = boost::program_options;
@@ -57,17 +58,25 @@ std::string methods_help() {
   return s.str();
 }
 
-/// Kernel options as parsed (the method's default kernel fills what the user left out).
-struct KernelArgs {
-  std::string kernel = "default";
-  kernels::KernelOptions o;
-};
+/// One help line of a parameter: symbol, doc, what it accepts and its fixed default.
+std::string parameter_help(const methods::ParameterSpec& p) {
+  std::string h = (p.symbol.empty() || p.symbol == p.name ? "" : p.symbol + ": ") + p.doc;
+  if (p.kind == methods::ParameterKind::flag) return h;
+  methods::MethodOptions mo;
+  data::PreprocessOptions pre;
+  kernels::KernelOptions ko;
+  const nlohmann::json d = p.get(methods::ConstParameterTarget{mo, pre, ko});
+  h += " [" + p.expected();
+  // Preprocessing and kernel defaults are the method's (their docs say so).
+  if (p.scope != methods::ParameterScope::every && p.scope != methods::ParameterScope::kernel && d != "default")
+    h += "; default " + (d.is_string() ? d.get<std::string>() : d.dump());
+  return h + "]";
+}
 
-/// The options of `fit` (evaluate = false) or `evaluate`, bound to c and to the strings that
-/// parse_fit converts and validates afterwards (format, scaling, weight, normalize, kernel).
-/// Not collective.
-po::options_description fit_options(driver::FitCommand& c, std::string& format, std::string& scaling,
-                                    std::string& weight, std::string& knn_method, std::string& normalize, KernelArgs& k,
+/// The options of `fit` (evaluate = false) or `evaluate`: the run's options bound to c, and
+/// one option per entry of methods::parameter_table() (read back by parse_fit, which checks
+/// each through methods::set_parameter). Not collective.
+po::options_description fit_options(driver::FitCommand& c, std::string& format, double& max_kernel_memory,
                                     std::vector<std::string>& grid, bool evaluate) {
   po::options_description d(evaluate ? "ssdr evaluate options" : "ssdr fit options");
   auto& mo = c.config.method_options;
@@ -81,38 +90,19 @@ po::options_description fit_options(driver::FitCommand& c, std::string& format, 
     ("labeled-per-class", po::value(&c.split.labeled_per_class), "p labeled samples per class (random split)")
     ("unlabeled-per-class", po::value(&c.split.unlabeled_per_class), "q unlabeled samples per class; rest unseen")
     ("transductive-fraction", po::value(&c.split.transductive_fraction), "fraction F of each class in the transductive set; rest unseen")
-    ("seed", po::value(&c.split.seed)->default_value(0), "random seed of the split")
-    ("dim", po::value(&mo.dim)->default_value(0), "projected dimension m (0: c-1)")
-    ("knn", po::value(&mo.graph.k)->default_value(8), "neighbors k of the graph (default: the method's paper graph: 8 soda/lp, 5 tca/otca/soge/sda)")
-    ("knn-method", po::value(&knn_method)->default_value("exact"),
-     "kNN backend of the graph: exact (every pair, single-precision GEMM filter, exact re-ranking) | nndescent "
-     "(approximate, distributed NN-descent seeded by --seed; recall estimated in the report's knn_recall)")
-    ("knn-recall-sample", po::value(&mo.graph.knn_recall_sample)->default_value(1000),
-     "rows whose exact lists estimate the approximate graph's recall@k (0: skip)")
-    ("weight", po::value(&weight)->default_value("heat"), "graph weights: heat | cosine | binary | adaptive (default: the method's: adaptive for soge, binary for sda, heat otherwise)")
-    ("sigma-s", po::value(&mo.graph.sigma_s)->default_value(0), "heat width by soda-nie2009 eq. (42), sigma = sqrt(-dbar/ln s) (default: the method's rule: eq. (42) with s = 1e-3/k for soda/lp, sigma^2 = dbar for tca/otca)")
-    ("alpha-u", po::value(&mo.propagation.alpha_unlabeled)->default_value(0.99), "propagation alpha on unlabeled samples")
-    ("mu-scale", po::value(&mo.mu_scale)->default_value(0.1), "SODA/ODA: mu = R * largest diagonal of Sw")
-    ("alpha", po::value(&mo.alpha), "alpha of TCA/OTCA/SOGE/SDA; SL-LDA: relative to tr(St)/d (1e-3) (default: the paper value)")
-    ("lambda", po::value(&mo.lambda), "M-SSGDA: lambda of the manifold term, ssgda-zhang-yeung eq. (15) (default c/(n * mean degree))")
-    ("beta", po::value(&mo.beta), "beta of TCA/OTCA/SDA (default: the paper's)")
-    ("gamma", po::value(&mo.gamma), "gamma of OTCA (default: the paper's)")
-    ("mu", po::value(&mo.mu), "SOGE: mu on the labeled samples (default 100)")
-    ("recursions", po::value(&mo.recursions)->default_value(1), "SOGE: recursive projections K (W is d x Kc)")
-    ("eigenvalue-scaling", "SL-LDA: scale the columns of V by Lambda^(1/2) (implies --normalize metric)")
-    ("normalize", po::value(&normalize)->default_value("unit"),
-     "length of the projection columns: unit | metric (w'(St + eps I)w = 1 for LDA/GDA/SDA/SL-LDA/SSGDA's GDA); "
-     "TCA keeps its constraint's scale (metric) unless given")
-    ("scaling", po::value(&scaling)->default_value("none"), "none | minmax | standardize | global")
-    ("pca-energy", po::value(&c.config.preprocess.pca_energy)->default_value(-1), "PCA variance fraction in (0,1] (default: drop only the null space)")
-    ("no-pca", "center only, no PCA")
-    ("kernel", po::value(&k.kernel)->default_value("default"), "none | linear | poly | rbf (default: the method's, e.g. ksoda poly, gda rbf)")
-    ("degree", po::value(&k.o.degree)->default_value(3), "polynomial kernel (x'y + 1)^p degree p")
-    ("sigma2", po::value(&k.o.sigma2)->default_value(0), "RBF exp(-|x-y|^2/sigma2) (0: mean pairwise squared distance)")
-    ("sigma-scale", po::value(&k.o.sigma_scale)->default_value(0), "RBF: sigma = S * mean pairwise distance, overrides --sigma2 (0: unused)")
-    ("landmarks", po::value(&k.o.landmarks)->default_value(0), "Nystrom landmarks r (0: exact n x n kernel map)")
-    ("landmark-seeding", po::value(&k.o.landmark_seeding)->default_value("uniform"), "uniform | kmeans++ (seeded by --seed)")
-    ("max-kernel-memory", po::value(&k.o.max_memory_mib)->default_value(0), "exact kernel map: MiB per rank allowed (0: 50% of MemAvailable / ranks per node)")
+    ("seed", po::value(&c.split.seed)->default_value(0), "random seed of the split (and of NN-descent and the landmarks)")
+    ("dim", po::value(&mo.dim)->default_value(0), "projected dimension m (0: c-1)");
+  po::options_description params("method parameters (job-file keys: the option without '--', '-' -> '_')");
+  for (const auto& p : methods::parameter_table()) {
+    const std::string name = p.cli_option().substr(2), help = parameter_help(p);
+    if (p.kind == methods::ParameterKind::flag)
+      params.add_options()(name.c_str(), help.c_str());
+    else
+      params.add_options()(name.c_str(), po::value<std::string>(), help.c_str());
+  }
+  d.add(params);
+  d.add_options()
+    ("max-kernel-memory", po::value(&max_kernel_memory)->default_value(0), "exact kernel map: MiB per rank allowed (0: 50% of MemAvailable / ranks per node)")
     ("select-by", po::value(&c.select_by)->default_value("none"),
      "none | cv: choose the --grid candidates (default: the method's paper grid) by k-fold cross-validation on the labeled samples of each split; the choice is in the report's info.selection")
     ("cv-folds", po::value(&c.cv_folds)->default_value(5), "folds k of --select-by cv (at most the number of labeled samples)")
@@ -129,6 +119,18 @@ po::options_description fit_options(driver::FitCommand& c, std::string& format, 
       ("embedding", po::value(&c.embedding), "embedding of every sample, .csv or .npy");
   // clang-format on
   return d;
+}
+
+/// A parameter option's text as JSON for methods::set_parameter: a number when the whole
+/// text parses as one (a whole number as an integer), else the text (a name, or a value that
+/// set_parameter then refuses naming the option). Local.
+nlohmann::json option_value(const methods::ParameterSpec& p, const std::string& text) {
+  if (p.kind == methods::ParameterKind::choice) return text;
+  char* end = nullptr;
+  const double x = std::strtod(text.c_str(), &end);
+  if (text.empty() || end == nullptr || *end != '\0') return text;
+  if (std::isfinite(x) && x == std::floor(x) && std::abs(x) < 9e15) return static_cast<int64_t>(x);
+  return x;
 }
 
 /// Warns (rank 0, stderr, one line per option) about PETSc options nobody queried: a
@@ -160,10 +162,10 @@ void reject_positional(const po::parsed_options& parsed) {
 /// replicated (collective).
 driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate, bool& help) {
   driver::FitCommand c;
-  std::string format, scaling, weight, knn_method, normalize;
-  KernelArgs kernel;
+  std::string format;
+  double max_kernel_memory = 0;
   std::vector<std::string> grid;
-  auto desc = fit_options(c, format, scaling, weight, knn_method, normalize, kernel, grid, evaluate);
+  auto desc = fit_options(c, format, max_kernel_memory, grid, evaluate);
   po::variables_map vm;
   const po::parsed_options parsed = po::command_line_parser(args).options(desc).run();
   reject_positional(parsed);
@@ -178,42 +180,31 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
   po::notify(vm);
   set_quiet(vm.count("quiet") > 0);
   c.format = io::parse_format(format);
-  // The method's paper preprocessing unless the user chose one.
   const auto& info = methods::find_method(c.config.method);
   if (!info.projects)  // lp: a transductive classifier, nothing to save or embed
     for (const char* option : {"model", "embedding"})
       SSDR_REQUIRE(!vm.count(option), std::string("--") + option + ": method " + info.name +
                                           " learns no projection, so it has no " + option + " to write");
-  if (vm["scaling"].defaulted()) scaling = data::to_string(info.preprocess.scaling);
-  if (vm["pca-energy"].defaulted())
-    c.config.preprocess.pca_energy = info.preprocess.pca_energy;
-  else
-    SSDR_REQUIRE(c.config.preprocess.pca_energy > 0 && c.config.preprocess.pca_energy <= 1,
-                 "--pca-energy must be in (0, 1], got " + std::to_string(c.config.preprocess.pca_energy));
-  SSDR_REQUIRE(c.config.method_options.recursions >= 1,
-               "--recursions must be at least 1, got " + std::to_string(c.config.method_options.recursions));
-  c.config.preprocess.scaling = data::parse_scaling(scaling);
-  c.config.preprocess.pca = vm.count("no-pca") == 0 && info.preprocess.pca;
-  c.config.method_options.eigenvalue_scaling = vm.count("eigenvalue-scaling") > 0;
-  c.config.method_options.normalization = methods::parse_normalization(normalize);
-  c.config.method_options.normalization_given = !vm["normalize"].defaulted();
-  c.config.method_options.knn_given = !vm["knn"].defaulted();
-  c.config.method_options.weight_given = !vm["weight"].defaulted();
-  // The method's paper kernel unless the user chose one with --kernel.
-  kernel.o.type = vm["kernel"].defaulted() ? info.kernel.type : kernels::parse_kernel(kernel.kernel);
-  if (vm["degree"].defaulted()) kernel.o.degree = info.kernel.degree;
-  if (vm["sigma2"].defaulted()) kernel.o.sigma2 = info.kernel.sigma2;
-  kernel.o.seed = c.split.seed;
-  SSDR_REQUIRE(kernel.o.degree > 0, "--degree must be positive");
-  SSDR_REQUIRE(kernel.o.sigma2 >= 0, "--sigma2 must be >= 0 (0: mean pairwise squared distance)");
-  SSDR_REQUIRE(kernel.o.landmarks >= 0, "--landmarks must be >= 0 (0: exact kernel map)");
-  SSDR_REQUIRE(kernel.o.max_memory_mib >= 0, "--max-kernel-memory must be >= 0");
-  SSDR_REQUIRE(kernel.o.sigma_scale >= 0, "--sigma-scale must be >= 0 (0: unused)");
-  SSDR_REQUIRE(kernel.o.landmark_seeding == "uniform" || kernel.o.landmark_seeding == "kmeans++",
-               "--landmark-seeding: expected uniform or kmeans++, got '" + kernel.o.landmark_seeding + "'");
-  c.config.method_options.graph.weight = graph::parse_weight(weight);
-  c.config.method_options.graph.knn_method = graph::parse_knn_method(knn_method);
-  c.config.method_options.graph.knn_seed = static_cast<uint64_t>(c.split.seed);
+  // The method's paper preprocessing and kernel, then every parameter option the user gave:
+  // one the method does not use is an error, and each value goes through the same check as
+  // job files and --grid (methods::set_parameter): --alpha-u 1.5 or --beta -1 fail here.
+  auto& mo = c.config.method_options;
+  c.config.preprocess = info.preprocess;
+  kernels::KernelOptions kernel = info.kernel;
+  methods::ParameterTarget target{mo, c.config.preprocess, kernel};
+  for (const auto& p : methods::parameter_table()) {
+    const std::string option = p.cli_option();
+    if (!vm.count(option.substr(2))) continue;
+    methods::require_parameter(info, p.name, option);
+    const nlohmann::json value = p.kind == methods::ParameterKind::flag
+                                     ? nlohmann::json(p.switch_value)
+                                     : option_value(p, vm[option.substr(2)].as<std::string>());
+    methods::set_parameter(target, p.name, value, option);
+  }
+  kernel.seed = c.split.seed;
+  kernel.max_memory_mib = max_kernel_memory;
+  SSDR_REQUIRE(max_kernel_memory >= 0, "--max-kernel-memory must be >= 0");
+  mo.graph.knn_seed = static_cast<uint64_t>(c.split.seed);
   const bool has_split = vm.count("split") > 0, has_p = vm.count("labeled-per-class") > 0;
   SSDR_REQUIRE(has_split != has_p, "give either --split FILE or --labeled-per-class P");
   if (has_split)
@@ -221,28 +212,7 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
                  "--unlabeled-per-class/--transductive-fraction go with --labeled-per-class, not --split");
   SSDR_REQUIRE(!(vm.count("unlabeled-per-class") && vm.count("transductive-fraction")),
                "--unlabeled-per-class and --transductive-fraction are mutually exclusive");
-  SSDR_REQUIRE(c.config.method_options.graph.k >= 1, "--knn must be at least 1");
-  // Every parameter option the user gave: one the method does not use is an error, not a
-  // silently ignored value; a numeric one goes through the same range check as job files and
-  // --grid (driver::set_parameter): --alpha-u 1.5 or --beta -1 fail here, naming the option.
-  for (const char* option : {"knn", "knn-method", "knn-recall-sample", "weight", "sigma-s", "alpha-u", "mu-scale", "alpha", "lambda", "beta", "gamma", "mu",
-                             "recursions", "eigenvalue-scaling", "kernel", "degree", "sigma2", "sigma-scale",
-                             "landmarks", "landmark-seeding", "pca-energy"}) {
-    if (!vm.count(option) || vm[option].defaulted()) continue;
-    std::string name = option;
-    std::replace(name.begin(), name.end(), '-', '_');
-    methods::require_parameter(info, name, std::string("--") + option);
-    const boost::any& a = vm[option].value();
-    nlohmann::json value;
-    if (const double* x = boost::any_cast<double>(&a)) value = *x;
-    else if (const int* i = boost::any_cast<int>(&a)) value = *i;
-    else if (const int64_t* l = boost::any_cast<int64_t>(&a)) value = *l;
-    else continue;  // names (weight, kernel, ...) are parsed above
-    driver::FitConfig probe;
-    probe.method = c.config.method;
-    driver::set_parameter(probe, name, value, std::string("--") + option);
-  }
-  SSDR_REQUIRE(c.config.method_options.dim >= 0, "--dim must be >= 0");
+  SSDR_REQUIRE(mo.dim >= 0, "--dim must be >= 0");
   SSDR_REQUIRE(c.select_by == "none" || c.select_by == "cv",
                "--select-by: expected none or cv, got '" + c.select_by + "'");
   SSDR_REQUIRE(c.cv_folds >= 2, "--cv-folds must be at least 2, got " + std::to_string(c.cv_folds));
@@ -253,34 +223,17 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
     c.grid.push_back(driver::parse_grid_argument(g));
     methods::require_parameter(info, c.grid.back().first, "--grid " + c.grid.back().first);
   }
-  auto& mo = c.config.method_options;
-  c.config.parameters = {{"method", c.config.method},
-                         {"dim", mo.dim},
-                         // the graph actually built is in the report's info.graph
-                         {"knn", mo.knn_given ? nlohmann::json(mo.graph.k) : nlohmann::json("default")},
-                         {"knn_method", knn_method},
-                         {"knn_recall_sample", mo.graph.knn_recall_sample},
-                         {"weight", mo.weight_given ? nlohmann::json(weight) : nlohmann::json("default")},
-                         {"sigma_s", !vm["sigma-s"].defaulted() ? nlohmann::json(mo.graph.sigma_s) : nlohmann::json("default")},
-                         {"alpha_u", mo.propagation.alpha_unlabeled},
-                         {"mu_scale", mo.mu_scale},
-                         {"alpha", vm.count("alpha") ? nlohmann::json(mo.alpha) : nlohmann::json("default")},
-                         {"lambda", vm.count("lambda") ? nlohmann::json(mo.lambda) : nlohmann::json("default")},
-                         {"beta", vm.count("beta") ? nlohmann::json(mo.beta) : nlohmann::json("default")},
-                         {"gamma", vm.count("gamma") ? nlohmann::json(mo.gamma) : nlohmann::json("default")},
-                         {"mu", vm.count("mu") ? nlohmann::json(mo.mu) : nlohmann::json("default")},
-                         {"recursions", mo.recursions},
-                         {"eigenvalue_scaling", mo.eigenvalue_scaling},
-                         {"normalize", mo.normalization_given ? nlohmann::json(normalize) : nlohmann::json("default")},
-                         {"scaling", scaling},
-                         {"pca", c.config.preprocess.pca},
-                         {"pca_energy", c.config.preprocess.pca_energy},
-                         {"labeled_per_class", c.split.labeled_per_class},
-                         {"unlabeled_per_class", c.split.unlabeled_per_class},
-                         {"transductive_fraction", c.split.transductive_fraction},
-                         {"seed", c.split.seed},
-                         {"split_file", c.split_file},
-                         {"kernel", kernels::to_json(kernel.o)}};
+  // The report's parameters: those the method uses (the graph actually built is in the
+  // report's info.graph), its kernel, and the split.
+  c.config.parameters = methods::parameter_values(info, methods::ConstParameterTarget{mo, c.config.preprocess, kernel});
+  c.config.parameters["method"] = c.config.method;
+  c.config.parameters["dim"] = mo.dim;
+  c.config.parameters["kernel"] = kernels::to_json(kernel);
+  c.config.parameters["labeled_per_class"] = c.split.labeled_per_class;
+  c.config.parameters["unlabeled_per_class"] = c.split.unlabeled_per_class;
+  c.config.parameters["transductive_fraction"] = c.split.transductive_fraction;
+  c.config.parameters["seed"] = c.split.seed;
+  c.config.parameters["split_file"] = c.split_file;
   if (c.select_by == "cv") {
     c.config.parameters["select_by"] = "cv";
     c.config.parameters["cv_folds"] = c.cv_folds;

@@ -15,6 +15,7 @@
 #include "ssdr/evaluation/one_nn.hpp"
 #include "ssdr/kernels/feature_map.hpp"
 #include "ssdr/methods/method.hpp"
+#include "ssdr/methods/parameters.hpp"
 
 namespace ssdr::driver {
 
@@ -42,110 +43,27 @@ std::string point_text(const json& p) {
 }  // namespace
 
 const std::set<std::string>& parameter_names() {
-  static const std::set<std::string> k = {"knn",    "weight",     "sigma_s",   "alpha_u",     "mu_scale",
-                                          "alpha",  "lambda", "beta",       "gamma",     "mu",          "recursions",
-                                          "eigenvalue_scaling",   "normalize", "scaling",   "pca_energy",  "pca",
-                                          "kernel", "degree",     "sigma2",    "sigma_scale", "landmarks",
-                                          "landmark_seeding", "knn_method", "knn_recall_sample"};
-  return k;
+  static const std::set<std::string> names = [] {
+    std::set<std::string> k;
+    for (const auto& p : methods::parameter_table()) k.insert(p.name);
+    return k;
+  }();
+  return names;
 }
 
 void set_parameter(FitConfig& c, const std::string& key, const json& v, const std::string& context) {
-  auto& o = c.method_options;
-  auto num = [&]() {
-    if (!v.is_number()) fail(context, "parameter " + key + ": expected a number, got " + v.dump());
-    return v.get<double>();
-  };
-  auto str = [&]() {
-    if (!v.is_string()) fail(context, "parameter " + key + ": expected a name, got " + v.dump());
-    return v.get<std::string>();
-  };
-  auto flag = [&]() { return v.is_boolean() ? v.get<bool>() : num() != 0; };
-  // A number in a range ("[0, 1)", "an integer >= 1"), the one check of this parameter
-  // for the command line, job files and --grid alike. NaN and infinities never pass.
-  auto in_range = [&](double lo, bool lo_open, double hi, bool hi_open, bool integer) {
-    const double x = num();
-    const bool ok = std::isfinite(x) && (lo_open ? x > lo : x >= lo) && (hi_open ? x < hi : x <= hi) &&
-                    (!integer || x == std::floor(x));
-    if (!ok) {
-      std::ostringstream want;
-      want << (integer ? "an integer" : "a number");
-      if (std::isinf(hi)) {
-        want << (lo_open ? " > " : " >= ") << lo;
-      } else {
-        want << " in " << (lo_open ? "(" : "[") << lo << ", " << hi << (hi_open ? ")" : "]");
-      }
-      std::ostringstream got;
-      got << x;  // inf and nan as such (JSON would print null)
-      fail(context, "parameter " + key + ": expected " + want.str() + ", got " + got.str());
-    }
-    return x;
-  };
-  constexpr double kInf = std::numeric_limits<double>::infinity();
-  const bool kernel_key =
-      key == "kernel" || key == "degree" || key == "sigma2" || key == "sigma_scale" || key == "landmarks" ||
-      key == "landmark_seeding";
-  try {
-    if (key == "knn") {
-      o.graph.k = static_cast<int>(in_range(1, false, 1e6, false, true));
-      o.knn_given = true;
-    } else if (key == "weight") {
-      const std::string w = str();
-      if (w == "heat" || w == "cosine" || w == "binary" || w == "adaptive") o.graph.weight = graph::parse_weight(w);
-      else fail(context, "parameter weight: expected heat, cosine, binary or adaptive, got '" + w + "'");
-      o.weight_given = true;
-    } else if (key == "knn_method") {
-      const std::string m = str();
-      if (m == "exact" || m == "nndescent") o.graph.knn_method = graph::parse_knn_method(m);
-      else fail(context, "parameter knn_method: expected exact or nndescent, got '" + m + "'");
-    } else if (key == "knn_recall_sample") {
-      o.graph.knn_recall_sample = static_cast<int64_t>(in_range(0, false, 1e9, false, true));  // 0: not estimated
-    } else if (key == "sigma_s") o.graph.sigma_s = in_range(0, false, 1, true, false);  // 0: the method's rule
-    else if (key == "alpha_u") o.propagation.alpha_unlabeled = in_range(0, false, 1, true, false);  // eq. (5)
-    else if (key == "mu_scale") o.mu_scale = in_range(0, false, kInf, false, false);
-    else if (key == "alpha") o.alpha = in_range(0, false, kInf, false, false);
-    else if (key == "lambda") o.lambda = in_range(0, false, kInf, false, false);
-    else if (key == "beta") o.beta = in_range(0, false, kInf, false, false);
-    else if (key == "gamma") o.gamma = in_range(0, false, kInf, false, false);
-    else if (key == "mu") o.mu = in_range(0, false, kInf, false, false);
-    else if (key == "recursions") o.recursions = static_cast<int>(in_range(1, false, 1e4, false, true));
-    else if (key == "eigenvalue_scaling") o.eigenvalue_scaling = flag();
-    else if (key == "normalize") {
-      const std::string n = v.is_string() ? v.get<std::string>() : v.dump();
-      if (n == "unit") o.normalization = methods::Normalization::unit;
-      else if (n == "metric") o.normalization = methods::Normalization::metric;
-      else fail(context, "parameter normalize: expected unit or metric, got '" + n + "'");
-      o.normalization_given = true;
-    }
-    else if (key == "scaling") c.preprocess.scaling = data::parse_scaling(str());
-    else if (key == "pca_energy") c.preprocess.pca_energy = in_range(0, true, 1, false, false);
-    else if (key == "pca") c.preprocess.pca = flag();
-    else if (kernel_key) {
-      // Kernel options travel as the fit's "kernel" parameter (see kernels::to_json).
-      kernels::KernelOptions k = c.parameters.is_object() && c.parameters.contains("kernel")
-                                     ? kernels::from_json(c.parameters["kernel"])
-                                     : methods::find_method(c.method).kernel;
-      if (key == "kernel") k.type = kernels::parse_kernel(str());
-      else if (key == "degree") k.degree = in_range(0, true, kInf, false, false);
-      else if (key == "sigma2") k.sigma2 = in_range(0, false, kInf, false, false);  // 0: σ₀²
-      else if (key == "sigma_scale") k.sigma_scale = in_range(0, false, kInf, false, false);
-      else if (key == "landmarks") k.landmarks = static_cast<int64_t>(in_range(0, false, 1e12, false, true));
-      else k.landmark_seeding = str();
-      if (!c.parameters.is_object()) c.parameters = json::object();
-      c.parameters["kernel"] = kernels::to_json(k);
-    } else {
-      std::string names;
-      for (const auto& n : parameter_names()) names += (names.empty() ? "" : ", ") + n;
-      fail(context, "unknown parameter '" + key + "'; expected one of " + names);
-    }
-  } catch (const Error& e) {
-    if (std::string(e.what()).rfind(context + ":", 0) == 0) throw;
-    fail(context, "parameter " + key + ": " + e.what());
-  }
-  if (!kernel_key) {
-    if (!c.parameters.is_object()) c.parameters = json::object();
+  const methods::ParameterSpec* spec = methods::lookup_parameter(key);
+  // Kernel options travel as the fit's "kernel" parameter (see kernels::to_json).
+  kernels::KernelOptions k = c.parameters.is_object() && c.parameters.contains("kernel")
+                                 ? kernels::from_json(c.parameters["kernel"])
+                                 : methods::find_method(c.method).kernel;
+  methods::ParameterTarget target{c.method_options, c.preprocess, k};
+  methods::set_parameter(target, key, v, context);  // checks kind and range, names the context
+  if (!c.parameters.is_object()) c.parameters = json::object();
+  if (spec->scope == methods::ParameterScope::kernel)
+    c.parameters["kernel"] = kernels::to_json(k);
+  else
     c.parameters[key] = v;
-  }
 }
 
 std::pair<std::string, std::vector<json>> parse_grid_argument(const std::string& text) {
@@ -154,11 +72,8 @@ std::pair<std::string, std::vector<json>> parse_grid_argument(const std::string&
     fail("--grid '" + text + "'", "expected NAME=v1,v2,... (e.g. --grid alpha_u=0.9,0.99)");
   std::string name = text.substr(0, eq);
   std::replace(name.begin(), name.end(), '-', '_');
-  if (!parameter_names().count(name)) {
-    std::string names;
-    for (const auto& n : parameter_names()) names += (names.empty() ? "" : ", ") + n;
-    fail("--grid '" + text + "'", "unknown parameter '" + name + "'; expected one of " + names);
-  }
+  if (!parameter_names().count(name))
+    fail("--grid '" + text + "'", "unknown parameter '" + name + "'; expected one of " + methods::parameter_list());
   std::vector<json> values;
   std::stringstream ss(text.substr(eq + 1));
   std::string tok;

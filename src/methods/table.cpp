@@ -6,6 +6,7 @@
 #include "ssdr/core/error.hpp"
 #include "ssdr/methods/factories.hpp"
 #include "ssdr/methods/method.hpp"
+#include "ssdr/methods/parameters.hpp"
 
 namespace ssdr::methods {
 
@@ -128,7 +129,14 @@ std::vector<MethodInfo> build_table() {
       {"m-ssgda", "SSGDA with the manifold term lambda sum w_ij |e_i - e_j|_1 (linear kernel; --lambda)",
        "ssgda-zhang-yeung eq. (15)-(17)", true, true, &make_m_ssgda, {}, kernel(kernels::KernelType::linear)},
   };
-  for (MethodInfo& m : table) m.parameters = own_parameters().at(m.name);
+  for (MethodInfo& m : table) {
+    m.parameters = own_parameters().at(m.name);
+    for (const auto& p : m.parameters) {  // a method's own parameter is an own-scoped spec
+      const ParameterSpec* spec = lookup_parameter(p);
+      if (spec == nullptr || spec->scope != ParameterScope::own)
+        throw Error("method table: " + m.name + " lists '" + p + "', which is no own parameter", __FILE__, __LINE__, true);
+    }
+  }
   return table;
 }
 }  // namespace
@@ -167,14 +175,19 @@ graph::GraphOptions method_graph(const std::string& method, const MethodOptions&
 }
 
 bool uses_parameter(const MethodInfo& method, const std::string& name) {
-  static const std::vector<std::string> every = {"dim", "normalize", "scaling", "pca_energy", "pca"};
-  static const std::vector<std::string> kernel = {"kernel", "degree", "sigma2", "sigma_scale", "landmarks",
-                                                  "landmark_seeding"};
-  auto in = [&](const std::vector<std::string>& v) { return std::find(v.begin(), v.end(), name) != v.end(); };
-  // The kNN backend belongs to every method with a kNN graph (those with a --weight).
-  static const std::vector<std::string> knn_backend = {"knn_method", "knn_recall_sample"};
-  if (in(knn_backend)) return std::find(method.parameters.begin(), method.parameters.end(), "weight") != method.parameters.end();
-  return in(every) || (method.projects && in(kernel)) || in(method.parameters);
+  if (name == "dim") return true;
+  const ParameterSpec* p = lookup_parameter(name);
+  if (p == nullptr) return false;
+  auto own = [&](const std::string& n) {
+    return std::find(method.parameters.begin(), method.parameters.end(), n) != method.parameters.end();
+  };
+  switch (p->scope) {
+    case ParameterScope::every: return true;
+    case ParameterScope::kernel: return method.projects;
+    case ParameterScope::knn_backend: return own("weight");  // the methods with a kNN graph
+    case ParameterScope::own: return own(name);
+  }
+  return false;
 }
 
 void require_parameter(const MethodInfo& method, const std::string& name, const std::string& spelling) {

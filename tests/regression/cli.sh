@@ -46,7 +46,7 @@ expect_error "unknown method" "unknown method 'sod'" fit --method sod --labeled-
 expect_error "unknown option" "unrecognised option '--bogus'" "${fit[@]}" --data "$iris" --bogus 1
 expect_error "unwritable output" "--embedding" "${fit[@]}" --data "$iris" --embedding /nonexistent/dir/e.csv
 expect_error "split file too short" "nolabel.split" fit --method soda --data "$DATA/wine.csv" --split "$tmp/nolabel.split"
-expect_error "unknown normalization" "--normalize: expected unit or metric, got 'bogus'" "${fit[@]}" --data "$iris" --normalize bogus
+expect_error "unknown normalization" "--normalize: expected one of unit, metric, got 'bogus'" "${fit[@]}" --data "$iris" --normalize bogus
 expect_error "eigenvalue scaling with unit columns" "--eigenvalue-scaling: expected --normalize metric" \
   fit --method sl-lda --labeled-per-class 3 --data "$iris" --eigenvalue-scaling --normalize unit
 
@@ -90,8 +90,21 @@ assert r["n"] == 150 and r["d"] == 4 and r["classes"] == 3 and r["dim"] == 2 and
 assert 0.8 < r["accuracy"]["unlabeled"] <= 1 and 0.8 < r["accuracy"]["unseen"] <= 1
 for k in ["read", "preprocess", "knn_graph", "propagation", "scatter", "eigensolve", "evaluate", "total"]:
     assert r["timings_s"][k] >= 0, k
+# The parameters soda uses (from the parameter table), none it does not use.
+p = r["parameters"]
+assert p["alpha_u"] == 0.99 and p["mu_scale"] == 0.1 and p["knn"] == "default" and p["seed"] == 2, p
+assert "beta" not in p and "lambda" not in p and "recursions" not in p, p
 PY
 then ok "report has the contract's fields"; else bad "report has the contract's fields"; fi
+# Every parameter of the table is an option of fit --help (the table generates them).
+run fit --help >"$tmp/help" 2>&1
+missing=""
+for o in --knn --weight --sigma-s --knn-method --knn-recall-sample --alpha-u --mu-scale --alpha --lambda --beta \
+         --gamma --mu --recursions --eigenvalue-scaling --normalize --scaling --pca-energy --no-pca --kernel \
+         --degree --sigma2 --sigma-scale --landmarks --landmark-seeding; do
+  grep -q -- "^  $o " "$tmp/help" || missing="$missing $o"
+done
+if [ -z "$missing" ]; then ok "fit --help lists every parameter"; else bad "fit --help lacks:$missing"; fi
 
 # A wrong or truncated model file is a clear error.
 head -c 40 "$tmp/m.model" >"$tmp/trunc.model"
@@ -132,7 +145,7 @@ expect_error "--cv-folds 1" "--cv-folds must be at least 2, got 1" fit --method 
 expect_error "nothing to select" "--select-by cv: nothing to select for method 'lda'" fit --method lda "${iris_ssgda[@]}" --select-by cv
 expect_error "cv of a transductive method" "method 'lp' learns no projection" fit --method lp "${iris_ssgda[@]}" --select-by cv
 expect_error "cv with one labeled per class" "at least 2 labeled samples per class; class 0 has 1" fit --method m-ssgda --data "$iris" --labeled-per-class 1 --select-by cv
-expect_error "negative --sigma-scale" "--sigma-scale must be >= 0" fit --method gda "${iris_ssgda[@]}" --sigma-scale -1
+expect_error "negative --sigma-scale" "--sigma-scale: expected a number >= 0, got -1" fit --method gda "${iris_ssgda[@]}" --sigma-scale -1
 
 if run fit --method m-ssgda "${iris_ssgda[@]}" --select-by cv --grid lambda=0.01,1 -q --report "$tmp/cv.json" \
     >/dev/null 2>"$tmp/stderr" && NP=1 run fit --method m-ssgda "${iris_ssgda[@]}" --select-by cv --grid lambda=0.01,1 -q \
@@ -188,7 +201,7 @@ PY
 then ok "--knn-method nndescent reports knn_recall >= 0.95 on digits"
 else bad "--knn-method nndescent reports knn_recall >= 0.95 on digits"; cat "$tmp/stderr"; fi
 expect_error "knn-method for a method without a kNN graph" "--knn-method is not a parameter of lda" fit --method lda --data "$iris" --labeled-per-class 3 --knn-method nndescent
-expect_error "unknown knn-method" "--knn-method: expected exact or nndescent, got 'annoy'" fit --method soda --data "$iris" --labeled-per-class 3 --knn-method annoy
+expect_error "unknown knn-method" "--knn-method: expected one of exact, nndescent, got 'annoy'" fit --method soda --data "$iris" --labeled-per-class 3 --knn-method annoy
 
 run fit --help >"$tmp/help" 2>&1
 if grep -q -- "--select-by" "$tmp/help" && grep -q -- "--grid" "$tmp/help" && grep -q -- "--sigma-scale" "$tmp/help"; then

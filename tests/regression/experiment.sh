@@ -109,7 +109,7 @@ then ok "job key normalize"; else bad "job key normalize"; tail -5 "$tmp/norm.ou
 sed 's/normalize: \[unit, metric\]/normalize: bogus/' "$tmp/norm.yaml" >"$tmp/norm_bad.yaml"
 timeout 300 "$MPIEXEC" -n 2 "$SSDR" experiment "$tmp/norm_bad.yaml" --output "$tmp/norm_bad" -q >/dev/null 2>"$tmp/norm_bad.err"
 rc=$?
-if [ "$rc" -ne 0 ] && [ "$(grep -c . "$tmp/norm_bad.err")" -eq 1 ] && grep -q "normalize: expected unit or metric, got 'bogus'" "$tmp/norm_bad.err"; then
+if [ "$rc" -ne 0 ] && [ "$(grep -c . "$tmp/norm_bad.err")" -eq 1 ] && grep -q "line 10: parameter normalize: expected one of unit, metric, got 'bogus'" "$tmp/norm_bad.err"; then
   ok "job key normalize: bad value ($(cat "$tmp/norm_bad.err"))"
 else
   bad "job key normalize: bad value (exit $rc)"; cat "$tmp/norm_bad.err"

@@ -131,9 +131,9 @@ refuse "--data a FIFO without a writer" "not a regular file" fit --method lda --
 IRIS=(fit --method lda --data "$DATA/iris.csv" --labeled-per-class 3 -q)
 refuse "--transductive-fraction nan" "--transductive-fraction must be in (0, 1], got nan" "${IRIS[@]}" --transductive-fraction nan
 refuse "--transductive-fraction -0.1" "--transductive-fraction must be in (0, 1]" "${IRIS[@]}" --transductive-fraction -0.1
-refuse "--pca-energy 0" "--pca-energy must be in (0, 1]" "${IRIS[@]}" --pca-energy 0
+refuse "--pca-energy 0" "--pca-energy: expected a number in (0, 1], got 0" "${IRIS[@]}" --pca-energy 0
 refuse "--unlabeled-per-class -5" "--unlabeled-per-class must be at least 0" "${IRIS[@]}" --unlabeled-per-class -5
-refuse "--recursions 0" "--recursions must be at least 1" fit --method soge --data "$DATA/iris.csv" --labeled-per-class 3 -q --recursions 0
+refuse "--recursions 0" "--recursions: expected an integer in [1, 10000], got 0" fit --method soge --data "$DATA/iris.csv" --labeled-per-class 3 -q --recursions 0
 refuse "--beta with soda (a parameter the method does not use)" "--beta is not a parameter of soda" \
   fit --method soda --data "$DATA/iris.csv" --labeled-per-class 3 -q --beta 2
 refuse "--grid of a parameter the method does not use" "--grid alpha is not a parameter of oda" \
@@ -153,7 +153,7 @@ refuse "a job mu_scale of -1 (was an MPI_Abort after the first fits)" "negmu.yam
 job "$tmp/rec0.yaml" "  - {name: soge, recursions: 0}"
 refuse "a job recursions of 0" "rec0.yaml: line 9: parameter recursions: expected an integer in [1, 10000], got 0" \
   experiment "$tmp/rec0.yaml" --output "$tmp/rec0" -q
-refuse "--alpha-u 1.5" "--alpha-u: parameter alpha_u: expected a number in [0, 1), got 1.5" \
+refuse "--alpha-u 1.5" "--alpha-u: expected a number in [0, 1), got 1.5" \
   fit --method soda --data "$DATA/iris.csv" --labeled-per-class 3 -q --alpha-u 1.5
 job "$tmp/unused.yaml" "  - {name: soda, beta: 2}"
 refuse "a job parameter the method does not use" "unused.yaml: line 9: beta is not a parameter of soda" experiment "$tmp/unused.yaml" --output "$tmp/unused" -q
@@ -205,7 +205,7 @@ fi
 # 6. Messages: one line, once, naming the option or the problem, no source path.
 printf '0,0,0\n1,0,0\n2,0,0\n0,0,0\n1,0,0\n2,0,0\n0,0,0\n1,0,0\n2,0,0\n0,0,0\n1,0,0\n2,0,0\n' >"$tmp/zeros.csv"
 refuse "--format xml" "--format: unknown data format 'xml'" "${IRIS[@]}" --format xml
-refuse "--mu-scale inf" "--mu-scale: parameter mu_scale: expected a number >= 0, got inf" fit --method soda --data "$DATA/iris.csv" --labeled-per-class 3 -q --mu-scale inf
+refuse "--mu-scale inf" "--mu-scale: expected a number >= 0, got inf" fit --method soda --data "$DATA/iris.csv" --labeled-per-class 3 -q --mu-scale inf
 refuse "-lp_ksp_type bogus" "requested KSP type bogus" fit --method soda --data "$DATA/iris.csv" --labeled-per-class 3 -q -lp_ksp_type bogus
 refuse "an all-zero feature matrix" "zero variance" fit --method soda --data "$tmp/zeros.csv" --labeled-per-class 2 -q
 if grep -q "\.cpp" "$tmp/err"; then bad "an error message shows a source path: $(cat "$tmp/err")"; else ok "no source path in messages"; fi

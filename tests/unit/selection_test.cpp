@@ -257,9 +257,9 @@ TEST(SelectByCv, GridArgumentsAndParametersAreCheckedWithOneLineErrors) {
   EXPECT_THAT(error_of([] { driver::parse_grid_argument("alpha=1,,2"); }), HasSubstr("empty value"));
   driver::FitConfig c = config_for("sl-lda");
   EXPECT_THAT(error_of([&] { driver::set_parameter(c, "alpha_u", "high", "--grid"); }),
-              HasSubstr("--grid: parameter alpha_u: expected a number, got \"high\""));
+              HasSubstr("--grid: parameter alpha_u: expected a number in [0, 1), got \"high\""));
   EXPECT_THAT(error_of([&] { driver::set_parameter(c, "kernel", "gauss", "--grid"); }),
-              HasSubstr("--grid: parameter kernel: --kernel: expected none, linear, poly or rbf"));
+              HasSubstr("--grid: parameter kernel: expected one of none, linear, poly, polynomial, rbf, got 'gauss'"));
   for (const std::string& m :
        {error_of([&] { driver::set_parameter(c, "alpha_u", "high", "--grid"); }),
         error_of([] { driver::parse_grid_argument("bogus=1"); })})

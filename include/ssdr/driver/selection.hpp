@@ -28,14 +28,13 @@ namespace ssdr::driver {
 /// parameter_names().
 using Grid = std::vector<std::pair<std::string, std::vector<nlohmann::json>>>;
 
-/// The parameters a grid or a job may set: knn, weight, sigma_s, alpha_u, mu_scale, alpha,
-/// beta, gamma, mu, recursions, eigenvalue_scaling, scaling, pca_energy, pca, kernel, degree,
-/// sigma2, sigma_scale, landmarks, landmark_seeding (the CLI options without dashes,
-/// '-' → '_').
+/// The parameters a grid or a job may set: the names of methods::parameter_table() (the
+/// command-line options without dashes, '-' → '_'). Local.
 const std::set<std::string>& parameter_names();
 
-/// Sets the parameter `key` of `config` to `value` (method options, preprocessing, or the
-/// kernel options in config.parameters["kernel"]) and records it in config.parameters.
+/// Sets the parameter `key` of `config` to `value` through its spec (methods::set_parameter:
+/// method options, preprocessing, or the kernel options kept in config.parameters["kernel"])
+/// and records it in config.parameters.
 /// `context` starts every error message ("--grid", "job.yaml"). Local.
 /// \throws ssdr::Error (collective: every rank sets the same values) "<context>: parameter
 ///   KEY: expected ..., got ..." for an unknown key or a value of the wrong kind.

@@ -121,18 +121,19 @@ struct MethodInfo {
   /// methods), so one fit at the largest m gives every smaller dimension; false for the
   /// trace ratio (SODA/ODA), SOGE and OTCA, whose subspaces for different m are not nested.
   bool nested_dimensions = false;
-  /// The method's own parameters, by their job-file names (knn, weight, sigma_s, alpha_u,
-  /// mu_scale, alpha, beta, gamma, mu, recursions, eigenvalue_scaling). A user who sets one
+  /// The method's own parameters, by their job-file names (own-scoped specs of
+  /// parameter_table(): knn, weight, sigma_s, alpha_u, mu_scale, alpha, lambda, beta, gamma,
+  /// mu, recursions, eigenvalue_scaling). A user who sets one
   /// the method does not use gets an error instead of a silently ignored value
   /// (uses_parameter). Parameters every method takes (dim, normalize, preprocessing, and the
   /// kernel for projecting methods) are not listed.
   std::vector<std::string> parameters = {};
 };
 
-/// Whether `method` uses the parameter `name` (job-file spelling, e.g. "alpha_u"): its own
-/// (MethodInfo::parameters) or one every method takes (dim, normalize, scaling, pca_energy,
-/// pca; kernel, degree, sigma2, sigma_scale, landmarks, landmark_seeding when the method
-/// projects). Local.
+/// Whether `method` uses the parameter `name` (job-file spelling, e.g. "alpha_u"), by the
+/// parameter's scope in parameter_table(): its own (MethodInfo::parameters), one every method
+/// takes (dim, normalize, scaling, pca_energy, pca), the kernel's when the method projects,
+/// the kNN backend's when the method builds a kNN graph. Local.
 bool uses_parameter(const MethodInfo& method, const std::string& name);
 /// Refuse a parameter the method does not use. `spelling` is how the user wrote it
 /// ("--beta", "job.yaml: line 7: beta"). \throws ssdr::Error (replicated) "SPELLING is not a
