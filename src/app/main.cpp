@@ -336,7 +336,7 @@ int main(int argc, char** argv) {
     if (rank == 0) std::fprintf(stderr, "ssdr: error: %s\n", e.what());
     code = 2;
   } catch (const Error& e) {
-    if (!e.collective()) {
+    if (!e.collective_over(MPI_COMM_WORLD)) {  // raised on some ranks only: the others would hang
       // The source location only on request (SSDR_DEBUG=1): users get the message.
       if (std::getenv("SSDR_DEBUG") != nullptr)
         std::fprintf(stderr, "ssdr: error: %s (rank %d, %s)\n", e.what(), rank, e.where().c_str());

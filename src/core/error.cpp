@@ -32,8 +32,41 @@ std::string one_line(const std::string& message) {
 }
 }  // namespace
 
+namespace {
+/// The ranks of `comm` as ranks of MPI_COMM_WORLD, in comm's rank order.
+std::vector<int> world_ranks(MPI_Comm comm) {
+  if (comm == MPI_COMM_NULL) return {};
+  int size = 0;
+  MPI_Comm_size(comm, &size);
+  std::vector<int> mine(static_cast<size_t>(size)), world(static_cast<size_t>(size));
+  for (int i = 0; i < size; ++i) mine[static_cast<size_t>(i)] = i;
+  MPI_Group g = MPI_GROUP_NULL, w = MPI_GROUP_NULL;
+  MPI_Comm_group(comm, &g);
+  MPI_Comm_group(MPI_COMM_WORLD, &w);
+  MPI_Group_translate_ranks(g, size, mine.data(), w, world.data());
+  MPI_Group_free(&g);
+  MPI_Group_free(&w);
+  return world;
+}
+}  // namespace
+
 Error::Error(const std::string& message, const char* file, int line, bool collective)
-    : std::runtime_error(one_line(message)), file_(file), line_(line), collective_(collective) {}
+    : std::runtime_error(one_line(message)),
+      file_(file),
+      line_(line),
+      scope_(collective ? Scope::replicated : Scope::local) {}
+
+Error::Error(const std::string& message, const char* file, int line, MPI_Comm comm)
+    : std::runtime_error(one_line(message)),
+      file_(file),
+      line_(line),
+      scope_(Scope::communicator),
+      world_ranks_(world_ranks(comm)) {}
+
+bool Error::collective_over(MPI_Comm comm) const {
+  if (scope_ != Scope::communicator) return scope_ == Scope::replicated;
+  return world_ranks(comm) == world_ranks_;
+}
 
 std::string Error::where() const { return std::string(file_) + ":" + std::to_string(line_); }
 
@@ -53,7 +86,7 @@ void check_collective(MPI_Comm comm, bool ok, const std::string& message, const 
   std::string text(static_cast<size_t>(len), '\0');
   if (rank == first) text = message;
   if (len > 0) MPI_Bcast(text.data(), len, MPI_CHAR, first, comm);
-  throw Error(text, file, line, true);
+  throw Error(text, file, line, comm);
 }
 
 namespace {

@@ -255,7 +255,7 @@ int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
         }
       }
     } catch (const Error& e) {
-      if (!e.collective()) throw;
+      if (!e.collective_over(group)) throw;  // raised on some of the group's ranks: main aborts
       failure = e.what();
     }
     const double fit_seconds = MPI_Wtime() - f0;
@@ -332,7 +332,7 @@ int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
     }
   }
   } catch (const Error& e) {
-    if (!e.collective()) throw;  // raised on some ranks only: main aborts the world
+    if (!e.collective_over(group)) throw;  // raised on some ranks only: main aborts the world
     group_failure = e.what();
   }
   MPI_Comm_free(&group);

@@ -232,7 +232,7 @@ Selection select_by_cv(const io::Dataset& ds, const std::vector<data::Role>& rol
       }
     } catch (const Error& e) {
       set_quiet(was_quiet);
-      if (!e.collective()) throw;
+      if (!e.collective_over(ds.X.comm)) throw;
       entry["error"] = e.what();
     }
     candidates.push_back(entry);

@@ -33,6 +33,30 @@ TEST(CheckCollective, EveryRankThrowsTheMessageOfTheLowestFailingRank) {
   EXPECT_NO_THROW(SSDR_CHECK_COLLECTIVE(MPI_COMM_WORLD, true, "never"));
 }
 
+TEST(CheckCollective, AnErrorOverOneGroupIsCollectiveOverThatGroupButNotOverTheWorld) {
+  // Two groups as `experiment --groups 2` makes them (one group on one rank).
+  const int color = test::size() >= 2 && test::rank() >= test::size() / 2 ? 1 : 0;
+  MPI_Comm group = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, color, test::rank(), &group);
+  try {
+    SSDR_CHECK_COLLECTIVE(group, false, "group failed");
+    FAIL() << "no exception";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.scope(), Error::Scope::communicator);
+    EXPECT_TRUE(e.collective_over(group));
+    // Only the world's own ranks may leave the world cleanly; with one rank the group is the world.
+    EXPECT_EQ(e.collective_over(MPI_COMM_WORLD), test::size() == 1);
+    int group_size = 0;
+    MPI_Comm_size(group, &group_size);
+    EXPECT_EQ(e.collective_over(MPI_COMM_SELF), group_size == 1);
+  }
+  MPI_Comm_free(&group);
+  const Error local("x", __FILE__, __LINE__), replicated("x", __FILE__, __LINE__, true);
+  EXPECT_FALSE(local.collective());
+  EXPECT_FALSE(local.collective_over(MPI_COMM_SELF));
+  EXPECT_TRUE(replicated.collective_over(MPI_COMM_WORLD));
+}
+
 TEST(Multiply, DistributedProductEqualsSerialProduct) {
   DistMatrix X = make_dist(MPI_COMM_WORLD, 7, 3);
   for (int64_t i = 0; i < X.n_local; ++i)

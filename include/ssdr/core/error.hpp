@@ -7,18 +7,34 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace ssdr {
 
 /// The one exception type of ssdr. what() is a single line meant for the user
 /// ("digits.csv:17: expected 65 fields, found 64"); where() is "file.cpp:123" for developers.
+///
+/// An error knows which ranks raised it (its scope), so a catch site can tell whether every
+/// rank of its communicator leaves together (clean exit, or a recorded failure of one
+/// experiment group) or only some do (then the world must be aborted, or others would hang):
+///  - local: raised on this rank alone (SSDR_THROW, SSDR_CHECK);
+///  - replicated: a check on data every rank of the calling collective holds alike (options,
+///    replicated labels or split; SSDR_REQUIRE), so every rank of that collective raises it;
+///  - communicator: raised by check_collective on every rank of that communicator, whose
+///    ranks (as ranks of MPI_COMM_WORLD) the error keeps.
 class Error : public std::runtime_error {
  public:
-  /// `collective` is true when every rank of the communicator raises the same error at
-  /// the same point (check_collective, or a check on replicated data such as options), so
-  /// the program can exit cleanly on every rank instead of aborting.
+  enum class Scope { local, replicated, communicator };
+  /// `collective` true: Scope::replicated, else Scope::local.
   Error(const std::string& message, const char* file, int line, bool collective = false);
-  bool collective() const { return collective_; }
+  /// Scope::communicator over `comm` (every rank of comm raises it). Local (no communication).
+  Error(const std::string& message, const char* file, int line, MPI_Comm comm);
+  /// Raised on more than this rank (replicated or communicator scope).
+  bool collective() const { return scope_ != Scope::local; }
+  /// Whether every rank of `comm` raised this error: a replicated error, or one raised over
+  /// a communicator with exactly comm's ranks. Local (no communication).
+  bool collective_over(MPI_Comm comm) const;
+  Scope scope() const { return scope_; }
   /// Source location that raised the error, "file:line".
   std::string where() const;
   const char* file() const { return file_; }
@@ -27,12 +43,14 @@ class Error : public std::runtime_error {
  private:
   const char* file_;
   int line_;
-  bool collective_;
+  Scope scope_;
+  std::vector<int> world_ranks_;  ///< Scope::communicator: the communicator's ranks in MPI_COMM_WORLD
 };
 
 /// Collective check. Every rank of `comm` must call it. If `ok` is false on any rank,
 /// every rank throws ssdr::Error with the message of the lowest failing rank, so all
-/// ranks leave the collective code path together and nobody hangs.
+/// ranks leave the collective code path together and nobody hangs. The error's scope is
+/// `comm` (Error::collective_over).
 /// \throws ssdr::Error on every rank when any rank passed ok == false.
 void check_collective(MPI_Comm comm, bool ok, const std::string& message, const char* file,
                       int line);
