@@ -196,4 +196,13 @@ SerialAndDistributed fit_serial_and_distributed(const std::string& file, const d
   return r;
 }
 
+double dist2_convention(const Dense& X, int64_t i, int64_t j) {
+  double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (int64_t t = 0; t < X.cols; ++t) {
+    const double diff = X(i, t) - X(j, t);
+    lane[t % 8] += diff * diff;
+  }
+  return ((lane[0] + lane[4]) + (lane[1] + lane[5])) + ((lane[2] + lane[6]) + (lane[3] + lane[7]));
+}
+
 }  // namespace ssdr::test

@@ -38,6 +38,11 @@ class TempDir {
 /// Loads a CSV data set from tests/data serially on every rank (label first column):
 /// X is n×d replicated (column-major Dense), labels n. For serial references only.
 void load_csv_replicated(const std::string& name, Dense& X, std::vector<int>& labels);
+/// Squared distance of rows i and j of X by the library's convention (graph/knn_internal.hpp
+/// exact_dist2), written independently: term t goes to partial sum t mod 8 in increasing t,
+/// and the sums combine as ((s0+s4)+(s1+s5))+((s2+s6)+(s3+s7)). For bitwise comparisons.
+double dist2_convention(const Dense& X, int64_t i, int64_t j);
+
 /// Max |A - B| after flipping each column of B to match the sign of A's column (|A·B| sign).
 double max_diff_up_to_column_sign(const Dense& A, const Dense& B);
 /// Max |A - B|.

@@ -109,7 +109,8 @@ class TileKernel {
   TileKernel(int k, int64_t d, double slack, double err_abs, double s2)
       : k_(k), d_(d), slack_(slack), err_abs_(err_abs), s2_(s2),
         G_(static_cast<size_t>(kTile * kTile)), cand_(static_cast<size_t>(kTile)),
-        cand_approx_(static_cast<size_t>(kTile)), scratch_(static_cast<size_t>(kTile)) {}
+        cand_approx_(static_cast<size_t>(kTile)), scratch_(static_cast<size_t>(kTile)),
+        col_thr_(static_cast<size_t>(kTile)), col_hit_(static_cast<size_t>(kTile)) {}
 
   /// Every pair (i, j), i ∈ [a0, a1) of A, j ∈ [b0, b1) of B, self pairs (same global index)
   /// excluded. `same`: A and B are one block and the ranges are equal; only tiles I ≤ J are
@@ -154,6 +155,12 @@ class TileKernel {
       const Real* g = G_.data() + i * tj;
       const double* ny = B.norm2 + j0;
       double thr = bd[k - 1] * s2_ + err;
+      // Most rows of most tiles have no candidate: a branch-free count of the very test
+      // below (same expression, same bits, so the same pairs) lets the BLAS-sized loop
+      // vectorize and skips the row when it finds none.
+      int64_t any = 0;
+      for (int64_t j = 0; j < tj; ++j) any += nx + ny[j] - 2.0 * static_cast<double>(g[j]) <= thr;
+      if (any == 0) continue;
       int64_t m = 0;
       for (int64_t j = 0; j < tj; ++j) {
         const double approx = nx + ny[j] - 2.0 * static_cast<double>(g[j]);
@@ -178,14 +185,33 @@ class TileKernel {
   void cols_pass(const Block<Real>& A, int64_t i0, int64_t ti, const Block<Real>& B, int64_t j0,
                  int64_t tj, double na_max) {
     const int k = k_;
+    const double* nx = A.norm2 + i0;
+    // The columns' thresholds do not change during this pass (it inserts into A's lists, and
+    // A's rows are other rows than B's here), so one row-major sweep of G, which vectorizes,
+    // marks the columns with a candidate by the very test of the strided loop below.
     for (int64_t j = 0; j < tj; ++j) {
+      const int64_t lj = j0 + j;
+      col_thr_[static_cast<size_t>(j)] = B.d2[lj * k + k - 1] * s2_ + (slack_ * (na_max + B.norm2[lj]) + err_abs_);
+      col_hit_[static_cast<size_t>(j)] = 0;
+    }
+    {
+      const double* ny = B.norm2 + j0;
+      const double* thr = col_thr_.data();
+      int64_t* hit = col_hit_.data();
+      for (int64_t i = 0; i < ti; ++i) {
+        const double a = nx[i];
+        const Real* g = G_.data() + i * tj;
+        for (int64_t j = 0; j < tj; ++j) hit[j] |= a + ny[j] - 2.0 * static_cast<double>(g[j]) <= thr[j];
+      }
+    }
+    for (int64_t j = 0; j < tj; ++j) {
+      if (col_hit_[static_cast<size_t>(j)] == 0) continue;
       const int64_t lj = j0 + j, gj = B.global(lj);
       double* bd = B.d2 + lj * k;
       int64_t* bi = B.idx + lj * k;
       const double ny = B.norm2[lj];
       const double err = slack_ * (na_max + ny) + err_abs_;
       const Real* g = G_.data() + j;
-      const double* nx = A.norm2 + i0;
       double thr = bd[k - 1] * s2_ + err;
       int64_t m = 0;
       for (int64_t i = 0; i < ti; ++i) {
@@ -220,6 +246,8 @@ class TileKernel {
   std::vector<Real> G_;
   std::vector<int64_t> cand_;
   std::vector<double> cand_approx_, scratch_;
+  std::vector<double> col_thr_;   ///< cols_pass: each column's threshold
+  std::vector<int64_t> col_hit_;  ///< cols_pass: 1 when the column has a candidate
 };
 
 /// Centering and scaling shared by every block of one search: x ↦ (x − μ)·2^-e.

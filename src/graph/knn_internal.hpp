@@ -8,15 +8,26 @@
 
 namespace ssdr::graph::detail {
 
-/// Exact squared distance Σ_t (x_t − y_t)², summed in index order t = 0..d−1: the bit pattern
-/// both endpoints of an edge agree on, whichever backend or rank computes it.
+/// Exact squared distance Σ_t (x_t − y_t)² in a fixed order: eight partial sums, lane l
+/// taking t ≡ l (mod 8) in increasing t, combined as ((s0+s4)+(s1+s5))+((s2+s6)+(s3+s7)).
+/// The bit pattern both endpoints of an edge agree on, whichever backend or rank computes it
+/// (it depends on the two rows only). Eight independent chains instead of one: the sum in
+/// index order was latency-bound (d dependent additions, about 1 µs at d = 784) and took a
+/// fifth of the exact search at n = 20 000; the rounding error bound is the same kind,
+/// (d/8 + 3)·u·Σ(x_t − y_t)² instead of d·u·Σ.
 inline double exact_dist2(const double* x, const double* y, int64_t d) {
-  double s = 0;
-  for (int64_t t = 0; t < d; ++t) {
-    const double diff = x[t] - y[t];
-    s += diff * diff;
+  double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t t = 0;
+  for (; t + 8 <= d; t += 8)
+    for (int l = 0; l < 8; ++l) {
+      const double diff = x[t + l] - y[t + l];
+      s[l] += diff * diff;
+    }
+  for (int l = 0; t + l < d; ++l) {
+    const double diff = x[t + l] - y[t + l];
+    s[l] += diff * diff;
   }
-  return s;
+  return ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
 }
 
 /// The error for a k outside [1, n): "--knn K must be ...".

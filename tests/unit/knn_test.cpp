@@ -31,15 +31,8 @@ DistMatrix distribute(const Dense& X, MPI_Comm comm = MPI_COMM_WORLD) {
   return D;
 }
 
-/// Squared distance in the order t = 0..d−1, as the library computes it.
-double dist2(const Dense& X, int64_t i, int64_t j) {
-  double s = 0;
-  for (int64_t t = 0; t < X.cols; ++t) {
-    const double diff = X(i, t) - X(j, t);
-    s += diff * diff;
-  }
-  return s;
-}
+/// Squared distance by the library's summation convention (test::dist2_convention).
+double dist2(const Dense& X, int64_t i, int64_t j) { return test::dist2_convention(X, i, j); }
 
 /// Serial brute force: all (dist2, j) sorted, first k.
 struct Reference {
