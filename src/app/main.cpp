@@ -8,6 +8,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <cerrno>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -42,6 +45,39 @@ const char* kUsage =
 bool is_petsc_option(const char* a) {
   if (std::strcmp(a, "-q") == 0 || std::strcmp(a, "-h") == 0) return false;  // ssdr's short options
   return a[0] == '-' && a[1] != '-' && a[1] != '\0' && !(a[1] >= '0' && a[1] <= '9') && a[1] != '.';
+}
+
+/// The files named by -options_file / -options_file_yaml must be regular files of at most
+/// 1 MiB (an options file is a few lines). "" when they are, else the one-line error. Local.
+std::string check_options_files(const std::vector<char*>& petsc_argv) {
+  for (size_t a = 1; a + 1 < petsc_argv.size(); ++a) {
+    if (petsc_argv[a] == nullptr || petsc_argv[a + 1] == nullptr) continue;
+    const std::string opt = petsc_argv[a];
+    if (opt == "-log_view" || opt == "-log_trace" || opt == "-log_dump" || opt == "-memory_view") {
+      // -log_view :path[:format] is written at the very end, inside PETSc's finalize, where a
+      // failure leaves the ranks out of step: check that the folder can take the file now.
+      std::string v = petsc_argv[a + 1];
+      if (v.empty() || v[0] != ':') continue;
+      v = v.substr(1);
+      const auto colon = v.find(':');
+      if (colon != std::string::npos) v = v.substr(0, colon);
+      if (v.empty()) continue;
+      const auto slash = v.find_last_of('/');
+      const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : v.substr(0, slash));
+      if (::access(dir.c_str(), W_OK) != 0)
+        return opt + " :" + v + ": folder '" + dir + "' does not exist or is not writable";
+      continue;
+    }
+    if (opt != "-options_file" && opt != "-options_file_yaml") continue;
+    const std::string path = petsc_argv[a + 1];
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0)
+      return opt + " " + path + ": " + std::strerror(errno);
+    if (!S_ISREG(st.st_mode)) return opt + " " + path + ": not a regular file (a device, FIFO or directory); expected an options file";
+    if (st.st_size > (1 << 20))
+      return opt + " " + path + ": " + std::to_string(st.st_size) + " bytes; expected an options file of at most 1 MiB";
+  }
+  return "";
 }
 
 std::string methods_help() {
@@ -90,7 +126,7 @@ po::options_description fit_options(driver::FitCommand& c, std::string& format, 
     ("labeled-per-class", po::value(&c.split.labeled_per_class), "p labeled samples per class (random split)")
     ("unlabeled-per-class", po::value(&c.split.unlabeled_per_class), "q unlabeled samples per class; rest unseen")
     ("transductive-fraction", po::value(&c.split.transductive_fraction), "fraction F of each class in the transductive set; rest unseen")
-    ("seed", po::value(&c.split.seed)->default_value(0), "random seed of the split (and of NN-descent and the landmarks)")
+    ("seed", po::value<int64_t>()->default_value(0), "random seed of the split (and of NN-descent and the landmarks), >= 0")
     ("dim", po::value(&mo.dim)->default_value(0), "projected dimension m (0: c-1)");
   po::options_description params("method parameters (job-file keys: the option without '--', '-' -> '_')");
   for (const auto& p : methods::parameter_table()) {
@@ -180,6 +216,12 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
   po::notify(vm);
   set_quiet(vm.count("quiet") > 0);
   c.format = io::parse_format(format);
+  const int64_t seed = vm["seed"].as<int64_t>();  // an unsigned option would take -1 as 2^64 - 1
+  SSDR_REQUIRE(seed >= 0, "--seed: expected an integer >= 0, got " + std::to_string(seed));
+  c.split.seed = static_cast<uint64_t>(seed);
+  for (const char* option : {"report", "model", "embedding", "split", "data"})
+    SSDR_REQUIRE(!vm.count(option) || !vm[option].as<std::string>().empty(),
+                 std::string("--") + option + ": expected a file name, got an empty string");
   const auto& info = methods::find_method(c.config.method);
   if (!info.projects)  // lp: a transductive classifier, nothing to save or embed
     for (const char* option : {"model", "embedding"})
@@ -262,6 +304,8 @@ driver::TransformCommand parse_transform(const std::vector<std::string>& args, b
   }
   po::notify(vm);
   set_quiet(vm.count("quiet") > 0);
+  for (const char* option : {"model", "data", "embedding"})
+    SSDR_REQUIRE(!vm[option].as<std::string>().empty(), std::string("--") + option + ": expected a file name, got an empty string");
   c.format = io::parse_format(format);
   return c;
 }
@@ -278,8 +322,23 @@ int main(int argc, char** argv) {
   int petsc_argc = static_cast<int>(petsc_argv.size());
   petsc_argv.push_back(nullptr);
   char** pargv = petsc_argv.data();
+  // MPI first, so a bad -options_file can be refused with one line before PETSc reads it
+  // (PETSc would read /dev/zero until memory runs out, wait on a FIFO forever, or print its
+  // traceback for a missing file). PETSc then leaves MPI_Finalize to us.
+  MPI_Init(&argc, &argv);
+  {
+    int wrank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
+    const std::string bad = check_options_files(petsc_argv);
+    if (!bad.empty()) {  // argv is the same on every rank: every rank leaves here
+      if (wrank == 0) std::fprintf(stderr, "ssdr: error: %s\n", bad.c_str());
+      MPI_Finalize();
+      return 2;
+    }
+  }
   if (SlepcInitialize(&petsc_argc, &pargv, nullptr, nullptr) != 0) {
     std::fprintf(stderr, "ssdr: error: PETSc/SLEPc initialization failed\n");
+    MPI_Finalize();
     return 1;
   }
   elapsed_since_start();  // the progress clock starts now
@@ -301,6 +360,8 @@ int main(int argc, char** argv) {
     } else if (command == "--version" || command == "version") {
       if (rank == 0) std::printf("ssdr %s\n", version());
     } else if (command == "methods") {
+      SSDR_REQUIRE(rest.empty(), "unexpected argument '" + (rest.empty() ? std::string() : rest.front()) +
+                                     "': ssdr methods takes no arguments");
       if (rank == 0) std::fputs(methods_help().c_str(), stdout);
     } else if (command == "fit" || command == "evaluate") {
       auto c = parse_fit(rest, command == "evaluate", help);
@@ -353,6 +414,14 @@ int main(int argc, char** argv) {
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
   if (code == 0) warn_unused_petsc_options(rank);  // after an error the rest never ran
-  SlepcFinalize();
+  // PETSc's finalize writes -log_view and similar reports; a failure there (an unwritable
+  // -log_view :path) gets its one line too instead of a bare exit status.
+  const PetscErrorCode fin = SlepcFinalize();
+  if (fin != 0) {
+    std::fprintf(stderr, "ssdr: error: %s (rank %d)\n", petsc_error_text(static_cast<int>(fin), "SlepcFinalize: writing the -log_view or other PETSc reports").c_str(), rank);
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);  // PETSc stopped midway: the ranks may be out of step
+  }
+  MPI_Finalize();
   return code;
 }

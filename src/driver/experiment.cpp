@@ -72,8 +72,17 @@ std::vector<json> read_results(const std::string& dir) {
 /// Appends one line with a single write() and fsync: the line is either there whole or,
 /// after a kill, cut (and ignored on reading).
 void append_line(const std::string& path, const std::string& line) {
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND, 0644);
-  SSDR_CHECK(fd >= 0, "cannot open results file '" + path + "' for appending");
+  // O_NOFOLLOW and a regular-file check: a results file that is a link (to the input data,
+  // the job file) or a device is refused, never appended to.
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW, 0644);
+  SSDR_CHECK(fd >= 0, "cannot open results file '" + path + "' for appending: " +
+                          (errno == ELOOP ? std::string("it is a symbolic link") : std::string(std::strerror(errno))));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink > 1) {
+    ::close(fd);
+    SSDR_THROW("results file '" + path + "' is not a regular file of its own (a device, FIFO or hard link); " +
+               "choose a new --output folder");
+  }
   // A line cut earlier (full disk, kill) has no newline: start on a fresh line, or this
   // record would be glued to the cut one and lost with it.
   const off_t size = ::lseek(fd, 0, SEEK_END);

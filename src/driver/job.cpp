@@ -1,5 +1,6 @@
 // The job of `ssdr experiment`: its YAML file parsed and checked, and the units of work
 // and fit configurations derived from it.
+#include <algorithm>
 #include <sys/stat.h>
 #include <yaml-cpp/yaml.h>
 
@@ -9,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <type_traits>
 #include <set>
 #include <sstream>
 
@@ -29,6 +31,11 @@ namespace {
 /// (yaml-cpp alone says "bad conversion").
 template <class T>
 T value(const Job& job, const YAML::Node& n, const std::string& key, const std::string& expected) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    // A NUL would cut a path or name when it reaches the system ("iris.csv\0x" reads iris.csv).
+    if (n.IsScalar() && n.Scalar().find('\0') != std::string::npos)
+      job_error(job, "line " + std::to_string(n.Mark().line + 1) + ": " + key + ": contains a NUL character");
+  }
   try {
     return n.as<T>();
   } catch (const YAML::Exception&) {
@@ -63,8 +70,12 @@ json scalar_json(const YAML::Node& n) {
 
 /// "a:b" or "a:b:step" → a, a+step, ..., b. Every part a strict integer; a range may expand to
 /// at most kMaxDims values (a job line of a few bytes must not allocate gigabytes).
+/// Bounds of what one job may ask for: dimensions per method, and grid points per method
+/// (each point is at least one fit per split).
+constexpr int64_t kMaxDims = 10000;
+constexpr int64_t kMaxGridPoints = 10000;
+
 std::vector<int64_t> parse_range(const Job& job, const std::string& s) {
-  constexpr int64_t kMaxDims = 100000;
   std::vector<int64_t> parts;
   std::stringstream ss(s);
   std::string tok;
@@ -93,7 +104,14 @@ std::vector<int64_t> parse_range(const Job& job, const std::string& s) {
 
 /// Refuse a mapping that repeats a key anywhere in the job (yaml-cpp keeps one of them
 /// silently): "file:line: duplicate key 'k' (first on line L)".
-void check_duplicate_keys(const std::string& file, const YAML::Node& node) {
+void check_duplicate_keys(const std::string& file, const YAML::Node& node, int depth, int64_t& budget) {
+  // A recursive alias (&m [lda, *m]) is a cycle and an alias bomb an exponential tree: both
+  // end here with a line instead of a stack overflow or an endless walk.
+  if (depth > 32 || --budget < 0)
+    throw Error(file + ":" + std::to_string(node.Mark().line + 1) +
+                    ": the job nests deeper than 32 levels or expands to more than 10^6 nodes (a recursive or "
+                    "repeated YAML alias?)",
+                __FILE__, __LINE__, true);
   if (node.IsMap()) {
     std::map<std::string, int> seen;
     for (const auto& kv : node) {
@@ -104,10 +122,10 @@ void check_duplicate_keys(const std::string& file, const YAML::Node& node) {
         throw Error(file + ":" + std::to_string(line) + ": duplicate key '" + key + "' (first on line " +
                         std::to_string(it->second) + ")",
                     __FILE__, __LINE__, true);
-      check_duplicate_keys(file, kv.second);
+      check_duplicate_keys(file, kv.second, depth + 1, budget);
     }
   } else if (node.IsSequence()) {
-    for (const auto& v : node) check_duplicate_keys(file, v);
+    for (const auto& v : node) check_duplicate_keys(file, v, depth + 1, budget);
   }
 }
 
@@ -128,7 +146,10 @@ Job parse_job(const std::string& path) {
     throw Error(path + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg, __FILE__, __LINE__, true);
   }
   const std::string base = dirname_of(path);
-  check_duplicate_keys(path, root);
+  {
+    int64_t budget = 1000000;
+    check_duplicate_keys(path, root, 0, budget);
+  }
   try {
     static const std::set<std::string> top = {"name", "output", "splits", "seed", "protocol", "transductive_fraction",
                                               "unlabeled_per_class", "labeled_per_class", "select_by", "cv_folds", "datasets",
@@ -165,14 +186,18 @@ Job parse_job(const std::string& path) {
       job_error(job, "select_by: expected unlabeled, unseen or cv, got '" + job.select_by + "'");
     job.cv_folds = root["cv_folds"] ? value<int>(job, root["cv_folds"], "cv_folds", "an integer >= 2") : 5;
     if (job.cv_folds < 2) job_error(job, "cv_folds must be at least 2");
-    if (job.splits < 1) job_error(job, "splits must be at least 1");
+    if (job.splits < 1 || job.splits > 10000) job_error(job, "splits must be between 1 and 10000, got " + std::to_string(job.splits));
     if (job.protocol == "transductive-fraction" &&
         !(job.transductive_fraction > 0 && job.transductive_fraction <= 1))  // NaN fails too
       job_error(job, "transductive_fraction must be in (0, 1], got " + std::to_string(job.transductive_fraction));
     if (job.protocol == "labeled-unlabeled-per-class" && job.unlabeled_per_class < 0)
       job_error(job, "unlabeled_per_class must be at least 0, got " + std::to_string(job.unlabeled_per_class));
-    for (int p : job.labeled_per_class)
+    for (size_t i = 0; i < job.labeled_per_class.size(); ++i) {
+      const int p = job.labeled_per_class[i];
       if (p < 1) job_error(job, "labeled_per_class must be at least 1, got " + std::to_string(p));
+      for (size_t j = 0; j < i; ++j)
+        if (job.labeled_per_class[j] == p) job_error(job, "labeled_per_class lists " + std::to_string(p) + " twice");
+    }
     if (!root["datasets"] || !root["datasets"].IsSequence() || root["datasets"].size() == 0)
       job_error(job, "datasets: expected a list of {name, path[, format]}");
     for (const auto& d : root["datasets"]) {
@@ -181,6 +206,9 @@ Job parse_job(const std::string& path) {
       ds.path = resolve(base, value<std::string>(job, d["path"], "path", "a file name"));
       ds.name = d["name"] ? value<std::string>(job, d["name"], "name", "a name") : ds.path;
       ds.format = io::parse_format(d["format"] ? value<std::string>(job, d["format"], "format", "csv, libsvm, idx or auto") : "auto");
+      for (const auto& other : job.datasets)  // names key the checkpoints and the summary rows
+        if (other.name == ds.name)
+          job_error(job, "line " + std::to_string(d.Mark().line + 1) + ": data set name '" + ds.name + "' is used twice");
       job.datasets.push_back(ds);
     }
     if (!root["methods"] || !root["methods"].IsSequence() || root["methods"].size() == 0)
@@ -249,6 +277,32 @@ Job parse_job(const std::string& path) {
         }
       }
       methods::find_method(ms.name);
+      // Every value once, and a bounded sweep: a few bytes ("1:90000" twice) must not make
+      // the driver walk a hundred thousand configurations.
+      if (static_cast<int64_t>(ms.dims.size()) > kMaxDims)
+        job_error(job, "dim of method " + ms.name + ": " + std::to_string(ms.dims.size()) + " values, more than " +
+                           std::to_string(kMaxDims));
+      {
+        std::vector<int64_t> sorted = ms.dims;
+        std::sort(sorted.begin(), sorted.end());
+        const auto dup = std::adjacent_find(sorted.begin(), sorted.end());
+        if (dup != sorted.end())
+          job_error(job, "dim of method " + ms.name + " lists " + std::to_string(*dup) + " twice");
+      }
+      auto points = [](const Grid& g) {
+        double n = 1;
+        for (const auto& kv : g) n *= static_cast<double>(kv.second.size());
+        return n;
+      };
+      if (points(ms.grid) > kMaxGridPoints || points(ms.cv_grid) > kMaxGridPoints)
+        job_error(job, "method " + ms.name + ": a parameter grid of more than " + std::to_string(kMaxGridPoints) +
+                           " points (the product of the value counts)");
+      auto same = [&](const MethodSpec& o) {
+        return o.name == ms.name && json(o.grid).dump() == json(ms.grid).dump() &&
+               json(o.cv_grid).dump() == json(ms.cv_grid).dump() && o.dims == ms.dims && o.cv_default == ms.cv_default;
+      };
+      for (const auto& other : job.methods)  // the same configurations twice would count as two splits
+        if (same(other)) job_error(job, "line " + std::to_string(m.Mark().line + 1) + ": method " + ms.name + " is listed twice with the same settings");
       job.methods.push_back(ms);
     }
     if (root["preprocess"])

@@ -1,6 +1,10 @@
 #include "ssdr/driver/pipeline.hpp"
 
+#include <cstdio>
+
+
 #include "ssdr/core/error.hpp"
+#include "ssdr/core/mpi_util.hpp"
 #include "ssdr/core/progress.hpp"
 #include "ssdr/core/version.hpp"
 #include "ssdr/kernels/feature_map.hpp"
@@ -71,6 +75,23 @@ FitOutcome fit_and_evaluate(const io::Dataset& ds, const std::vector<data::Role>
         " landmarks");
   }
 
+  // The linear methods form d'×d' matrices (scatter, eigen-solves) replicated on every rank:
+  // with --no-pca on wide data (30 × 20 000) that is gigabytes per rank and minutes. Refuse
+  // before computing when about four of them would not fit this rank's memory share.
+  const DistMatrix& learn_X = feature_map.empty() ? Xt : Phi;
+  if (info.projects && info.name != "1nn") {
+    const double dm = static_cast<double>(learn_X.cols);
+    const double need = 4.0 * dm * dm * 8.0, limit = memory_limit_per_rank(learn_X.comm);
+    if (need > limit) {
+      char b[320];
+      std::snprintf(b, sizeof b,
+                    "%s: d' = %lld features after preprocessing: its d' x d' matrices need about %.3g GiB per rank, "
+                    "more than this rank's share of the host's memory (%.3g GiB); keep PCA (drop --no-pca) or "
+                    "lower --pca-energy",
+                    info.name.c_str(), static_cast<long long>(learn_X.cols), need / 1073741824.0, limit / 1073741824.0);
+      SSDR_REQUIRE(false, b);
+    }
+  }
   auto method = info.make();
   methods::TrainingData training{feature_map.empty() ? Xt : Phi, labels, ds.classes,
                                  feature_map.empty() ? nullptr : &Xt, config.cache};

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "ssdr/core/error.hpp"
+#include "ssdr/core/mpi_util.hpp"
 #include "ssdr/core/lapack.hpp"
 #include "ssdr/core/mpi_util.hpp"
 #include "ssdr/core/petsc.hpp"
@@ -45,28 +46,6 @@ std::string mib(double bytes) {
   return b;
 }
 
-/// 50 % of MemAvailable divided by the ranks of comm on this node, the minimum over all
-/// nodes (bytes). Collective.
-double default_memory_limit(MPI_Comm comm) {
-  double avail = 0;
-  std::ifstream f("/proc/meminfo");
-  std::string key;
-  double value = 0;
-  std::string unit;
-  while (f >> key >> value >> unit)
-    if (key == "MemAvailable:") {
-      avail = value * 1024.0;
-      break;
-    }
-  MPI_Comm node = MPI_COMM_NULL;
-  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-  const int local = node == MPI_COMM_NULL ? 1 : comm_size(node);
-  if (node != MPI_COMM_NULL) MPI_Comm_free(&node);
-  double mine = avail > 0 ? 0.5 * avail / local : std::numeric_limits<double>::infinity();
-  double limit = 0;
-  MPI_Allreduce(&mine, &limit, 1, MPI_DOUBLE, MPI_MIN, comm);
-  return limit;
-}
 
 /// Normalizes column x (length n) and makes its entry of largest magnitude positive. Local.
 void fix_sign(double* x, int64_t n) {
@@ -98,7 +77,7 @@ void fit_exact(FeatureMap& f, const DistMatrix& X, const KernelOptions& o, nlohm
   const int64_t n = X.n_global, d = X.cols;
   const int p = comm_size(comm);
   const double need = exact_map_bytes_per_rank(n, d, p);
-  const double limit = o.max_memory_mib > 0 ? o.max_memory_mib * 1024.0 * 1024.0 : default_memory_limit(comm);
+  const double limit = o.max_memory_mib > 0 ? o.max_memory_mib * 1024.0 * 1024.0 : memory_limit_per_rank(comm);
   SSDR_REQUIRE(need <= limit, "the exact kernel map of n = " + std::to_string(n) + " samples needs about " +
                                   mib(need) + " per rank on " + std::to_string(p) + " ranks, more than the limit of " +
                                   mib(limit) + " per rank (--max-kernel-memory); use --landmarks r (Nystrom)");

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <iomanip>
 #include <sstream>
 
 #include "ssdr/core/error.hpp"
@@ -149,7 +151,7 @@ std::vector<ParameterSpec> build() {
            [](T& t, const json& v) { t.kernel.type = kernels::parse_kernel(v.get<std::string>()); },
            [](const C& t) { return json(kernels::to_string(t.kernel.type)); }),
     number("degree", "p", "polynomial kernel (x'y + 1)^p degree (soda-nie2009 sec. 5.4: 3)",
-           Kind::real, Scope::kernel, 0, true, kInf, false,
+           Kind::real, Scope::kernel, 0, true, kernels::kMaxPolynomialDegree, false,
            [](T& t, const json& v) { t.kernel.degree = v.get<double>(); },
            [](const C& t) { return json(t.kernel.degree); }),
     number("sigma2", "sigma^2", "RBF exp(-|x-y|^2/sigma2) (0: mean pairwise squared distance)",
@@ -236,8 +238,14 @@ void set_parameter(ParameterTarget& target, const std::string& name, const json&
                       (spec->hi_open ? x < spec->hi : x <= spec->hi) &&
                       (spec->kind == Kind::real || x == std::floor(x));
       if (!ok) {
+        // Shortest text that reads back as x (1.0000001 must not print as 1); inf and nan as
+        // such (JSON would print null).
         std::ostringstream got;
-        got << x;  // inf and nan as such (JSON would print null)
+        for (int digits = 6; digits <= 17; ++digits) {
+          got.str("");
+          got << std::setprecision(digits) << x;
+          if (!std::isfinite(x) || std::strtod(got.str().c_str(), nullptr) == x) break;
+        }
         wrong(got.str());
       }
       checked = spec->kind == Kind::integer ? json(static_cast<int64_t>(x)) : json(x);

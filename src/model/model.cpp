@@ -186,7 +186,10 @@ std::string inconsistency(const Model& m) {
     if (k.M.rows != k.Zt.cols || static_cast<int64_t>(k.a.size()) != k.Zt.cols)
       return "the kernel map has " + std::to_string(k.M.rows) + " rows and " + std::to_string(k.a.size()) +
              " centering terms for " + std::to_string(k.Zt.cols) + " landmarks";
-    if (k.type == kernels::KernelType::rbf && !(k.sigma2 > 0)) return "the RBF kernel has sigma^2 <= 0";
+    if (k.type == kernels::KernelType::rbf && !(k.sigma2 > 0 && std::isfinite(k.sigma2)))
+      return "the RBF kernel's sigma^2 is not a positive finite number";
+    if (k.type == kernels::KernelType::polynomial && !(k.degree > 0 && k.degree <= kernels::kMaxPolynomialDegree))
+      return "the polynomial kernel's degree is not in (0, " + std::to_string(static_cast<int>(kernels::kMaxPolynomialDegree)) + "]";
     if (m.W.rows != k.M.cols)
       return "the kernel map has " + std::to_string(k.M.cols) + " features but W has " + std::to_string(m.W.rows) +
              " rows";
@@ -232,6 +235,9 @@ Model from_bytes(const std::string& bytes, const std::string& path) {
     std::istringstream is(bytes.substr(mlen + 4, payload_end - mlen - 4), std::ios::binary);
     boost::archive::binary_iarchive ar(is);
     ar >> m;
+    // The archive must end where the payload ends: a version-4 file relabeled as version 3
+    // (which has no checksum) keeps its 8 checksum bytes here and is refused.
+    if (is.peek() != std::char_traits<char>::eof()) throw CorruptLength();
   } catch (const boost::archive::archive_exception&) {
     g_load_limit = std::numeric_limits<uint64_t>::max();
     SSDR_THROW(corrupt(path));

@@ -146,7 +146,7 @@ job() {  # job FILE METHOD_LINES...: a small iris job
 job "$tmp/dup.yaml" "  - {name: lda}" "splits: 3"
 refuse "a duplicate key in a job file" "dup.yaml:10: duplicate key 'splits' (first on line 5)" experiment "$tmp/dup.yaml" --output "$tmp/dup" -q
 job "$tmp/dims.yaml" '  - {name: lda, dim: "1:1000000000"}'
-refuse "a job dim range of a billion values" "dim: range '1:1000000000' has more than 100000 values" experiment "$tmp/dims.yaml" --output "$tmp/dims" -q
+refuse "a job dim range of a billion values" "dim: range '1:1000000000' has more than 10000 values" experiment "$tmp/dims.yaml" --output "$tmp/dims" -q
 job "$tmp/negmu.yaml" "  - {name: soda, mu_scale: [0.1, -1]}"
 refuse "a job mu_scale of -1 (was an MPI_Abort after the first fits)" "negmu.yaml: line 9: parameter mu_scale: expected a number >= 0, got -1" \
   experiment "$tmp/negmu.yaml" --output "$tmp/negmu" -q
@@ -267,5 +267,46 @@ if timeout 120 "$MPIEXEC" -n 2 "$SSDR" fit --method soda --data "$DATA/iris.csv"
 else
   bad "misspelled PETSc option: $(head -c 300 "$tmp/err")"
 fi
+
+# 10. The second hostile pass (after the fixes above): PETSc's own file options, sweeps that
+#     a few bytes blow up, YAML aliases, links among the outputs, duplicates, wide data without
+#     PCA, and odd values on the command line. Each: one line, non-zero exit, in seconds.
+refuse "-options_file /dev/zero (PETSc read it until memory ran out)" "-options_file /dev/zero: not a regular file" \
+  "${IRIS[@]}" -options_file /dev/zero
+mkfifo "$tmp/opt.fifo"
+refuse "-options_file a FIFO without a writer" "-options_file $tmp/opt.fifo: not a regular file" "${IRIS[@]}" -options_file "$tmp/opt.fifo"
+refuse "-options_file missing (was PETSc's traceback)" "-options_file $tmp/none.opts: No such file" "${IRIS[@]}" -options_file "$tmp/none.opts"
+refuse "-log_view into a missing folder (was a silent exit 1)" "folder '$tmp/no/dir' does not exist" "${IRIS[@]}" -log_view ":$tmp/no/dir/log.txt"
+job "$tmp/splits.yaml" "  - {name: lda}" "splits: 1000000000"
+sed -i '/^splits: 1$/d' "$tmp/splits.yaml"
+refuse "a job with a billion splits" "splits must be between 1 and 10000, got 1000000000" experiment "$tmp/splits.yaml" --output "$tmp/splits" -q
+job "$tmp/dims2.yaml" '  - {name: lda, dim: ["1:9000", "1:9000"]}'
+refuse "a job dim list repeating a range" "dim of method lda: 18000 values, more than 10000" experiment "$tmp/dims2.yaml" --output "$tmp/dims2" -q
+job "$tmp/sweep.yaml" "  - {name: soda, knn: [$(seq -s, 1 30)], alpha_u: [$(seq -s, 0.01 0.01 0.3)], mu_scale: [$(seq -s, 1 20)]}"
+refuse "a job grid of 18000 points" "a parameter grid of more than 10000 points" experiment "$tmp/sweep.yaml" --output "$tmp/sweep" -q
+job "$tmp/alias.yaml" "  - {name: lda}" "x: &m [lda, *m]"
+refuse "a recursive YAML alias (was a segfault)" "recursive or repeated YAML alias" experiment "$tmp/alias.yaml" --output "$tmp/alias" -q
+{ job /dev/stdout "  - {name: lda}"; echo "a0: &a0 [x, x, x, x, x, x, x, x, x, x]"
+  for i in $(seq 1 12); do echo "a$i: &a$i [*a$((i-1)), *a$((i-1)), *a$((i-1)), *a$((i-1)), *a$((i-1)), *a$((i-1)), *a$((i-1)), *a$((i-1))]"; done; } >"$tmp/bomb.yaml"
+refuse "a YAML alias bomb (was minutes of CPU)" "recursive or repeated YAML alias" experiment "$tmp/bomb.yaml" --output "$tmp/bomb" -q
+printf 'name: j\nprotocol: transductive-fraction\ntransductive_fraction: 0.5\nlabeled_per_class: 3\nsplits: 1\ndatasets:\n  - {path: "%s\\0.evil"}\nmethods: [lda]\n' "$DATA/iris.csv" >"$tmp/nul.yaml"
+refuse "a NUL inside a job-file path (was silently cut)" "nul.yaml: line 7: path: contains a NUL character" experiment "$tmp/nul.yaml" --output "$tmp/nul" -q
+printf 'name: j\nprotocol: transductive-fraction\ntransductive_fraction: 0.5\nlabeled_per_class: 3\nsplits: 1\ndatasets:\n  - {name: a, path: %s}\n  - {name: a, path: %s}\nmethods: [lda]\n' "$DATA/iris.csv" "$DATA/wine.csv" >"$tmp/dupname.yaml"
+refuse "two data sets of one name (were merged into one row)" "data set name 'a' is used twice" experiment "$tmp/dupname.yaml" --output "$tmp/dupname" -q
+job "$tmp/dupmeth.yaml" "  - {name: lda}" "  - {name: lda}"
+refuse "one method listed twice (counted as two splits)" "method lda is listed twice with the same settings" experiment "$tmp/dupmeth.yaml" --output "$tmp/dupmeth" -q
+job "$tmp/link.yaml" "  - {name: lda}"
+mkdir -p "$tmp/link" && cp "$DATA/iris.csv" "$tmp/iris_copy.csv" && ln -s "$tmp/iris_copy.csv" "$tmp/link/results.g0of1.jsonl"
+before=$(md5sum <"$tmp/iris_copy.csv")
+refuse "a results file that is a link to an input (was appended to)" "it is a symbolic link" experiment "$tmp/link.yaml" --output "$tmp/link" -q
+[ "$(md5sum <"$tmp/iris_copy.csv")" = "$before" ] && ok "the linked input is untouched" || bad "the linked input was changed"
+refuse "--no-pca on 30 x 20000 (was minutes at 14 GB)" "d' = 20000 features after preprocessing" \
+  fit --method lda --data "$tmp/wide.csv" --labeled-per-class 3 -q --no-pca
+refuse "--report with an empty name (was a silent success)" "--report: expected a file name, got an empty string" "${IRIS[@]}" --report ""
+refuse "--seed -1 (was 2^64 - 1)" "--seed: expected an integer >= 0, got -1" "${IRIS[@]}" --seed -1
+refuse "a stray word after methods" "ssdr methods takes no arguments" methods extra
+refuse "--pca-energy 1.0000001 (was printed as 1.000000)" "got 1.0000001" "${IRIS[@]}" --pca-energy 1.0000001
+refuse "--degree 1e6 (was a ScaLAPACK error on every rank)" "--degree: expected a number in (0, 20], got 1e+06" \
+  fit --method ksoda --data "$DATA/iris.csv" --labeled-per-class 3 -q --degree 1e6
 
 finish

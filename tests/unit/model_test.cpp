@@ -392,14 +392,16 @@ TEST(ModelFile, RoundTripsAKernelFeatureMapExactlyInTheCurrentFormatVersion) {
 TEST(ModelFile, ReadsFormatVersionOneFilesAsModelsWithoutAKernel) {
   // A version-1 file is a version-3 file of a kernel-less model without the trailing
   // normalization record (int32, 4 bytes) and kernel record (int32 type, degree, σ², uint8
-  // exact, two empty Dense of 24 bytes each, an empty vector of 8 bytes = 77 bytes) and with
-  // version 1 in the header. Its normalization reads as metric (what produced it).
+  // exact, two empty Dense of 24 bytes each, an empty vector of 8 bytes = 77 bytes, and the
+  // 5 bytes of Boost's class record of the first FeatureMap = 82 bytes; the archive must end
+  // exactly there) and with version 1 in the header. Its normalization reads as metric (what produced it).
   ModelTempDir dir;
   const std::string p = dir.file("v1_" + std::to_string(test::rank()) + ".ssdr");
   model::save(example_model(), p);
   std::string bytes = read_bytes(p);
   bytes[std::strlen(model::kMagic)] = '\x01';
-  write_bytes(p, bytes.substr(0, bytes.size() - kNormalizationBytes - 77));
+  // Drop the format-4 checksum (8 bytes), the normalization and the kernel record.
+  write_bytes(p, bytes.substr(0, bytes.size() - 8 - kNormalizationBytes - 82));
   const model::Model back = model::load(p);
   model::Model expected = example_model();
   expected.normalization = methods::Normalization::metric;
@@ -408,6 +410,18 @@ TEST(ModelFile, ReadsFormatVersionOneFilesAsModelsWithoutAKernel) {
   // The same bytes labeled version 2 are missing the kernel record.
   bytes = read_bytes(p);
   bytes[std::strlen(model::kMagic)] = '\x02';
+  write_bytes(p, bytes);
+  expect_load_error(p, "truncated or corrupt model file");
+}
+
+TEST(ModelFile, RefusesACurrentFileRelabeledAsAnOlderFormatWithoutAChecksum) {
+  // Format 3 has no checksum: relabeling a format-4 file as 3 must not switch the check off.
+  // Its payload then ends with the 8 checksum bytes, which no format-3 archive has.
+  ModelTempDir dir;
+  const std::string p = dir.file("relabel_" + std::to_string(test::rank()) + ".ssdr");
+  model::save(example_kernel_model(), p);
+  std::string bytes = read_bytes(p);
+  bytes[std::strlen(model::kMagic)] = '\x03';
   write_bytes(p, bytes);
   expect_load_error(p, "truncated or corrupt model file");
 }

@@ -54,4 +54,9 @@ std::vector<T> allgatherv(const std::vector<T>& local, MPI_Comm comm, GatherCoun
   return allgatherv(local.data(), static_cast<int64_t>(local.size()), comm, layout);
 }
 
+/// The memory a rank may plan for: 50 % of MemAvailable (/proc/meminfo) divided by the ranks
+/// of `comm` on its host, the minimum over all hosts (bytes; infinity when unknown).
+/// Collective over comm.
+double memory_limit_per_rank(MPI_Comm comm);
+
 }  // namespace ssdr

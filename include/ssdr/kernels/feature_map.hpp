@@ -47,6 +47,10 @@ KernelType parse_kernel(const std::string& name);
 /// "none", "linear", "poly", "rbf".
 std::string to_string(KernelType k);
 
+/// The largest polynomial degree p accepted for (x'y + 1)^p (the papers use 3; far larger p
+/// overflows or makes the kernel matrix numerically rank one).
+inline constexpr double kMaxPolynomialDegree = 20;
+
 struct KernelOptions {
   KernelType type = KernelType::none;
   double degree = 3;        ///< polynomial p (KSODA paper: 3)
