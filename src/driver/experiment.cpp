@@ -138,9 +138,27 @@ int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
   job.fingerprint = job_fingerprint(job);
   const std::vector<Unit> units = make_units(job);
 
-  // Output directory and what is already done (every rank reads the same files).
+  // Every data set readable, and a regular file or an IDX folder, before the output folder is
+  // made and before any group starts (a group's own failure would reach the other groups
+  // only at the end of their work).
   bool ok = true;
   std::string msg;
+  if (wrank == 0)
+    for (const DatasetSpec& d : job.datasets) {
+      struct stat st {};
+      if (::access(d.path.c_str(), R_OK) != 0 || ::stat(d.path.c_str(), &st) != 0) {
+        msg = job.file + ": data set '" + d.name + "': cannot read '" + d.path + "': " + std::strerror(errno);
+        break;
+      }
+      if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+        msg = job.file + ": data set '" + d.name + "': cannot read '" + d.path +
+              "': not a regular file (a device, FIFO or socket); expected a data file";
+        break;
+      }
+    }
+  SSDR_CHECK_COLLECTIVE(world, msg.empty(), msg);
+
+  // Output directory and what is already done (every rank reads the same files).
   if (wrank == 0) {
     make_dirs(job.output);
     if (access(job.output.c_str(), W_OK) != 0) {
@@ -161,16 +179,6 @@ int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
     done.insert(key);
   }
 
-  // Every data set readable before any group starts (a group's own failure would reach the
-  // other groups only at the end of their work).
-  msg.clear();
-  if (wrank == 0)
-    for (const DatasetSpec& d : job.datasets)
-      if (::access(d.path.c_str(), R_OK) != 0) {
-        msg = job.file + ": data set '" + d.name + "': cannot read '" + d.path + "': " + std::strerror(errno);
-        break;
-      }
-  SSDR_CHECK_COLLECTIVE(world, msg.empty(), msg);
 
   // Groups: contiguous blocks of ranks; group g takes blocks b with b mod G == g.
   const int G = options.groups;

@@ -27,6 +27,20 @@ namespace {
   throw Error(job.file + ": " + what, __FILE__, __LINE__, true);
 }
 
+/// Runs `parse` (a parser shared with the command line, whose errors name the option, e.g.
+/// "--method: unknown method 'x'") and rewrites its error to name the job file, line and key.
+template <class F>
+auto in_job(const Job& job, const YAML::Node& n, const std::string& key, F parse) -> decltype(parse()) {
+  try {
+    return parse();
+  } catch (const Error& e) {
+    std::string what = e.what();
+    const auto colon = what.find(": ");
+    if (what.rfind("--", 0) == 0 && colon != std::string::npos) what = what.substr(colon + 2);
+    job_error(job, "line " + std::to_string(n.Mark().line + 1) + ": " + key + ": " + what);
+  }
+}
+
 /// n.as<T>() with a message naming the job file, the line, the key and what was expected
 /// (yaml-cpp alone says "bad conversion").
 template <class T>
@@ -205,7 +219,8 @@ Job parse_job(const std::string& path) {
       if (!d["path"]) job_error(job, "line " + std::to_string(d.Mark().line + 1) + ": a data set needs a path");
       ds.path = resolve(base, value<std::string>(job, d["path"], "path", "a file name"));
       ds.name = d["name"] ? value<std::string>(job, d["name"], "name", "a name") : ds.path;
-      ds.format = io::parse_format(d["format"] ? value<std::string>(job, d["format"], "format", "csv, libsvm, idx or auto") : "auto");
+      const std::string format = d["format"] ? value<std::string>(job, d["format"], "format", "csv, libsvm, idx or auto") : "auto";
+      ds.format = in_job(job, d["format"] ? d["format"] : d, "format", [&] { return io::parse_format(format); });
       for (const auto& other : job.datasets)  // names key the checkpoints and the summary rows
         if (other.name == ds.name)
           job_error(job, "line " + std::to_string(d.Mark().line + 1) + ": data set name '" + ds.name + "' is used twice");
@@ -217,10 +232,11 @@ Job parse_job(const std::string& path) {
       MethodSpec ms;
       if (m.IsScalar()) {
         ms.name = value<std::string>(job, m, "methods", "a method name or {name: ...}");
+        in_job(job, m, "methods", [&] { methods::find_method(ms.name); });
       } else {
         if (!m["name"]) job_error(job, "line " + std::to_string(m.Mark().line + 1) + ": a method needs a name");
         ms.name = value<std::string>(job, m["name"], "name", "a method name");
-        methods::find_method(ms.name);  // an unknown name first, before its parameters
+        in_job(job, m["name"], "name", [&] { methods::find_method(ms.name); });  // before its parameters
         for (const auto& kv : m) {
           const std::string key = kv.first.as<std::string>();
           if (key == "name") continue;

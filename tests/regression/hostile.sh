@@ -309,4 +309,14 @@ refuse "--pca-energy 1.0000001 (was printed as 1.000000)" "got 1.0000001" "${IRI
 refuse "--degree 1e6 (was a ScaLAPACK error on every rank)" "--degree: expected a number in (0, 20], got 1e+06" \
   fit --method ksoda --data "$DATA/iris.csv" --labeled-per-class 3 -q --degree 1e6
 
+printf 'name: j\nprotocol: transductive-fraction\ntransductive_fraction: 0.5\nlabeled_per_class: 3\nsplits: 1\ndatasets:\n  - {path: %s, format: xml}\nmethods: [lda]\n' "$DATA/iris.csv" >"$tmp/fmt.yaml"
+refuse "a job format xml names the job file and line (was --format)" "fmt.yaml: line 7: format: unknown data format 'xml'" experiment "$tmp/fmt.yaml" --output "$tmp/fmt" -q
+job "$tmp/meth.yaml" "  - {name: sod}"
+refuse "a job's unknown method names the job file and line (was --method)" "meth.yaml: line 9: name: unknown method 'sod'" experiment "$tmp/meth.yaml" --output "$tmp/meth" -q
+
+mkfifo "$tmp/data.fifo"
+printf 'name: j\nprotocol: transductive-fraction\ntransductive_fraction: 0.5\nlabeled_per_class: 3\nsplits: 1\ndatasets:\n  - {name: f, path: %s}\nmethods: [lda]\n' "$tmp/data.fifo" >"$tmp/fifo_ds.yaml"
+refuse "a job data set that is a FIFO" "data set 'f': cannot read" experiment "$tmp/fifo_ds.yaml" --output "$tmp/fifo_ds_out" -q
+[ ! -e "$tmp/fifo_ds_out" ] && ok "a refused job leaves no output folder" || bad "a refused job left $tmp/fifo_ds_out"
+
 finish
