@@ -42,6 +42,14 @@ const char* kUsage =
     "Run 'ssdr <command> --help' for the options of a command. PETSc/SLEPc options go after the\n"
     "ssdr options, e.g. -lp_ksp_type gmres -tr_eps_type lapack -log_view.\n";
 
+/// --help text: stdout, rank 0 only, no progress timestamp (so `ssdr fit --help | less`
+/// works). Local.
+void print_help(const std::string& text) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (rank == 0) std::fputs(text.c_str(), stdout);
+}
+
 bool is_petsc_option(const char* a) {
   if (std::strcmp(a, "-q") == 0 || std::strcmp(a, "-h") == 0) return false;  // ssdr's short options
   return a[0] == '-' && a[1] != '-' && a[1] != '\0' && !(a[1] >= '0' && a[1] <= '9') && a[1] != '.';
@@ -210,7 +218,7 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
     help = true;
     std::ostringstream s;
     s << desc << "\nmethods:\n" << methods_help();
-    ssdr::say(s.str());
+    print_help(s.str());
     return c;
   }
   po::notify(vm);
@@ -299,7 +307,7 @@ driver::TransformCommand parse_transform(const std::vector<std::string>& args, b
     help = true;
     std::ostringstream s;
     s << d;
-    ssdr::say(s.str());
+    print_help(s.str());
     return c;
   }
   po::notify(vm);
@@ -379,7 +387,7 @@ int main(int argc, char** argv) {
       if (vm.count("help")) {
         std::ostringstream s;
         s << d << "\nJob file format: jobs/experiments/README.md\n";
-        ssdr::say(s.str());
+        print_help(s.str());
       } else {
         po::notify(vm);
         set_quiet(vm.count("quiet") > 0);

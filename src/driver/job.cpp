@@ -224,6 +224,9 @@ Job parse_job(const std::string& path) {
       for (const auto& other : job.datasets)  // names key the checkpoints and the summary rows
         if (other.name == ds.name)
           job_error(job, "line " + std::to_string(d.Mark().line + 1) + ": data set name '" + ds.name + "' is used twice");
+        else if (slug(other.name) == slug(ds.name))
+          job_error(job, "line " + std::to_string(d.Mark().line + 1) + ": data set names '" + other.name + "' and '" +
+                             ds.name + "' make the same plot file name '" + slug(ds.name) + "'");
       job.datasets.push_back(ds);
     }
     if (!root["methods"] || !root["methods"].IsSequence() || root["methods"].size() == 0)

@@ -61,6 +61,11 @@ struct Job {
 /// the line and the key.
 Job parse_job(const std::string& path);
 
+/// A file-name-safe form of user text (summary.cpp): letters, digits, '-', '_' and '.' kept,
+/// anything else '_', a leading '.' or '-' prefixed with '_'. Plot files are named by the
+/// slugs of data set names, so parse_job refuses two names with one slug. Local.
+std::string slug(const std::string& text);
+
 // ---------------------------------------------------------------------------------------
 // Configurations.
 

@@ -63,19 +63,6 @@ std::string params_text(const json& p) {
   return s.empty() ? "defaults" : s;
 }
 
-/// A file-name-safe form of user text (data set names come from job files): letters,
-/// digits, '-', '_' and '.' are kept, anything else becomes '_', and a leading '.' or '-'
-/// gets a '_' in front, so the result never leaves its folder ("../x" → "_.._x"), never
-/// reads as an option, and needs no quoting inside a gnuplot string. Local.
-std::string slug(const std::string& text) {
-  std::string out;
-  for (char ch : text) {
-    const unsigned char u = static_cast<unsigned char>(ch);
-    out += (std::isalnum(u) || ch == '-' || ch == '_' || ch == '.') ? ch : '_';
-  }
-  if (out.empty() || out[0] == '.' || out[0] == '-') out.insert(out.begin(), '_');
-  return out;
-}
 
 /// Runs `gnuplot SCRIPT` inside `folder` with an argument vector (posix_spawnp: no shell,
 /// so no user text is ever interpreted), its output to /dev/null. The script names its
@@ -102,6 +89,20 @@ void run_gnuplot(const std::string& folder, const std::string& script) {
 }
 
 }  // namespace
+
+/// A file-name-safe form of user text (data set names come from job files): letters,
+/// digits, '-', '_' and '.' are kept, anything else becomes '_', and a leading '.' or '-'
+/// gets a '_' in front, so the result never leaves its folder ("../x" → "_.._x"), never
+/// reads as an option, and needs no quoting inside a gnuplot string. Local.
+std::string slug(const std::string& text) {
+  std::string out;
+  for (char ch : text) {
+    const unsigned char u = static_cast<unsigned char>(ch);
+    out += (std::isalnum(u) || ch == '-' || ch == '_' || ch == '.') ? ch : '_';
+  }
+  if (out.empty() || out[0] == '.' || out[0] == '-') out.insert(out.begin(), '_');
+  return out;
+}
 
 std::string fmt(double v, const char* f) {
   if (std::isnan(v)) return "-";

@@ -97,8 +97,9 @@ assert "beta" not in p and "lambda" not in p and "recursions" not in p, p
 PY
 then ok "report has the contract's fields"; else bad "report has the contract's fields"; fi
 # Every parameter of the table is an option of fit --help (the table generates them).
-run fit --help >"$tmp/help" 2>&1
+run fit --help >"$tmp/help" 2>"$tmp/help.err"
 missing=""
+[ -s "$tmp/help.err" ] && missing=" (help went to stderr)"
 for o in --knn --weight --sigma-s --knn-method --knn-recall-sample --alpha-u --mu-scale --alpha --lambda --beta \
          --gamma --mu --recursions --eigenvalue-scaling --normalize --scaling --pca-energy --no-pca --kernel \
          --degree --sigma2 --sigma-scale --landmarks --landmark-seeding; do

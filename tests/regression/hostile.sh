@@ -319,4 +319,7 @@ printf 'name: j\nprotocol: transductive-fraction\ntransductive_fraction: 0.5\nla
 refuse "a job data set that is a FIFO" "data set 'f': cannot read" experiment "$tmp/fifo_ds.yaml" --output "$tmp/fifo_ds_out" -q
 [ ! -e "$tmp/fifo_ds_out" ] && ok "a refused job leaves no output folder" || bad "a refused job left $tmp/fifo_ds_out"
 
+printf 'name: j\nprotocol: transductive-fraction\ntransductive_fraction: 0.5\nlabeled_per_class: 3\nsplits: 1\ndatasets:\n  - {name: "a b", path: %s}\n  - {name: a_b, path: %s}\nmethods: [lda]\n' "$DATA/iris.csv" "$DATA/wine.csv" >"$tmp/slug.yaml"
+refuse "two data set names with one plot file name (one plot overwrote the other)" "make the same plot file name 'a_b'" experiment "$tmp/slug.yaml" --output "$tmp/slug" -q
+
 finish
