@@ -80,10 +80,20 @@ void sample_to(std::vector<int64_t>& v, int64_t cap, Rng& rng) {
   std::sort(v.begin(), v.end());
 }
 
-/// MPI_Alltoallv of trivially copyable records, bucketed by destination rank.
+/// MPI_Alltoallv of trivially copyable records, bucketed by destination rank, into `recv`
+/// (resized; its capacity is reused, so a caller that keeps it across rounds allocates no
+/// large block per round). The staging buffer persists per record type. On one rank the
+/// records are copied once, without MPI.
 template <class T>
-std::vector<T> alltoallv_records(const std::vector<std::vector<T>>& out, MPI_Comm comm, std::vector<int>* from = nullptr) {
+void alltoallv_records(const std::vector<std::vector<T>>& out, MPI_Comm comm, std::vector<T>& recv,
+                       std::vector<int>* from = nullptr) {
   const int size = static_cast<int>(out.size());
+  if (size == 1) {
+    recv.assign(out[0].begin(), out[0].end());
+    if (from) from->assign(recv.size(), 0);
+    return;
+  }
+  static thread_local std::vector<T> send;
   MPI_Datatype type;
   MPI_Type_contiguous(static_cast<int>(sizeof(T)), MPI_BYTE, &type);
   MPI_Type_commit(&type);
@@ -95,7 +105,8 @@ std::vector<T> alltoallv_records(const std::vector<std::vector<T>>& out, MPI_Com
     sd[static_cast<size_t>(r) + 1] = sd[static_cast<size_t>(r)] + sc[static_cast<size_t>(r)];
     rd[static_cast<size_t>(r) + 1] = rd[static_cast<size_t>(r)] + rc[static_cast<size_t>(r)];
   }
-  std::vector<T> send(static_cast<size_t>(sd[static_cast<size_t>(size)])), recv(static_cast<size_t>(rd[static_cast<size_t>(size)]));
+  send.resize(static_cast<size_t>(sd[static_cast<size_t>(size)]));
+  recv.resize(static_cast<size_t>(rd[static_cast<size_t>(size)]));
   for (int r = 0; r < size; ++r)
     std::copy(out[static_cast<size_t>(r)].begin(), out[static_cast<size_t>(r)].end(), send.begin() + sd[static_cast<size_t>(r)]);
   MPI_Alltoallv(send.data(), sc.data(), sd.data(), type, recv.data(), rc.data(), rd.data(), type, comm);
@@ -105,8 +116,16 @@ std::vector<T> alltoallv_records(const std::vector<std::vector<T>>& out, MPI_Com
     for (int r = 0; r < size; ++r)
       for (int q = rd[static_cast<size_t>(r)]; q < rd[static_cast<size_t>(r) + 1]; ++q) (*from)[static_cast<size_t>(q)] = r;
   }
+}
+
+/// The same, returning a fresh vector (the final, once-only exchanges).
+template <class T>
+std::vector<T> alltoallv_records(const std::vector<std::vector<T>>& out, MPI_Comm comm, std::vector<int>* from = nullptr) {
+  std::vector<T> recv;
+  alltoallv_records(out, comm, recv, from);
   return recv;
 }
+
 
 struct Reverse {
   int64_t target, source;
@@ -217,6 +236,20 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
   MPI_Allreduce(MPI_IN_PLACE, &nchunks, 1, MPI_INT64_T, MPI_MAX, comm);
 
   std::vector<float> B, G, fetched;     // one row's candidate rows, its Gram block, a chunk's rows
+  // Exchange buffers kept across rounds and chunks (outer vectors cleared, capacities kept):
+  // reallocating them every round cost page faults and zeroing in the profile.
+  std::vector<std::vector<Reverse>> rev_out(static_cast<size_t>(size));
+  std::vector<std::vector<int64_t>> req(static_cast<size_t>(size));
+  std::vector<std::vector<float>> rows_out(static_cast<size_t>(size));
+  std::vector<std::vector<Proposal>> prop(static_cast<size_t>(size));
+  std::vector<Reverse> rev;
+  std::vector<int64_t> asked;
+  std::vector<int> asker;
+  std::vector<float> got_rows;
+  std::vector<Proposal> got_prop;
+  auto clear_all = [](auto& buckets) {
+    for (auto& b : buckets) b.clear();
+  };
   std::vector<float> fetched_norm, fetched_thr;
   std::vector<int64_t> fetched_ids;
   const double t_start = MPI_Wtime();
@@ -224,7 +257,7 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
   for (round = 1; round <= options.max_iterations; ++round) {
     if (round > 1) {
       // 1. Sampling and reverse candidates.
-      std::vector<std::vector<Reverse>> rev_out(static_cast<size_t>(size));
+      clear_all(rev_out);
       std::vector<int64_t> fresh_pos;
       for (int64_t v = 0; v < nl; ++v) {
         auto& nv = N[static_cast<size_t>(v)];
@@ -250,7 +283,7 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
         for (int64_t c : nv) rev_out[static_cast<size_t>(owner(c))].push_back(Reverse{c, r0 + v, 1, 0});
         for (int64_t c : ov) rev_out[static_cast<size_t>(owner(c))].push_back(Reverse{c, r0 + v, 0, 0});
       }
-      const std::vector<Reverse> rev = alltoallv_records(rev_out, comm);
+      alltoallv_records(rev_out, comm, rev);
       std::vector<std::vector<int64_t>> rn(static_cast<size_t>(nl)), ro(static_cast<size_t>(nl));
       std::vector<int64_t> m, o2;
       for (const Reverse& r : rev) (r.is_new ? rn : ro)[static_cast<size_t>(r.target - r0)].push_back(r.source);
@@ -287,12 +320,11 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
       }
       std::sort(need.begin(), need.end());
       need.erase(std::unique(need.begin(), need.end()), need.end());
-      std::vector<std::vector<int64_t>> req(static_cast<size_t>(size));
+      clear_all(req);
       for (int64_t c : need) req[static_cast<size_t>(owner(c))].push_back(c);
-      std::vector<int> asker;
-      const std::vector<int64_t> asked = alltoallv_records(req, comm, &asker);
+      alltoallv_records(req, comm, asked, &asker);
       // Replies: the row (float), in the order asked, per asking rank; then the thresholds.
-      std::vector<std::vector<float>> rows_out(static_cast<size_t>(size));
+      clear_all(rows_out);
       for (size_t q = 0; q < asked.size(); ++q) {
         const int64_t li = asked[q] - r0;
         auto& o = rows_out[static_cast<size_t>(asker[q])];
@@ -302,7 +334,8 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
       {
         // Rows arrive per owner in ascending id order (the order `need` was bucketed in), so the
         // concatenation in rank order is `need` itself (owners hold ascending ranges).
-        const std::vector<float> got = alltoallv_records(rows_out, comm);
+        alltoallv_records(rows_out, comm, got_rows);
+        const std::vector<float>& got = got_rows;
         fetched_ids = need;
         fetched.resize(static_cast<size_t>(static_cast<int64_t>(need.size()) * d));
         fetched_norm.resize(need.size());
@@ -328,7 +361,7 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
           thr = fetched_thr[q];
         }
       };
-      std::vector<std::vector<Proposal>> prop(static_cast<size_t>(size));
+      clear_all(prop);
       std::vector<int64_t> C;
       std::vector<float> cn, ct;
       for (int64_t v = v0; v < v1; ++v) {
@@ -365,8 +398,8 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
               prop[static_cast<size_t>(owner(gb))].push_back(Proposal{gb, ga, dist, 0});
           }
       }
-      const std::vector<Proposal> got = alltoallv_records(prop, comm);
-      for (const Proposal& p : got) changed += L.insert(p.target - r0, p.dist, p.candidate);
+      alltoallv_records(prop, comm, got_prop);
+      for (const Proposal& p : got_prop) changed += L.insert(p.target - r0, p.dist, p.candidate);
     }
     MPI_Allreduce(MPI_IN_PLACE, &changed, 1, MPI_INT64_T, MPI_SUM, comm);
     MPI_Allreduce(MPI_IN_PLACE, &computed, 1, MPI_INT64_T, MPI_SUM, comm);
