@@ -360,7 +360,16 @@ int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
   msg.clear();
   if (wrank == 0) {
     try {
-      summarize(job, job.output, read_results(job.output), sweep, G, wsize);
+      const std::vector<json> results = read_results(job.output);
+      summarize(job, job.output, results, sweep, G, wsize);
+      // A job none of whose configurations a method accepted produced no result at all: an
+      // error, not a success with an empty table (the summary still records the rejects).
+      const auto first_ok = std::find_if(results.begin(), results.end(), [](const json& r) { return !r.contains("error"); });
+      if (!results.empty() && first_ok == results.end()) {
+        ok = false;
+        msg = job.file + ": every configuration was rejected by its method; the first: " +
+              results.front()["error"].get<std::string>();
+      }
     } catch (const std::exception& e) {
       ok = false;
       msg = e.what();

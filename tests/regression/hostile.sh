@@ -322,4 +322,9 @@ refuse "a job data set that is a FIFO" "data set 'f': cannot read" experiment "$
 printf 'name: j\nprotocol: transductive-fraction\ntransductive_fraction: 0.5\nlabeled_per_class: 3\nsplits: 1\ndatasets:\n  - {name: "a b", path: %s}\n  - {name: a_b, path: %s}\nmethods: [lda]\n' "$DATA/iris.csv" "$DATA/wine.csv" >"$tmp/slug.yaml"
 refuse "two data set names with one plot file name (one plot overwrote the other)" "make the same plot file name 'a_b'" experiment "$tmp/slug.yaml" --output "$tmp/slug" -q
 
+job "$tmp/alldim.yaml" "  - {name: lda, dim: 10}"
+refuse "a job every configuration of which is rejected (was exit 0, empty table)" "every configuration was rejected by its method; the first: --dim 10 must be between 1 and the 4" \
+  experiment "$tmp/alldim.yaml" --output "$tmp/alldim" -q
+[ -s "$tmp/alldim/summary.md" ] && ok "... and its summary still records the rejects" || bad "no summary for the rejected job"
+
 finish
