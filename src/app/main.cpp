@@ -55,9 +55,11 @@ bool is_petsc_option(const char* a) {
   return a[0] == '-' && a[1] != '-' && a[1] != '\0' && !(a[1] >= '0' && a[1] <= '9') && a[1] != '.';
 }
 
-/// The files named by -options_file / -options_file_yaml must be regular files of at most
-/// 1 MiB (an options file is a few lines). "" when they are, else the one-line error. Local.
-std::string check_options_files(const std::vector<char*>& petsc_argv) {
+/// PETSc options that name files, checked before PETSc touches them: -options_file and
+/// -options_file_yaml must name regular files of at most 1 MiB (an options file is a few
+/// lines); the folder of a -log_view :path (and -log_trace,
+/// -log_dump, -memory_view) must be writable. "" when all are, else the one-line error. Local.
+std::string check_petsc_file_options(const std::vector<char*>& petsc_argv) {
   for (size_t a = 1; a + 1 < petsc_argv.size(); ++a) {
     if (petsc_argv[a] == nullptr || petsc_argv[a + 1] == nullptr) continue;
     const std::string opt = petsc_argv[a];
@@ -337,7 +339,7 @@ int main(int argc, char** argv) {
   {
     int wrank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
-    const std::string bad = check_options_files(petsc_argv);
+    const std::string bad = check_petsc_file_options(petsc_argv);
     if (!bad.empty()) {  // argv is the same on every rank: every rank leaves here
       if (wrank == 0) std::fprintf(stderr, "ssdr: error: %s\n", bad.c_str());
       MPI_Finalize();

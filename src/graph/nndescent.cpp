@@ -80,20 +80,27 @@ void sample_to(std::vector<int64_t>& v, int64_t cap, Rng& rng) {
   std::sort(v.begin(), v.end());
 }
 
-/// MPI_Alltoallv of trivially copyable records, bucketed by destination rank, into `recv`
-/// (resized; its capacity is reused, so a caller that keeps it across rounds allocates no
-/// large block per round). The staging buffer persists per record type. On one rank the
-/// records are copied once, without MPI.
+/// The staging and receive buffers of one kind of exchange. A caller that keeps one across
+/// rounds allocates no large block per round; the buffers are freed with it.
 template <class T>
-void alltoallv_records(const std::vector<std::vector<T>>& out, MPI_Comm comm, std::vector<T>& recv,
-                       std::vector<int>* from = nullptr) {
+struct Exchange {
+  std::vector<T> send, recv;
+};
+
+/// MPI_Alltoallv of trivially copyable records, bucketed by destination rank; the records
+/// received, in rank order, are x.recv (returned). On one rank they are copied once, without
+/// MPI. Collective over comm.
+template <class T>
+const std::vector<T>& alltoallv_records(const std::vector<std::vector<T>>& out, MPI_Comm comm, Exchange<T>& x,
+                                        std::vector<int>* from = nullptr) {
   const int size = static_cast<int>(out.size());
+  std::vector<T>& send = x.send;
+  std::vector<T>& recv = x.recv;
   if (size == 1) {
     recv.assign(out[0].begin(), out[0].end());
     if (from) from->assign(recv.size(), 0);
-    return;
+    return recv;
   }
-  static thread_local std::vector<T> send;
   MPI_Datatype type;
   MPI_Type_contiguous(static_cast<int>(sizeof(T)), MPI_BYTE, &type);
   MPI_Type_commit(&type);
@@ -116,14 +123,15 @@ void alltoallv_records(const std::vector<std::vector<T>>& out, MPI_Comm comm, st
     for (int r = 0; r < size; ++r)
       for (int q = rd[static_cast<size_t>(r)]; q < rd[static_cast<size_t>(r) + 1]; ++q) (*from)[static_cast<size_t>(q)] = r;
   }
+  return recv;
 }
 
-/// The same, returning a fresh vector (the final, once-only exchanges).
+/// The same with buffers of its own (the final, once-only exchanges).
 template <class T>
 std::vector<T> alltoallv_records(const std::vector<std::vector<T>>& out, MPI_Comm comm, std::vector<int>* from = nullptr) {
-  std::vector<T> recv;
-  alltoallv_records(out, comm, recv, from);
-  return recv;
+  Exchange<T> x;
+  alltoallv_records(out, comm, x, from);
+  return std::move(x.recv);
 }
 
 
@@ -242,11 +250,11 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
   std::vector<std::vector<int64_t>> req(static_cast<size_t>(size));
   std::vector<std::vector<float>> rows_out(static_cast<size_t>(size));
   std::vector<std::vector<Proposal>> prop(static_cast<size_t>(size));
-  std::vector<Reverse> rev;
-  std::vector<int64_t> asked;
+  Exchange<Reverse> rev_x;
+  Exchange<int64_t> asked_x;
+  Exchange<float> rows_x;
+  Exchange<Proposal> prop_x;
   std::vector<int> asker;
-  std::vector<float> got_rows;
-  std::vector<Proposal> got_prop;
   auto clear_all = [](auto& buckets) {
     for (auto& b : buckets) b.clear();
   };
@@ -283,7 +291,7 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
         for (int64_t c : nv) rev_out[static_cast<size_t>(owner(c))].push_back(Reverse{c, r0 + v, 1, 0});
         for (int64_t c : ov) rev_out[static_cast<size_t>(owner(c))].push_back(Reverse{c, r0 + v, 0, 0});
       }
-      alltoallv_records(rev_out, comm, rev);
+      const std::vector<Reverse>& rev = alltoallv_records(rev_out, comm, rev_x);
       std::vector<std::vector<int64_t>> rn(static_cast<size_t>(nl)), ro(static_cast<size_t>(nl));
       std::vector<int64_t> m, o2;
       for (const Reverse& r : rev) (r.is_new ? rn : ro)[static_cast<size_t>(r.target - r0)].push_back(r.source);
@@ -322,7 +330,7 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
       need.erase(std::unique(need.begin(), need.end()), need.end());
       clear_all(req);
       for (int64_t c : need) req[static_cast<size_t>(owner(c))].push_back(c);
-      alltoallv_records(req, comm, asked, &asker);
+      const std::vector<int64_t>& asked = alltoallv_records(req, comm, asked_x, &asker);
       // Replies: the row (float), in the order asked, per asking rank; then the thresholds.
       clear_all(rows_out);
       for (size_t q = 0; q < asked.size(); ++q) {
@@ -334,8 +342,7 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
       {
         // Rows arrive per owner in ascending id order (the order `need` was bucketed in), so the
         // concatenation in rank order is `need` itself (owners hold ascending ranges).
-        alltoallv_records(rows_out, comm, got_rows);
-        const std::vector<float>& got = got_rows;
+        const std::vector<float>& got = alltoallv_records(rows_out, comm, rows_x);
         fetched_ids = need;
         fetched.resize(static_cast<size_t>(static_cast<int64_t>(need.size()) * d));
         fetched_norm.resize(need.size());
@@ -398,8 +405,7 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
               prop[static_cast<size_t>(owner(gb))].push_back(Proposal{gb, ga, dist, 0});
           }
       }
-      alltoallv_records(prop, comm, got_prop);
-      for (const Proposal& p : got_prop) changed += L.insert(p.target - r0, p.dist, p.candidate);
+      for (const Proposal& p : alltoallv_records(prop, comm, prop_x)) changed += L.insert(p.target - r0, p.dist, p.candidate);
     }
     MPI_Allreduce(MPI_IN_PLACE, &changed, 1, MPI_INT64_T, MPI_SUM, comm);
     MPI_Allreduce(MPI_IN_PLACE, &computed, 1, MPI_INT64_T, MPI_SUM, comm);
@@ -431,10 +437,9 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
     }
     std::sort(need.begin(), need.end());
     need.erase(std::unique(need.begin(), need.end()), need.end());
-    std::vector<std::vector<int64_t>> req(static_cast<size_t>(size));
+    clear_all(req);
     for (int64_t c : need) req[static_cast<size_t>(owner(c))].push_back(c);
-    std::vector<int> asker;
-    const std::vector<int64_t> asked = alltoallv_records(req, comm, &asker);
+    const std::vector<int64_t>& asked = alltoallv_records(req, comm, asked_x, &asker);
     std::vector<std::vector<double>> rows_out(static_cast<size_t>(size));
     for (size_t q = 0; q < asked.size(); ++q) {
       const double* x = X.row(asked[q] - r0);
