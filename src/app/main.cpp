@@ -36,11 +36,17 @@ const char* kUsage =
     "  fit        learn a projection on one split, evaluate it (1-NN), write report/model/embedding\n"
     "  evaluate   fit over --splits R random splits (seeds S..S+R-1), report mean and std\n"
     "  transform  apply a saved --model to --data and write the --embedding\n"
+    "  convert    rewrite a data set as HDF5 or NPY, which every rank then reads in parallel\n"
     "  experiment run a YAML job: protocols, parameter grids, splits, groups, checkpoints, plots\n"
     "  methods    list the methods\n"
     "\n"
     "Run 'ssdr <command> --help' for the options of a command. PETSc/SLEPc options go after the\n"
     "ssdr options, e.g. -lp_ksp_type gmres -tr_eps_type lapack -log_view.\n";
+
+const char* kFormatHelp =
+    "csv | libsvm | npy | hdf5 | idx | auto (from the name: .npy, .h5/.hdf5, .libsvm/.svm, *idx3-ubyte or a "
+    "directory, else csv). Plain CSV/LIBSVM, NPY, HDF5 and IDX are read in parallel, each rank its own part; "
+    "gzip'd text streams through rank 0";
 
 /// --help text: stdout, rank 0 only, no progress timestamp (so `ssdr fit --help | less`
 /// works). Local.
@@ -130,8 +136,11 @@ po::options_description fit_options(driver::FitCommand& c, std::string& format, 
   d.add_options()
     ("help,h", "show this help")
     ("method", po::value(&c.config.method)->required(), ("method name: " + methods::method_names()).c_str())
-    ("data", po::value(&c.data)->required(), "data file (CSV, LIBSVM[.gz]) or IDX file/directory")
-    ("format", po::value(&format)->default_value("auto"), "csv | libsvm | idx | auto")
+    ("data", po::value(&c.data)->required(), "data file (CSV, LIBSVM[.gz], NPY, HDF5) or IDX file/directory")
+    ("format", po::value(&format)->default_value("auto"), kFormatHelp)
+    ("hdf5-data", po::value(&c.read.hdf5_data)->default_value("/X"), "HDF5 data set of the n x d samples (any numeric type)")
+    ("hdf5-labels", po::value(&c.read.hdf5_labels)->default_value("/y"), "HDF5 data set of the n labels (any integer type)")
+    ("labels", po::value(&c.read.labels), "labels of NPY data: a 1-D integer .npy file of n labels")
     ("split", po::value(&c.split_file), "split file: one role per line (labeled/unlabeled/unseen)")
     ("labeled-per-class", po::value(&c.split.labeled_per_class), "p labeled samples per class (random split)")
     ("unlabeled-per-class", po::value(&c.split.unlabeled_per_class), "q unlabeled samples per class; rest unseen")
@@ -295,12 +304,19 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
 
 driver::TransformCommand parse_transform(const std::vector<std::string>& args, bool& help) {
   driver::TransformCommand c;
+  c.read.labels_required = false;
   std::string format;
   po::options_description d("ssdr transform options");
-  d.add_options()("help,h", "show this help")("model", po::value(&c.model)->required(), "model file from fit --model")(
-      "data", po::value(&c.data)->required(), "data to project")("format", po::value(&format)->default_value("auto"),
-                                                                 "csv | libsvm | idx | auto")(
-      "embedding", po::value(&c.embedding)->required(), "output, .csv or .npy")("quiet,q", "no progress output");
+  // clang-format off
+  d.add_options()
+    ("help,h", "show this help")
+    ("model", po::value(&c.model)->required(), "model file from fit --model")
+    ("data", po::value(&c.data)->required(), "data to project (CSV and LIBSVM with a label column; NPY and HDF5 without labels)")
+    ("format", po::value(&format)->default_value("auto"), kFormatHelp)
+    ("hdf5-data", po::value(&c.read.hdf5_data)->default_value("/X"), "HDF5 data set of the samples")
+    ("embedding", po::value(&c.embedding)->required(), "output, .csv, .npy (parallel MPI-IO) or .h5 (parallel HDF5)")
+    ("quiet,q", "no progress output");
+  // clang-format on
   po::variables_map vm;
   const po::parsed_options parsed = po::command_line_parser(args).options(d).run();
   reject_positional(parsed);
@@ -315,6 +331,41 @@ driver::TransformCommand parse_transform(const std::vector<std::string>& args, b
   po::notify(vm);
   set_quiet(vm.count("quiet") > 0);
   for (const char* option : {"model", "data", "embedding"})
+    SSDR_REQUIRE(!vm[option].as<std::string>().empty(), std::string("--") + option + ": expected a file name, got an empty string");
+  c.format = io::parse_format(format);
+  return c;
+}
+
+driver::ConvertCommand parse_convert(const std::vector<std::string>& args, bool& help) {
+  driver::ConvertCommand c;
+  std::string format;
+  po::options_description d("ssdr convert options (read once in any format, then in parallel from HDF5 or NPY)");
+  // clang-format off
+  d.add_options()
+    ("help,h", "show this help")
+    ("data", po::value(&c.data)->required(), "data file to convert (any input format)")
+    ("format", po::value(&format)->default_value("auto"), kFormatHelp)
+    ("hdf5-data", po::value(&c.read.hdf5_data)->default_value("/X"), "HDF5 input: data set of the samples")
+    ("hdf5-labels", po::value(&c.read.hdf5_labels)->default_value("/y"), "HDF5 input: data set of the labels")
+    ("labels", po::value(&c.read.labels), "NPY input: labels file")
+    ("output", po::value(&c.output)->required(), ".h5/.hdf5 (data sets /X float64 and /y int32) or .npy (X float64)")
+    ("labels-output", po::value(&c.labels_output), "with an .npy --output: the labels as an int64 .npy")
+    ("quiet,q", "no progress output");
+  // clang-format on
+  po::variables_map vm;
+  const po::parsed_options parsed = po::command_line_parser(args).options(d).run();
+  reject_positional(parsed);
+  po::store(parsed, vm);
+  if (vm.count("help")) {
+    help = true;
+    std::ostringstream s;
+    s << d;
+    print_help(s.str());
+    return c;
+  }
+  po::notify(vm);
+  set_quiet(vm.count("quiet") > 0);
+  for (const char* option : {"data", "output"})
     SSDR_REQUIRE(!vm[option].as<std::string>().empty(), std::string("--") + option + ": expected a file name, got an empty string");
   c.format = io::parse_format(format);
   return c;
@@ -398,8 +449,11 @@ int main(int argc, char** argv) {
     } else if (command == "transform") {
       auto c = parse_transform(rest, help);
       if (!help) code = driver::run_transform(c, comm);
+    } else if (command == "convert") {
+      auto c = parse_convert(rest, help);
+      if (!help) code = driver::run_convert(c, comm);
     } else {
-      throw Error("unknown command '" + command + "'; expected fit, evaluate, transform, experiment or methods", __FILE__,
+      throw Error("unknown command '" + command + "'; expected fit, evaluate, transform, convert, experiment or methods", __FILE__,
                   __LINE__, true);
     }
   } catch (const po::error& e) {

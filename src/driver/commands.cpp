@@ -61,11 +61,12 @@ std::vector<data::Role> make_roles(const FitCommand& cmd, const io::Dataset& ds,
   return data::make_split(ds.labels, ds.classes, spec);
 }
 
-io::Dataset read_data(const std::string& path, io::Format format, MPI_Comm comm, methods::Timings& t) {
+io::Dataset read_data(const std::string& path, io::Format format, const io::ReadOptions& read, MPI_Comm comm,
+                      methods::Timings& t) {
   Phase phase("read", &t);
-  io::Dataset ds = io::read_dataset(path, format, comm);
-  say("read " + std::to_string(ds.X.n_global) + " samples x " + std::to_string(ds.X.cols) +
-      " features, " + std::to_string(ds.classes) + " classes from " + path);
+  io::Dataset ds = io::read_dataset(path, format, comm, read);
+  say("read " + std::to_string(ds.X.n_global) + " samples x " + std::to_string(ds.X.cols) + " features" +
+      (ds.labels.empty() ? std::string() : ", " + std::to_string(ds.classes) + " classes") + " from " + path);
   return ds;
 }
 
@@ -129,14 +130,14 @@ FitConfig selected_config(const FitCommand& cmd, const io::Dataset& ds, const st
 
 void check_outputs(const FitCommand& cmd, MPI_Comm comm) {
   io::check_outputs({{"--report", cmd.report}, {"--model", cmd.model}, {"--embedding", cmd.embedding}},
-                    {{"--data", cmd.data}, {"--split", cmd.split_file}}, comm);
+                    {{"--data", cmd.data}, {"--split", cmd.split_file}, {"--labels", cmd.read.labels}}, comm);
 }
 
 int run_fit(const FitCommand& cmd, MPI_Comm comm) {
   const double t0 = MPI_Wtime();
   check_outputs(cmd, comm);
   methods::Timings timings;
-  io::Dataset ds = read_data(cmd.data, cmd.format, comm, timings);
+  io::Dataset ds = read_data(cmd.data, cmd.format, cmd.read, comm, timings);
   const auto roles = make_roles(cmd, ds, cmd.split.seed, comm);
   const auto counts = data::count_roles(roles);
   nlohmann::json selection;
@@ -205,7 +206,7 @@ int run_evaluate(const FitCommand& cmd, MPI_Comm comm) {
   SSDR_REQUIRE(cmd.embedding.empty(), "evaluate writes no embedding; use fit --embedding");
   check_outputs(cmd, comm);
   methods::Timings timings;
-  io::Dataset ds = read_data(cmd.data, cmd.format, comm, timings);
+  io::Dataset ds = read_data(cmd.data, cmd.format, cmd.read, comm, timings);
   std::vector<double> unl, uns, ratio;
   nlohmann::json per_split = nlohmann::json::array();
   int64_t dim = 0, d_reduced = 0;
@@ -298,10 +299,11 @@ int run_evaluate(const FitCommand& cmd, MPI_Comm comm) {
 
 int run_transform(const TransformCommand& cmd, MPI_Comm comm) {
   SSDR_REQUIRE(!cmd.embedding.empty(), "transform needs --embedding FILE");
-  io::check_outputs({{"--embedding", cmd.embedding}}, {{"--model", cmd.model}, {"--data", cmd.data}}, comm);
+  io::check_outputs({{"--embedding", cmd.embedding}},
+                    {{"--model", cmd.model}, {"--data", cmd.data}, {"--labels", cmd.read.labels}}, comm);
   model::Model m = model::load_collective(cmd.model, comm);
   methods::Timings t;
-  io::Dataset ds = read_data(cmd.data, cmd.format, comm, t);
+  io::Dataset ds = read_data(cmd.data, cmd.format, cmd.read, comm, t);
   SSDR_REQUIRE(ds.X.cols == m.d_input, "--data " + cmd.data + " has " + std::to_string(ds.X.cols) +
                                            " features but the model '" + cmd.model + "' expects " +
                                            std::to_string(m.d_input));
@@ -312,6 +314,29 @@ int run_transform(const TransformCommand& cmd, MPI_Comm comm) {
   }
   io::write_embedding(Y, cmd.embedding);
   say("wrote " + std::to_string(Y.n_global) + " x " + std::to_string(Y.cols) + " embedding to " + cmd.embedding);
+  return 0;
+}
+
+int run_convert(const ConvertCommand& cmd, MPI_Comm comm) {
+  const bool h5 = cmd.output.size() > 3 && (cmd.output.substr(cmd.output.size() - 3) == ".h5" ||
+                                            (cmd.output.size() > 5 && cmd.output.substr(cmd.output.size() - 5) == ".hdf5"));
+  const bool npy = cmd.output.size() > 4 && cmd.output.substr(cmd.output.size() - 4) == ".npy";
+  SSDR_REQUIRE(h5 || npy, "--output " + cmd.output + ": expected a name ending in .h5, .hdf5 or .npy");
+  SSDR_REQUIRE(!npy || !cmd.labels_output.empty(),
+               "--output " + cmd.output + ": an NPY file holds no labels; give --labels-output y.npy as well");
+  SSDR_REQUIRE(!h5 || cmd.labels_output.empty(), "--labels-output: only with an NPY --output (HDF5 keeps the labels as /y)");
+  io::check_outputs({{"--output", cmd.output}, {"--labels-output", cmd.labels_output}},
+                    {{"--data", cmd.data}, {"--labels", cmd.read.labels}}, comm);
+  methods::Timings t;
+  const io::Dataset ds = read_data(cmd.data, cmd.format, cmd.read, comm, t);
+  Phase phase("write");
+  if (h5) {
+    io::write_hdf5(cmd.output, ds.X, "/X", &ds.labels, "/y");
+  } else {
+    io::write_embedding(ds.X, cmd.output);
+    io::write_labels_npy(ds.labels, cmd.labels_output, comm);
+  }
+  say("wrote " + std::to_string(ds.X.n_global) + " x " + std::to_string(ds.X.cols) + " samples to " + cmd.output);
   return 0;
 }
 

@@ -20,14 +20,18 @@ Format parse_format(const std::string& name) {
   if (name == "csv") return Format::csv;
   if (name == "libsvm" || name == "svmlight") return Format::libsvm;
   if (name == "idx") return Format::idx;
+  if (name == "npy") return Format::npy;
+  if (name == "hdf5" || name == "h5") return Format::hdf5;
   if (name == "auto" || name == "automatic") return Format::automatic;
-  throw Error("--format: unknown data format '" + name + "' (expected csv, libsvm, idx or auto)", __FILE__, __LINE__,
+  throw Error("--format: unknown data format '" + name + "' (expected csv, libsvm, idx, npy, hdf5 or auto)", __FILE__, __LINE__,
               true);
 }
 
 Format detect_format(const std::string& path) {
   if (is_directory(path)) return Format::idx;
   if (path.find("idx3-ubyte") != std::string::npos) return Format::idx;
+  if (ends_with(path, ".npy")) return Format::npy;
+  if (ends_with(path, ".h5") || ends_with(path, ".hdf5")) return Format::hdf5;
   std::string p = path;
   if (ends_with(p, ".gz")) p = p.substr(0, p.size() - 3);
   for (const char* ext : {".libsvm", ".svm", ".svmlight"})
@@ -35,9 +39,12 @@ Format detect_format(const std::string& path) {
   return Format::csv;
 }
 
-Dataset read_dataset(const std::string& path, Format format, MPI_Comm comm) {
+Dataset read_dataset(const std::string& path, Format format, MPI_Comm comm, const ReadOptions& options) {
   if (format == Format::automatic) format = detect_format(path);
   if (format == Format::idx) return read_idx(path, comm);
+  if (format == Format::npy) return detail::read_npy(path, options.labels, options.labels_required, comm);
+  if (format == Format::hdf5)
+    return detail::read_hdf5(path, options.hdf5_data, options.hdf5_labels, options.labels_required, comm);
   return read_text(path, format, comm);
 }
 

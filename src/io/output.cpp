@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "hdf5_internal.hpp"
+#include "reader_internal.hpp"
 #include "ssdr/core/error.hpp"
 
 namespace ssdr::io {
@@ -31,9 +33,9 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 
 /// The NPY v1.0 header for a C-order float64 n×m array, padded so that the data starts at a
 /// multiple of 64 bytes.
-std::string npy_header(int64_t n, int64_t m) {
-  std::string dict = "{'descr': '<f8', 'fortran_order': False, 'shape': (" + std::to_string(n) +
-                     ", " + std::to_string(m) + "), }";
+std::string npy_header(int64_t n, int64_t m, const char* descr = "<f8", bool one_d = false) {
+  std::string dict = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': (" +
+                     std::to_string(n) + (one_d ? ",), }" : ", " + std::to_string(m) + "), }");
   const size_t prefix = 10;  // magic (6) + version (2) + header length (2)
   size_t total = prefix + dict.size() + 1;
   const size_t padded = (total + 63) / 64 * 64;
@@ -217,7 +219,202 @@ void write_text_atomic(const std::string& path, const std::string& text) {
   f.commit();
 }
 
+namespace {
+
+/// A temporary name beside `path` chosen on rank 0 ("<path>.tmp.<pid of rank 0>") and known
+/// to every rank. Collective.
+std::string shared_temp_name(const std::string& path, MPI_Comm comm) {
+  long pid = static_cast<long>(::getpid());
+  MPI_Bcast(&pid, 1, MPI_LONG, 0, comm);
+  return path + ".tmp." + std::to_string(pid);
+}
+
+/// Rank 0 renames `tmp` to `path`, or removes it when any rank's `ok` is false; then the
+/// lowest failing rank's message (or the rename's) is raised on every rank. Collective.
+void commit_shared(const std::string& tmp, const std::string& path, bool ok, std::string message, MPI_Comm comm) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  int mine = ok ? 1 : 0, all = 1;
+  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm);
+  if (rank == 0) {
+    if (all == 0) {
+      ::unlink(tmp.c_str());
+    } else if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+      const int err = errno;
+      ::unlink(tmp.c_str());
+      ok = false;
+      message = "cannot rename '" + tmp + "' to '" + path + "': " + errno_text(err);
+    }
+  }
+  SSDR_CHECK_COLLECTIVE(comm, ok, message);
+}
+
+/// True when `path` names an existing device or FIFO (written in place, through rank 0).
+bool is_special(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
+
+/// First global row of this rank's block (the layout need not be balanced). Collective.
+int64_t first_row(const DistMatrix& Y) {
+  int64_t mine = Y.n_local, before = 0;
+  MPI_Exscan(&mine, &before, 1, MPI_INT64_T, MPI_SUM, Y.comm);
+  int rank = 0;
+  MPI_Comm_rank(Y.comm, &rank);
+  return rank == 0 ? 0 : before;
+}
+
+/// Writes Y as NPY with collective MPI-IO: rank 0 the header, every rank its rows at its
+/// byte offset. Atomic (shared temporary name + rename). Collective over Y.comm.
+void write_npy_parallel(const DistMatrix& Y, const std::string& path) {
+  MPI_Comm comm = Y.comm;
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  const std::string tmp = shared_temp_name(path, comm);
+  const int64_t start = first_row(Y);
+  int64_t n = 0;
+  MPI_Allreduce(&Y.n_local, &n, 1, MPI_INT64_T, MPI_SUM, comm);
+  MPI_File fh = MPI_FILE_NULL;
+  int rc = MPI_File_open(comm, tmp.c_str(), MPI_MODE_CREATE | MPI_MODE_EXCL | MPI_MODE_WRONLY, MPI_INFO_NULL, &fh);
+  SSDR_CHECK_COLLECTIVE(comm, rc == MPI_SUCCESS, "cannot create '" + path + "': " + detail::mpi_error_text(rc));
+  const std::string h = npy_header(n, Y.cols);
+  bool ok = true;
+  std::string message;
+  if (rank == 0) {
+    MPI_Status st;
+    rc = MPI_File_write_at(fh, 0, h.data(), static_cast<int>(h.size()), MPI_CHAR, &st);
+    if (rc != MPI_SUCCESS) {
+      ok = false;
+      message = "cannot write '" + path + "': " + detail::mpi_error_text(rc);
+    }
+  }
+  // Little-endian doubles; chunks of at most 2^27 values, the same count of collective calls
+  // on every rank.
+  const int64_t total = Y.n_local * Y.cols, chunk = int64_t{1} << 27;
+  int64_t rounds = (total + chunk - 1) / chunk, max_rounds = 0;
+  MPI_Allreduce(&rounds, &max_rounds, 1, MPI_INT64_T, MPI_MAX, comm);
+  std::vector<double> swapped;
+  for (int64_t k = 0; k < max_rounds; ++k) {
+    const int64_t a = std::min(total, k * chunk), b = std::min(total, a + chunk);
+    const double* src = Y.v.data() + a;
+    if (!little_endian()) {
+      swapped.assign(src, src + (b - a));
+      for (double& x : swapped) {
+        unsigned char bytes[8];
+        std::memcpy(bytes, &x, 8);
+        std::reverse(bytes, bytes + 8);
+        std::memcpy(&x, bytes, 8);
+      }
+      src = swapped.data();
+    }
+    MPI_Status st;
+    rc = MPI_File_write_at_all(fh, static_cast<MPI_Offset>(h.size()) + (start * Y.cols + a) * 8,
+                               const_cast<double*>(src), static_cast<int>(b - a), MPI_DOUBLE, &st);
+    if (ok && rc != MPI_SUCCESS) {
+      ok = false;
+      message = "cannot write '" + path + "': " + detail::mpi_error_text(rc);
+    }
+  }
+  rc = MPI_File_close(&fh);
+  if (ok && rc != MPI_SUCCESS) {
+    ok = false;
+    message = "cannot write '" + path + "': " + detail::mpi_error_text(rc);
+  }
+  commit_shared(tmp, path, ok, message, comm);  // any rank's failure removes the file
+}
+
+}  // namespace
+
+void write_hdf5(const std::string& path, const DistMatrix& X, const std::string& name, const std::vector<int>* labels,
+                const std::string& labels_name) {
+  MPI_Comm comm = X.comm;
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  const std::string tmp = shared_temp_name(path, comm);
+  const int64_t start = first_row(X);
+  int64_t n = 0;
+  MPI_Allreduce(&X.n_local, &n, 1, MPI_INT64_T, MPI_SUM, comm);
+  bool ok = true;
+  std::string message;
+  {
+    detail::Hid file(detail::open_parallel(tmp, comm, true), H5Fclose);
+    SSDR_CHECK_COLLECTIVE(comm, file.ok(), "cannot create '" + path + "' (HDF5)");
+    auto write_set = [&](const std::string& set, hid_t mem_type, hid_t file_type, int rank_dims, const hsize_t* dims,
+                         const hsize_t* offset, const hsize_t* count, const void* data) {
+      // Intermediate groups ("/data/X") are created as needed.
+      detail::Hid lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
+      H5Pset_create_intermediate_group(lcpl.get(), 1);
+      detail::Hid space(H5Screate_simple(rank_dims, dims, nullptr), H5Sclose);
+      detail::Hid dset(H5Dcreate2(file.get(), set.c_str(), file_type, space.get(), lcpl.get(), H5P_DEFAULT, H5P_DEFAULT),
+                       H5Dclose);
+      if (!dset.ok()) return false;
+      detail::Hid fspace(H5Dget_space(dset.get()), H5Sclose);
+      bool empty = false;
+      for (int k = 0; k < rank_dims; ++k) empty = empty || count[k] == 0;
+      if (empty)
+        H5Sselect_none(fspace.get());
+      else
+        H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, offset, nullptr, count, nullptr);
+      detail::Hid mspace(H5Screate_simple(rank_dims, count, nullptr), H5Sclose);
+      if (empty) H5Sselect_none(mspace.get());
+      detail::Hid dxpl(H5Pcreate(H5P_DATASET_XFER), H5Pclose);
+      H5Pset_dxpl_mpio(dxpl.get(), H5FD_MPIO_COLLECTIVE);
+      return H5Dwrite(dset.get(), mem_type, mspace.get(), fspace.get(), dxpl.get(), data) >= 0;
+    };
+    const hsize_t dims[2] = {static_cast<hsize_t>(n), static_cast<hsize_t>(X.cols)};
+    const hsize_t offset[2] = {static_cast<hsize_t>(start), 0};
+    const hsize_t count[2] = {static_cast<hsize_t>(X.n_local), static_cast<hsize_t>(X.cols)};
+    ok = write_set(name, H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE, 2, dims, offset, count, X.v.data());
+    if (ok && labels != nullptr) {
+      // Replicated labels: each rank writes the labels of its own rows.
+      const hsize_t ldims[1] = {static_cast<hsize_t>(n)}, loff[1] = {static_cast<hsize_t>(start)},
+                    lcount[1] = {static_cast<hsize_t>(X.n_local)};
+      ok = write_set(labels_name, H5T_NATIVE_INT, H5T_STD_I32LE, 1, ldims, loff, lcount,
+                     labels->data() + start);
+    }
+    if (!ok) message = "cannot write '" + path + "' (HDF5 write error)";
+  }  // the file closes (collectively) before the rename
+  commit_shared(tmp, path, ok, message, comm);
+}
+
+void write_labels_npy(const std::vector<int>& labels, const std::string& path, MPI_Comm comm) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  bool ok = true;
+  std::string message;
+  if (rank == 0) {
+    try {
+      AtomicFile f(path, true);
+      const std::string h = npy_header(static_cast<int64_t>(labels.size()), 0, "<i8", true);
+      std::fwrite(h.data(), 1, h.size(), f.get());
+      for (int label : labels) {
+        const int64_t v = label;
+        unsigned char b[8];
+        for (int k = 0; k < 8; ++k) b[k] = static_cast<unsigned char>((static_cast<uint64_t>(v) >> (8 * k)) & 0xff);
+        std::fwrite(b, 1, 8, f.get());
+      }
+      f.commit();
+    } catch (const Error& e) {
+      ok = false;
+      message = e.what();
+    }
+  }
+  SSDR_CHECK_COLLECTIVE(comm, ok, message);
+}
+
 void write_embedding(const DistMatrix& Y, const std::string& path) {
+  if (ends_with(path, ".h5") || ends_with(path, ".hdf5")) {
+    write_hdf5(path, Y, "/embedding");
+    return;
+  }
+  if (ends_with(path, ".npy") && !is_special(path)) {
+    write_npy_parallel(Y, path);
+    return;
+  }
+  write_embedding_streamed(Y, path);
+}
+
+void write_embedding_streamed(const DistMatrix& Y, const std::string& path) {
   MPI_Comm comm = Y.comm;
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);

@@ -2,6 +2,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
+
 #include "reader_internal.hpp"
 
 namespace ssdr::io::detail {
@@ -55,6 +57,36 @@ void require_dense_fits(int64_t n, int64_t d, int ranks, int per_node, const std
                   per_rank * per_node / 1073741824.0, per_node, host / 1073741824.0);
     fail(what + ": " + buf);
   }
+}
+
+void owner_range(int64_t n, int size, int rank, int64_t& start, int64_t& count) {
+  const int64_t base = n / size, extra = n % size;
+  count = base + (rank < extra ? 1 : 0);
+  start = rank * base + std::min<int64_t>(rank, extra);
+}
+
+std::string mpi_error_text(int code) {
+  char buf[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Error_string(code, buf, &len) != MPI_SUCCESS) return "MPI error " + std::to_string(code);
+  // Open MPI: "MPI_ERR_NO_SUCH_FILE: no such file or directory" -> "No such file or directory",
+  // as strerror words it.
+  std::string text(buf, static_cast<size_t>(len));
+  const size_t colon = text.find(": ");
+  if (text.rfind("MPI_ERR", 0) == 0 && colon != std::string::npos && colon + 2 < text.size()) {
+    text = text.substr(colon + 2);
+    text[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(text[0])));
+  }
+  return text;
+}
+
+bool is_gzip(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return false;
+  unsigned char b[2] = {0, 0};
+  const size_t got = std::fread(b, 1, 2, f);
+  std::fclose(f);
+  return got == 2 && b[0] == 0x1f && b[1] == 0x8b;
 }
 
 /// Ranks of comm on this host (MPI_COMM_TYPE_SHARED). Collective.

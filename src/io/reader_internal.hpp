@@ -61,6 +61,16 @@ void require_dense_fits(int64_t n, int64_t d, int ranks, int per_node, const std
 /// Ranks of comm on this host (MPI_COMM_TYPE_SHARED). Collective.
 int ranks_on_host(MPI_Comm comm);
 
+/// First row and row count of `rank` in the block layout of n rows over `size` ranks (the
+/// layout of make_dist).
+void owner_range(int64_t n, int size, int rank, int64_t& start, int64_t& count);
+
+/// MPI's text for an error code (MPI-IO returns codes: files use MPI_ERRORS_RETURN).
+std::string mpi_error_text(int code);
+
+/// True when the file starts with the gzip magic bytes 1f 8b. Local.
+bool is_gzip(const std::string& path);
+
 /// Runs `body` and turns a LocalFailure into (false, message).
 template <class F>
 bool attempt(F&& body, std::string& message) {
@@ -270,8 +280,25 @@ int parse_csv_line(std::string_view line, int64_t fields, const Where& at, doubl
 int parse_libsvm_line(std::string_view line, const Where& at, int64_t& max_index, double* row,
                       int64_t d);  // libsvm_reader.cpp
 
-/// CSV or LIBSVM (text_reader.cpp). Collective over `comm`.
+/// CSV or LIBSVM: a plain file by byte ranges, a gzip stream through rank 0
+/// (text_range_reader.cpp). Collective over `comm`.
 Dataset read_text(const std::string& path, Format format, MPI_Comm comm);
+
+/// CSV or LIBSVM streamed through rank 0 (text_reader.cpp; gzip files). Collective.
+Dataset read_text_streamed(const std::string& path, Format format, MPI_Comm comm);
+
+/// A plain CSV or LIBSVM file, each rank reading its own byte range with MPI-IO
+/// (text_range_reader.cpp). Collective over `comm`.
+Dataset read_text_ranges(const std::string& path, Format format, MPI_Comm comm);
+
+/// NPY (npy_reader.cpp): X an n×d C-order array of any real or integer type, labels from
+/// `labels_path` (a 1-D integer array of n) when not empty. Collective over `comm`.
+Dataset read_npy(const std::string& path, const std::string& labels_path, bool labels_required, MPI_Comm comm);
+
+/// HDF5 (hdf5_reader.cpp): datasets `data_name` (n×d, any numeric type) and `labels_name`
+/// (n integers), each rank reading its hyperslab collectively. Collective over `comm`.
+Dataset read_hdf5(const std::string& path, const std::string& data_name, const std::string& labels_name,
+                  bool labels_required, MPI_Comm comm);
 
 /// IDX (idx_reader.cpp). Collective over `comm`.
 Dataset read_idx(const std::string& path, MPI_Comm comm);

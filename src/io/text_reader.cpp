@@ -1,7 +1,12 @@
-// Text formats (CSV, LIBSVM/SVMlight): rank 0 streams the file twice through zlib (which
-// reads plain files transparently). Pass 1 validates every line and collects the labels, n
-// and d; pass 2 parses chunks of rows and sends each piece to the rank that owns it. Every
-// error is raised collectively so that all ranks throw the same one-line message.
+// Text formats (CSV, LIBSVM/SVMlight), two ways:
+// - a plain file is read in parallel (read_text_ranges): each rank reads its own byte range
+//   with MPI-IO, aligned to line starts, parses its lines, and the rows move once to their
+//   block owners;
+// - a gzip stream cannot be split (read_text_streamed): rank 0 streams it twice through zlib.
+//   Pass 1 validates every line and collects the labels, n and d; pass 2 parses chunks of
+//   rows and sends each piece to the rank that owns it.
+// Every error is raised collectively so that all ranks throw the same one-line message; with
+// byte ranges the lowest failing rank's message wins, which is the first bad line of the file.
 #include <memory>
 
 #include "reader_internal.hpp"
@@ -9,22 +14,11 @@
 
 namespace ssdr::io::detail {
 
-namespace {
-
-/// First row and row count of `rank` in the block layout of n rows over `size` ranks.
-void owner_range(int64_t n, int size, int rank, int64_t& start, int64_t& count) {
-  const int64_t base = n / size, extra = n % size;
-  count = base + (rank < extra ? 1 : 0);
-  start = rank * base + std::min<int64_t>(rank, extra);
-}
-
-}  // namespace
-
 // ---------------------------------------------------------------------------------------
 // Text formats
 // ---------------------------------------------------------------------------------------
 
-Dataset read_text(const std::string& path, Format format, MPI_Comm comm) {
+Dataset read_text_streamed(const std::string& path, Format format, MPI_Comm comm) {
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);

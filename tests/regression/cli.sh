@@ -204,6 +204,32 @@ else bad "--knn-method nndescent reports knn_recall >= 0.95 on digits"; cat "$tm
 expect_error "knn-method for a method without a kNN graph" "--knn-method is not a parameter of lda" fit --method lda --data "$iris" --labeled-per-class 3 --knn-method nndescent
 expect_error "unknown knn-method" "--knn-method: expected one of exact, nndescent, got 'annoy'" fit --method soda --data "$iris" --labeled-per-class 3 --knn-method annoy
 
+# Parallel formats: convert iris to HDF5 and NPY on 2 ranks; a fit reads each on 3 ranks
+# and gives the CSV fit's embedding byte for byte; transform takes NPY/HDF5 without labels
+# and writes its embedding as HDF5.
+wine="$DATA/wine.csv"
+if run convert --data "$wine" --output "$tmp/w.h5" -q 2>"$tmp/stderr" &&
+   run convert --data "$wine" --output "$tmp/w.npy" --labels-output "$tmp/wy.npy" -q 2>>"$tmp/stderr" &&
+   NP=3 run fit --method soda --data "$wine" --labeled-per-class 3 --seed 2 -q --embedding "$tmp/wc.csv" --model "$tmp/w.model" 2>>"$tmp/stderr" >/dev/null &&
+   NP=3 run fit --method soda --data "$tmp/w.h5" --labeled-per-class 3 --seed 2 -q --embedding "$tmp/wh.csv" 2>>"$tmp/stderr" >/dev/null &&
+   NP=3 run fit --method soda --data "$tmp/w.npy" --labels "$tmp/wy.npy" --labeled-per-class 3 --seed 2 -q --embedding "$tmp/wn.csv" 2>>"$tmp/stderr" >/dev/null &&
+   cmp -s "$tmp/wc.csv" "$tmp/wh.csv" && cmp -s "$tmp/wc.csv" "$tmp/wn.csv" &&
+   run transform --model "$tmp/w.model" --data "$tmp/w.npy" --embedding "$tmp/wt.csv" -q 2>>"$tmp/stderr" &&
+   cmp -s "$tmp/wc.csv" "$tmp/wt.csv" &&
+   run transform --model "$tmp/w.model" --data "$tmp/w.h5" --embedding "$tmp/wt.h5" -q 2>>"$tmp/stderr" &&
+   [ -s "$tmp/wt.h5" ]
+then ok "convert to HDF5/NPY; fits from CSV, HDF5 and NPY agree byte for byte; transform reads NPY without labels"
+else bad "convert to HDF5/NPY; fits from CSV, HDF5 and NPY agree byte for byte; transform reads NPY without labels"; cat "$tmp/stderr"; fi
+if run convert --data "$tmp/wt.h5" --hdf5-data /embedding --output "$tmp/wt.npy" --labels-output "$tmp/wty.npy" -q 2>"$tmp/stderr"; then
+  bad "convert of an HDF5 file without labels: exit 0"
+elif grep -q "no labels data set '/y'" "$tmp/stderr"; then ok "convert names the missing labels data set"
+else bad "convert names the missing labels data set"; cat "$tmp/stderr"; fi
+expect_error "npy data without labels" "an NPY file holds no labels; give --labels" "${fit[@]}" --data "$tmp/w.npy"
+expect_error "hdf5 data set missing" "no data set '/nope'" "${fit[@]}" --data "$tmp/w.h5" --hdf5-data /nope
+printf 'not an array' >"$tmp/fake.npy"
+expect_error "not an NPY file" "fake.npy: not an NPY file" "${fit[@]}" --data "$tmp/fake.npy" --labels "$tmp/wy.npy"
+expect_error "convert to an unknown format" "--output $tmp/x.txt: expected a name ending in .h5, .hdf5 or .npy" convert --data "$wine" --output "$tmp/x.txt"
+
 run fit --help >"$tmp/help" 2>&1
 if grep -q -- "--select-by" "$tmp/help" && grep -q -- "--grid" "$tmp/help" && grep -q -- "--sigma-scale" "$tmp/help"; then
   ok "fit --help documents --select-by, --grid, --sigma-scale"

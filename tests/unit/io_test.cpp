@@ -494,9 +494,11 @@ TEST(DatasetFormat, ParsesTheFormatNamesAndRejectsOthers) {
   EXPECT_EQ(io::parse_format("csv"), io::Format::csv);
   EXPECT_EQ(io::parse_format("libsvm"), io::Format::libsvm);
   EXPECT_EQ(io::parse_format("idx"), io::Format::idx);
+  EXPECT_EQ(io::parse_format("npy"), io::Format::npy);
+  EXPECT_EQ(io::parse_format("hdf5"), io::Format::hdf5);
   EXPECT_EQ(io::parse_format("auto"), io::Format::automatic);
   expect_error([] { io::parse_format("parquet"); },
-               "unknown data format 'parquet' (expected csv, libsvm, idx or auto)");
+               "unknown data format 'parquet' (expected csv, libsvm, idx, npy, hdf5 or auto)");
 }
 
 TEST(DatasetFormat, DetectsTheFormatFromThePath) {
@@ -505,6 +507,9 @@ TEST(DatasetFormat, DetectsTheFormatFromThePath) {
   EXPECT_EQ(io::detect_format("b.libsvm"), io::Format::libsvm);
   EXPECT_EQ(io::detect_format("b.svmlight.gz"), io::Format::libsvm);
   EXPECT_EQ(io::detect_format("b.svm"), io::Format::libsvm);
+  EXPECT_EQ(io::detect_format("x.npy"), io::Format::npy);
+  EXPECT_EQ(io::detect_format("x.h5"), io::Format::hdf5);
+  EXPECT_EQ(io::detect_format("x.hdf5"), io::Format::hdf5);
   EXPECT_EQ(io::detect_format("x/train-images-idx3-ubyte.gz"), io::Format::idx);
   EXPECT_EQ(io::detect_format(test::data_path("")), io::Format::idx);  // a directory
 }

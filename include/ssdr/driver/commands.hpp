@@ -15,6 +15,7 @@ namespace ssdr::driver {
 struct FitCommand {
   std::string data;
   io::Format format = io::Format::automatic;
+  io::ReadOptions read;       ///< --hdf5-data, --hdf5-labels, --labels
   std::string split_file;     ///< --split FILE, or empty
   data::SplitSpec split;      ///< --labeled-per-class P ... --seed S
   int splits = 1;             ///< evaluate: R random splits, seeds S..S+R−1
@@ -28,6 +29,17 @@ struct FitCommand {
 struct TransformCommand {
   std::string model, data, embedding;
   io::Format format = io::Format::automatic;
+  io::ReadOptions read;  ///< labels optional (NPY, HDF5): transform does not use them
+};
+
+/// `ssdr convert`: reads any format (in parallel where the format allows) and writes it as
+/// HDF5 (data sets /X float64 n×d and /y int32 n, collectively) or NPY (X by MPI-IO; the
+/// labels to `labels_output`, an int64 1-D NPY), so a text or IDX data set is converted
+/// once and then read in parallel by every run.
+struct ConvertCommand {
+  std::string data, output, labels_output;
+  io::Format format = io::Format::automatic;
+  io::ReadOptions read;
 };
 
 /// Checks before any computation that each non-empty output path can be created (its
@@ -46,5 +58,7 @@ int run_fit(const FitCommand& cmd, MPI_Comm comm);
 int run_evaluate(const FitCommand& cmd, MPI_Comm comm);
 /// `ssdr transform`: applies a saved model. Collective.
 int run_transform(const TransformCommand& cmd, MPI_Comm comm);
+/// `ssdr convert`: see ConvertCommand. Collective. \throws ssdr::Error naming the option.
+int run_convert(const ConvertCommand& cmd, MPI_Comm comm);
 
 }  // namespace ssdr::driver

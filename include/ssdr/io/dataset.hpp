@@ -11,10 +11,12 @@
 namespace ssdr::io {
 
 /// On-disk formats. `automatic` guesses from the path: a directory or a name containing
-/// "idx3-ubyte" → idx; ".libsvm", ".svm", ".svmlight" (optionally + ".gz") → libsvm; else csv.
-enum class Format { automatic, csv, libsvm, idx };
+/// "idx3-ubyte" → idx; ".libsvm", ".svm", ".svmlight" (optionally + ".gz") → libsvm; ".npy"
+/// → npy; ".h5", ".hdf5" → hdf5; else csv.
+enum class Format { automatic, csv, libsvm, idx, npy, hdf5 };
 
-/// Parses "csv", "libsvm", "idx" or "auto". \throws ssdr::Error naming the bad value.
+/// Parses "csv", "libsvm", "idx", "npy", "hdf5" or "auto". \throws ssdr::Error naming the
+/// bad value.
 Format parse_format(const std::string& name);
 /// The format `automatic` resolves to for `path`. Not collective.
 Format detect_format(const std::string& path);
@@ -29,6 +31,14 @@ struct Dataset {
   std::string source;       ///< the path as given
 };
 
+/// Where the binary formats keep their labels and matrix.
+struct ReadOptions {
+  std::string hdf5_data = "/X";    ///< --hdf5-data: the n×d data set (any numeric type)
+  std::string hdf5_labels = "/y";  ///< --hdf5-labels: the n labels (any integer type)
+  std::string labels;              ///< --labels: NPY file of n integer labels (npy data)
+  bool labels_required = true;     ///< false: a file without labels reads with labels empty
+};
+
 /// Reads a data set. Collective over `comm`.
 ///
 /// - csv: no header; each line `label,x_1,...,x_d`; every line must have the same number of
@@ -40,13 +50,23 @@ struct Dataset {
 ///   pixel values 0..255 as doubles) or one `*-images-idx3-ubyte[.gz]` file (labels from
 ///   the matching `*-labels-idx1-ubyte[.gz]`).
 ///
-/// Text formats stream through rank 0 in chunks of rows that are sent to their owners; no
-/// rank ever buffers the whole file or holds more than its block of rows.
+/// - npy: NumPy `.npy`, a C-order n×d array of any real or integer type (f4, f8, i1..i8,
+///   u1..u8, either byte order); labels from `options.labels`, a 1-D integer `.npy`.
+/// - hdf5: the data set `options.hdf5_data` (n×d, any numeric type) and the labels
+///   `options.hdf5_labels` (n, any integer type).
+///
+/// Every rank reads its own part: plain CSV/LIBSVM by byte ranges (MPI-IO; each rank parses
+/// the lines that start in its 1/P of the bytes, then rows move once to their block owner),
+/// NPY at its rows' byte offset (collective MPI-IO), HDF5 its hyperslab (collective), IDX at
+/// its offset. Gzip-compressed text cannot be split: it streams through rank 0 in chunks of
+/// rows sent to their owners. No rank ever buffers the whole file or holds more than twice
+/// its block of rows.
 ///
 /// \throws ssdr::Error on every rank (collectively) with a one-line message naming the
 ///   file and line for: missing/unreadable file, ragged CSV row, unparsable number,
 ///   NaN/Inf, negative or non-integer label, bad libsvm index, truncated or wrong-magic IDX,
-///   an empty file.
-Dataset read_dataset(const std::string& path, Format format, MPI_Comm comm);
+///   an empty file, an NPY/HDF5 array that is not 2-D or not numeric, labels missing (when
+///   required), of the wrong count or not integers, a NaN/Inf value in a binary file.
+Dataset read_dataset(const std::string& path, Format format, MPI_Comm comm, const ReadOptions& options = {});
 
 }  // namespace ssdr::io

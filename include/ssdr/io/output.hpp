@@ -52,11 +52,30 @@ void check_outputs(const std::vector<NamedPath>& outputs, const std::vector<Name
 /// Writes a whole text file atomically from rank 0 only (other ranks do nothing). Local.
 void write_text_atomic(const std::string& path, const std::string& text);
 
-/// Writes the n×m embedding Y (rows distributed, in file order) to `path`: ".npy" → NumPy
-/// float64 little-endian n×m (C order); anything else → CSV, comma-separated, no header,
-/// 17 significant digits. Rank 0 receives the blocks one rank at a time and streams them,
-/// so it never holds more than one rank's block. Atomic (temp + rename). Collective over
-/// Y.comm. \throws ssdr::Error on every rank when the file cannot be written.
+/// Writes the n×m embedding Y (rows distributed, in file order) to `path`:
+/// - ".h5"/".hdf5" → HDF5 data set /embedding (n×m float64), written collectively, each
+///   rank its own hyperslab (write_hdf5);
+/// - ".npy" → NumPy float64 little-endian n×m (C order), written collectively with MPI-IO,
+///   each rank at its rows' byte offset;
+/// - anything else (and a device or FIFO) → write_embedding_streamed.
+/// Atomic (a temporary name + rename; nothing is left on failure). Collective over Y.comm.
+/// \throws ssdr::Error on every rank when the file cannot be written.
 void write_embedding(const DistMatrix& Y, const std::string& path);
+
+/// CSV (comma-separated, no header, 17 significant digits) or NPY streamed through rank 0:
+/// rank 0 receives the blocks one rank at a time, so it never holds more than one rank's
+/// block. Atomic. Collective over Y.comm.
+void write_embedding_streamed(const DistMatrix& Y, const std::string& path);
+
+/// Writes the n replicated labels as a 1-D int64 NPY file from rank 0, atomically.
+/// Collective over comm (the outcome is raised on every rank).
+void write_labels_npy(const std::vector<int>& labels, const std::string& path, MPI_Comm comm);
+
+/// Writes X (n×d, rows distributed) as the HDF5 data set `name` (float64) and, when given,
+/// the replicated n labels as the data set `labels_name` (int32), collectively with the
+/// MPI-IO driver; each rank writes its own rows. Intermediate groups are created. Atomic.
+/// Collective over X.comm. \throws ssdr::Error on every rank naming `path`.
+void write_hdf5(const std::string& path, const DistMatrix& X, const std::string& name,
+                const std::vector<int>* labels = nullptr, const std::string& labels_name = "/y");
 
 }  // namespace ssdr::io

@@ -1,0 +1,140 @@
+// HDF5: the file is opened collectively with the MPI-IO driver; each rank selects its own
+// hyperslab of rows of the data set and all ranks read collectively; HDF5 converts any
+// stored numeric type (uint8 images, float32, float64, ...) to double. Labels are a 1-D (or
+// n×1) integer data set read on every rank (replicated, as every reader keeps them).
+#include <hdf5.h>
+
+#include "hdf5_internal.hpp"
+#include "npy_internal.hpp"
+#include "reader_internal.hpp"
+#include "ssdr/core/error.hpp"
+
+namespace ssdr::io::detail {
+
+namespace {
+
+/// The extent of a data set's dataspace (empty when not a simple dataspace).
+std::vector<int64_t> extent(hid_t dset) {
+  Hid space(H5Dget_space(dset), H5Sclose);
+  const int rank = space.ok() ? H5Sget_simple_extent_ndims(space.get()) : -1;
+  if (rank < 0) return {};
+  std::vector<hsize_t> dims(static_cast<size_t>(rank));
+  H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
+  return std::vector<int64_t>(dims.begin(), dims.end());
+}
+
+H5T_class_t type_class(hid_t dset) {
+  Hid type(H5Dget_type(dset), H5Tclose);
+  return type.ok() ? H5Tget_class(type.get()) : H5T_NO_CLASS;
+}
+
+}  // namespace
+
+hid_t open_parallel(const std::string& path, MPI_Comm comm, bool create) {
+  quiet_hdf5();
+  Hid fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+  H5Pset_fapl_mpio(fapl.get(), comm, MPI_INFO_NULL);
+  return create ? H5Fcreate(path.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl.get())
+                : H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get());
+}
+
+void quiet_hdf5() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
+
+Dataset read_hdf5(const std::string& path, const std::string& data_name, const std::string& labels_name,
+                  bool labels_required, MPI_Comm comm) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  std::string message;
+  bool ok = true;
+  if (rank == 0) {
+    ok = attempt(
+        [&] {
+          if (is_directory(path)) fail("cannot read '" + path + "': Is a directory");
+          require_regular(path);
+          if (!file_exists(path)) fail("cannot open '" + path + "': No such file or directory");
+          if (H5Fis_hdf5(path.c_str()) <= 0) fail(path + ": not an HDF5 file");
+        },
+        message);
+  }
+  SSDR_CHECK_COLLECTIVE(comm, ok, message);
+  Hid file(open_parallel(path, comm, false), H5Fclose);
+  SSDR_CHECK_COLLECTIVE(comm, file.ok(), "cannot open '" + path + "' as HDF5");
+
+  // The data set: n×d, numeric.
+  Hid data(H5Dopen2(file.get(), data_name.c_str(), H5P_DEFAULT), H5Dclose);
+  SSDR_CHECK_COLLECTIVE(comm, data.ok(),
+                        path + ": no data set '" + data_name + "' (name it with --hdf5-data, e.g. /X)");
+  const std::vector<int64_t> dims = extent(data.get());
+  SSDR_CHECK_COLLECTIVE(comm, dims.size() == 2,
+                        path + ":" + data_name + ": expected a 2-D data set (n samples x d features), found " +
+                            std::to_string(dims.size()) + " dimension(s)");
+  const H5T_class_t cls = type_class(data.get());
+  SSDR_CHECK_COLLECTIVE(comm, cls == H5T_INTEGER || cls == H5T_FLOAT,
+                        path + ":" + data_name + ": expected a numeric (integer or floating-point) data set");
+  const int64_t n = dims[0], d = dims[1];
+  SSDR_CHECK_COLLECTIVE(comm, n >= 1 && d >= 1, path + ":" + data_name + ": empty data set (no samples)");
+  {
+    const int per_node = ranks_on_host(comm);
+    ok = attempt([&] { require_dense_fits(n, d, size, per_node, path + ":" + data_name); }, message);
+    SSDR_CHECK_COLLECTIVE(comm, ok, message);
+  }
+
+  Dataset ds;
+  ds.source = path;
+  ds.X = make_dist(comm, n, d);
+  {
+    Hid fspace(H5Dget_space(data.get()), H5Sclose);
+    const hsize_t start[2] = {static_cast<hsize_t>(ds.X.row_start), 0};
+    const hsize_t count[2] = {static_cast<hsize_t>(ds.X.n_local), static_cast<hsize_t>(d)};
+    if (ds.X.n_local > 0)
+      H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start, nullptr, count, nullptr);
+    else
+      H5Sselect_none(fspace.get());
+    Hid mspace(H5Screate_simple(2, count, nullptr), H5Sclose);
+    if (ds.X.n_local == 0) H5Sselect_none(mspace.get());
+    Hid dxpl(H5Pcreate(H5P_DATASET_XFER), H5Pclose);
+    H5Pset_dxpl_mpio(dxpl.get(), H5FD_MPIO_COLLECTIVE);
+    const herr_t rc = H5Dread(data.get(), H5T_NATIVE_DOUBLE, mspace.get(), fspace.get(), dxpl.get(), ds.X.v.data());
+    SSDR_CHECK_COLLECTIVE(comm, rc >= 0, "cannot read " + path + ":" + data_name + " (HDF5 read error)");
+  }
+  check_finite(ds.X, path + ":" + data_name);
+
+  // Labels: a 1-D (or n×1) integer data set of n values in 0..n−1.
+  const htri_t has_labels = H5Lexists(file.get(), labels_name.c_str(), H5P_DEFAULT);
+  if (has_labels <= 0) {
+    SSDR_CHECK_COLLECTIVE(comm, !labels_required,
+                          path + ": no labels data set '" + labels_name + "' (name it with --hdf5-labels, e.g. /y)");
+    return ds;
+  }
+  Hid lab(H5Dopen2(file.get(), labels_name.c_str(), H5P_DEFAULT), H5Dclose);
+  SSDR_CHECK_COLLECTIVE(comm, lab.ok(), path + ": '" + labels_name + "' is not a data set");
+  const std::vector<int64_t> ldims = extent(lab.get());
+  const bool shape_ok = (ldims.size() == 1 && ldims[0] == n) || (ldims.size() == 2 && ldims[0] == n && ldims[1] == 1);
+  SSDR_CHECK_COLLECTIVE(comm, shape_ok,
+                        path + ":" + labels_name + ": expected " + std::to_string(n) + " labels (one per row of " +
+                            data_name + ")");
+  SSDR_CHECK_COLLECTIVE(comm, type_class(lab.get()) == H5T_INTEGER,
+                        path + ":" + labels_name + ": labels must have an integer type");
+  std::vector<long long> raw(static_cast<size_t>(n));
+  {
+    Hid dxpl(H5Pcreate(H5P_DATASET_XFER), H5Pclose);
+    H5Pset_dxpl_mpio(dxpl.get(), H5FD_MPIO_COLLECTIVE);
+    const herr_t rc = H5Dread(lab.get(), H5T_NATIVE_LLONG, H5S_ALL, H5S_ALL, dxpl.get(), raw.data());
+    SSDR_CHECK_COLLECTIVE(comm, rc >= 0, "cannot read " + path + ":" + labels_name + " (HDF5 read error)");
+  }
+  ds.labels.resize(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const long long v = raw[static_cast<size_t>(i)];
+    if (v < 0 || v >= n)
+      SSDR_CHECK_COLLECTIVE(comm, false,
+                            path + ":" + labels_name + ": label " + std::to_string(v) + " of sample " + std::to_string(i) +
+                                " is not a class: labels must be 0..c-1 with c at most the number of samples (" +
+                                std::to_string(n) + ")");
+    ds.labels[static_cast<size_t>(i)] = static_cast<int>(v);
+  }
+  ds.classes = *std::max_element(ds.labels.begin(), ds.labels.end()) + 1;
+  return ds;
+}
+
+}  // namespace ssdr::io::detail

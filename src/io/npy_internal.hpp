@@ -1,0 +1,39 @@
+#pragma once
+/// \file npy_internal.hpp
+/// Private to src/io: the NPY header and element conversion shared by the NPY reader and
+/// its tests (npy_reader.cpp).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ssdr/core/dense.hpp"
+
+namespace ssdr::io::detail {
+
+/// What an NPY header says about the array that follows it.
+struct NpyHeader {
+  int64_t data_offset = 0;      ///< bytes before the first element
+  char kind = 'f';              ///< 'f' real, 'i' signed, 'u' unsigned integer
+  int item_size = 8;            ///< bytes per element (f: 4, 8; i/u: 1, 2, 4, 8)
+  bool swap = false;            ///< big-endian elements
+  std::vector<int64_t> shape;   ///< C order
+};
+
+/// Reads and checks the header of an NPY file (format versions 1–3; C order; a simple real
+/// or integer dtype; the file long enough for its shape). Local.
+/// \throws LocalFailure naming the file and what was expected.
+NpyHeader read_npy_header(const std::string& path);
+
+/// Converts `count` raw elements described by `h` to doubles (64-bit integers above 2^53
+/// round to the nearest double). Local.
+void to_double(const unsigned char* src, int64_t count, const NpyHeader& h, double* dst);
+
+/// Reads the n labels of a 1-D (or n×1) integer NPY file on every rank; each must be in
+/// 0..n−1. Collective over comm. \throws ssdr::Error (collectively) naming the file.
+std::vector<int> read_npy_labels(const std::string& path, int64_t n, MPI_Comm comm);
+
+/// Fails collectively, naming `path`, the sample and the feature, when X holds a NaN or an
+/// infinity (binary formats can; the text readers check while parsing). Collective over X.comm.
+void check_finite(const DistMatrix& X, const std::string& path);
+
+}  // namespace ssdr::io::detail

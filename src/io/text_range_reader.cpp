@@ -1,0 +1,361 @@
+// Plain (uncompressed) CSV and LIBSVM files read in parallel: rank r reads bytes
+// [S·r/P, S·(r+1)/P) of the S-byte file with MPI-IO and owns the lines that start there (a
+// line starts at byte 0 or after a '\n'); it reads on past its range to finish its last
+// line. Line numbers come from an exclusive scan of the ranks' newline counts, row offsets
+// from an exclusive scan of their row counts, and the parsed rows move once (Alltoallv) to
+// the block layout of make_dist. No rank reads more than its share of the file plus one
+// line, or holds more than its rows twice (parsed, then placed).
+#include <memory>
+
+#include "reader_internal.hpp"
+#include "ssdr/core/error.hpp"
+
+namespace ssdr::io::detail {
+
+namespace {
+
+/// An MPI file handle that closes itself.
+class MpiFile {
+ public:
+  MpiFile() = default;
+  ~MpiFile() {
+    if (fh_ != MPI_FILE_NULL) MPI_File_close(&fh_);
+  }
+  MpiFile(const MpiFile&) = delete;
+  MpiFile& operator=(const MpiFile&) = delete;
+  /// Collective open for reading; returns MPI's error code.
+  int open(MPI_Comm comm, const std::string& path) {
+    return MPI_File_open(comm, path.c_str(), MPI_MODE_RDONLY, MPI_INFO_NULL, &fh_);
+  }
+  MPI_File get() const { return fh_; }
+
+ private:
+  MPI_File fh_ = MPI_FILE_NULL;
+};
+
+/// Reads bytes [off, off + len) into buf (independent reads of at most 1 GiB).
+void read_bytes(MPI_File fh, int64_t off, char* buf, int64_t len, const std::string& path) {
+  while (len > 0) {
+    const int chunk = static_cast<int>(std::min<int64_t>(len, int64_t{1} << 30));
+    MPI_Status st;
+    const int rc = MPI_File_read_at(fh, static_cast<MPI_Offset>(off), buf, chunk, MPI_CHAR, &st);
+    if (rc != MPI_SUCCESS) fail("cannot read '" + path + "': " + mpi_error_text(rc));
+    int got = 0;
+    MPI_Get_count(&st, MPI_CHAR, &got);
+    if (got <= 0) fail(path + ": file ended early (changed while reading?)");
+    off += got;
+    buf += got;
+    len -= got;
+  }
+}
+
+/// This rank's lines: text[0, size) holds file bytes [base, base + size); the owned lines are
+/// text[begin, end). `first_line` is the 1-based line number of text[begin].
+struct OwnedText {
+  std::vector<char> text;
+  int64_t base = 0;
+  size_t begin = 0, end = 0;
+  int64_t first_line = 1;
+};
+
+/// Reads this rank's byte range of a file of `size` bytes and aligns it to line starts.
+/// Collective (the newline scan).
+OwnedText read_range(MPI_File fh, int64_t size, const std::string& path, MPI_Comm comm, std::string& message,
+                     bool& ok) {
+  int rank = 0, nranks = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &nranks);
+  OwnedText t;
+  // Split in 128-bit-safe arithmetic: size·rank fits int64 for any real file and rank count.
+  const int64_t lo = static_cast<int64_t>((static_cast<__int128>(size) * rank) / nranks);
+  const int64_t hi = static_cast<int64_t>((static_cast<__int128>(size) * (rank + 1)) / nranks);
+  int64_t newlines = 0;  // '\n' bytes in [lo, hi)
+  ok = attempt(
+      [&] {
+        t.base = lo > 0 ? lo - 1 : 0;  // one byte before the range tells whether lo starts a line
+        t.text.resize(static_cast<size_t>(hi - t.base));
+        if (hi > t.base) read_bytes(fh, t.base, t.text.data(), hi - t.base, path);
+        const char* p = t.text.data();
+        const size_t off_lo = static_cast<size_t>(lo - t.base), n_hi = static_cast<size_t>(hi - t.base);
+        newlines = std::count(p + off_lo, p + n_hi, '\n');
+        // First owned line start.
+        if (lo == 0 || p[0] == '\n') {
+          t.begin = off_lo;
+        } else {
+          const void* nl = std::memchr(p + off_lo, '\n', n_hi - off_lo);
+          t.begin = nl == nullptr ? n_hi : static_cast<size_t>(static_cast<const char*>(nl) - p) + 1;
+        }
+        if (t.begin >= n_hi) {  // no line starts in this range
+          t.begin = t.end = n_hi;
+          return;
+        }
+        // The last owned line ends at the first '\n' at or after hi − 1 (or at the end of file).
+        if (t.text[n_hi - 1] == '\n' || hi == size) {
+          t.end = n_hi;
+          return;
+        }
+        int64_t pos = hi;
+        for (;;) {
+          const int64_t len = std::min<int64_t>(size - pos, int64_t{1} << 20);
+          const size_t old = t.text.size();
+          t.text.resize(old + static_cast<size_t>(len));
+          read_bytes(fh, pos, t.text.data() + old, len, path);
+          const void* nl = std::memchr(t.text.data() + old, '\n', static_cast<size_t>(len));
+          pos += len;
+          if (nl != nullptr) {
+            t.end = static_cast<size_t>(static_cast<const char*>(nl) - t.text.data()) + 1;
+            break;
+          }
+          if (pos >= size) {
+            t.end = t.text.size();
+            break;
+          }
+        }
+      },
+      message);
+  int64_t before = 0;
+  MPI_Exscan(&newlines, &before, 1, MPI_INT64_T, MPI_SUM, comm);
+  if (rank == 0) before = 0;
+  // Newlines in [lo, begin): one when the first owned line starts after a '\n' inside the
+  // range (the partial line before it belongs to a lower rank).
+  const int64_t lo_off = lo - t.base;
+  t.first_line = 1 + before + (static_cast<int64_t>(t.begin) > lo_off ? 1 : 0);
+  return t;
+}
+
+/// Calls f(line, line_no) for every owned line (without "\n" / "\r\n"; a UTF-8 byte order
+/// mark removed from line 1). Stops early when f returns false.
+template <class F>
+void for_each_line(const OwnedText& t, F&& f) {
+  const char* p = t.text.data();
+  size_t pos = t.begin;
+  int64_t line_no = t.first_line;
+  while (pos < t.end) {
+    const void* nl = std::memchr(p + pos, '\n', t.end - pos);
+    const size_t stop = nl == nullptr ? t.end : static_cast<size_t>(static_cast<const char*>(nl) - p);
+    std::string_view line(p + pos, stop - pos);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line_no == 1 && line.substr(0, 3) == "\xEF\xBB\xBF") line.remove_prefix(3);
+    if (!f(line, line_no)) return;
+    pos = stop + 1;
+    ++line_no;
+  }
+}
+
+/// Per-rank facts gathered after the first look at the lines.
+struct RankFacts {
+  int64_t rows = 0;         ///< non-blank lines
+  int64_t fields = -1;      ///< CSV: fields of the first non-blank line (−1: none)
+  int64_t max_index = 0;    ///< LIBSVM: largest feature index
+  int64_t max_index_line = 0;
+  int64_t max_label = -1;
+  int64_t max_label_line = 0;
+};
+
+std::vector<RankFacts> allgather(const RankFacts& mine, MPI_Comm comm) {
+  int size = 1;
+  MPI_Comm_size(comm, &size);
+  std::vector<RankFacts> all(static_cast<size_t>(size));
+  MPI_Allgather(&mine, static_cast<int>(sizeof(RankFacts)), MPI_BYTE, all.data(), static_cast<int>(sizeof(RankFacts)),
+                MPI_BYTE, comm);
+  return all;
+}
+
+}  // namespace
+
+Dataset read_text(const std::string& path, Format format, MPI_Comm comm) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  // A regular file (never block on a FIFO) that is not gzip-compressed goes by byte ranges.
+  int gz = 0;
+  std::string message;
+  bool ok = true;
+  if (rank == 0) {
+    ok = attempt(
+        [&] {
+          if (is_directory(path)) fail("cannot read '" + path + "': Is a directory");
+          require_regular(path);
+          if (!file_exists(path)) fail("cannot open '" + path + "': No such file or directory");
+          gz = is_gzip(path) ? 1 : 0;
+        },
+        message);
+  }
+  SSDR_CHECK_COLLECTIVE(comm, ok, message);
+  MPI_Bcast(&gz, 1, MPI_INT, 0, comm);
+  return gz != 0 ? read_text_streamed(path, format, comm) : read_text_ranges(path, format, comm);
+}
+
+Dataset read_text_ranges(const std::string& path, Format format, MPI_Comm comm) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  const bool csv = format == Format::csv;
+  std::string message;
+  bool ok = true;
+
+  int64_t file_bytes = 0;
+  if (rank == 0) file_bytes = file_size(path);
+  MPI_Bcast(&file_bytes, 1, MPI_INT64_T, 0, comm);
+  if (file_bytes == 0) SSDR_CHECK_COLLECTIVE(comm, false, path + ": empty file (no samples)");
+  MpiFile fh;
+  const int rc = fh.open(comm, path);
+  SSDR_CHECK_COLLECTIVE(comm, rc == MPI_SUCCESS, "cannot open '" + path + "': " + mpi_error_text(rc));
+  OwnedText text = read_range(fh.get(), file_bytes, path, comm, message, ok);
+  SSDR_CHECK_COLLECTIVE(comm, ok, message);
+
+  // First look: rows, and the field count of the first line (CSV).
+  RankFacts mine;
+  int64_t first_line = 0;
+  for_each_line(text, [&](std::string_view line, int64_t no) {
+    if (is_blank(line)) return true;
+    if (mine.rows == 0) {
+      first_line = no;
+      if (csv) mine.fields = count_fields(line);
+    }
+    ++mine.rows;
+    return true;
+  });
+  std::vector<RankFacts> facts = allgather(mine, comm);
+  int64_t n = 0, fields = -1;
+  std::vector<int64_t> row_offset(static_cast<size_t>(size) + 1, 0);
+  for (int r = 0; r < size; ++r) {
+    const RankFacts& f = facts[static_cast<size_t>(r)];
+    if (fields < 0 && f.fields >= 0) fields = f.fields;
+    row_offset[static_cast<size_t>(r) + 1] = row_offset[static_cast<size_t>(r)] + f.rows;
+  }
+  n = row_offset.back();
+  SSDR_CHECK_COLLECTIVE(comm, n > 0, path + ": empty file (no samples)");
+  if (csv && fields < 2) {
+    // Raised by the rank that owns the first line, with its number.
+    const bool first_owner = mine.rows > 0 && mine.fields == fields && row_offset[static_cast<size_t>(rank)] == 0;
+    SSDR_CHECK_COLLECTIVE(comm, !first_owner,
+                          path + ":" + std::to_string(first_line) +
+                              ": expected a label and at least one value, found 1 field");
+  }
+
+  // Labels (and the validation of every line: a CSV line is parsed into its row right away
+  // once d is known; LIBSVM needs its d from every rank first).
+  const int64_t m = mine.rows;
+  std::vector<int> labels(static_cast<size_t>(m));
+  std::vector<double> rows;
+  int64_t d = csv ? fields - 1 : 0;
+  if (csv) {
+    const int per_node = ranks_on_host(comm);
+    ok = attempt([&] { require_dense_fits(n, d, size, per_node, path); }, message);
+    SSDR_CHECK_COLLECTIVE(comm, ok, message);
+  }
+  ok = attempt(
+      [&] {
+        if (csv) rows.assign(static_cast<size_t>(m * d), 0.0);
+        int64_t i = 0;
+        for_each_line(text, [&](std::string_view line, int64_t no) {
+          if (is_blank(line)) return true;
+          const Where at{&path, no};
+          int label = 0;
+          if (csv) {
+            label = parse_csv_line(line, fields, at, rows.data() + i * d);
+          } else {
+            const int64_t before = mine.max_index;
+            label = parse_libsvm_line(line, at, mine.max_index, nullptr, 0);
+            if (mine.max_index > before) mine.max_index_line = no;
+          }
+          if (label > mine.max_label) {
+            mine.max_label = label;
+            mine.max_label_line = no;
+          }
+          labels[static_cast<size_t>(i++)] = label;
+          return true;
+        });
+      },
+      message);
+  SSDR_CHECK_COLLECTIVE(comm, ok, message);
+  facts = allgather(mine, comm);
+  int64_t max_label = -1, max_label_line = 0, max_index = 0, max_index_line = 0;
+  for (const RankFacts& f : facts) {  // in rank order = file order: the first line wins ties
+    if (f.max_label > max_label) {
+      max_label = f.max_label;
+      max_label_line = f.max_label_line;
+    }
+    if (f.max_index > max_index) {
+      max_index = f.max_index;
+      max_index_line = f.max_index_line;
+    }
+  }
+  if (!csv) {
+    d = max_index;
+    SSDR_CHECK_COLLECTIVE(comm, d >= 1, path + ": no feature values in any line");
+  }
+  // Classes are 0..c−1 and every class needs samples: a label ≥ n cannot be one (and would
+  // size per-class arrays from a few bytes of input).
+  SSDR_CHECK_COLLECTIVE(comm, max_label < n,
+                        path + ":" + std::to_string(max_label_line) + ": label " + std::to_string(max_label) +
+                            " is not a class: labels must be 0..c-1 with c at most the number of samples (" +
+                            std::to_string(n) + ")");
+  if (!csv) {
+    const int per_node = ranks_on_host(comm);
+    ok = attempt(
+        [&] {
+          require_dense_fits(n, d, size, per_node,
+                             path + ":" + std::to_string(max_index_line) + ": feature index " + std::to_string(max_index));
+          rows.assign(static_cast<size_t>(m * d), 0.0);
+          int64_t i = 0, unused = 0;
+          for_each_line(text, [&](std::string_view line, int64_t no) {
+            if (is_blank(line)) return true;
+            parse_libsvm_line(line, Where{&path, no}, unused, rows.data() + i * d, d);
+            ++i;
+            return true;
+          });
+        },
+        message);
+    SSDR_CHECK_COLLECTIVE(comm, ok, message);
+  }
+  text = OwnedText();  // the text is parsed; free it before the rows are placed
+
+  // Replicated labels, in file order.
+  Dataset ds;
+  ds.source = path;
+  ds.labels.resize(static_cast<size_t>(n));
+  {
+    std::vector<int> counts(static_cast<size_t>(size)), displs(static_cast<size_t>(size));
+    for (int r = 0; r < size; ++r) {
+      counts[static_cast<size_t>(r)] = static_cast<int>(facts[static_cast<size_t>(r)].rows);
+      displs[static_cast<size_t>(r)] = static_cast<int>(row_offset[static_cast<size_t>(r)]);
+    }
+    MPI_Allgatherv(labels.data(), static_cast<int>(m), MPI_INT, ds.labels.data(), counts.data(), displs.data(),
+                   MPI_INT, comm);
+  }
+  ds.classes = static_cast<int>(max_label) + 1;
+  ds.X = make_dist(comm, n, d);
+
+  // Rows [row_offset[rank], +m) to their owners in the block layout: counts in rows of d
+  // doubles (a contiguous datatype), so no count exceeds an int for any n·d that fits memory.
+  MPI_Datatype row_type = MPI_DATATYPE_NULL;
+  MPI_Type_contiguous(static_cast<int>(d), MPI_DOUBLE, &row_type);
+  MPI_Type_commit(&row_type);
+  std::vector<int> send_counts(static_cast<size_t>(size), 0), send_displs(static_cast<size_t>(size), 0),
+      recv_counts(static_cast<size_t>(size), 0), recv_displs(static_cast<size_t>(size), 0);
+  const int64_t my_lo = row_offset[static_cast<size_t>(rank)], my_hi = my_lo + m;
+  for (int r = 0; r < size; ++r) {
+    int64_t s = 0, c = 0;
+    owner_range(n, size, r, s, c);
+    // What I send to r: my parsed rows inside r's block.
+    const int64_t lo = std::max(my_lo, s), hi = std::min(my_hi, s + c);
+    if (lo < hi) {
+      send_counts[static_cast<size_t>(r)] = static_cast<int>(hi - lo);
+      send_displs[static_cast<size_t>(r)] = static_cast<int>(lo - my_lo);
+    }
+    // What r sends me: its parsed rows inside my block.
+    const int64_t r_lo = row_offset[static_cast<size_t>(r)], r_hi = row_offset[static_cast<size_t>(r) + 1];
+    const int64_t a = std::max(r_lo, ds.X.row_start), b = std::min(r_hi, ds.X.row_start + ds.X.n_local);
+    if (a < b) {
+      recv_counts[static_cast<size_t>(r)] = static_cast<int>(b - a);
+      recv_displs[static_cast<size_t>(r)] = static_cast<int>(a - ds.X.row_start);
+    }
+  }
+  MPI_Alltoallv(rows.data(), send_counts.data(), send_displs.data(), row_type, ds.X.v.data(), recv_counts.data(),
+                recv_displs.data(), row_type, comm);
+  MPI_Type_free(&row_type);
+  return ds;
+}
+
+}  // namespace ssdr::io::detail

@@ -1,0 +1,340 @@
+// Tests of the parallel readers and writers: plain CSV/LIBSVM by byte ranges (MPI-IO), NPY
+// at each rank's offset, HDF5 hyperslabs, and the parallel NPY/HDF5 writers. Each is
+// compared bit for bit with a serial reader (the rank-0 stream, or a read on MPI_COMM_SELF)
+// at every rank count, and its errors must name the same (first) bad line on every count.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <hdf5.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "io/npy_internal.hpp"
+#include "io/reader_internal.hpp"
+#include "ssdr/core/dense.hpp"
+#include "ssdr/core/error.hpp"
+#include "ssdr/io/dataset.hpp"
+#include "ssdr/io/output.hpp"
+#include "support.hpp"
+
+using namespace ssdr;
+using ::testing::HasSubstr;
+
+namespace {
+
+class Dir : public test::TempDir {
+ public:
+  Dir() : test::TempDir("pio") {}
+  /// Rank 0 writes `bytes` to `name`; then every rank continues.
+  std::string write(const std::string& name, const std::string& bytes) const {
+    const std::string p = file(name);
+    if (test::rank() == 0) {
+      std::ofstream out(p, std::ios::binary);
+      out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    return p;
+  }
+};
+
+std::string file_text(const std::string& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+/// The error message of f() (which must throw ssdr::Error), checked to be one line and the
+/// same on every rank.
+std::string error_of(const std::function<void()>& f) {
+  std::string msg;
+  try {
+    f();
+    ADD_FAILURE() << "no ssdr::Error thrown";
+  } catch (const Error& e) {
+    msg = e.what();
+  }
+  EXPECT_EQ(msg.find('\n'), std::string::npos);
+  int len = static_cast<int>(msg.size());
+  MPI_Bcast(&len, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  std::string root(static_cast<size_t>(len), '\0');
+  if (test::rank() == 0) root = msg;
+  MPI_Bcast(root.data(), len, MPI_CHAR, 0, MPI_COMM_WORLD);
+  EXPECT_EQ(msg, root) << "the message differs between ranks";
+  return msg;
+}
+
+/// Both readers of a text file agree exactly: matrix, labels, classes, layout.
+void expect_same_as_streamed(const std::string& p, io::Format f) {
+  SCOPED_TRACE(p);
+  const io::Dataset a = io::detail::read_text_ranges(p, f, MPI_COMM_WORLD);
+  const io::Dataset b = io::detail::read_text_streamed(p, f, MPI_COMM_WORLD);
+  EXPECT_EQ(a.labels, b.labels);
+  EXPECT_EQ(a.classes, b.classes);
+  EXPECT_EQ(a.X.n_global, b.X.n_global);
+  EXPECT_EQ(a.X.cols, b.X.cols);
+  EXPECT_EQ(a.X.row_start, b.X.row_start);
+  EXPECT_EQ(a.X.v, b.X.v);  // bit for bit (== on doubles: no NaN can be read)
+}
+
+/// An NPY v1.0 file: header for `descr` and `shape` ("(3, 2)"), then the raw bytes.
+std::string npy(const std::string& descr, const std::string& shape, const std::string& raw,
+                const std::string& fortran = "False") {
+  std::string dict = "{'descr': '" + descr + "', 'fortran_order': " + fortran + ", 'shape': " + shape + ", }";
+  while ((10 + dict.size() + 1) % 64 != 0) dict.push_back(' ');
+  dict.push_back('\n');
+  std::string h("\x93NUMPY\x01\x00", 8);
+  h.push_back(static_cast<char>(dict.size() & 0xff));
+  h.push_back(static_cast<char>(dict.size() >> 8));
+  return h + dict + raw;
+}
+
+template <class T>
+std::string raw_bytes(const std::vector<T>& v, bool big_endian = false) {
+  std::string s(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+  if (big_endian)
+    for (size_t k = 0; k < v.size(); ++k) std::reverse(s.begin() + k * sizeof(T), s.begin() + (k + 1) * sizeof(T));
+  return s;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------
+// Text by byte ranges
+// ------------------------------------------------------------------------------------------
+
+TEST(ByteRangeReader, GivesTheStreamedReadersMatrixAndLabelsForEveryTestDataSet) {
+  for (const char* name : {"iris.csv", "wine.csv", "digits.csv", "breast_cancer.csv"})
+    expect_same_as_streamed(test::data_path(name), io::Format::csv);
+  for (const char* name : {"iris.libsvm", "wine.libsvm"}) expect_same_as_streamed(test::data_path(name), io::Format::libsvm);
+}
+
+TEST(ByteRangeReader, HandlesLinesLongerThanARanksShareBlankLinesCrlfAndAByteOrderMark) {
+  Dir dir;
+  // Three lines of ~2000 bytes each: with 4 ranks some byte ranges hold no line start.
+  std::string wide;
+  for (int i = 0; i < 3; ++i) {
+    wide += std::to_string(i);
+    for (int j = 0; j < 400; ++j) wide += "," + std::to_string(i * 1000 + j) + ".25";
+    wide += "\n";
+  }
+  expect_same_as_streamed(dir.write("wide.csv", wide), io::Format::csv);
+  // Blank and whitespace-only lines, CRLF, a BOM and no final newline, at every boundary.
+  std::string mixed = "\xEF\xBB\xBF";
+  for (int i = 0; i < 60; ++i) {
+    mixed += std::to_string(i % 3) + ", " + std::to_string(i) + " ,-" + std::to_string(i) + "e-3" + (i % 2 ? "\r\n" : "\n");
+    if (i % 7 == 0) mixed += "\n";
+    if (i % 11 == 0) mixed += "  \t \r\n";
+  }
+  mixed += "1,5,6";
+  expect_same_as_streamed(dir.write("mixed.csv", mixed), io::Format::csv);
+  std::string sparse;
+  for (int i = 0; i < 40; ++i) sparse += std::to_string(i % 4) + " " + std::to_string(1 + i % 9) + ":" + std::to_string(i) + ".5 # c\n\n";
+  expect_same_as_streamed(dir.write("s.libsvm", sparse), io::Format::libsvm);
+  // One line only.
+  expect_same_as_streamed(dir.write("one.csv", "0,1,2,3\n"), io::Format::csv);
+}
+
+TEST(ByteRangeReader, NamesTheFirstBadLineOfTheFileOnEveryRankCount) {
+  Dir dir;
+  std::string text;
+  for (int i = 1; i <= 400; ++i) {
+    if (i == 250)
+      text += "1,2\n";  // ragged
+    else if (i == 390)
+      text += "1,nan,3\n";
+    else
+      text += std::to_string(i % 2) + "," + std::to_string(i) + ",7\n";
+  }
+  const std::string p = dir.write("bad.csv", text);
+  EXPECT_THAT(error_of([&] { io::read_dataset(p, io::Format::csv, MPI_COMM_WORLD); }),
+              HasSubstr(p + ":250: expected 3 fields (label + 2 values), found 2"));
+  // A label that cannot be a class: the line of its first occurrence.
+  std::string labels;
+  for (int i = 1; i <= 300; ++i) labels += std::string(i == 123 || i == 280 ? "9999" : "0") + ",1\n";
+  const std::string q = dir.write("label.csv", labels);
+  EXPECT_THAT(error_of([&] { io::read_dataset(q, io::Format::csv, MPI_COMM_WORLD); }),
+              HasSubstr(q + ":123: label 9999 is not a class"));
+  // LIBSVM: d from the largest index of any rank's lines.
+  std::string sv;
+  for (int i = 1; i <= 200; ++i) sv += "0 " + std::to_string(i == 170 ? 77 : 1) + ":1\n";
+  const io::Dataset s = io::read_dataset(dir.write("d.libsvm", sv), io::Format::libsvm, MPI_COMM_WORLD);
+  EXPECT_EQ(s.X.cols, 77);
+}
+
+TEST(ByteRangeReader, RejectsAnEmptyOrBlankFile) {
+  Dir dir;
+  for (const char* text : {"", "\n\n  \n"}) {
+    const std::string p = dir.write("e.csv", text);
+    EXPECT_THAT(error_of([&] { io::read_dataset(p, io::Format::csv, MPI_COMM_WORLD); }),
+                HasSubstr(p + ": empty file (no samples)"));
+  }
+}
+
+// ------------------------------------------------------------------------------------------
+// NPY
+// ------------------------------------------------------------------------------------------
+
+TEST(NpyReader, ReadsEveryRealAndIntegerTypeInEitherByteOrderAsTheSameMatrix) {
+  Dir dir;
+  const int64_t n = 7, d = 3;
+  std::vector<double> ref(static_cast<size_t>(n * d));
+  for (size_t k = 0; k < ref.size(); ++k) ref[k] = static_cast<double>((k * 37) % 200);
+  std::vector<int64_t> labels = {0, 1, 2, 0, 1, 2, 2};
+  const std::string y = dir.write("y.npy", npy("<i8", "(7,)", raw_bytes(labels)));
+  std::vector<float> f(ref.begin(), ref.end());
+  std::vector<unsigned char> u8(ref.begin(), ref.end());
+  std::vector<int32_t> i4(ref.begin(), ref.end());
+  std::vector<uint16_t> u2(ref.begin(), ref.end());
+  const std::vector<std::pair<std::string, std::string>> files = {
+      {"f8.npy", npy("<f8", "(7, 3)", raw_bytes(ref))},
+      {"f8be.npy", npy(">f8", "(7, 3)", raw_bytes(ref, true))},
+      {"f4.npy", npy("<f4", "(7, 3)", raw_bytes(f))},
+      {"u1.npy", npy("|u1", "(7, 3)", raw_bytes(u8))},
+      {"i4be.npy", npy(">i4", "(7, 3)", raw_bytes(i4, true))},
+      {"u2.npy", npy("<u2", "(7, 3)", raw_bytes(u2))}};
+  for (const auto& [name, bytes] : files) {
+    SCOPED_TRACE(name);
+    io::ReadOptions o;
+    o.labels = y;
+    const io::Dataset ds = io::read_dataset(dir.write(name, bytes), io::Format::automatic, MPI_COMM_WORLD, o);
+    const Dense A = allgather(ds.X);
+    ASSERT_EQ(A.rows, n);
+    ASSERT_EQ(A.cols, d);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < d; ++j) EXPECT_EQ(A(i, j), ref[static_cast<size_t>(i * d + j)]);
+    EXPECT_EQ(ds.labels, (std::vector<int>{0, 1, 2, 0, 1, 2, 2}));
+    EXPECT_EQ(ds.classes, 3);
+  }
+}
+
+TEST(NpyReader, RejectsWhatItCannotReadWithTheFileAndTheReason) {
+  Dir dir;
+  std::vector<double> v(6, 1.0);
+  std::vector<int64_t> labels = {0, 1, 0};
+  const std::string y = dir.write("y.npy", npy("<i8", "(3,)", raw_bytes(labels)));
+  const std::string y2 = dir.write("y2.npy", npy("<i8", "(2,)", raw_bytes(std::vector<int64_t>{0, 1})));
+  const std::string yf = dir.write("yf.npy", npy("<f8", "(3,)", raw_bytes(std::vector<double>{0, 1, 0})));
+  std::vector<double> nan = v;
+  nan[4] = std::numeric_limits<double>::quiet_NaN();
+  struct Case {
+    std::string name, bytes, labels, expected;
+  };
+  const std::vector<Case> cases = {
+      {"fortran.npy", npy("<f8", "(3, 2)", raw_bytes(v), "True"), y, "Fortran-order NPY array is not supported"},
+      {"three.npy", npy("<f8", "(1, 3, 2)", raw_bytes(v)), y, "expected a 2-D array"},
+      {"short.npy", npy("<f8", "(3, 2)", raw_bytes(v).substr(0, 40)), y, "truncated NPY file"},
+      {"nan.npy", npy("<f8", "(3, 2)", raw_bytes(nan)), y, "NaN/Inf value at [2, 0]"},
+      {"complex.npy", npy("<c16", "(3, 2)", raw_bytes(v)), y, "NPY dtype '<c16' is not supported"},
+      {"count.npy", npy("<f8", "(3, 2)", raw_bytes(v)), y2, "2 labels for 3 samples"},
+      {"float.npy", npy("<f8", "(3, 2)", raw_bytes(v)), yf, "labels must have an integer dtype"},
+      {"nolabels.npy", npy("<f8", "(3, 2)", raw_bytes(v)), "", "an NPY file holds no labels; give --labels"},
+      {"notnpy.npy", "0,1,2\n", y, "not an NPY file"}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string p = dir.write(c.name, c.bytes);
+    io::ReadOptions o;
+    o.labels = c.labels;
+    EXPECT_THAT(error_of([&] { io::read_dataset(p, io::Format::npy, MPI_COMM_WORLD, o); }), HasSubstr(c.expected));
+  }
+  // Without labels where they are not required (transform): the matrix alone.
+  io::ReadOptions o;
+  o.labels_required = false;
+  const io::Dataset ds = io::read_dataset(dir.write("x.npy", npy("<f8", "(3, 2)", raw_bytes(v))), io::Format::npy,
+                                          MPI_COMM_WORLD, o);
+  EXPECT_TRUE(ds.labels.empty());
+  EXPECT_EQ(ds.X.n_global, 3);
+}
+
+// ------------------------------------------------------------------------------------------
+// HDF5 and the parallel writers
+// ------------------------------------------------------------------------------------------
+
+TEST(Hdf5, WritesAndReadsBackDigitsBitForBitOnAnyRankCount) {
+  Dir dir;
+  const io::Dataset ds = io::read_dataset(test::data_path("digits.csv"), io::Format::csv, MPI_COMM_WORLD);
+  const std::string p = dir.file("digits.h5");
+  io::write_hdf5(p, ds.X, "/data/X", &ds.labels, "/data/y");
+  io::ReadOptions o;
+  o.hdf5_data = "/data/X";
+  o.hdf5_labels = "/data/y";
+  const io::Dataset back = io::read_dataset(p, io::Format::automatic, MPI_COMM_WORLD, o);
+  EXPECT_EQ(back.X.v, ds.X.v);
+  EXPECT_EQ(back.labels, ds.labels);
+  EXPECT_EQ(back.classes, 10);
+  // One rank alone reads the whole file the same (the serial reference).
+  const io::Dataset one = io::read_dataset(p, io::Format::hdf5, MPI_COMM_SELF, o);
+  EXPECT_EQ(allgather(ds.X).v, allgather(one.X).v);
+  EXPECT_THAT(error_of([&] { io::read_dataset(p, io::Format::hdf5, MPI_COMM_WORLD); }),
+              HasSubstr(p + ": no data set '/X' (name it with --hdf5-data"));
+}
+
+TEST(Hdf5, ConvertsUint8ImagesAndInt16LabelsWrittenByAnotherProgram) {
+  Dir dir;
+  const std::string p = dir.file("img.h5");
+  const int n = 9, d = 4;
+  std::vector<unsigned char> px(static_cast<size_t>(n * d));
+  for (size_t k = 0; k < px.size(); ++k) px[k] = static_cast<unsigned char>(250 - 3 * k);
+  std::vector<int16_t> lab = {0, 1, 2, 3, 0, 1, 2, 3, 3};
+  if (test::rank() == 0) {  // a serial writer, as h5py would make it
+    const hid_t f = H5Fcreate(p.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    const hsize_t dims[2] = {n, d}, ldims[1] = {n};
+    const hid_t s = H5Screate_simple(2, dims, nullptr), ls = H5Screate_simple(1, ldims, nullptr);
+    const hid_t x = H5Dcreate2(f, "images", H5T_STD_U8LE, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    const hid_t y = H5Dcreate2(f, "labels", H5T_STD_I16LE, ls, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    H5Dwrite(x, H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, px.data());
+    H5Dwrite(y, H5T_NATIVE_SHORT, H5S_ALL, H5S_ALL, H5P_DEFAULT, lab.data());
+    const hid_t fl = H5Dcreate2(f, "float_labels", H5T_IEEE_F32LE, ls, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    H5Dclose(fl);
+    H5Dclose(x);
+    H5Dclose(y);
+    H5Sclose(s);
+    H5Sclose(ls);
+    H5Fclose(f);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  io::ReadOptions o;
+  o.hdf5_data = "/images";
+  o.hdf5_labels = "/labels";
+  const io::Dataset ds = io::read_dataset(p, io::Format::hdf5, MPI_COMM_WORLD, o);
+  const Dense A = allgather(ds.X);
+  ASSERT_EQ(A.rows, n);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < d; ++j) EXPECT_EQ(A(i, j), static_cast<double>(px[static_cast<size_t>(i * d + j)]));
+  EXPECT_EQ(ds.labels, std::vector<int>(lab.begin(), lab.end()));
+  EXPECT_EQ(ds.classes, 4);
+  o.hdf5_labels = "/float_labels";
+  EXPECT_THAT(error_of([&] { io::read_dataset(p, io::Format::hdf5, MPI_COMM_WORLD, o); }),
+              HasSubstr(p + ":/float_labels: labels must have an integer type"));
+}
+
+TEST(ParallelWriters, NpyAndHdf5EmbeddingsHoldTheRowsOfAnUnbalancedLayoutInGlobalOrder) {
+  Dir dir;
+  // Rank r holds r rows (rank 0 none): offsets come from the ranks' counts, not the block layout.
+  DistMatrix Y = make_dist_local(MPI_COMM_WORLD, test::rank(), 3);
+  for (int64_t i = 0; i < Y.n_local; ++i)
+    for (int64_t j = 0; j < 3; ++j) Y(i, j) = (static_cast<double>(Y.row_start + i) + 1.0) / 3.0 * (j + 1);
+  const Dense ref = allgather(Y);
+  if (ref.rows == 0) return;  // one rank: nothing to write
+  const std::string h5 = dir.file("e.h5"), np = dir.file("e.npy");
+  io::write_embedding(Y, h5);
+  io::write_embedding(Y, np);
+  io::ReadOptions o;
+  o.hdf5_data = "/embedding";
+  o.labels_required = false;
+  EXPECT_EQ(allgather(io::read_dataset(h5, io::Format::hdf5, MPI_COMM_WORLD, o).X).v, ref.v);
+  EXPECT_EQ(allgather(io::read_dataset(np, io::Format::npy, MPI_COMM_WORLD, o).X).v, ref.v);
+  // The NPY file is byte for byte what the serial (rank-0 stream) writer makes.
+  const std::string serial = dir.file("s.npy");
+  io::write_embedding_streamed(Y, serial);
+  MPI_Barrier(MPI_COMM_WORLD);
+  EXPECT_EQ(file_text(np), file_text(serial));
+}
