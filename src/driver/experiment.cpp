@@ -223,7 +223,7 @@ int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
     const Unit& u = *mine[i];
     if (!datasets.count(u.dataset)) {
       const auto& spec = job.datasets[static_cast<size_t>(u.dataset)];
-      datasets.emplace(u.dataset, io::read_dataset(spec.path, spec.format, group));
+      datasets.emplace(u.dataset, io::read_dataset(spec.path, spec.format, group, spec.read));
     }
     const io::Dataset& ds = datasets.at(u.dataset);
     const auto roles = data::make_split(ds.labels, ds.classes, split_spec(job, u.p, u.split));

@@ -219,8 +219,12 @@ Job parse_job(const std::string& path) {
       if (!d["path"]) job_error(job, "line " + std::to_string(d.Mark().line + 1) + ": a data set needs a path");
       ds.path = resolve(base, value<std::string>(job, d["path"], "path", "a file name"));
       ds.name = d["name"] ? value<std::string>(job, d["name"], "name", "a name") : ds.path;
-      const std::string format = d["format"] ? value<std::string>(job, d["format"], "format", "csv, libsvm, idx or auto") : "auto";
+      const std::string format = d["format"] ? value<std::string>(job, d["format"], "format", "csv, libsvm, npy, hdf5, idx or auto") : "auto";
       ds.format = in_job(job, d["format"] ? d["format"] : d, "format", [&] { return io::parse_format(format); });
+      if (d["labels"]) ds.read.labels = resolve(base, value<std::string>(job, d["labels"], "labels", "an NPY file name"));
+      if (d["hdf5_data"]) ds.read.hdf5_data = value<std::string>(job, d["hdf5_data"], "hdf5_data", "an HDF5 data set name");
+      if (d["hdf5_labels"])
+        ds.read.hdf5_labels = value<std::string>(job, d["hdf5_labels"], "hdf5_labels", "an HDF5 data set name");
       for (const auto& other : job.datasets)  // names key the checkpoints and the summary rows
         if (other.name == ds.name)
           job_error(job, "line " + std::to_string(d.Mark().line + 1) + ": data set name '" + ds.name + "' is used twice");
@@ -353,7 +357,8 @@ std::string job_fingerprint(const Job& job) {
     j["data"].push_back({{"name", d.name}, {"path", ::realpath(d.path.c_str(), real) ? std::string(real) : d.path},
                          {"format", static_cast<int>(d.format)}, {"size", found ? static_cast<int64_t>(st.st_size) : -1},
                          {"mtime_ns", found ? static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec : -1},
-                         {"inode", found ? static_cast<int64_t>(st.st_ino) : -1}});
+                         {"inode", found ? static_cast<int64_t>(st.st_ino) : -1},
+                         {"labels", d.read.labels}, {"hdf5_data", d.read.hdf5_data}, {"hdf5_labels", d.read.hdf5_labels}});
   }
   uint64_t h = 1469598103934665603ull;
   for (unsigned char ch : j.dump()) {

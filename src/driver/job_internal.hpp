@@ -23,6 +23,7 @@ using nlohmann::json;
 struct DatasetSpec {
   std::string name, path;
   io::Format format = io::Format::automatic;
+  io::ReadOptions read;  ///< keys labels (NPY), hdf5_data, hdf5_labels
 };
 
 struct MethodSpec {

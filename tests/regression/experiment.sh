@@ -134,4 +134,32 @@ PY
 then ok "smoke jobs run the papers' protocols (CV per split, m and mu sweeps)"
 else bad "smoke jobs run the papers' protocols (CV per split, m and mu sweeps)"; fi
 
+# Binary data sets in a job: the same iris as CSV, HDF5 and NPY (+ labels) give the same
+# accuracies split for split.
+"$MPIEXEC" -n 2 "$SSDR" convert --data "$2/iris.csv" --output "$tmp/iris.h5" -q &&
+  "$MPIEXEC" -n 2 "$SSDR" convert --data "$2/iris.csv" --output "$tmp/iris.npy" --labels-output "$tmp/iris_y.npy" -q ||
+  bad "convert iris"
+cat >"$tmp/formats.yaml" <<EOF
+name: formats
+transductive_fraction: 0.5
+labeled_per_class: 3
+splits: 2
+datasets:
+  - {name: csv, path: $2/iris.csv}
+  - {name: h5, path: $tmp/iris.h5, format: hdf5, hdf5_data: /X, hdf5_labels: /y}
+  - {name: npy, path: $tmp/iris.npy, labels: $tmp/iris_y.npy}
+methods: [lda]
+EOF
+if timeout 300 "$MPIEXEC" -n 2 "$SSDR" experiment "$tmp/formats.yaml" --output "$tmp/formats" -q >"$tmp/formats.out" 2>&1 &&
+   python3 - "$tmp/formats/results.json" <<'PY'
+import json, sys
+res = json.load(open(sys.argv[1]))["results"]
+acc = {}
+for x in res:
+    acc.setdefault(x["dataset"], []).append((x["split"], x["accuracy"]["unlabeled"], x["accuracy"]["unseen"]))
+assert sorted(acc) == ["csv", "h5", "npy"], acc
+assert sorted(acc["csv"]) == sorted(acc["h5"]) == sorted(acc["npy"]), acc
+PY
+then ok "job data sets in HDF5 and NPY give the CSV results"; else bad "job data sets in HDF5 and NPY give the CSV results"; tail -5 "$tmp/formats.out"; fi
+
 finish
