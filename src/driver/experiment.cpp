@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -125,8 +126,29 @@ json acc_json(const evaluation::Accuracy& a) {
 
 using namespace detail;
 
+namespace {
+
+/// The signal that asked the experiment to stop (0: none). Set by the handler only.
+volatile std::sig_atomic_t g_stop_signal = 0;
+extern "C" void on_stop_signal(int sig) { g_stop_signal = sig; }
+
+/// SIGUSR1 and SIGTERM ask for a clean stop: the configuration in flight finishes and is
+/// checkpointed, no new one starts, the summary covers what is done. SA_RESTART: system
+/// calls in flight (MPI, file writes) resume instead of failing with EINTR. Local.
+void install_stop_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGUSR1, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+}  // namespace
+
 int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
   const double t0 = MPI_Wtime();
+  install_stop_handlers();
   int wrank = 0, wsize = 1;
   MPI_Comm_rank(world, &wrank);
   MPI_Comm_size(world, &wsize);
@@ -218,8 +240,19 @@ int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
   // disk) is collective over that group only: the other groups would wait for it at the
   // final barrier forever. It is caught here and made collective over the world below.
   std::string group_failure;
+  int stopped_by = 0;  // the signal that ended this group's loop early
   try {
   for (size_t i = 0; i < mine.size(); ++i) {
+    {
+      // A stop request on any rank of the group ends the group's loop here, between two
+      // configurations (the ranks must agree, so the flag is reduced over the group).
+      int mine_stop = g_stop_signal, any_stop = 0;
+      MPI_Allreduce(&mine_stop, &any_stop, 1, MPI_INT, MPI_MAX, group);
+      if (any_stop != 0) {
+        stopped_by = any_stop;
+        break;
+      }
+    }
     const Unit& u = *mine[i];
     if (!datasets.count(u.dataset)) {
       const auto& spec = job.datasets[static_cast<size_t>(u.dataset)];
@@ -376,6 +409,17 @@ int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
     }
   }
   SSDR_CHECK_COLLECTIVE(world, ok, msg);
+  int stopped = 0;
+  MPI_Allreduce(&stopped_by, &stopped, 1, MPI_INT, MPI_MAX, world);
+  if (stopped != 0) {
+    if (wrank == 0) {
+      std::fprintf(stderr, "ssdr: experiment stopped by %s: the summary in %s covers the configurations finished so "
+                   "far; run the same command again to resume\n",
+                   stopped == SIGUSR1 ? "SIGUSR1" : stopped == SIGTERM ? "SIGTERM" : "a signal", job.output.c_str());
+      std::fflush(stderr);
+    }
+    return 128 + stopped;  // the shell's convention for "ended by this signal"
+  }
   return 0;
 }
 

@@ -134,6 +134,35 @@ PY
 then ok "smoke jobs run the papers' protocols (CV per split, m and mu sweeps)"
 else bad "smoke jobs run the papers' protocols (CV per split, m and mu sweeps)"; fi
 
+# SIGUSR1 (what the batch scripts pass on before the time limit): the configuration in flight
+# finishes, the summary covers what is done, exit 138 within seconds; a rerun completes the job
+# with the uninterrupted run's results.
+setsid "$MPIEXEC" -n 2 "$SSDR" experiment "$JOBS/kill_test.yaml" --output "$tmp/usr1" -q >/dev/null 2>"$tmp/usr1.err" &
+pid=$!
+for _ in $(seq 1 600); do
+  lines=$(cat "$tmp"/usr1/results*.jsonl 2>/dev/null | wc -l)
+  [ "$lines" -ge 10 ] && break
+  sleep 0.1
+done
+kill -USR1 "$pid"
+rc=0
+timeout 60 tail --pid="$pid" -f /dev/null || rc=124
+wait "$pid"
+rc_job=$?
+stopped=$(cat "$tmp"/usr1/results*.jsonl 2>/dev/null | wc -l)
+if [ "$rc" -eq 0 ] && [ "$rc_job" -eq 138 ] && grep -q "stopped by SIGUSR1" "$tmp/usr1.err" && [ -s "$tmp/usr1/summary.csv" ] &&
+   [ "$stopped" -lt "$total" ] &&
+   timeout 600 "$MPIEXEC" -n 2 "$SSDR" experiment "$JOBS/kill_test.yaml" --output "$tmp/usr1" -q >/dev/null 2>&1 &&
+   python3 - "$tmp/ref/results.json" "$tmp/usr1/results.json" <<'PY'
+import json, sys
+ref, got = (json.load(open(p))["results"] for p in sys.argv[1:3])
+a = {r["key"]: r["accuracy"] for r in ref}
+b = {r["key"]: r["accuracy"] for r in got}
+assert a == b, (len(a), len(b))
+PY
+then ok "SIGUSR1 stops after the configuration in flight with a summary (exit 138, $stopped of $total done); a rerun completes it"
+else bad "SIGUSR1 stop: rc=$rc job=$rc_job stopped=$stopped total=$total"; cat "$tmp/usr1.err"; fi
+
 # Binary data sets in a job: the same iris as CSV, HDF5 and NPY (+ labels) give the same
 # accuracies split for split.
 "$MPIEXEC" -n 2 "$SSDR" convert --data "$2/iris.csv" --output "$tmp/iris.h5" -q &&

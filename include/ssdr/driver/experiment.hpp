@@ -22,6 +22,9 @@ struct ExperimentOptions {
 /// any results*.jsonl of <output> are skipped, so a killed run loses at most the
 /// configurations in flight. At the end rank 0 writes results.json, summary.csv,
 /// summary.md and gnuplot plots (PNG and SVG) atomically.
+/// SIGUSR1 or SIGTERM (a batch system's warning before the time limit) stops it cleanly: the
+/// configuration in flight finishes and is checkpointed, no other starts, the summary covers
+/// what is done, and the return value is 128 + the signal number (138 for SIGUSR1).
 /// \throws ssdr::Error (collectively) naming the job file and key for invalid jobs.
 int run_experiment(const ExperimentOptions& options, MPI_Comm world);
 
