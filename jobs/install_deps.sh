@@ -12,7 +12,7 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   libopenblas0-serial libopenblas-dev liblapack-dev \
   libboost-serialization-dev libboost-program-options-dev \
   libgtest-dev libbenchmark-dev zlib1g-dev libhdf5-openmpi-dev nlohmann-json3-dev \
-  libyaml-cpp-dev gnuplot-nox python3 dataset-fashion-mnist \
+  libyaml-cpp-dev gnuplot-nox python3 dataset-fashion-mnist iproute2 \
   python3-numpy python3-faiss python3-pynndescent python3-hnswlib >/dev/null
 # Debian's reference BLAS is 20x slower than OpenBLAS; PETSc, SLEPc, ScaLAPACK and ssdr all
 # load libblas.so.3/liblapack.so.3 through these alternatives: point them at the serial
@@ -20,4 +20,9 @@ $SUDO apt-get install -y -qq --no-install-recommends \
 arch="$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)"
 $SUDO update-alternatives --set "libblas.so.3-$arch" "/usr/lib/$arch/openblas-serial/libblas.so.3" >/dev/null
 $SUDO update-alternatives --set "liblapack.so.3-$arch" "/usr/lib/$arch/openblas-serial/liblapack.so.3" >/dev/null
+# Some of PETSc's own dependencies (SuperLU_dist, Trilinos) load libopenblas.so.0 by name:
+# the serial build as well, so no BLAS in the process starts threads of its own.
+if update-alternatives --list "libopenblas.so.0-$arch" >/dev/null 2>&1; then
+  $SUDO update-alternatives --set "libopenblas.so.0-$arch" "/usr/lib/$arch/openblas-serial/libopenblas.so.0" >/dev/null
+fi
 echo "ssdr dependencies installed (BLAS: $(readlink -f /usr/lib/$arch/libblas.so.3))"

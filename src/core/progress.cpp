@@ -1,6 +1,10 @@
 #include "ssdr/core/progress.hpp"
 
+#include <petscsys.h>
+
 #include <cstdio>
+#include <map>
+#include <vector>
 
 namespace ssdr {
 
@@ -32,9 +36,38 @@ void say(const std::string& message) {
   std::fflush(stderr);
 }
 
+namespace {
+
+/// The PETSc log stage of a phase name (registered on first use; -1 when PETSc is not
+/// initialized). Stages make -log_view break time, flops and messages down by ssdr phase.
+int stage_of(const std::string& name) {
+  PetscBool init = PETSC_FALSE;
+  if (PetscInitialized(&init) != 0 || !init) return -1;
+  static std::map<std::string, PetscLogStage> stages;
+  auto it = stages.find(name);
+  if (it != stages.end()) return static_cast<int>(it->second);
+  PetscLogStage s = -1;
+  std::string label = name;
+  for (char& c : label)
+    if (c == ' ') c = '_';
+  if (PetscLogStageRegister(label.c_str(), &s) != 0) return -1;
+  stages.emplace(name, s);
+  return static_cast<int>(s);
+}
+
+/// The phases whose stage is pushed, innermost last, with whether they have ended.
+std::vector<std::pair<const void*, bool>>& pushed() {
+  static std::vector<std::pair<const void*, bool>> v;
+  return v;
+}
+
+}  // namespace
+
 Phase::Phase(std::string name, std::map<std::string, double>* timings)
     : name_(std::move(name)), timings_(timings), t0_(MPI_Wtime()) {
   say(name_ + " ...");
+  const int stage = stage_of(name_);
+  if (stage >= 0 && PetscLogStagePush(static_cast<PetscLogStage>(stage)) == 0) pushed().emplace_back(this, false);
 }
 
 Phase::~Phase() { stop(); }
@@ -43,6 +76,14 @@ double Phase::stop() {
   const double dt = MPI_Wtime() - t0_;
   if (stopped_) return dt;
   stopped_ = true;
+  // PETSc's stages form a stack: a phase that ends before one it encloses is popped when
+  // that one ends.
+  for (auto& p : pushed())
+    if (p.first == this) p.second = true;
+  while (!pushed().empty() && pushed().back().second) {
+    PetscLogStagePop();
+    pushed().pop_back();
+  }
   if (timings_) (*timings_)[name_] += dt;
   char buf[64];
   std::snprintf(buf, sizeof buf, " done in %.2f s", dt);

@@ -17,7 +17,10 @@ bool quiet();
 void say(const std::string& message);
 
 /// Times a named phase: prints "[  12.3 s] phase ... done in 4.56 s" on rank 0 when it ends,
-/// and adds the elapsed seconds to `timings[name]` when given. Not collective.
+/// and adds the elapsed seconds to `timings[name]` when given. Each phase name is a PETSc log
+/// stage (pushed for the phase's lifetime) once PETSc is initialized, so `-log_view` breaks
+/// time, flops and messages down by read, knn_graph, propagation, scatter, eigensolve, ...
+/// Not collective.
 class Phase {
  public:
   Phase(std::string name, std::map<std::string, double>* timings = nullptr);
