@@ -9,7 +9,7 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   build-essential cmake pkg-config git ca-certificates \
   openmpi-bin libopenmpi-dev \
   petsc-dev slepc-dev libscalapack-openmpi-dev \
-  libopenblas0-serial libopenblas-dev liblapack-dev \
+  libopenblas0-serial libopenblas-serial-dev libopenblas-dev liblapack-dev \
   libboost-serialization-dev libboost-program-options-dev \
   libgtest-dev libbenchmark-dev zlib1g-dev libhdf5-openmpi-dev nlohmann-json3-dev \
   libyaml-cpp-dev gnuplot-nox python3 dataset-fashion-mnist iproute2 \
@@ -21,8 +21,13 @@ arch="$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-
 $SUDO update-alternatives --set "libblas.so.3-$arch" "/usr/lib/$arch/openblas-serial/libblas.so.3" >/dev/null
 $SUDO update-alternatives --set "liblapack.so.3-$arch" "/usr/lib/$arch/openblas-serial/liblapack.so.3" >/dev/null
 # Some of PETSc's own dependencies (SuperLU_dist, Trilinos) load libopenblas.so.0 by name:
-# the serial build as well, so no BLAS in the process starts threads of its own.
-if update-alternatives --list "libopenblas.so.0-$arch" >/dev/null 2>&1; then
-  $SUDO update-alternatives --set "libopenblas.so.0-$arch" "/usr/lib/$arch/openblas-serial/libopenblas.so.0" >/dev/null
-fi
+# the serial build as well, so no BLAS in the process starts threads of its own. The link-time
+# names (libblas.so, liblapack.so, libopenblas.so) must then be the serial ones too: the
+# threaded libblas.so needs the threaded libopenblas.so.0's internal symbols.
+for name in libopenblas.so.0 libblas.so liblapack.so libopenblas.so; do
+  target="/usr/lib/$arch/openblas-serial/$name"
+  if [ -e "$target" ] && update-alternatives --list "$name-$arch" >/dev/null 2>&1; then
+    $SUDO update-alternatives --set "$name-$arch" "$target" >/dev/null
+  fi
+done
 echo "ssdr dependencies installed (BLAS: $(readlink -f /usr/lib/$arch/libblas.so.3))"

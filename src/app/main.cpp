@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <cerrno>
+#include <csignal>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <iostream>
@@ -171,7 +172,7 @@ po::options_description fit_options(driver::FitCommand& c, std::string& format, 
   else
     d.add_options()
       ("model", po::value(&c.model), "model file to write (Boost archive)")
-      ("embedding", po::value(&c.embedding), "embedding of every sample, .csv or .npy");
+      ("embedding", po::value(&c.embedding), "embedding of every sample: .csv, .npy (parallel MPI-IO) or .h5 (parallel HDF5, data set /embedding)");
   // clang-format on
   return d;
 }
@@ -371,6 +372,23 @@ driver::ConvertCommand parse_convert(const std::vector<std::string>& args, bool&
   return c;
 }
 
+volatile std::sig_atomic_t g_world_rank = -1;
+
+/// SIGTERM outside `experiment` (which stops cleanly instead): mpiexec sends it to the ranks
+/// that are left when one rank died (killed, out of memory, its host gone) or the job was
+/// cancelled. Rank 0 says so in one line before leaving, so the job does not end with an
+/// exit status and nothing else. Async-signal-safe: write(2) and _exit only.
+extern "C" void on_terminate(int) {
+  if (g_world_rank == 0) {
+    static const char msg[] =
+        "ssdr: error: terminated by SIGTERM: another rank died (killed, out of memory or its host lost) or the job "
+        "was cancelled\n";
+    const ssize_t ignored = ::write(2, msg, sizeof msg - 1);
+    (void)ignored;
+  }
+  ::_exit(143);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -403,6 +421,12 @@ int main(int argc, char** argv) {
     return 1;
   }
   elapsed_since_start();  // the progress clock starts now
+  {
+    int wrank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
+    g_world_rank = wrank;
+    std::signal(SIGTERM, on_terminate);
+  }
   // PETSc/SLEPc errors become ssdr::Error (SSDR_PETSC) with one line, not a traceback.
   PetscPushErrorHandler(reinterpret_cast<PetscErrorCode (*)(MPI_Comm, int, const char*, const char*, PetscErrorCode,
                                                             PetscErrorType, const char*, void*)>(&ssdr::petsc_error_handler),

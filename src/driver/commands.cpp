@@ -318,9 +318,8 @@ int run_transform(const TransformCommand& cmd, MPI_Comm comm) {
 }
 
 int run_convert(const ConvertCommand& cmd, MPI_Comm comm) {
-  const bool h5 = cmd.output.size() > 3 && (cmd.output.substr(cmd.output.size() - 3) == ".h5" ||
-                                            (cmd.output.size() > 5 && cmd.output.substr(cmd.output.size() - 5) == ".hdf5"));
-  const bool npy = cmd.output.size() > 4 && cmd.output.substr(cmd.output.size() - 4) == ".npy";
+  const bool h5 = io::has_extension(cmd.output, ".h5") || io::has_extension(cmd.output, ".hdf5");
+  const bool npy = io::has_extension(cmd.output, ".npy");
   SSDR_REQUIRE(h5 || npy, "--output " + cmd.output + ": expected a name ending in .h5, .hdf5 or .npy");
   SSDR_REQUIRE(!npy || !cmd.labels_output.empty(),
                "--output " + cmd.output + ": an NPY file holds no labels; give --labels-output y.npy as well");
@@ -334,7 +333,13 @@ int run_convert(const ConvertCommand& cmd, MPI_Comm comm) {
     io::write_hdf5(cmd.output, ds.X, "/X", &ds.labels, "/y");
   } else {
     io::write_embedding(ds.X, cmd.output);
-    io::write_labels_npy(ds.labels, cmd.labels_output, comm);
+    try {
+      io::write_labels_npy(ds.labels, cmd.labels_output, comm);
+    } catch (const Error&) {
+      // Both files or neither: X without its labels is no data set.
+      if (comm_rank(comm) == 0) ::unlink(cmd.output.c_str());
+      throw;
+    }
   }
   say("wrote " + std::to_string(ds.X.n_global) + " x " + std::to_string(ds.X.cols) + " samples to " + cmd.output);
   return 0;

@@ -4,6 +4,7 @@
 // reader_internal.hpp).
 #include "ssdr/io/dataset.hpp"
 
+#include <cctype>
 #include <string>
 
 #include "reader_internal.hpp"
@@ -27,11 +28,31 @@ Format parse_format(const std::string& name) {
               true);
 }
 
+bool has_extension(const std::string& path, const std::string& ext) {
+  if (path.size() < ext.size()) return false;
+  for (size_t k = 0; k < ext.size(); ++k)
+    if (std::tolower(static_cast<unsigned char>(path[path.size() - ext.size() + k])) !=
+        std::tolower(static_cast<unsigned char>(ext[k])))
+      return false;
+  return true;
+}
+
+const char* format_name(Format f) {
+  switch (f) {
+    case Format::csv: return "csv";
+    case Format::libsvm: return "libsvm";
+    case Format::idx: return "idx";
+    case Format::npy: return "npy";
+    case Format::hdf5: return "hdf5";
+    default: return "auto";
+  }
+}
+
 Format detect_format(const std::string& path) {
   if (is_directory(path)) return Format::idx;
   if (path.find("idx3-ubyte") != std::string::npos) return Format::idx;
-  if (ends_with(path, ".npy")) return Format::npy;
-  if (ends_with(path, ".h5") || ends_with(path, ".hdf5")) return Format::hdf5;
+  if (has_extension(path, ".npy")) return Format::npy;
+  if (has_extension(path, ".h5") || has_extension(path, ".hdf5")) return Format::hdf5;
   std::string p = path;
   if (ends_with(p, ".gz")) p = p.substr(0, p.size() - 3);
   for (const char* ext : {".libsvm", ".svm", ".svmlight"})
@@ -41,6 +62,15 @@ Format detect_format(const std::string& path) {
 
 Dataset read_dataset(const std::string& path, Format format, MPI_Comm comm, const ReadOptions& options) {
   if (format == Format::automatic) format = detect_format(path);
+  // An option of another format is an error, not silently unused (a --labels file given with
+  // CSV data would otherwise never be read).
+  if (!options.labels.empty() && format != Format::npy)
+    throw Error("--labels " + options.labels + ": only NPY data take a labels file; '" + path +
+                    "' is read as " + format_name(format) + " (its labels are in the file)",
+                __FILE__, __LINE__, true);
+  if ((options.hdf5_data != "/X" || options.hdf5_labels != "/y") && format != Format::hdf5)
+    throw Error("--hdf5-data/--hdf5-labels: only for HDF5 data; '" + path + "' is read as " + format_name(format),
+                __FILE__, __LINE__, true);
   if (format == Format::idx) return read_idx(path, comm);
   if (format == Format::npy) return detail::read_npy(path, options.labels, options.labels_required, comm);
   if (format == Format::hdf5)

@@ -52,19 +52,21 @@ Dataset read_hdf5(const std::string& path, const std::string& data_name, const s
         [&] {
           if (is_directory(path)) fail("cannot read '" + path + "': Is a directory");
           require_regular(path);
-          if (!file_exists(path)) fail("cannot open '" + path + "': No such file or directory");
+          if (!file_exists(path)) fail(open_failure(path));
           if (H5Fis_hdf5(path.c_str()) <= 0) fail(path + ": not an HDF5 file");
         },
         message);
   }
   SSDR_CHECK_COLLECTIVE(comm, ok, message);
   Hid file(open_parallel(path, comm, false), H5Fclose);
-  SSDR_CHECK_COLLECTIVE(comm, file.ok(), "cannot open '" + path + "' as HDF5");
+  SSDR_CHECK_COLLECTIVE(comm, file.ok(), "cannot open '" + path + "' as HDF5 (truncated or damaged file?)");
 
   // The data set: n×d, numeric.
   Hid data(H5Dopen2(file.get(), data_name.c_str(), H5P_DEFAULT), H5Dclose);
   SSDR_CHECK_COLLECTIVE(comm, data.ok(),
-                        path + ": no data set '" + data_name + "' (name it with --hdf5-data, e.g. /X)");
+                        H5Lexists(file.get(), data_name.c_str(), H5P_DEFAULT) > 0
+                            ? path + ": '" + data_name + "' is not a data set (a group?); name the n x d data set with --hdf5-data"
+                            : path + ": no data set '" + data_name + "' (name it with --hdf5-data, e.g. /X)");
   const std::vector<int64_t> dims = extent(data.get());
   SSDR_CHECK_COLLECTIVE(comm, dims.size() == 2,
                         path + ":" + data_name + ": expected a 2-D data set (n samples x d features), found " +

@@ -57,6 +57,8 @@ NpyHeader read_npy_header(const std::string& path) {
 
   NpyHeader h;
   h.data_offset = prefix + header_len;
+  if (dict.find("'descr': [") != std::string::npos)
+    fail(path + ": a structured NPY dtype is not supported (expected a real or integer type: f4, f8, i1..i8, u1..u8)");
   const std::string descr = dict_value(dict, "descr", path);
   // '<f8', '|u1', '>i4', ...: byte order, kind, size.
   if (descr.size() < 5 || descr.front() != '\'' || descr.back() != '\'')
@@ -243,7 +245,7 @@ Dataset read_npy(const std::string& path, const std::string& labels_path, bool l
             fail(path + ": an NPY file holds no labels; give --labels FILE.npy (a 1-D integer array of n labels)");
           if (is_directory(path)) fail("cannot read '" + path + "': Is a directory");
           require_regular(path);
-          if (!file_exists(path)) fail("cannot open '" + path + "': No such file or directory");
+          if (!file_exists(path)) fail(open_failure(path));
           h = read_npy_header(path);
           if (h.shape.size() != 2)
             fail(path + ": expected a 2-D array (n samples x d features), found " + std::to_string(h.shape.size()) +

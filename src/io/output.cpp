@@ -20,16 +20,13 @@
 #include "hdf5_internal.hpp"
 #include "reader_internal.hpp"
 #include "ssdr/core/error.hpp"
+#include "ssdr/io/dataset.hpp"
 
 namespace ssdr::io {
 
 namespace {
 
 std::string errno_text(int err) { return err != 0 ? std::strerror(err) : "unknown error"; }
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 /// The NPY v1.0 header for a C-order float64 n×m array, padded so that the data starts at a
 /// multiple of 64 bytes.
@@ -330,6 +327,12 @@ void write_hdf5(const std::string& path, const DistMatrix& X, const std::string&
   MPI_Comm comm = X.comm;
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
+  // HDF5 cannot stream into a device or FIFO, and renaming over one would replace it.
+  int special = rank == 0 && is_special(path) ? 1 : 0;
+  MPI_Bcast(&special, 1, MPI_INT, 0, comm);
+  SSDR_CHECK_COLLECTIVE(comm, special == 0,
+                        "cannot write HDF5 to '" + path + "': it is a device or FIFO (HDF5 needs a regular file; "
+                        "use .npy or .csv to stream)");
   const std::string tmp = shared_temp_name(path, comm);
   const int64_t start = first_row(X);
   int64_t n = 0;
@@ -403,11 +406,11 @@ void write_labels_npy(const std::vector<int>& labels, const std::string& path, M
 }
 
 void write_embedding(const DistMatrix& Y, const std::string& path) {
-  if (ends_with(path, ".h5") || ends_with(path, ".hdf5")) {
+  if (has_extension(path, ".h5") || has_extension(path, ".hdf5")) {
     write_hdf5(path, Y, "/embedding");
     return;
   }
-  if (ends_with(path, ".npy") && !is_special(path)) {
+  if (has_extension(path, ".npy") && !is_special(path)) {
     write_npy_parallel(Y, path);
     return;
   }
@@ -419,7 +422,7 @@ void write_embedding_streamed(const DistMatrix& Y, const std::string& path) {
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
-  const bool npy = ends_with(path, ".npy");
+  const bool npy = has_extension(path, ".npy");
   const int64_t cols = Y.cols;
 
   // Every rank's row count, known on rank 0 (the layout need not be balanced).

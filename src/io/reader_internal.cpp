@@ -17,6 +17,12 @@ bool is_directory(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+std::string open_failure(const std::string& path) {
+  struct stat st {};
+  const int err = ::stat(path.c_str(), &st) == 0 ? 0 : errno;
+  return "cannot open '" + path + "': " + (err != 0 ? errno_text(err) : std::string("not a readable file"));
+}
+
 bool file_exists(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && !S_ISDIR(st.st_mode);

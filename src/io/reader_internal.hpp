@@ -37,6 +37,8 @@ namespace ssdr::io::detail {
 bool ends_with(const std::string& s, const std::string& suffix);
 bool is_directory(const std::string& path);
 bool file_exists(const std::string& path);
+/// "cannot open 'path': <strerror of stat>" (No such file, Too many levels of symbolic links...).
+std::string open_failure(const std::string& path);
 std::string errno_text(int err);
 
 /// Local failure inside a phase; converted into a collective ssdr::Error by the caller.

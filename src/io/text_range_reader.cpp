@@ -175,7 +175,7 @@ Dataset read_text(const std::string& path, Format format, MPI_Comm comm) {
         [&] {
           if (is_directory(path)) fail("cannot read '" + path + "': Is a directory");
           require_regular(path);
-          if (!file_exists(path)) fail("cannot open '" + path + "': No such file or directory");
+          if (!file_exists(path)) fail(open_failure(path));
           gz = is_gzip(path) ? 1 : 0;
         },
         message);

@@ -327,4 +327,24 @@ refuse "a job every configuration of which is rejected (was exit 0, empty table)
   experiment "$tmp/alldim.yaml" --output "$tmp/alldim" -q
 [ -s "$tmp/alldim/summary.md" ] && ok "... and its summary still records the rejects" || bad "no summary for the rejected job"
 
+# 9. The parallel formats (third hostile pass): HDF5 never replaces a device or FIFO, a
+#    failed convert leaves neither file, an option of another format is refused, the extension
+#    is matched without case, a group is not taken for a data set.
+mkfifo "$tmp/pipe.h5"
+refuse "--embedding .h5 that is a FIFO" "is a device or FIFO (HDF5 needs a regular file" "${FIT[@]}" --embedding "$tmp/pipe.h5"
+[ -p "$tmp/pipe.h5" ] && ok "... and the FIFO is still a FIFO" || bad "the FIFO was replaced"
+if [ -w /dev/full ]; then
+  refuse "convert whose labels cannot be written" "No space left on device" \
+    convert --data "$tmp/iris.csv" --output "$tmp/cx.npy" --labels-output /dev/full -q
+  [ ! -e "$tmp/cx.npy" ] && ok "... and leaves no X without its labels" || bad "convert left $tmp/cx.npy"
+fi
+refuse "--labels with CSV data" "--labels $tmp/y.npy: only NPY data take a labels file" "${FIT[@]}" --labels "$tmp/y.npy"
+refuse "--hdf5-data with CSV data" "--hdf5-data/--hdf5-labels: only for HDF5 data" "${FIT[@]}" --hdf5-data /Z
+timeout 120 "$MPIEXEC" -n 2 "$SSDR" "${FIT[@]}" --embedding "$tmp/UP.H5" >/dev/null 2>&1
+[ "$(head -c 4 "$tmp/UP.H5" | od -An -c | tr -d ' ')" = "211HDF" ] && ok "--embedding X.H5 is HDF5 (extension without case)" || bad "--embedding X.H5 was not written as HDF5"
+timeout 120 "$MPIEXEC" -n 2 "$SSDR" convert --data "$tmp/iris.csv" --output "$tmp/g.h5" -q >/dev/null 2>&1
+refuse "an HDF5 group named as the data set" "'/' is not a data set (a group?)" "${FIT[@]/$tmp\/iris.csv/$tmp/g.h5}" --hdf5-data /
+ln -s loop_b "$tmp/loop_a"; ln -s loop_a "$tmp/loop_b"
+refuse "a symlink loop as --data" "Too many levels of symbolic links" "${FIT[@]/$tmp\/iris.csv/$tmp/loop_a}"
+
 finish

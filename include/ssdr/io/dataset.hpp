@@ -18,6 +18,10 @@ enum class Format { automatic, csv, libsvm, idx, npy, hdf5 };
 /// Parses "csv", "libsvm", "idx", "npy", "hdf5" or "auto". \throws ssdr::Error naming the
 /// bad value.
 Format parse_format(const std::string& name);
+/// The name of a format ("csv", ..., "auto").
+const char* format_name(Format format);
+/// True when `path` ends in `ext` ignoring ASCII case (".H5" is ".h5").
+bool has_extension(const std::string& path, const std::string& ext);
 /// The format `automatic` resolves to for `path`. Not collective.
 Format detect_format(const std::string& path);
 
