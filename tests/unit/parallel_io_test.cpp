@@ -216,6 +216,17 @@ TEST(NpyReader, ReadsEveryRealAndIntegerTypeInEitherByteOrderAsTheSameMatrix) {
   }
 }
 
+TEST(DatasetOptions, RefuseTheOptionsOfAnotherFormat) {
+  io::ReadOptions labels;
+  labels.labels = "y.npy";
+  EXPECT_THAT(error_of([&] { io::read_dataset(test::data_path("iris.csv"), io::Format::automatic, MPI_COMM_WORLD, labels); }),
+              HasSubstr("--labels y.npy: only NPY data take a labels file"));
+  io::ReadOptions h5;
+  h5.hdf5_data = "/data";
+  EXPECT_THAT(error_of([&] { io::read_dataset(test::data_path("iris.csv"), io::Format::automatic, MPI_COMM_WORLD, h5); }),
+              HasSubstr("--hdf5-data/--hdf5-labels: only for HDF5 data"));
+}
+
 TEST(NpyReader, RejectsWhatItCannotReadWithTheFileAndTheReason) {
   Dir dir;
   std::vector<double> v(6, 1.0);
@@ -331,7 +342,9 @@ TEST(ParallelWriters, NpyAndHdf5EmbeddingsHoldTheRowsOfAnUnbalancedLayoutInGloba
   o.hdf5_data = "/embedding";
   o.labels_required = false;
   EXPECT_EQ(allgather(io::read_dataset(h5, io::Format::hdf5, MPI_COMM_WORLD, o).X).v, ref.v);
-  EXPECT_EQ(allgather(io::read_dataset(np, io::Format::npy, MPI_COMM_WORLD, o).X).v, ref.v);
+  io::ReadOptions plain;  // --hdf5-data is refused for NPY data
+  plain.labels_required = false;
+  EXPECT_EQ(allgather(io::read_dataset(np, io::Format::npy, MPI_COMM_WORLD, plain).X).v, ref.v);
   // The NPY file is byte for byte what the serial (rank-0 stream) writer makes.
   const std::string serial = dir.file("s.npy");
   io::write_embedding_streamed(Y, serial);
