@@ -24,6 +24,7 @@
 #include "ssdr/kernels/feature_map.hpp"
 #include "ssdr/methods/parameters.hpp"
 #include "ssdr/driver/experiment.hpp"
+#include "ssdr/driver/provenance.hpp"
 
 namespace po = boost::program_options;
 using namespace ssdr;
@@ -425,6 +426,7 @@ int main(int argc, char** argv) {
     int wrank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
     g_world_rank = wrank;
+    driver::record_provenance(argc, argv, MPI_COMM_WORLD);
     std::signal(SIGTERM, on_terminate);
   }
   // PETSc/SLEPc errors become ssdr::Error (SSDR_PETSC) with one line, not a traceback.

@@ -12,6 +12,7 @@
 #include "ssdr/core/progress.hpp"
 #include "ssdr/core/version.hpp"
 #include "ssdr/io/output.hpp"
+#include "ssdr/driver/provenance.hpp"
 #include "ssdr/model/model.hpp"
 
 namespace ssdr::driver {
@@ -73,6 +74,7 @@ io::Dataset read_data(const std::string& path, io::Format format, const io::Read
 nlohmann::json base_report(const FitCommand& cmd, const io::Dataset& ds, MPI_Comm comm) {
   nlohmann::json r;
   r["ssdr_version"] = version();
+  r["provenance"] = provenance();
   r["command"] = cmd.splits > 1 ? "evaluate" : "fit";
   r["method"] = cmd.config.method;
   r["ranks"] = comm_size(comm);

@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "experiment_internal.hpp"
+#include "ssdr/driver/provenance.hpp"
 #include "ssdr/core/progress.hpp"
 #include "ssdr/core/version.hpp"
 #include "ssdr/io/output.hpp"
@@ -114,7 +115,7 @@ std::string fmt(double v, const char* f) {
 void summarize(const Job& job, const std::string& out_dir, const std::vector<json>& results, double sweep_seconds,
                int groups, int ranks) {
   // results.json: every split of every configuration.
-  json all = {{"job", job.name}, {"job_file", job.file}, {"ssdr_version", version()}, {"groups", groups},
+  json all = {{"job", job.name}, {"job_file", job.file}, {"ssdr_version", version()}, {"provenance", provenance()}, {"groups", groups},
               {"ranks", ranks}, {"sweep_seconds", sweep_seconds}, {"results", results}};
   io::write_text_atomic(out_dir + "/results.json", all.dump(1) + "\n");
 

@@ -230,6 +230,21 @@ printf 'not an array' >"$tmp/fake.npy"
 expect_error "not an NPY file" "fake.npy: not an NPY file" "${fit[@]}" --data "$tmp/fake.npy" --labels "$tmp/wy.npy"
 expect_error "convert to an unknown format" "--output $tmp/x.txt: expected a name ending in .h5, .hdf5 or .npy" convert --data "$wine" --output "$tmp/x.txt"
 
+# Provenance: the report names the commit, the date, the command line (PETSc options too),
+# the hosts and the libraries.
+if run fit --method lda --data "$iris" --labeled-per-class 3 -q --report "$tmp/prov.json" -eig_eps_tol 1e-12 >/dev/null 2>"$tmp/stderr" &&
+   python3 - "$tmp/prov.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))["provenance"]
+assert p["git_commit"] and p["date"].endswith("Z"), p
+assert "--report" in p["command_line"] and "-eig_eps_tol" in p["command_line"], p["command_line"]
+assert sum(p["hosts"].values()) == p["ranks"] == 2, p
+assert "-eig_eps_tol 1e-12" in p["petsc_options"], p["petsc_options"]
+assert all(p["libraries"][k] for k in ("petsc", "slepc", "hdf5", "mpi", "blas")), p["libraries"]
+PY
+then ok "the report's provenance: commit, date, command line, hosts, PETSc options, libraries"
+else bad "the report's provenance"; cat "$tmp/stderr"; fi
+
 run fit --help >"$tmp/help" 2>&1
 if grep -q -- "--select-by" "$tmp/help" && grep -q -- "--grid" "$tmp/help" && grep -q -- "--sigma-scale" "$tmp/help"; then
   ok "fit --help documents --select-by, --grid, --sigma-scale"
