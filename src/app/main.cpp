@@ -215,6 +215,25 @@ void reject_positional(const po::parsed_options& parsed) {
                               "': every ssdr argument is an option (--name value); PETSc options start with a single '-'");
 }
 
+/// Parses a command's options into `vm`: no stray words, --help printed (with `help_tail`)
+/// instead of parsing further, required options checked, --quiet applied. Returns true when
+/// --help was asked for. Replicated (every rank parses the same argv).
+bool parse_command(const std::vector<std::string>& args, const po::options_description& d, po::variables_map& vm,
+                   const std::string& help_tail = "") {
+  const po::parsed_options parsed = po::command_line_parser(args).options(d).run();
+  reject_positional(parsed);
+  po::store(parsed, vm);
+  if (vm.count("help")) {
+    std::ostringstream s;
+    s << d << help_tail;
+    print_help(s.str());
+    return true;
+  }
+  po::notify(vm);
+  set_quiet(vm.count("quiet") > 0);
+  return false;
+}
+
 /// Parses `fit`/`evaluate` options. Every rank parses the same argv, so errors are
 /// replicated (collective).
 driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate, bool& help) {
@@ -224,18 +243,8 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
   std::vector<std::string> grid;
   auto desc = fit_options(c, format, max_kernel_memory, grid, evaluate);
   po::variables_map vm;
-  const po::parsed_options parsed = po::command_line_parser(args).options(desc).run();
-  reject_positional(parsed);
-  po::store(parsed, vm);
-  if (vm.count("help")) {
-    help = true;
-    std::ostringstream s;
-    s << desc << "\nmethods:\n" << methods_help();
-    print_help(s.str());
-    return c;
-  }
-  po::notify(vm);
-  set_quiet(vm.count("quiet") > 0);
+  help = parse_command(args, desc, vm, "\nmethods:\n" + methods_help());
+  if (help) return c;
   c.format = io::parse_format(format);
   const int64_t seed = vm["seed"].as<int64_t>();  // an unsigned option would take -1 as 2^64 - 1
   SSDR_REQUIRE(seed >= 0, "--seed: expected an integer >= 0, got " + std::to_string(seed));
@@ -320,18 +329,8 @@ driver::TransformCommand parse_transform(const std::vector<std::string>& args, b
     ("quiet,q", "no progress output");
   // clang-format on
   po::variables_map vm;
-  const po::parsed_options parsed = po::command_line_parser(args).options(d).run();
-  reject_positional(parsed);
-  po::store(parsed, vm);
-  if (vm.count("help")) {
-    help = true;
-    std::ostringstream s;
-    s << d;
-    print_help(s.str());
-    return c;
-  }
-  po::notify(vm);
-  set_quiet(vm.count("quiet") > 0);
+  help = parse_command(args, d, vm);
+  if (help) return c;
   for (const char* option : {"model", "data", "embedding"})
     SSDR_REQUIRE(!vm[option].as<std::string>().empty(), std::string("--") + option + ": expected a file name, got an empty string");
   c.format = io::parse_format(format);
@@ -355,18 +354,8 @@ driver::ConvertCommand parse_convert(const std::vector<std::string>& args, bool&
     ("quiet,q", "no progress output");
   // clang-format on
   po::variables_map vm;
-  const po::parsed_options parsed = po::command_line_parser(args).options(d).run();
-  reject_positional(parsed);
-  po::store(parsed, vm);
-  if (vm.count("help")) {
-    help = true;
-    std::ostringstream s;
-    s << d;
-    print_help(s.str());
-    return c;
-  }
-  po::notify(vm);
-  set_quiet(vm.count("quiet") > 0);
+  help = parse_command(args, d, vm);
+  if (help) return c;
   for (const char* option : {"data", "output"})
     SSDR_REQUIRE(!vm[option].as<std::string>().empty(), std::string("--") + option + ": expected a file name, got an empty string");
   c.format = io::parse_format(format);

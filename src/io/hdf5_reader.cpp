@@ -50,9 +50,7 @@ Dataset read_hdf5(const std::string& path, const std::string& data_name, const s
   if (rank == 0) {
     ok = attempt(
         [&] {
-          if (is_directory(path)) fail("cannot read '" + path + "': Is a directory");
-          require_regular(path);
-          if (!file_exists(path)) fail(open_failure(path));
+          require_data_file(path);
           if (H5Fis_hdf5(path.c_str()) <= 0) fail(path + ": not an HDF5 file");
         },
         message);

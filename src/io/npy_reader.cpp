@@ -170,6 +170,24 @@ void read_items(MPI_File fh, const NpyHeader& h, int64_t first, int64_t count, d
   SSDR_CHECK_COLLECTIVE(comm, ok, message);
 }
 
+/// Rank 0's header, as far as reading the elements needs it, on every rank. Collective.
+void bcast_header(NpyHeader& h, MPI_Comm comm) {
+  MPI_Bcast(&h.data_offset, 1, MPI_INT64_T, 0, comm);
+  MPI_Bcast(&h.item_size, 1, MPI_INT, 0, comm);
+  MPI_Bcast(&h.kind, 1, MPI_CHAR, 0, comm);
+  int swap = h.swap ? 1 : 0;
+  MPI_Bcast(&swap, 1, MPI_INT, 0, comm);
+  h.swap = swap != 0;
+}
+
+/// Opens `path` collectively and reads `count` elements from element `first` (read_items).
+void read_array(const std::string& path, const NpyHeader& h, int64_t first, int64_t count, double* out, MPI_Comm comm) {
+  MpiFile fh;
+  const int rc = fh.open(comm, path);
+  SSDR_CHECK_COLLECTIVE(comm, rc == MPI_SUCCESS, "cannot open '" + path + "': " + mpi_error_text(rc));
+  read_items(fh.get(), h, first, count, out, path, comm);
+}
+
 }  // namespace
 
 std::vector<int> read_npy_labels(const std::string& path, int64_t n, MPI_Comm comm) {
@@ -193,24 +211,10 @@ std::vector<int> read_npy_labels(const std::string& path, int64_t n, MPI_Comm co
         message);
   }
   SSDR_CHECK_COLLECTIVE(comm, ok, message);
-  MPI_Bcast(&h.data_offset, 1, MPI_INT64_T, 0, comm);
-  MPI_Bcast(&h.item_size, 1, MPI_INT, 0, comm);
-  MPI_Bcast(&h.kind, 1, MPI_CHAR, 0, comm);
-  int swap = h.swap ? 1 : 0;
-  MPI_Bcast(&swap, 1, MPI_INT, 0, comm);
-  h.swap = swap != 0;
+  bcast_header(h, comm);
   // Replicated labels: every rank reads all n (O(n) memory, as every reader keeps them).
-  MPI_File fh = MPI_FILE_NULL;
-  const int rc = MPI_File_open(comm, path.c_str(), MPI_MODE_RDONLY, MPI_INFO_NULL, &fh);
-  SSDR_CHECK_COLLECTIVE(comm, rc == MPI_SUCCESS, "cannot open '" + path + "': " + mpi_error_text(rc));
   std::vector<double> v(static_cast<size_t>(n));
-  try {
-    read_items(fh, h, 0, n, v.data(), path, comm);
-  } catch (...) {
-    MPI_File_close(&fh);
-    throw;
-  }
-  MPI_File_close(&fh);
+  read_array(path, h, 0, n, v.data(), comm);
   std::vector<int> labels(static_cast<size_t>(n));
   int64_t bad = -1;
   for (int64_t i = 0; i < n && bad < 0; ++i) {
@@ -243,9 +247,7 @@ Dataset read_npy(const std::string& path, const std::string& labels_path, bool l
         [&] {
           if (labels_required && labels_path.empty())
             fail(path + ": an NPY file holds no labels; give --labels FILE.npy (a 1-D integer array of n labels)");
-          if (is_directory(path)) fail("cannot read '" + path + "': Is a directory");
-          require_regular(path);
-          if (!file_exists(path)) fail(open_failure(path));
+          require_data_file(path);
           h = read_npy_header(path);
           if (h.shape.size() != 2)
             fail(path + ": expected a 2-D array (n samples x d features), found " + std::to_string(h.shape.size()) +
@@ -259,27 +261,13 @@ Dataset read_npy(const std::string& path, const std::string& labels_path, bool l
   }
   SSDR_CHECK_COLLECTIVE(comm, ok, message);
   MPI_Bcast(dims, 2, MPI_INT64_T, 0, comm);
-  MPI_Bcast(&h.data_offset, 1, MPI_INT64_T, 0, comm);
-  MPI_Bcast(&h.item_size, 1, MPI_INT, 0, comm);
-  MPI_Bcast(&h.kind, 1, MPI_CHAR, 0, comm);
-  int swap = h.swap ? 1 : 0;
-  MPI_Bcast(&swap, 1, MPI_INT, 0, comm);
-  h.swap = swap != 0;
+  bcast_header(h, comm);
   const int64_t n = dims[0], d = dims[1];
 
   Dataset ds;
   ds.source = path;
   ds.X = make_dist(comm, n, d);
-  MPI_File fh = MPI_FILE_NULL;
-  const int rc = MPI_File_open(comm, path.c_str(), MPI_MODE_RDONLY, MPI_INFO_NULL, &fh);
-  SSDR_CHECK_COLLECTIVE(comm, rc == MPI_SUCCESS, "cannot open '" + path + "': " + mpi_error_text(rc));
-  try {
-    read_items(fh, h, ds.X.row_start * d, ds.X.n_local * d, ds.X.v.data(), path, comm);
-  } catch (...) {
-    MPI_File_close(&fh);
-    throw;
-  }
-  MPI_File_close(&fh);
+  read_array(path, h, ds.X.row_start * d, ds.X.n_local * d, ds.X.v.data(), comm);
   check_finite(ds.X, path);
   if (!labels_path.empty()) {
     ds.labels = read_npy_labels(labels_path, n, comm);

@@ -26,8 +26,6 @@ namespace ssdr::io {
 
 namespace {
 
-std::string errno_text(int err) { return err != 0 ? std::strerror(err) : "unknown error"; }
-
 /// The NPY v1.0 header for a C-order float64 n×m array, padded so that the data starts at a
 /// multiple of 64 bytes.
 std::string npy_header(int64_t n, int64_t m, const char* descr = "<f8", bool one_d = false) {
@@ -96,12 +94,12 @@ AtomicFile::AtomicFile(const std::string& path, bool binary) : path_(path) {
     // instead of hanging; blocking again for the writes).
     errno = 0;
     const int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK);
-    if (fd < 0) SSDR_THROW("cannot open '" + path + "' for writing: " + errno_text(errno));
+    if (fd < 0) SSDR_THROW("cannot open '" + path + "' for writing: " + detail::errno_text(errno));
     ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     f_ = ::fdopen(fd, binary ? "wb" : "w");
     if (f_ == nullptr) {
       ::close(fd);
-      SSDR_THROW("cannot open '" + path + "' for writing: " + errno_text(errno));
+      SSDR_THROW("cannot open '" + path + "' for writing: " + detail::errno_text(errno));
     }
     in_place_ = true;
     return;
@@ -109,7 +107,7 @@ AtomicFile::AtomicFile(const std::string& path, bool binary) : path_(path) {
   tmp_ = path + ".tmp." + std::to_string(static_cast<long>(::getpid()));
   errno = 0;
   f_ = std::fopen(tmp_.c_str(), binary ? "wb" : "w");
-  if (f_ == nullptr) SSDR_THROW("cannot create '" + path + "': " + errno_text(errno));
+  if (f_ == nullptr) SSDR_THROW("cannot create '" + path + "': " + detail::errno_text(errno));
 }
 
 AtomicFile::~AtomicFile() {
@@ -129,19 +127,19 @@ void AtomicFile::commit() {
   if (in_place_) {
     done_ = true;
     if (write_failed || close_rc != 0)
-      SSDR_THROW("cannot write '" + path_ + "': " + errno_text(write_failed ? write_errno : close_errno));
+      SSDR_THROW("cannot write '" + path_ + "': " + detail::errno_text(write_failed ? write_errno : close_errno));
     return;
   }
   if (write_failed || close_rc != 0) {
     ::unlink(tmp_.c_str());
     done_ = true;
-    SSDR_THROW("cannot write '" + path_ + "': " + errno_text(write_failed ? write_errno : close_errno));
+    SSDR_THROW("cannot write '" + path_ + "': " + detail::errno_text(write_failed ? write_errno : close_errno));
   }
   if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
     const int err = errno;
     ::unlink(tmp_.c_str());
     done_ = true;
-    SSDR_THROW("cannot rename '" + tmp_ + "' to '" + path_ + "': " + errno_text(err));
+    SSDR_THROW("cannot rename '" + tmp_ + "' to '" + path_ + "': " + detail::errno_text(err));
   }
   done_ = true;
 }
@@ -240,7 +238,7 @@ void commit_shared(const std::string& tmp, const std::string& path, bool ok, std
       const int err = errno;
       ::unlink(tmp.c_str());
       ok = false;
-      message = "cannot rename '" + tmp + "' to '" + path + "': " + errno_text(err);
+      message = "cannot rename '" + tmp + "' to '" + path + "': " + detail::errno_text(err);
     }
   }
   SSDR_CHECK_COLLECTIVE(comm, ok, message);

@@ -42,6 +42,12 @@ void require_regular(const std::string& path) {
     fail("cannot read '" + path + "': not a regular file (a device, FIFO or socket); expected a data file");
 }
 
+void require_data_file(const std::string& path) {
+  if (is_directory(path)) fail("cannot read '" + path + "': Is a directory");
+  require_regular(path);
+  if (!file_exists(path)) fail(open_failure(path));
+}
+
 /// Size in bytes of a regular file (−1 when unknown).
 int64_t file_size(const std::string& path) {
   struct stat st {};

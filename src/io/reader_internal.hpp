@@ -52,6 +52,10 @@ struct LocalFailure {
 /// device such as /dev/zero never ends. stat() itself never blocks.
 void require_regular(const std::string& path);
 
+/// Fails unless `path` names an existing regular file: a directory, a device or FIFO, a
+/// missing file or a symlink loop each get their message (see require_regular, open_failure).
+void require_data_file(const std::string& path);
+
 /// Size in bytes of a regular file (−1 when unknown).
 int64_t file_size(const std::string& path);
 
@@ -66,6 +70,25 @@ int ranks_on_host(MPI_Comm comm);
 /// First row and row count of `rank` in the block layout of n rows over `size` ranks (the
 /// layout of make_dist).
 void owner_range(int64_t n, int size, int rank, int64_t& start, int64_t& count);
+
+/// An MPI file handle that closes itself.
+class MpiFile {
+ public:
+  MpiFile() = default;
+  ~MpiFile() {
+    if (fh_ != MPI_FILE_NULL) MPI_File_close(&fh_);
+  }
+  MpiFile(const MpiFile&) = delete;
+  MpiFile& operator=(const MpiFile&) = delete;
+  /// Collective open for reading; returns MPI's error code.
+  int open(MPI_Comm comm, const std::string& path) {
+    return MPI_File_open(comm, path.c_str(), MPI_MODE_RDONLY, MPI_INFO_NULL, &fh_);
+  }
+  MPI_File get() const { return fh_; }
+
+ private:
+  MPI_File fh_ = MPI_FILE_NULL;
+};
 
 /// MPI's text for an error code (MPI-IO returns codes: files use MPI_ERRORS_RETURN).
 std::string mpi_error_text(int code);

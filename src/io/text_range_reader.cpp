@@ -14,25 +14,6 @@ namespace ssdr::io::detail {
 
 namespace {
 
-/// An MPI file handle that closes itself.
-class MpiFile {
- public:
-  MpiFile() = default;
-  ~MpiFile() {
-    if (fh_ != MPI_FILE_NULL) MPI_File_close(&fh_);
-  }
-  MpiFile(const MpiFile&) = delete;
-  MpiFile& operator=(const MpiFile&) = delete;
-  /// Collective open for reading; returns MPI's error code.
-  int open(MPI_Comm comm, const std::string& path) {
-    return MPI_File_open(comm, path.c_str(), MPI_MODE_RDONLY, MPI_INFO_NULL, &fh_);
-  }
-  MPI_File get() const { return fh_; }
-
- private:
-  MPI_File fh_ = MPI_FILE_NULL;
-};
-
 /// Reads bytes [off, off + len) into buf (independent reads of at most 1 GiB).
 void read_bytes(MPI_File fh, int64_t off, char* buf, int64_t len, const std::string& path) {
   while (len > 0) {
@@ -173,9 +154,7 @@ Dataset read_text(const std::string& path, Format format, MPI_Comm comm) {
   if (rank == 0) {
     ok = attempt(
         [&] {
-          if (is_directory(path)) fail("cannot read '" + path + "': Is a directory");
-          require_regular(path);
-          if (!file_exists(path)) fail(open_failure(path));
+          require_data_file(path);
           gz = is_gzip(path) ? 1 : 0;
         },
         message);
