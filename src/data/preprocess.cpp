@@ -5,6 +5,11 @@
 #include <functional>
 #include <numeric>
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
+
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/lapack.hpp"
 #include "ssdr/core/mpi_util.hpp"
@@ -310,17 +315,39 @@ Preprocessor fit_preprocessor(const DistMatrix& X, const std::vector<char>& fit,
 DistMatrix apply(const Preprocessor& p, const DistMatrix& X) {
   const int64_t d = X.cols;
   SSDR_CHECK(p.mean.empty() || static_cast<int64_t>(p.mean.size()) == d,
-             "preprocessing was fitted on " + std::to_string(p.mean.size()) +
-                 " features, data has " + std::to_string(d));
-  DistMatrix Z = X;
-  for (int64_t i = 0; i < X.n_local; ++i) {
-    double* z = Z.row(i);
-    const double* x = X.row(i);
-    for (int64_t j = 0; j < d; ++j)
-      z[j] = transformed(p, x, j) - (p.mean.empty() ? 0.0 : p.mean[static_cast<size_t>(j)]);
+             "preprocessing was fitted on " + std::to_string(p.mean.size()) + " features, data has " + std::to_string(d));
+  DistMatrix Y = make_dist_like(X, output_dim(p, d));
+  std::vector<double> Z, T;
+  for (int64_t i0 = 0; i0 < X.n_local; i0 += kApplyTile)
+    apply_tile(p, X.row(i0), std::min(kApplyTile, X.n_local - i0), d, Y.row(i0), Z, T);
+  return Y;
+}
+
+void apply_tile(const Preprocessor& p, const double* x, int64_t b, int64_t d, double* out, std::vector<double>& Z,
+                std::vector<double>& T) {
+  SSDR_CHECK(b >= 0 && b <= kApplyTile, "apply_tile: " + std::to_string(b) + " rows, at most " + std::to_string(kApplyTile));
+  SSDR_CHECK(p.mean.empty() || static_cast<int64_t>(p.mean.size()) == d,
+             "preprocessing was fitted on " + std::to_string(p.mean.size()) + " features, data has " + std::to_string(d));
+  const bool project = p.basis.rows > 0;
+  SSDR_CHECK(!project || p.basis.rows == d,
+             "preprocessing: the PCA basis has " + std::to_string(p.basis.rows) + " rows, data has " + std::to_string(d));
+  const int64_t out_cols = output_dim(p, d);
+  if (b == 0) return;
+  double* z = out;  // without PCA the centered rows are the result
+  if (project) {
+    Z.assign(static_cast<size_t>(kApplyTile * d), 0.0);
+    z = Z.data();
   }
-  if (p.basis.rows == 0) return Z;
-  return multiply(Z, p.basis);
+  for (int64_t i = 0; i < b; ++i) {
+    const double* xi = x + i * d;
+    double* zi = z + i * d;
+    for (int64_t j = 0; j < d; ++j) zi[j] = transformed(p, xi, j) - (p.mean.empty() ? 0.0 : p.mean[static_cast<size_t>(j)]);
+  }
+  if (!project) return;
+  T.resize(static_cast<size_t>(kApplyTile * out_cols));
+  if (out_cols > 0 && d > 0)
+    blas::gemm('T', 'N', out_cols, kApplyTile, d, 1.0, p.basis.data(), p.basis.rows, Z.data(), d, 0.0, T.data(), out_cols);
+  std::copy_n(T.data(), b * out_cols, out);
 }
 
 DistMatrix apply(const Preprocessor& p, const DistMatrix& X, const std::vector<char>& keep) {
@@ -332,38 +359,106 @@ DistMatrix apply(const Preprocessor& p, const DistMatrix& X, const std::vector<c
                  std::to_string(d));
   int64_t kept = 0;
   for (char k : keep) kept += k != 0;
-  const bool project = p.basis.rows > 0;
-  const int64_t out_cols = project ? p.basis.cols : d;
+  const int64_t out_cols = output_dim(p, d);
   DistMatrix Y = make_dist_local(X.comm, kept, out_cols);
-  // The same 64-row tiles as multiply() (zero-padded): a row's bits do not depend on where
-  // it sits in its tile or on how many rows this rank holds.
-  constexpr int64_t kTile = 64;
-  std::vector<double> Z(static_cast<size_t>(kTile * d), 0.0), T(static_cast<size_t>(kTile * out_cols));
+  // Kept rows gathered into 64-row tiles: a row's bits do not depend on where it sits in
+  // its tile or on how many rows this rank holds.
+  std::vector<double> in(static_cast<size_t>(kApplyTile * d)), Z, T;
   int64_t filled = 0, written = 0;
   auto flush = [&] {
-    if (filled == 0) return;
-    if (project) {
-      std::fill(Z.begin() + filled * d, Z.end(), 0.0);
-      if (out_cols > 0 && d > 0)
-        blas::gemm('T', 'N', out_cols, kTile, d, 1.0, p.basis.data(), p.basis.rows, Z.data(), d, 0.0, T.data(),
-                   out_cols);
-      std::copy_n(T.data(), filled * out_cols, Y.v.data() + written * out_cols);
-    } else {
-      std::copy_n(Z.data(), filled * d, Y.v.data() + written * d);
-    }
+    apply_tile(p, in.data(), filled, d, Y.v.data() + written * out_cols, Z, T);
     written += filled;
     filled = 0;
   };
   for (int64_t i = 0; i < X.n_local; ++i) {
     if (!keep[static_cast<size_t>(i)]) continue;
-    const double* x = X.row(i);
-    double* z = Z.data() + filled * d;
-    for (int64_t j = 0; j < d; ++j)
-      z[j] = transformed(p, x, j) - (p.mean.empty() ? 0.0 : p.mean[static_cast<size_t>(j)]);
-    if (++filled == kTile) flush();
+    std::copy_n(X.row(i), d, in.data() + filled * d);
+    if (++filled == kApplyTile) flush();
   }
   flush();
   return Y;
+}
+
+namespace {
+
+/// Returns the whole pages of [begin, end) to the system (their contents are dead; a later
+/// write gets a zero page). Linux: madvise(MADV_DONTNEED); elsewhere nothing.
+void release_pages(void* begin, void* end) {
+#if defined(__linux__) && defined(MADV_DONTNEED)
+  static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t b = (reinterpret_cast<uintptr_t>(begin) + page - 1) / page * page;
+  const uintptr_t e = reinterpret_cast<uintptr_t>(end) / page * page;
+  if (e > b) ::madvise(reinterpret_cast<void*>(b), e - b, MADV_DONTNEED);
+#else
+  (void)begin;
+  (void)end;
+#endif
+}
+
+}  // namespace
+
+SplitRows apply_split(const Preprocessor& p, DistMatrix&& X, const std::vector<char>& keep) {
+  const int64_t d = X.cols, nl = X.n_local;
+  SSDR_CHECK(static_cast<int64_t>(keep.size()) == nl,
+             "apply_split: " + std::to_string(keep.size()) + " row flags for " + std::to_string(nl) + " local rows");
+  SSDR_CHECK(p.mean.empty() || static_cast<int64_t>(p.mean.size()) == d,
+             "preprocessing was fitted on " + std::to_string(p.mean.size()) + " features, data has " +
+                 std::to_string(d));
+  const int64_t out_cols = output_dim(p, d);
+  int64_t kept = 0;
+  for (char k : keep) kept += k != 0;
+  SplitRows s;
+  MPI_Comm comm = X.comm;
+  if (out_cols > d) {  // a map that widens the rows cannot be written in place
+    std::vector<char> other(keep.size());
+    for (size_t i = 0; i < keep.size(); ++i) other[i] = !keep[i];
+    s.kept = apply(p, X, keep);
+    s.other = apply(p, X, other);
+    X = DistMatrix{};
+    X.comm = comm;
+    return s;
+  }
+  const Layout lk = layout_from_local(kept, comm), lo = layout_from_local(nl - kept, comm);
+  std::vector<double> buf = std::move(X.v);
+  X = DistMatrix{};
+  X.comm = comm;
+  std::vector<double> kv;
+  kv.reserve(static_cast<size_t>(kept * out_cols));  // pages are touched as rows arrive
+  std::vector<double> Z, T, tile(static_cast<size_t>(kApplyTile * out_cols));
+  int64_t w = 0;  // other rows written back into buf
+  double* base = buf.data();
+  double* released = base;  // buf below this was returned already (or still holds rows)
+  constexpr int64_t kReleaseBytes = int64_t{32} << 20;
+  for (int64_t i0 = 0; i0 < nl; i0 += kApplyTile) {
+    const int64_t b = std::min(kApplyTile, nl - i0);
+    apply_tile(p, base + i0 * d, b, d, tile.data(), Z, T);
+    for (int64_t r = 0; r < b; ++r) {
+      const double* t = tile.data() + r * out_cols;
+      if (keep[static_cast<size_t>(i0 + r)]) kv.insert(kv.end(), t, t + out_cols);
+      else std::copy_n(t, out_cols, base + (w++) * out_cols);  // (w+1)·d' ≤ (i0+b)·d: read already
+    }
+    // Dead bytes: after the other rows written, before the first row not yet read.
+    double* dead_begin = std::max(released, base + w * out_cols);
+    double* dead_end = base + (i0 + b) * d;
+    if ((dead_end - dead_begin) * static_cast<int64_t>(sizeof(double)) >= kReleaseBytes || i0 + b == nl) {
+      release_pages(dead_begin, dead_end);
+      released = dead_end;
+    }
+  }
+  if (w == 0) std::vector<double>().swap(buf);
+  else buf.resize(static_cast<size_t>(w * out_cols));  // no reallocation: the pages past it are released
+  s.kept.comm = s.other.comm = comm;
+  s.kept.n_global = lk.n_global;
+  s.kept.row_start = lk.start;
+  s.kept.n_local = lk.n_local;
+  s.kept.cols = out_cols;
+  s.kept.v = std::move(kv);
+  s.other.n_global = lo.n_global;
+  s.other.row_start = lo.start;
+  s.other.n_local = lo.n_local;
+  s.other.cols = out_cols;
+  s.other.v = std::move(buf);
+  return s;
 }
 
 }  // namespace ssdr::data

@@ -144,12 +144,15 @@ int run_fit(const FitCommand& cmd, MPI_Comm comm) {
   const auto counts = data::count_roles(roles);
   nlohmann::json selection;
   const FitConfig config = selected_config(cmd, ds, roles, cmd.split.seed, timings, selection);
-  FitOutcome out = fit_and_evaluate(ds, roles, config, !cmd.embedding.empty());
+  nlohmann::json r = base_report(cmd, ds, comm);
+  const int64_t n = ds.X.n_global;
+  // The single fit consumes the data (one copy of it in memory, not the raw and the
+  // preprocessed rows side by side).
+  FitOutcome out = fit_and_evaluate_consuming(ds, roles, config, !cmd.embedding.empty());
   for (auto& [k, v] : out.timings) timings[k] += v;
   if (!selection.is_null()) out.info["selection"] = selection;
   const double total = MPI_Wtime() - t0;
 
-  nlohmann::json r = base_report(cmd, ds, comm);
   r["parameters"] = config.parameters;  // with the selected values
   r["dim"] = out.dim;
   r["d_reduced"] = out.d_reduced;
@@ -192,7 +195,7 @@ int run_fit(const FitCommand& cmd, MPI_Comm comm) {
   if (comm_rank(comm) == 0) {
     print_table_header();
     std::printf("%-10s %5d %7lld %7lld %9lld %7lld %4lld %9s %9s %9.2f %12.0f\n", cmd.config.method.c_str(), comm_size(comm),
-                static_cast<long long>(ds.X.n_global), static_cast<long long>(counts.labeled),
+                static_cast<long long>(n), static_cast<long long>(counts.labeled),
                 static_cast<long long>(counts.unlabeled), static_cast<long long>(counts.unseen),
                 static_cast<long long>(out.dim), fmt_acc(out.accuracy.unlabeled).c_str(),
                 fmt_acc(out.accuracy.unseen).c_str(), total, r["peak_memory_mib"]["max"].get<double>());

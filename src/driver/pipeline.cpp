@@ -23,35 +23,132 @@ kernels::KernelOptions kernel_options(const FitConfig& config, const methods::Me
   return info.kernel;
 }
 
-}  // namespace
+/// The fit's rows after preprocessing. Xt: the transductive rows (the method's data, d'
+/// wide). The unseen rows either preprocessed in Xu (the consuming fit: the raw X is gone) or
+/// mapped from the raw X at evaluation (raw ≠ nullptr: the data set outlives the fit).
+struct FitRows {
+  DistMatrix Xt, Xu;
+  const DistMatrix* raw = nullptr;
+  Layout layout;  ///< the raw X's row layout (the embedding's)
+  MPI_Comm comm = MPI_COMM_WORLD;
+  int64_t d_input = 0;
+  std::vector<char> transductive;  ///< per local row of X
+};
 
-FitOutcome fit_and_evaluate(const io::Dataset& ds, const std::vector<data::Role>& roles,
-                            const FitConfig& config, bool keep_embedding) {
-  const methods::MethodInfo& info = methods::find_method(config.method);
-  data::validate_split(ds.labels, ds.classes, roles);
-  FitOutcome out;
+/// The embedding of every local row in file order (n×m, X's layout): the transductive rows
+/// from Xt, the unseen ones from Xu or the raw X, all through model::Projector, so a row has
+/// the bits `transform` gives it from the raw file. Local.
+DistMatrix embed_all(const model::Model& m, const FitRows& rows) {
+  model::Projector p(m);
+  const int64_t out = p.out_dim(), T = model::Projector::kTile;
+  DistMatrix Y;
+  Y.comm = rows.comm;
+  Y.n_global = rows.layout.n_global;
+  Y.row_start = rows.layout.start;
+  Y.n_local = rows.layout.n_local;
+  Y.cols = out;
+  Y.v.assign(static_cast<size_t>(Y.n_local * out), 0.0);
+  std::vector<int64_t> pos_t, pos_u;
+  for (int64_t i = 0; i < Y.n_local; ++i) (rows.transductive[static_cast<size_t>(i)] ? pos_t : pos_u).push_back(i);
+  std::vector<double> tile(static_cast<size_t>(T * out)), in;
+  auto scatter = [&](const std::vector<int64_t>& pos, int64_t i0, int64_t b) {
+    for (int64_t r = 0; r < b; ++r) std::copy_n(tile.data() + r * out, out, Y.row(pos[static_cast<size_t>(i0 + r)]));
+  };
+  auto from_rows = [&](const DistMatrix& src, const std::vector<int64_t>& pos) {
+    SSDR_CHECK(src.n_local == static_cast<int64_t>(pos.size()), "embed_all: row counts disagree");
+    for (int64_t i0 = 0; i0 < src.n_local; i0 += T) {
+      const int64_t b = std::min(T, src.n_local - i0);
+      p.from_preprocessed(src.row(i0), b, tile.data());
+      scatter(pos, i0, b);
+    }
+  };
+  from_rows(rows.Xt, pos_t);
+  if (!rows.raw) {
+    from_rows(rows.Xu, pos_u);
+  } else {
+    const int64_t d = rows.d_input, nu = static_cast<int64_t>(pos_u.size());
+    in.resize(static_cast<size_t>(T * d));
+    for (int64_t i0 = 0; i0 < nu; i0 += T) {
+      const int64_t b = std::min(T, nu - i0);
+      for (int64_t r = 0; r < b; ++r) std::copy_n(rows.raw->row(pos_u[static_cast<size_t>(i0 + r)]), d, in.data() + r * d);
+      p.from_raw(in.data(), b, tile.data());
+      scatter(pos_u, i0, b);
+    }
+  }
+  return Y;
+}
+
+/// The transductive flags and the method's labels (class or −1 per transductive local row).
+void transductive_rows(const io::Dataset& ds, const std::vector<data::Role>& roles, std::vector<char>& transductive,
+                       std::vector<int>& labels) {
   const DistMatrix& X = ds.X;
-
-  std::vector<char> transductive(static_cast<size_t>(X.n_local));
-  std::vector<int> labels;  // per transductive local row: class or −1
+  transductive.assign(static_cast<size_t>(X.n_local), 0);
+  labels.clear();
   for (int64_t i = 0; i < X.n_local; ++i) {
     const size_t g = static_cast<size_t>(X.row_start + i);
     transductive[static_cast<size_t>(i)] = roles[g] != data::Role::unseen;
     if (roles[g] == data::Role::labeled) labels.push_back(ds.labels[g]);
     else if (roles[g] == data::Role::unlabeled) labels.push_back(-1);
   }
+}
 
+FitOutcome fit_rows(FitRows& rows, const data::Preprocessor& pre, const std::vector<int>& labels,
+                    const io::Dataset& ds, const std::vector<data::Role>& roles, const FitConfig& config,
+                    bool keep_embedding, FitOutcome out);
+
+}  // namespace
+
+FitOutcome fit_and_evaluate(const io::Dataset& ds, const std::vector<data::Role>& roles,
+                            const FitConfig& config, bool keep_embedding) {
+  data::validate_split(ds.labels, ds.classes, roles);
+  FitOutcome out;
+  FitRows rows;
+  std::vector<int> labels;
+  transductive_rows(ds, roles, rows.transductive, labels);
+  rows.raw = &ds.X;
+  rows.layout = ds.X.layout();
+  rows.comm = ds.X.comm;
+  rows.d_input = ds.X.cols;
   data::Preprocessor pre;
-  DistMatrix Xt;
   {
     Phase phase("preprocess", &out.timings);
-    pre = data::fit_preprocessor(X, transductive, config.preprocess);
-    Xt = data::apply(pre, X, transductive);  // no n×d intermediate copies
+    pre = data::fit_preprocessor(ds.X, rows.transductive, config.preprocess);
+    rows.Xt = data::apply(pre, ds.X, rows.transductive);  // no n×d intermediate copies
   }
+  return fit_rows(rows, pre, labels, ds, roles, config, keep_embedding, std::move(out));
+}
+
+FitOutcome fit_and_evaluate_consuming(io::Dataset& ds, const std::vector<data::Role>& roles,
+                                      const FitConfig& config, bool keep_embedding) {
+  data::validate_split(ds.labels, ds.classes, roles);
+  FitOutcome out;
+  FitRows rows;
+  std::vector<int> labels;
+  transductive_rows(ds, roles, rows.transductive, labels);
+  rows.layout = ds.X.layout();
+  rows.comm = ds.X.comm;
+  rows.d_input = ds.X.cols;
+  data::Preprocessor pre;
+  {
+    Phase phase("preprocess", &out.timings);
+    pre = data::fit_preprocessor(ds.X, rows.transductive, config.preprocess);
+    data::SplitRows split = data::apply_split(pre, std::move(ds.X), rows.transductive);
+    rows.Xt = std::move(split.kept);
+    rows.Xu = std::move(split.other);
+  }
+  return fit_rows(rows, pre, labels, ds, roles, config, keep_embedding, std::move(out));
+}
+
+namespace {
+
+FitOutcome fit_rows(FitRows& rows, const data::Preprocessor& pre, const std::vector<int>& labels,
+                    const io::Dataset& ds, const std::vector<data::Role>& roles, const FitConfig& config,
+                    bool keep_embedding, FitOutcome out) {
+  const methods::MethodInfo& info = methods::find_method(config.method);
+  const DistMatrix& Xt = rows.Xt;
   out.d_reduced = Xt.cols;
   say("training on " + std::to_string(Xt.n_global) + " transductive samples, d' = " +
       std::to_string(Xt.cols) + " after preprocessing");
-
   // Kernel: the map is fitted on the transductive samples; the method learns on Φ_c and
   // builds its graphs on Xt (input space), as KSODA does (soda-nie2009 §4).
   kernels::KernelOptions ko = kernel_options(config, info);
@@ -106,7 +203,7 @@ FitOutcome fit_and_evaluate(const io::Dataset& ds, const std::vector<data::Role>
   m.method = config.method;
   m.ssdr_version = version();
   m.parameters_json = config.parameters.dump();
-  m.d_input = X.cols;
+  m.d_input = rows.d_input;
   m.classes = ds.classes;
   m.shift = pre.shift;
   m.scale = pre.scale;
@@ -119,21 +216,23 @@ FitOutcome fit_and_evaluate(const io::Dataset& ds, const std::vector<data::Role>
 
   Phase phase("evaluate", &out.timings);
   if (info.projects) {
-    DistMatrix Y = model::project(m, X);
+    DistMatrix Y = embed_all(m, rows);
     out.accuracy = evaluation::one_nn_accuracy(Y, ds.labels, roles);
     if (keep_embedding) out.embedding = std::move(Y);
   } else {
     // Transductive classifier: predictions exist for the transductive samples only.
-    std::vector<int> predicted(static_cast<size_t>(X.n_local), -1);
+    std::vector<int> predicted(static_cast<size_t>(rows.layout.n_local), -1);
     size_t t = 0;
-    for (int64_t i = 0; i < X.n_local; ++i)
-      if (transductive[static_cast<size_t>(i)])
+    for (int64_t i = 0; i < rows.layout.n_local; ++i)
+      if (rows.transductive[static_cast<size_t>(i)])
         predicted[static_cast<size_t>(i)] = fit.transductive_prediction.at(t++);
-    out.accuracy = evaluation::accuracy(predicted, X.row_start, ds.labels, roles, X.comm);
+    out.accuracy = evaluation::accuracy(predicted, rows.layout.start, ds.labels, roles, rows.comm);
     out.accuracy.unseen = std::numeric_limits<double>::quiet_NaN();
     out.accuracy.correct_unseen = 0;
   }
   return out;
 }
+
+}  // namespace
 
 }  // namespace ssdr::driver

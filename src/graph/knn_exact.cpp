@@ -556,12 +556,18 @@ double knn_recall(const DistMatrix& X, const KnnLists& lists, int64_t sample, ui
   std::vector<float> qf, xf;
   std::vector<double> qn, xn;
   prepare(Q.data(), S, d, shift, qf, qn);
-  prepare(X.v.data(), nl, d, shift, xf, xn);
   std::vector<double> pd(static_cast<size_t>(S * k), kInf);
   std::vector<int64_t> pi(static_cast<size_t>(S * k), kNone);
   Block<float> A{Q.data(), qf.data(), qn.data(), S, 0, rows.data(), pd.data(), pi.data()};
-  Block<float> B{X.v.data(), xf.data(), xn.data(), nl, X.row_start, nullptr, nullptr, nullptr};
-  kernel.pairs(A, 0, S, B, 0, nl, false, [] {});
+  // The block in chunks of rows (a float copy of one chunk, not of the block: the lists are
+  // exact whatever the chunking, since every candidate is re-ranked in double).
+  const int64_t chunk = std::max<int64_t>(1, (int64_t{1} << 23) / std::max<int64_t>(d, 1) / kTile) * kTile;
+  for (int64_t c0 = 0; c0 < nl; c0 += chunk) {
+    const int64_t cn = std::min(chunk, nl - c0);
+    prepare(X.row(c0), cn, d, shift, xf, xn);
+    Block<float> B{X.row(c0), xf.data(), xn.data(), cn, X.row_start + c0, nullptr, nullptr, nullptr};
+    kernel.pairs(A, 0, S, B, 0, cn, false, [] {});
+  }
 
   // Merge the partial lists of all ranks (a fixed rank order: deterministic).
   std::vector<double> all_d = allgatherv(pd, comm);

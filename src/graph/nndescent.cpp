@@ -22,7 +22,7 @@
 // recomputed exactly in double as Σ_t (x_t − y_t)² in index order (knn_search's bits, the same
 // from both ends of an edge) and the lists are re-sorted by (dist2, global index) and cut to k.
 //
-// Memory per rank: its block (double, and a float copy), the lists (K entries per row), the
+// Memory per rank: its block (double; rows are converted to float as they are gathered), the lists (K entries per row), the
 // fetched rows of one chunk (at most kChunk·4ρK rows in float, N and O holding up to 2ρK each,
 // and never more than the other ranks' rows), the
 // proposals of one chunk.
@@ -202,23 +202,31 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
   const int64_t cap = std::max<int64_t>(1, static_cast<int64_t>(std::lround(options.rho * K)));
   const int64_t r0 = X.row_start;
 
-  // Float copy of the centered rows (the build's distances) and their squared norms.
+  // The build's distances are float GEMM values on the centered rows.
   std::vector<double> mu(static_cast<size_t>(d), 0.0);
   for (int64_t i = 0; i < nl; ++i)
     for (int64_t t = 0; t < d; ++t) mu[static_cast<size_t>(t)] += X(i, t);
   if (d > 0) MPI_Allreduce(MPI_IN_PLACE, mu.data(), static_cast<int>(d), MPI_DOUBLE, MPI_SUM, comm);
   for (double& m : mu) m /= static_cast<double>(n);
-  std::vector<float> xf(static_cast<size_t>(nl * d));
+  // No float copy of the block (it would be half the block again): a row is converted when
+  // it is gathered for a join or sent to another rank; only its squared norm is kept.
   std::vector<float> nrm(static_cast<size_t>(nl));
-  auto to_float = [&](const double* x, float* y) {
+  const double* mup = mu.data();
+  auto to_float = [d, mup](const double* x, float* y) {
+    for (int64_t t = 0; t < d; ++t) y[t] = static_cast<float>(x[t] - mup[t]);
+  };
+  auto norm2 = [d](const float* y) {
     double s = 0;
-    for (int64_t t = 0; t < d; ++t) {
-      y[t] = static_cast<float>(x[t] - mu[static_cast<size_t>(t)]);
-      s += static_cast<double>(y[t]) * y[t];
-    }
+    for (int64_t t = 0; t < d; ++t) s += static_cast<double>(y[t]) * y[t];
     return static_cast<float>(s);
   };
-  for (int64_t i = 0; i < nl; ++i) nrm[static_cast<size_t>(i)] = to_float(X.row(i), xf.data() + i * d);
+  {
+    std::vector<float> y(static_cast<size_t>(d));
+    for (int64_t i = 0; i < nl; ++i) {
+      to_float(X.row(i), y.data());
+      nrm[static_cast<size_t>(i)] = norm2(y.data());
+    }
+  }
 
   Lists L;
   L.K = K;
@@ -336,8 +344,10 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
       for (size_t q = 0; q < asked.size(); ++q) {
         const int64_t li = asked[q] - r0;
         auto& o = rows_out[static_cast<size_t>(asker[q])];
-        o.insert(o.end(), xf.data() + li * d, xf.data() + (li + 1) * d);
-        o.push_back(L.worst(li));
+        const size_t at = o.size();
+        o.resize(at + static_cast<size_t>(d) + 1);
+        to_float(X.row(li), o.data() + at);
+        o[at + static_cast<size_t>(d)] = L.worst(li);
       }
       {
         // Rows arrive per owner in ascending id order (the order `need` was bucketed in), so the
@@ -350,20 +360,20 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
         for (size_t q = 0; q < need.size(); ++q) {
           const float* src = got.data() + static_cast<int64_t>(q) * (d + 1);
           std::copy(src, src + d, fetched.data() + static_cast<int64_t>(q) * d);
-          double s = 0;
-          for (int64_t t = 0; t < d; ++t) s += static_cast<double>(src[t]) * src[t];
-          fetched_norm[q] = static_cast<float>(s);
+          fetched_norm[q] = norm2(src);
           fetched_thr[q] = src[d];
         }
       }
-      auto locate = [&](int64_t g, const float*& row, float& norm, float& thr) {
+      // Row g's centered float values into dst, its squared norm and k-th distance.
+      auto gather = [&](int64_t g, float* dst, float& norm, float& thr) {
         if (g >= r0 && g < r0 + nl) {
-          row = xf.data() + (g - r0) * d;
+          to_float(X.row(g - r0), dst);
           norm = nrm[static_cast<size_t>(g - r0)];
           thr = L.worst(g - r0);
         } else {
           const size_t q = static_cast<size_t>(std::lower_bound(fetched_ids.begin(), fetched_ids.end(), g) - fetched_ids.begin());
-          row = fetched.data() + static_cast<int64_t>(q) * d;
+          const float* row = fetched.data() + static_cast<int64_t>(q) * d;
+          std::copy(row, row + d, dst);
           norm = fetched_norm[q];
           thr = fetched_thr[q];
         }
@@ -384,11 +394,8 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
         B.resize(static_cast<size_t>(nc * d));
         cn.resize(static_cast<size_t>(nc));
         ct.resize(static_cast<size_t>(nc));
-        for (int64_t q = 0; q < nc; ++q) {
-          const float* row;
-          locate(C[static_cast<size_t>(q)], row, cn[static_cast<size_t>(q)], ct[static_cast<size_t>(q)]);
-          std::copy(row, row + d, B.data() + q * d);
-        }
+        for (int64_t q = 0; q < nc; ++q)
+          gather(C[static_cast<size_t>(q)], B.data() + q * d, cn[static_cast<size_t>(q)], ct[static_cast<size_t>(q)]);
         // G (nc×nn, column-major): G[b + a·nc] = x_{C_b}·x_{C_a} for the nn new candidates a.
         G.resize(static_cast<size_t>(nc * nn));
         if (d > 0) blas::gemm('T', 'N', nc, nn, d, 1.0f, B.data(), d, B.data(), d, 0.0f, G.data(), nc);

@@ -31,6 +31,7 @@
 
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/lapack.hpp"
+#include "ssdr/data/preprocess.hpp"
 #include "ssdr/io/output.hpp"
 
 namespace {
@@ -256,52 +257,6 @@ Model from_bytes(const std::string& bytes, const std::string& path) {
   return m;
 }
 
-/// project() for a model with a kernel map: per block of rows, z = (x − shift) ∘ scale −
-/// mean, x' = Pᵀz, φ_c(x') (kernels::apply_rows), y = Wᵀφ_c. Not collective.
-/// (z − shift) ∘ scale − mean for b row-major rows of width d, in place (empty vectors are
-/// the identity). Local.
-void scale_and_center(const Model& m, double* Z, int64_t b, int64_t d) {
-  const bool has_shift = !m.shift.empty(), has_scale = !m.scale.empty(), has_mean = !m.mean.empty();
-  for (int64_t i = 0; i < b; ++i) {
-    double* z = Z + i * d;
-    if (has_shift)
-      for (int64_t j = 0; j < d; ++j) z[j] -= m.shift[static_cast<size_t>(j)];
-    if (has_scale)
-      for (int64_t j = 0; j < d; ++j) z[j] *= m.scale[static_cast<size_t>(j)];
-    if (has_mean)
-      for (int64_t j = 0; j < d; ++j) z[j] -= m.mean[static_cast<size_t>(j)];
-  }
-}
-
-DistMatrix project_kernel(const Model& m, const DistMatrix& X) {
-  const std::string why = inconsistency(m);
-  SSDR_CHECK(why.empty(), "model: " + why);
-  const kernels::FeatureMap& f = m.kernel;
-  const int64_t d = X.cols, dp = f.input_dim(), r = f.dim(), out = m.W.cols;
-  DistMatrix Y = make_dist_like(X, out);
-  if (X.n_local == 0 || out == 0) return Y;
-  const bool has_basis = m.basis.rows > 0;
-  const int64_t width = std::max<int64_t>({d, f.Zt.cols, r, 1});
-  const int64_t block = std::clamp<int64_t>((int64_t{1} << 22) / width, 1, 4096);
-  std::vector<double> Z, P, Phi;
-  for (int64_t i0 = 0; i0 < X.n_local; i0 += block) {
-    const int64_t b = std::min(block, X.n_local - i0);
-    Z.assign(X.row(i0), X.row(i0) + b * d);
-    scale_and_center(m, Z.data(), b, d);
-    const double* xp = Z.data();
-    if (has_basis) {  // row-major b×d' = column-major d'×b = Pᵀ (d'×d) · Zᵀ (d×b)
-      P.assign(static_cast<size_t>(b * dp), 0.0);
-      if (dp > 0 && d > 0)
-        blas::gemm('T', 'N', dp, b, d, 1.0, m.basis.data(), m.basis.rows, Z.data(), d, 0.0, P.data(), dp);
-      xp = P.data();
-    }
-    Phi.assign(static_cast<size_t>(b * r), 0.0);
-    kernels::apply_rows(f, xp, b, Phi.data());
-    if (r > 0) blas::gemm('T', 'N', out, b, r, 1.0, m.W.data(), m.W.rows, Phi.data(), r, 0.0, Y.row(i0), out);
-  }
-  return Y;
-}
-
 }  // namespace
 
 void save(const Model& m, const std::string& path) {
@@ -372,37 +327,76 @@ Dense combined_projection(const Model& m) {
   return C;
 }
 
-DistMatrix project(const Model& m, const DistMatrix& X) {
-  SSDR_CHECK(X.cols == m.d_input, "the data has " + std::to_string(X.cols) +
-                                      " features but the model expects " +
-                                      std::to_string(m.d_input));
-  const int64_t d = X.cols;
-  auto check_len = [&](const std::vector<double>& v, const char* what) {
-    SSDR_CHECK(v.empty() || static_cast<int64_t>(v.size()) == d,
-               std::string("model: ") + what + " has " + std::to_string(v.size()) +
-                   " entries, expected " + std::to_string(d));
-  };
-  check_len(m.shift, "shift");
-  check_len(m.scale, "scale");
-  check_len(m.mean, "mean");
-  if (!m.kernel.empty()) return project_kernel(m, X);
-  const Dense C = combined_projection(m);
-  SSDR_CHECK(C.rows == d, "model: the projection has " + std::to_string(C.rows) +
-                              " rows, expected " + std::to_string(d));
-  const int64_t out = C.cols;
+Projector::Projector(const Model& m) : m_(m) {
+  const std::string why = inconsistency(m);
+  SSDR_CHECK(why.empty(), "model: " + why);
+  pre_.shift = m.shift;
+  pre_.scale = m.scale;
+  pre_.mean = m.mean;
+  pre_.basis = m.basis;
+  dp_ = data::output_dim(pre_, m.d_input);
+  r_ = m.kernel.empty() ? dp_ : m.kernel.dim();
+  SSDR_CHECK(m.W.rows == r_ || (m.W.rows == 0 && m.W.cols == 0),
+             "model: W has " + std::to_string(m.W.rows) + " rows, expected " + std::to_string(r_));
+}
 
-  DistMatrix Y = make_dist_like(X, out);
-  if (X.n_local == 0 || out == 0 || d == 0) return Y;
+void Projector::from_raw(const double* x, int64_t b, double* y) {
+  P_.resize(static_cast<size_t>(kTile * dp_));
+  data::apply_tile(pre_, x, b, m_.d_input, P_.data(), Z_, T_);
+  tail(b, y);
+}
 
-  const int64_t block = std::clamp<int64_t>((int64_t{1} << 20) / std::max<int64_t>(d, 1), 1, 1024);
-  std::vector<double> Z;
-  for (int64_t i0 = 0; i0 < X.n_local; i0 += block) {
-    const int64_t b = std::min(block, X.n_local - i0);
-    Z.assign(X.row(i0), X.row(i0) + b * d);
-    scale_and_center(m, Z.data(), b, d);
-    // Row-major Y block (b×out) is column-major Yᵀ (out×b) = Cᵀ (out×d) · Zᵀ (d×b).
-    blas::gemm('T', 'N', out, b, d, 1.0, C.data(), C.rows, Z.data(), d, 0.0, Y.row(i0), out);
+void Projector::from_preprocessed(const double* xp, int64_t b, double* y) {
+  SSDR_CHECK(b >= 0 && b <= kTile, "Projector: " + std::to_string(b) + " rows, at most " + std::to_string(kTile));
+  P_.resize(static_cast<size_t>(kTile * dp_));
+  std::copy_n(xp, b * dp_, P_.data());
+  tail(b, y);
+}
+
+void Projector::tail(int64_t b, double* y) {
+  const int64_t out = out_dim();
+  if (b == 0 || out == 0) return;
+  // Zero rows past b: every GEMM below has the fixed shape of a full tile.
+  std::fill(P_.begin() + b * dp_, P_.end(), 0.0);
+  const double* features = P_.data();
+  if (!m_.kernel.empty()) {
+    Phi_.assign(static_cast<size_t>(kTile * r_), 0.0);
+    kernels::apply_rows(m_.kernel, P_.data(), kTile, Phi_.data());
+    features = Phi_.data();
   }
+  Y_.resize(static_cast<size_t>(kTile * out));
+  // Row-major Y tile (kTile×m) is column-major Yᵀ (m×kTile) = Wᵀ (m×r) · Φᵀ (r×kTile).
+  if (r_ > 0) blas::gemm('T', 'N', out, kTile, r_, 1.0, m_.W.data(), m_.W.rows, features, r_, 0.0, Y_.data(), out);
+  else std::fill(Y_.begin(), Y_.end(), 0.0);
+  std::copy_n(Y_.data(), b * out, y);
+}
+
+namespace {
+
+void check_input_width(const Model& m, int64_t d) {
+  SSDR_CHECK(d == m.d_input, "the data has " + std::to_string(d) + " features but the model expects " +
+                                 std::to_string(m.d_input));
+}
+
+}  // namespace
+
+DistMatrix project(const Model& m, const DistMatrix& X) {
+  check_input_width(m, X.cols);
+  Projector p(m);
+  DistMatrix Y = make_dist_like(X, p.out_dim());
+  for (int64_t i0 = 0; i0 < X.n_local; i0 += Projector::kTile)
+    p.from_raw(X.row(i0), std::min(Projector::kTile, X.n_local - i0), Y.row(i0));
+  return Y;
+}
+
+DistMatrix project_preprocessed(const Model& m, const DistMatrix& Xp) {
+  Projector p(m);
+  SSDR_CHECK(Xp.cols == p.preprocessed_dim(), "project_preprocessed: the rows have " + std::to_string(Xp.cols) +
+                                                  " features, the model's preprocessing gives " +
+                                                  std::to_string(p.preprocessed_dim()));
+  DistMatrix Y = make_dist_like(Xp, p.out_dim());
+  for (int64_t i0 = 0; i0 < Xp.n_local; i0 += Projector::kTile)
+    p.from_preprocessed(Xp.row(i0), std::min(Projector::kTile, Xp.n_local - i0), Y.row(i0));
   return Y;
 }
 

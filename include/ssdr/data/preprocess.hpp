@@ -56,6 +56,21 @@ struct Preprocessor {
 Preprocessor fit_preprocessor(const DistMatrix& X, const std::vector<char>& fit,
                               const PreprocessOptions& options);
 
+/// Rows per GEMM of the map (apply, apply_tile, apply_split): every row goes through a GEMM
+/// of this fixed shape, zero-padded, so its bits depend neither on the rows beside it nor on
+/// the rank count or the caller (BLAS libraries switch kernels with the matrix size).
+constexpr int64_t kApplyTile = 64;
+
+/// Output width of the map: d' (the basis' columns) with PCA, else d.
+inline int64_t output_dim(const Preprocessor& p, int64_t d) { return p.basis.rows > 0 ? p.basis.cols : d; }
+
+/// The map on b ≤ kApplyTile row-major rows x (b×d) into out (b×d', row-major), through one
+/// kApplyTile-row GEMM; Z and T are the caller's scratch (resized here). The bits of a row
+/// are apply's. Local. \throws ssdr::Error when b is outside [0, kApplyTile] or the
+/// preprocessor was fitted on another d.
+void apply_tile(const Preprocessor& p, const double* x, int64_t b, int64_t d, double* out, std::vector<double>& Z,
+                std::vector<double>& T);
+
 /// Applies the map to every row of X: n×d → n×d'. Local (no communication).
 DistMatrix apply(const Preprocessor& p, const DistMatrix& X);
 
@@ -65,5 +80,22 @@ DistMatrix apply(const Preprocessor& p, const DistMatrix& X);
 /// Collective (the result's layout).
 /// \throws ssdr::Error when keep has not one flag per local row.
 DistMatrix apply(const Preprocessor& p, const DistMatrix& X, const std::vector<char>& keep);
+
+/// The kept and the other rows of X after the map, each in file order.
+struct SplitRows {
+  DistMatrix kept;   ///< n_kept×d', rows distributed as they were (layout from the local counts)
+  DistMatrix other;  ///< (n − n_kept)×d'
+};
+
+/// apply(p, X, keep) and apply(p, X, !keep) (the same bits) from X's own memory: X is
+/// consumed (left empty). The rows go through the map in file order, 64 at a time; the other
+/// rows are written back into X's buffer (d' ≤ d, so a row never overwrites one not yet read)
+/// and the pages of the buffer that no longer hold a row are returned to the system as the
+/// pass goes (madvise MADV_DONTNEED on Linux). Peak memory: X's block plus one tile, where
+/// apply(keep) + X would need X's block plus the result. This is what lets a fit hold one
+/// copy of its data: 1.0× its share of X (issue 9, the million-sample run).
+/// Collective over X.comm (the two layouts). \throws ssdr::Error when keep has not one flag
+/// per local row or the preprocessor was fitted on another d.
+SplitRows apply_split(const Preprocessor& p, DistMatrix&& X, const std::vector<char>& keep);
 
 }  // namespace ssdr::data

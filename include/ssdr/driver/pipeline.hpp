@@ -43,7 +43,19 @@ struct FitOutcome {
 /// Timings keys: preprocess, knn_graph, propagation, scatter, eigensolve, evaluate.
 /// Collective over ds.X.comm. \throws ssdr::Error (collectively) on invalid options or
 /// data, e.g. a class without a labeled sample or k ≥ number of transductive samples.
+/// Memory per rank: its block of X, the preprocessed transductive rows (n_t×d') and the
+/// method's own (graph, soft labels, d'×d' matrices).
 FitOutcome fit_and_evaluate(const io::Dataset& ds, const std::vector<data::Role>& roles,
                             const FitConfig& config, bool keep_embedding);
+
+/// The same fit, the same results bit for bit, but it consumes ds.X (left empty; the labels
+/// and the class count stay): the rows are preprocessed inside X's own memory
+/// (data::apply_split) and the unseen rows are embedded from their preprocessed copy
+/// (model::Projector), so the fit holds one copy of its data, n×d' instead of n×d + n_t×d'
+/// (1.0× a rank's share of X plus the method's memory; the million-sample run of the README).
+/// For a single fit (`ssdr fit`); experiments and cross-validation reuse the data set and
+/// call the other overload. Collective over ds.X.comm. \throws ssdr::Error as the other.
+FitOutcome fit_and_evaluate_consuming(io::Dataset& ds, const std::vector<data::Role>& roles,
+                                      const FitConfig& config, bool keep_embedding);
 
 }  // namespace ssdr::driver

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ssdr/core/dense.hpp"
+#include "ssdr/data/preprocess.hpp"
 #include "ssdr/kernels/feature_map.hpp"
 #include "ssdr/methods/normalization.hpp"
 
@@ -61,11 +62,43 @@ Model load_collective(const std::string& path, MPI_Comm comm);
 /// without a kernel. \throws ssdr::Error when the model has a kernel map.
 Dense combined_projection(const Model& m);
 
-/// Embeds raw samples: Y = ((X − shift) ∘ scale − mean) · P · W without a kernel, and
-/// Y = φ_c(((X − shift) ∘ scale − mean) · P) · W with one (eq. (40), in blocks of rows so
-/// the n×r feature map is never held whole); rows distributed as X's. fit and transform
-/// both call it, so the same samples give the same embedding bit for bit.
-/// Not collective. \throws ssdr::Error when X.cols != d_input.
+/// The embedding of rows, tile by tile: raw rows → preprocessing (data::apply_tile) → φ_c
+/// (kernels::apply_rows) → Wᵀ, every GEMM and feature map on a full zero-padded tile of
+/// kTile rows. A row's bits therefore depend only on the row: not on the rows beside it, the
+/// rank count, or whether it arrives raw (transform, project) or already preprocessed (the
+/// fit's own rows, project_preprocessed). This is what makes `transform` reproduce `fit
+/// --embedding` bit for bit although the fit never keeps the raw rows. Shapes: raw rows
+/// d_input wide, preprocessed rows d' wide (preprocessed_dim), output m wide (out_dim).
+/// Local. \throws ssdr::Error from the constructor when the model's shapes are inconsistent,
+/// and from the calls when b is not in [0, kTile].
+class Projector {
+ public:
+  static constexpr int64_t kTile = data::kApplyTile;
+  explicit Projector(const Model& m);
+  int64_t preprocessed_dim() const { return dp_; }
+  int64_t out_dim() const { return m_.W.cols; }
+  /// y (b×m, row-major) from b ≤ kTile raw rows x (b×d_input).
+  void from_raw(const double* x, int64_t b, double* y);
+  /// y (b×m) from b ≤ kTile preprocessed rows xp (b×d').
+  void from_preprocessed(const double* xp, int64_t b, double* y);
+
+ private:
+  void tail(int64_t b, double* y);  // P_ holds b preprocessed rows
+  const Model& m_;
+  data::Preprocessor pre_;
+  int64_t dp_ = 0, r_ = 0;
+  std::vector<double> Z_, T_, P_, Phi_, Y_;
+};
+
+/// Embeds raw samples: Y = Wᵀ φ_c(Pᵀ((x − shift) ∘ scale − mean)) for every row (φ_c the
+/// identity without a kernel; soda-nie2009 eq. (40) with one), through Projector, so the
+/// n×r feature map is never held whole; n×d_input → n×m, rows distributed as X's.
+/// Not collective. \throws ssdr::Error when X.cols != d_input or the model is inconsistent.
 DistMatrix project(const Model& m, const DistMatrix& X);
+
+/// The same for rows already through the model's preprocessing (n×d' → n×m): the fit's own
+/// rows. project(m, X) and project_preprocessed(m, data::apply(pre, X)) are the same bits.
+/// Not collective. \throws ssdr::Error when Xp.cols != d' or the model is inconsistent.
+DistMatrix project_preprocessed(const Model& m, const DistMatrix& Xp);
 
 }  // namespace ssdr::model

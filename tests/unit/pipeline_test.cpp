@@ -1,0 +1,143 @@
+// The fit that consumes its data (driver::fit_and_evaluate_consuming, data::apply_split,
+// model::Projector): one copy of the data in memory, and the same bits as the fit that keeps
+// the raw rows and as `transform` of the raw rows.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "reference.hpp"
+#include "ssdr/core/mpi_util.hpp"
+#include "ssdr/data/preprocess.hpp"
+#include "ssdr/driver/pipeline.hpp"
+#include "ssdr/io/dataset.hpp"
+#include "ssdr/methods/method.hpp"
+#include "ssdr/model/model.hpp"
+#include "support.hpp"
+
+using namespace ssdr;
+
+TEST(ApplySplit, GivesBitwiseTheKeptAndTheOtherRowsOfApplyAndEmptiesX) {
+  // d' < d (energy 0.9), every non-null component (full PCA) and no PCA (d' = d): the in-place pass must write every
+  // row exactly as apply(p, X, keep) does, in file order, and leave X empty.
+  Dense X;
+  std::vector<int> labels;
+  test::load_csv_replicated("digits.csv", X, labels);
+  const int r = test::rank();
+  for (double energy : {0.9, -1.0, 0.0}) {
+    data::PreprocessOptions po;
+    po.scaling = data::Scaling::standardize;
+    po.pca = energy != 0.0;
+    po.pca_energy = energy;
+    DistMatrix Xd = ref::distribute(X, MPI_COMM_WORLD);
+    std::vector<char> keep(static_cast<size_t>(Xd.n_local)), other(keep.size());
+    for (int64_t i = 0; i < Xd.n_local; ++i) {
+      keep[static_cast<size_t>(i)] = (i * 7 + r) % 5 != 2;  // runs of kept and other rows across tiles
+      other[static_cast<size_t>(i)] = !keep[static_cast<size_t>(i)];
+    }
+    const data::Preprocessor p = data::fit_preprocessor(Xd, keep, po);
+    const DistMatrix A = data::apply(p, Xd, keep), B = data::apply(p, Xd, other);
+    const data::SplitRows s = data::apply_split(p, std::move(Xd), keep);
+    const std::string what = "energy " + std::to_string(energy);
+    EXPECT_TRUE(Xd.v.empty()) << what;
+    EXPECT_EQ(Xd.n_local, 0) << what;
+    ASSERT_EQ(s.kept.cols, A.cols) << what;
+    ASSERT_EQ(s.other.cols, B.cols) << what;
+    EXPECT_EQ(s.kept.n_global, A.n_global) << what;
+    EXPECT_EQ(s.kept.row_start, A.row_start) << what;
+    EXPECT_EQ(s.other.n_global, B.n_global) << what;
+    EXPECT_EQ(s.other.row_start, B.row_start) << what;
+    EXPECT_EQ(s.kept.v, A.v) << what;
+    EXPECT_EQ(s.other.v, B.v) << what;
+    if (energy != 0.0) EXPECT_LT(A.cols, X.cols);  // digits has constant pixels: d' < d even at full energy
+    else EXPECT_EQ(A.cols, X.cols);
+  }
+}
+
+TEST(ApplySplit, KeepsEveryRowOrNoRow) {
+  Dense X;
+  std::vector<int> labels;
+  test::load_csv_replicated("iris.csv", X, labels);
+  for (char flag : {char(1), char(0)}) {
+    DistMatrix Xd = ref::distribute(X, MPI_COMM_WORLD);
+    const std::vector<char> all(static_cast<size_t>(Xd.n_local), 1), keep(static_cast<size_t>(Xd.n_local), flag);
+    const data::Preprocessor p = data::fit_preprocessor(Xd, all, data::PreprocessOptions{});
+    const DistMatrix A = data::apply(p, Xd);
+    const data::SplitRows s = data::apply_split(p, std::move(Xd), keep);
+    const DistMatrix& got = flag ? s.kept : s.other;
+    EXPECT_EQ(got.v, A.v);
+    EXPECT_EQ((flag ? s.other : s.kept).n_global, 0);
+  }
+}
+
+namespace {
+
+/// A fitted model from the pipeline (method `name`, F = fraction) and the raw data set.
+struct Fitted {
+  io::Dataset ds;
+  driver::FitOutcome keep, consume;
+};
+
+Fitted fit_both(const std::string& file, const std::string& name, double fraction) {
+  Fitted f;
+  f.ds = io::read_dataset(test::data_path(file), io::Format::csv, MPI_COMM_WORLD);
+  const auto roles = data::make_split(f.ds.labels, f.ds.classes, test::transductive_split(3, fraction, 7));
+  driver::FitConfig cfg;
+  cfg.method = name;
+  cfg.preprocess = methods::find_method(name).preprocess;
+  f.keep = driver::fit_and_evaluate(f.ds, roles, cfg, true);
+  io::Dataset copy = f.ds;
+  f.consume = driver::fit_and_evaluate_consuming(copy, roles, cfg, true);
+  EXPECT_TRUE(copy.X.v.empty());
+  return f;
+}
+
+}  // namespace
+
+TEST(ConsumingFit, GivesBitwiseTheAccuracyModelAndEmbeddingOfTheFitThatKeepsTheData) {
+  // SODA with unseen samples, KSODA (an exact kernel map: φ_c on every tile) and LDA with every
+  // sample transductive (no unseen rows at all).
+  const struct {
+    const char* file;
+    const char* method;
+    double fraction;
+  } cases[] = {{"wine.csv", "soda", 0.5}, {"iris.csv", "ksoda", 0.6}, {"wine.csv", "lda", 1.0}};
+  for (const auto& c : cases) {
+    const Fitted f = fit_both(c.file, c.method, c.fraction);
+    const std::string what = std::string(c.method) + " on " + c.file;
+    EXPECT_EQ(f.consume.accuracy.correct_unlabeled, f.keep.accuracy.correct_unlabeled) << what;
+    EXPECT_EQ(f.consume.accuracy.correct_unseen, f.keep.accuracy.correct_unseen) << what;
+    EXPECT_EQ(f.consume.model.W.v, f.keep.model.W.v) << what;
+    EXPECT_EQ(f.consume.embedding.v, f.keep.embedding.v) << what;
+    // `transform` of the raw rows with the saved model: the fit's embedding, bit for bit,
+    // although the consuming fit embedded its rows from their preprocessed copy.
+    const DistMatrix Y = model::project(f.consume.model, f.ds.X);
+    EXPECT_EQ(Y.v, f.consume.embedding.v) << what;
+  }
+}
+
+TEST(Projector, GivesTheSameBitsFromRawAndFromPreprocessedRowsWhateverTheTile) {
+  // Rows fed one at a time, in tiles of 64 and in tiles of 5 from the raw or the preprocessed
+  // rows: one row's bits never depend on the rows beside it.
+  const Fitted f = fit_both("iris.csv", "ksoda", 0.6);
+  const model::Model& m = f.consume.model;
+  data::Preprocessor pre;
+  pre.shift = m.shift;
+  pre.scale = m.scale;
+  pre.mean = m.mean;
+  pre.basis = m.basis;
+  const DistMatrix Xp = data::apply(pre, f.ds.X);
+  const DistMatrix whole = model::project_preprocessed(m, Xp);
+  model::Projector p(m);
+  const int64_t out = p.out_dim(), nl = f.ds.X.n_local;
+  std::vector<double> y(static_cast<size_t>(nl * out));
+  for (int64_t tile : {int64_t{1}, int64_t{5}}) {
+    for (int64_t i0 = 0; i0 < nl; i0 += tile)
+      p.from_raw(f.ds.X.row(i0), std::min(tile, nl - i0), y.data() + i0 * out);
+    EXPECT_EQ(y, whole.v) << "raw rows, tiles of " << tile;
+    for (int64_t i0 = 0; i0 < nl; i0 += tile)
+      p.from_preprocessed(Xp.row(i0), std::min(tile, nl - i0), y.data() + i0 * out);
+    EXPECT_EQ(y, whole.v) << "preprocessed rows, tiles of " << tile;
+  }
+  EXPECT_EQ(model::project(m, f.ds.X).v, whole.v);
+}
