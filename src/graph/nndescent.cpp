@@ -5,9 +5,11 @@
 // Ownership: rank r owns the lists of its rows (K = max(k, kBuildMin) entries during the build,
 // cut to k at the end). One round:
 //   1. sample: each row v takes up to ρK of its entries flagged new (marking them old) and its
-//      old entries; the reverse entries (v in the list of u) go to u's owner (MPI_Alltoallv) and
-//      are sampled to ρK new and ρK old per row. The random choices come from a generator
-//      seeded with (seed, round, global row): the same lists for the same seed and rank count.
+//      old entries; the reverse entries (v in the list of u) go to u's owner (MPI_Alltoallv, in
+//      pieces of kReverseChunk source rows), which keeps a uniform sample of ρK new and ρK old
+//      per row by bottom-k hashing (the sample does not depend on the arrival order). The
+//      random choices come from (seed, round, global row): the same lists for the same seed
+//      and rank count.
 //   2. local join, in chunks of kChunk rows (so the fetched rows stay bounded): the candidate
 //      set C_v = N_v ∪ O_v of every row of the chunk; the remote rows that the chunk needs are
 //      fetched once (ids by MPI_Alltoallv to their owners, rows and the rows' current k-th
@@ -22,10 +24,11 @@
 // recomputed exactly in double as Σ_t (x_t − y_t)² in index order (knn_search's bits, the same
 // from both ends of an edge) and the lists are re-sorted by (dist2, global index) and cut to k.
 //
-// Memory per rank: its block (double; rows are converted to float as they are gathered), the lists (K entries per row), the
-// fetched rows of one chunk (at most kChunk·4ρK rows in float, N and O holding up to 2ρK each,
-// and never more than the other ranks' rows), the
-// proposals of one chunk.
+// Memory per rank (bytes; n_l local rows, K = 12, ρ = 1): X's block only (rows are converted
+// to float as they are gathered), the lists 13·K·n_l, the candidate sets 8·(2K + 2K)·n_l in
+// flat arrays, the reverse sampling 8·K·n_l during the sampling step, the fetched rows of one
+// local-join chunk and their reply (each at most kFetchBudget, chunks shrink to keep them so),
+// the proposals of one chunk: about 0.65 KB per row plus 2·kFetchBudget.
 #include "ssdr/graph/nndescent.hpp"
 
 #include "knn_internal.hpp"
@@ -50,7 +53,9 @@ using detail::exact_dist2;
 using detail::k_message;
 
 constexpr int kBuildMin = 12;      ///< list length during the build (K = max(k, 12): recall 0.98 at k = 8 on Fashion-MNIST; 10 gave 0.97 and more rounds)
-constexpr int64_t kChunk = 4096;   ///< rows per local-join chunk (bounds the fetched rows; 1024 saved 7 % of peak memory at 1M rows but cost 20 % of the time at 70k)
+constexpr int64_t kChunk = 4096;   ///< rows per local-join chunk at most (1024 cost 20 % of the time at 70k rows, where the fetched rows stay small anyway)
+constexpr double kFetchBudget = 160.0 * (1 << 20);  ///< bytes of fetched rows per chunk (worst case) before chunks shrink
+constexpr int64_t kReverseChunk = 65536;  ///< source rows per reverse-candidate exchange (bounds its buffers)
 constexpr float kInfF = std::numeric_limits<float>::infinity();
 constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
 
@@ -126,18 +131,39 @@ const std::vector<T>& alltoallv_records(const std::vector<std::vector<T>>& out, 
   return recv;
 }
 
-/// The same with buffers of its own (the final, once-only exchanges).
+
+
+/// MPI_Alltoallv of records already in one buffer in destination-rank order (sc[r] records
+/// for rank r); the records received, in source-rank order, go to recv, their counts per
+/// source to rc. No staging copy. Collective over comm.
 template <class T>
-std::vector<T> alltoallv_records(const std::vector<std::vector<T>>& out, MPI_Comm comm, std::vector<int>* from = nullptr) {
-  Exchange<T> x;
-  alltoallv_records(out, comm, x, from);
-  return std::move(x.recv);
+void alltoallv_flat(const T* send, const std::vector<int>& sc, MPI_Comm comm, std::vector<T>& recv, std::vector<int>& rc) {
+  const int size = static_cast<int>(sc.size());
+  rc.assign(static_cast<size_t>(size), 0);
+  if (size == 1) {
+    recv.assign(send, send + sc[0]);
+    rc[0] = sc[0];
+    return;
+  }
+  MPI_Datatype type;
+  MPI_Type_contiguous(static_cast<int>(sizeof(T)), MPI_BYTE, &type);
+  MPI_Type_commit(&type);
+  MPI_Alltoall(sc.data(), 1, MPI_INT, rc.data(), 1, MPI_INT, comm);
+  std::vector<int> sd(static_cast<size_t>(size) + 1, 0), rd(static_cast<size_t>(size) + 1, 0);
+  for (int r = 0; r < size; ++r) {
+    sd[static_cast<size_t>(r) + 1] = sd[static_cast<size_t>(r)] + sc[static_cast<size_t>(r)];
+    rd[static_cast<size_t>(r) + 1] = rd[static_cast<size_t>(r)] + rc[static_cast<size_t>(r)];
+  }
+  recv.resize(static_cast<size_t>(rd[static_cast<size_t>(size)]));
+  MPI_Alltoallv(send, sc.data(), sd.data(), type, recv.data(), rc.data(), rd.data(), type, comm);
+  MPI_Type_free(&type);
 }
 
 
+/// A reverse candidate: `source` has `target` in its list; flagged new when source ≥ 0, old as
+/// ~source (16 bytes: the reverse exchange is the round's largest).
 struct Reverse {
   int64_t target, source;
-  int32_t is_new, pad;
 };
 struct Proposal {
   int64_t target, candidate;
@@ -234,136 +260,202 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
   L.j.assign(static_cast<size_t>(nl * K), kNone);
   L.fresh.assign(static_cast<size_t>(nl * K), 0);
 
-  // Per-row candidate sets of the current round (N: new, O: old).
-  std::vector<std::vector<int64_t>> N(static_cast<size_t>(nl)), O(static_cast<size_t>(nl));
+  // Per-row candidate sets of the current round in flat arrays of fixed stride (no
+  // vector per row: a million rows' small vectors cost more than the lists): N (new) holds
+  // up to SN ids, O (old) up to SO; the reverse samples are written after the forward ones.
+  const int64_t SN = std::max<int64_t>(K, 2 * cap), SO = K + cap;
+  std::vector<int64_t> Nb(static_cast<size_t>(nl * SN)), Ob(static_cast<size_t>(nl * SO));
+  std::vector<uint16_t> Nc(static_cast<size_t>(nl), 0), Oc(static_cast<size_t>(nl), 0);
+  auto Nrow = [&](int64_t v) { return Nb.data() + v * SN; };
+  auto Orow = [&](int64_t v) { return Ob.data() + v * SO; };
   // Round 1's N: K random distinct rows ≠ v.
   for (int64_t v = 0; v < nl; ++v) {
     const int64_t gv = r0 + v;
     Rng rng(options.seed, 0, static_cast<uint64_t>(gv), 0);
-    auto& s = N[static_cast<size_t>(v)];
-    while (static_cast<int64_t>(s.size()) < K) {
+    int64_t* sv = Nrow(v);
+    int64_t m = 0;
+    while (m < K) {
       const int64_t c = rng.below(n);
-      if (c != gv && std::find(s.begin(), s.end(), c) == s.end()) s.push_back(c);
+      if (c != gv && std::find(sv, sv + m, c) == sv + m) sv[m++] = c;
     }
-    std::sort(s.begin(), s.end());
+    std::sort(sv, sv + m);
+    Nc[static_cast<size_t>(v)] = static_cast<uint16_t>(m);
   }
 
-  int64_t nchunks = (nl + kChunk - 1) / kChunk;
+  // Rows per local-join chunk: kChunk unless the remote rows one chunk may fetch (at most
+  // SN + SO per row, never more than the other ranks' rows) would pass kFetchBudget bytes
+  // in float; then fewer (the fetched rows and their reply both live during a chunk). A
+  // function of n, d and the rank count only, so every rank agrees.
+  int64_t chunk_rows = kChunk;
+  {
+    const double row_bytes = static_cast<double>(d + 1) * sizeof(float);
+    const double others = static_cast<double>(n - n / size);
+    auto fetch_bytes = [&](int64_t rows) { return std::min(static_cast<double>(rows * (SN + SO)), others) * row_bytes; };
+    if (fetch_bytes(kChunk) > kFetchBudget)
+      chunk_rows = std::clamp<int64_t>(static_cast<int64_t>(kFetchBudget / (static_cast<double>(SN + SO) * row_bytes)), 256, kChunk);
+  }
+  int64_t nchunks = (nl + chunk_rows - 1) / chunk_rows;
   MPI_Allreduce(MPI_IN_PLACE, &nchunks, 1, MPI_INT64_T, MPI_MAX, comm);
 
   std::vector<float> B, G, fetched;     // one row's candidate rows, its Gram block, a chunk's rows
   // Exchange buffers kept across rounds and chunks (outer vectors cleared, capacities kept):
   // reallocating them every round cost page faults and zeroing in the profile.
-  std::vector<std::vector<Reverse>> rev_out(static_cast<size_t>(size));
-  std::vector<std::vector<int64_t>> req(static_cast<size_t>(size));
-  std::vector<std::vector<float>> rows_out(static_cast<size_t>(size));
+  std::vector<Reverse> rev_send, rev;  // reverse candidates, in destination order, and received
+  std::vector<int> rev_sc(static_cast<size_t>(size)), rev_rc, rev_at(static_cast<size_t>(size));
+  // Row fetches without staging copies: counts per rank (ids, then floats), the ids asked of
+  // this rank, the reply, and the fetched rows (d values and the k-th distance per row).
+  std::vector<int> sc(static_cast<size_t>(size)), rc, rcw(static_cast<size_t>(size)), got_counts;
+  std::vector<int64_t> asked;
+  std::vector<float> reply;
   std::vector<std::vector<Proposal>> prop(static_cast<size_t>(size));
-  Exchange<Reverse> rev_x;
-  Exchange<int64_t> asked_x;
-  Exchange<float> rows_x;
   Exchange<Proposal> prop_x;
-  std::vector<int> asker;
   auto clear_all = [](auto& buckets) {
     for (auto& b : buckets) b.clear();
   };
-  std::vector<float> fetched_norm, fetched_thr;
+  std::vector<float> fetched_norm;
   std::vector<int64_t> fetched_ids;
   const double t_start = MPI_Wtime();
   int round = 0;
   for (round = 1; round <= options.max_iterations; ++round) {
     if (round > 1) {
-      // 1. Sampling and reverse candidates.
-      clear_all(rev_out);
+      // 1. Sampling and reverse candidates. Forward: up to cap of v's new entries (marked
+      // old) and all its old ones.
       std::vector<int64_t> fresh_pos;
+      std::vector<uint16_t> nf(static_cast<size_t>(nl)), of(static_cast<size_t>(nl));
       for (int64_t v = 0; v < nl; ++v) {
-        auto& nv = N[static_cast<size_t>(v)];
-        auto& ov = O[static_cast<size_t>(v)];
-        nv.clear();
-        ov.clear();
+        int64_t* nv = Nrow(v);
+        int64_t* ov = Orow(v);
+        int64_t nn = 0, no = 0;
         fresh_pos.clear();
         for (int q = 0; q < K; ++q) {
           const size_t e = static_cast<size_t>(v * K + q);
           if (L.j[e] == kNone) continue;
           if (L.fresh[e]) fresh_pos.push_back(q);
-          else ov.push_back(L.j[e]);
+          else ov[no++] = L.j[e];
         }
         Rng rng(options.seed, static_cast<uint64_t>(round), static_cast<uint64_t>(r0 + v), 1);
         sample_to(fresh_pos, cap, rng);
         for (int64_t q : fresh_pos) {
           const size_t e = static_cast<size_t>(v * K + q);
           L.fresh[e] = 0;
-          nv.push_back(L.j[e]);
+          nv[nn++] = L.j[e];
         }
-        std::sort(nv.begin(), nv.end());
-        std::sort(ov.begin(), ov.end());
-        for (int64_t c : nv) rev_out[static_cast<size_t>(owner(c))].push_back(Reverse{c, r0 + v, 1, 0});
-        for (int64_t c : ov) rev_out[static_cast<size_t>(owner(c))].push_back(Reverse{c, r0 + v, 0, 0});
+        std::sort(nv, nv + nn);
+        std::sort(ov, ov + no);
+        Nc[static_cast<size_t>(v)] = nf[static_cast<size_t>(v)] = static_cast<uint16_t>(nn);
+        Oc[static_cast<size_t>(v)] = of[static_cast<size_t>(v)] = static_cast<uint16_t>(no);
       }
-      const std::vector<Reverse>& rev = alltoallv_records(rev_out, comm, rev_x);
-      std::vector<std::vector<int64_t>> rn(static_cast<size_t>(nl)), ro(static_cast<size_t>(nl));
-      std::vector<int64_t> m, o2;
-      for (const Reverse& r : rev) (r.is_new ? rn : ro)[static_cast<size_t>(r.target - r0)].push_back(r.source);
+      // Reverse: u gets v when v has u in its forward N (new) or O (old); each row keeps a
+      // uniform sample of cap of each kind, the cap with the smallest hash of (seed, round,
+      // target, source, kind) (bottom-k sampling: the sample does not depend on the order
+      // the candidates arrive in). They are exchanged kReverseChunk source rows at a time.
+      std::vector<uint32_t> pn(static_cast<size_t>(nl * cap)), po(static_cast<size_t>(nl * cap));
+      std::vector<uint16_t> rn(static_cast<size_t>(nl), 0), ro(static_cast<size_t>(nl), 0);
+      auto priority = [&](int64_t target, int64_t source, int kind) {
+        return static_cast<uint32_t>(splitmix(splitmix(options.seed ^ (static_cast<uint64_t>(round) << 40) ^ 0xA24BAED4963EE407ull) ^
+                                              (static_cast<uint64_t>(target) * 2 + static_cast<uint64_t>(kind))) ^
+                                     splitmix(static_cast<uint64_t>(source)));
+      };
+      // Offers source as a reverse candidate of local row t into slots [base, base + cap) of
+      // row (kept: the cap smallest (priority, source)).
+      auto offer = [&](int64_t* row, int64_t base, uint32_t* pr, uint16_t& count, uint32_t h, int64_t source) {
+        if (count < cap) {
+          row[base + count] = source;
+          pr[count] = h;
+          ++count;
+          return;
+        }
+        int64_t worst = 0;
+        for (int64_t q = 1; q < cap; ++q)
+          if (pr[q] > pr[worst] || (pr[q] == pr[worst] && row[base + q] > row[base + worst])) worst = q;
+        if (h < pr[worst] || (h == pr[worst] && source < row[base + worst])) {
+          row[base + worst] = source;
+          pr[worst] = h;
+        }
+      };
+      int64_t rchunks = (nl + kReverseChunk - 1) / kReverseChunk;
+      MPI_Allreduce(MPI_IN_PLACE, &rchunks, 1, MPI_INT64_T, MPI_MAX, comm);
+      for (int64_t rc0 = 0; rc0 < rchunks; ++rc0) {
+        const int64_t v0 = std::min(nl, rc0 * kReverseChunk), v1 = std::min(nl, v0 + kReverseChunk);
+        std::fill(rev_sc.begin(), rev_sc.end(), 0);
+        for (int64_t v = v0; v < v1; ++v) {
+          for (int64_t q = 0; q < nf[static_cast<size_t>(v)]; ++q) ++rev_sc[static_cast<size_t>(owner(Nrow(v)[q]))];
+          for (int64_t q = 0; q < of[static_cast<size_t>(v)]; ++q) ++rev_sc[static_cast<size_t>(owner(Orow(v)[q]))];
+        }
+        int64_t total = 0;
+        for (int r = 0; r < size; ++r) {
+          rev_at[static_cast<size_t>(r)] = static_cast<int>(total);
+          total += rev_sc[static_cast<size_t>(r)];
+        }
+        rev_send.resize(static_cast<size_t>(total));
+        for (int64_t v = v0; v < v1; ++v) {
+          for (int64_t q = 0; q < nf[static_cast<size_t>(v)]; ++q) {
+            const int64_t c = Nrow(v)[q];
+            rev_send[static_cast<size_t>(rev_at[static_cast<size_t>(owner(c))]++)] = Reverse{c, r0 + v};
+          }
+          for (int64_t q = 0; q < of[static_cast<size_t>(v)]; ++q) {
+            const int64_t c = Orow(v)[q];
+            rev_send[static_cast<size_t>(rev_at[static_cast<size_t>(owner(c))]++)] = Reverse{c, ~(r0 + v)};
+          }
+        }
+        alltoallv_flat(rev_send.data(), rev_sc, comm, rev, rev_rc);
+        for (const Reverse& r : rev) {
+          const int64_t t = r.target - r0;
+          const size_t ts = static_cast<size_t>(t);
+          if (r.source >= 0)
+            offer(Nrow(t), nf[ts], pn.data() + t * cap, rn[ts], priority(r.target, r.source, 1), r.source);
+          else
+            offer(Orow(t), of[ts], po.data() + t * cap, ro[ts], priority(r.target, ~r.source, 0), ~r.source);
+        }
+      }
+      // N = forward ∪ reverse new; O = (forward ∪ reverse old) minus N; both sorted.
       for (int64_t v = 0; v < nl; ++v) {
-        Rng rng(options.seed, static_cast<uint64_t>(round), static_cast<uint64_t>(r0 + v), 2);
-        auto& a = rn[static_cast<size_t>(v)];
-        auto& b = ro[static_cast<size_t>(v)];
-        sample_to(a, cap, rng);
-        sample_to(b, cap, rng);
-        auto& nv = N[static_cast<size_t>(v)];
-        auto& ov = O[static_cast<size_t>(v)];
-        m.clear();
-        std::set_union(nv.begin(), nv.end(), a.begin(), a.end(), std::back_inserter(m));
-        nv.swap(m);
-        m.clear();
-        std::set_union(ov.begin(), ov.end(), b.begin(), b.end(), std::back_inserter(m));
-        o2.clear();  // old minus new
-        std::set_difference(m.begin(), m.end(), nv.begin(), nv.end(), std::back_inserter(o2));
-        ov.swap(o2);
+        const size_t vs = static_cast<size_t>(v);
+        int64_t* nv = Nrow(v);
+        int64_t* ov = Orow(v);
+        std::sort(nv, nv + nf[vs] + rn[vs]);
+        const int64_t nn = std::unique(nv, nv + nf[vs] + rn[vs]) - nv;
+        std::sort(ov, ov + of[vs] + ro[vs]);
+        int64_t no = std::unique(ov, ov + of[vs] + ro[vs]) - ov;
+        no = std::remove_if(ov, ov + no, [&](int64_t c) { return std::binary_search(nv, nv + nn, c); }) - ov;
+        Nc[vs] = static_cast<uint16_t>(nn);
+        Oc[vs] = static_cast<uint16_t>(no);
       }
     }
 
     // 2. Local joins, chunk by chunk.
     int64_t changed = 0, computed = 0;
     for (int64_t ch = 0; ch < nchunks; ++ch) {
-      const int64_t v0 = std::min(nl, ch * kChunk), v1 = std::min(nl, v0 + kChunk);
+      const int64_t v0 = std::min(nl, ch * chunk_rows), v1 = std::min(nl, v0 + chunk_rows);
       // Remote rows this chunk needs.
       std::vector<int64_t> need;
       for (int64_t v = v0; v < v1; ++v) {
-        for (int64_t c : N[static_cast<size_t>(v)])
-          if (c < r0 || c >= r0 + nl) need.push_back(c);
-        for (int64_t c : O[static_cast<size_t>(v)])
-          if (c < r0 || c >= r0 + nl) need.push_back(c);
+        for (const int64_t* c = Nrow(v); c != Nrow(v) + Nc[static_cast<size_t>(v)]; ++c)
+          if (*c < r0 || *c >= r0 + nl) need.push_back(*c);
+        for (const int64_t* c = Orow(v); c != Orow(v) + Oc[static_cast<size_t>(v)]; ++c)
+          if (*c < r0 || *c >= r0 + nl) need.push_back(*c);
       }
       std::sort(need.begin(), need.end());
       need.erase(std::unique(need.begin(), need.end()), need.end());
-      clear_all(req);
-      for (int64_t c : need) req[static_cast<size_t>(owner(c))].push_back(c);
-      const std::vector<int64_t>& asked = alltoallv_records(req, comm, asked_x, &asker);
-      // Replies: the row (float), in the order asked, per asking rank; then the thresholds.
-      clear_all(rows_out);
+      // `need` is sorted and owners hold ascending ranges: it is the request buffer itself.
+      std::fill(sc.begin(), sc.end(), 0);
+      for (int64_t c : need) ++sc[static_cast<size_t>(owner(c))];
+      alltoallv_flat(need.data(), sc, comm, asked, rc);
+      // Replies: per asked row, its centered float values and its k-th distance (d + 1
+      // floats), in the order asked; they arrive in the order of `need`.
+      const int64_t w = d + 1;
+      reply.resize(static_cast<size_t>(static_cast<int64_t>(asked.size()) * w));
       for (size_t q = 0; q < asked.size(); ++q) {
         const int64_t li = asked[q] - r0;
-        auto& o = rows_out[static_cast<size_t>(asker[q])];
-        const size_t at = o.size();
-        o.resize(at + static_cast<size_t>(d) + 1);
-        to_float(X.row(li), o.data() + at);
-        o[at + static_cast<size_t>(d)] = L.worst(li);
+        float* o = reply.data() + static_cast<int64_t>(q) * w;
+        to_float(X.row(li), o);
+        o[d] = L.worst(li);
       }
-      {
-        // Rows arrive per owner in ascending id order (the order `need` was bucketed in), so the
-        // concatenation in rank order is `need` itself (owners hold ascending ranges).
-        const std::vector<float>& got = alltoallv_records(rows_out, comm, rows_x);
-        fetched_ids = need;
-        fetched.resize(static_cast<size_t>(static_cast<int64_t>(need.size()) * d));
-        fetched_norm.resize(need.size());
-        fetched_thr.resize(need.size());
-        for (size_t q = 0; q < need.size(); ++q) {
-          const float* src = got.data() + static_cast<int64_t>(q) * (d + 1);
-          std::copy(src, src + d, fetched.data() + static_cast<int64_t>(q) * d);
-          fetched_norm[q] = norm2(src);
-          fetched_thr[q] = src[d];
-        }
-      }
+      for (int r = 0; r < size; ++r) rcw[static_cast<size_t>(r)] = rc[static_cast<size_t>(r)] * static_cast<int>(w);
+      alltoallv_flat(reply.data(), rcw, comm, fetched, got_counts);
+      fetched_ids.swap(need);
+      fetched_norm.resize(fetched_ids.size());
+      for (size_t q = 0; q < fetched_ids.size(); ++q) fetched_norm[q] = norm2(fetched.data() + static_cast<int64_t>(q) * w);
       // Row g's centered float values into dst, its squared norm and k-th distance.
       auto gather = [&](int64_t g, float* dst, float& norm, float& thr) {
         if (g >= r0 && g < r0 + nl) {
@@ -372,24 +464,24 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
           thr = L.worst(g - r0);
         } else {
           const size_t q = static_cast<size_t>(std::lower_bound(fetched_ids.begin(), fetched_ids.end(), g) - fetched_ids.begin());
-          const float* row = fetched.data() + static_cast<int64_t>(q) * d;
+          const float* row = fetched.data() + static_cast<int64_t>(q) * (d + 1);
           std::copy(row, row + d, dst);
           norm = fetched_norm[q];
-          thr = fetched_thr[q];
+          thr = row[d];
         }
       };
       clear_all(prop);
       std::vector<int64_t> C;
       std::vector<float> cn, ct;
       for (int64_t v = v0; v < v1; ++v) {
-        const auto& nv = N[static_cast<size_t>(v)];
-        const auto& ov = O[static_cast<size_t>(v)];
-        if (nv.empty()) continue;
+        const int64_t* nv = Nrow(v);
+        const int64_t* ov = Orow(v);
+        if (Nc[static_cast<size_t>(v)] == 0) continue;
         C.clear();
         if (round == 1) C.push_back(r0 + v);  // the initial entries' own distances
-        C.insert(C.end(), nv.begin(), nv.end());
+        C.insert(C.end(), nv, nv + Nc[static_cast<size_t>(v)]);
         const int64_t nn = static_cast<int64_t>(C.size());
-        C.insert(C.end(), ov.begin(), ov.end());
+        C.insert(C.end(), ov, ov + Oc[static_cast<size_t>(v)]);
         const int64_t nc = static_cast<int64_t>(C.size());
         B.resize(static_cast<size_t>(nc * d));
         cn.resize(static_cast<size_t>(nc));
@@ -422,8 +514,10 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
     say(b);
     if (round > 1 && static_cast<double>(changed) < options.delta * static_cast<double>(n) * K) break;
   }
-  N.clear();
-  O.clear();
+  std::vector<int64_t>().swap(Nb);
+  std::vector<int64_t>().swap(Ob);
+  std::vector<float>().swap(fetched);
+  std::vector<float>().swap(reply);
 
   // Exact distances of the final entries (remote rows in double, fetched in chunks), re-sorted
   // by (dist2, index), cut to k.
@@ -435,8 +529,9 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
   out.index.assign(static_cast<size_t>(nl * k), kNone);
   out.dist2.assign(static_cast<size_t>(nl * k), std::numeric_limits<double>::infinity());
   std::vector<std::pair<double, int64_t>> row;
+  std::vector<double> dreply, dgot;
   for (int64_t ch = 0; ch < nchunks; ++ch) {
-    const int64_t v0 = std::min(nl, ch * kChunk), v1 = std::min(nl, v0 + kChunk);
+    const int64_t v0 = std::min(nl, ch * chunk_rows), v1 = std::min(nl, v0 + chunk_rows);
     std::vector<int64_t> need;
     for (int64_t e = v0 * K; e < v1 * K; ++e) {
       const int64_t c = L.j[static_cast<size_t>(e)];
@@ -444,16 +539,14 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
     }
     std::sort(need.begin(), need.end());
     need.erase(std::unique(need.begin(), need.end()), need.end());
-    clear_all(req);
-    for (int64_t c : need) req[static_cast<size_t>(owner(c))].push_back(c);
-    const std::vector<int64_t>& asked = alltoallv_records(req, comm, asked_x, &asker);
-    std::vector<std::vector<double>> rows_out(static_cast<size_t>(size));
-    for (size_t q = 0; q < asked.size(); ++q) {
-      const double* x = X.row(asked[q] - r0);
-      auto& o = rows_out[static_cast<size_t>(asker[q])];
-      o.insert(o.end(), x, x + d);
-    }
-    const std::vector<double> got = alltoallv_records(rows_out, comm);
+    std::fill(sc.begin(), sc.end(), 0);
+    for (int64_t c : need) ++sc[static_cast<size_t>(owner(c))];
+    alltoallv_flat(need.data(), sc, comm, asked, rc);
+    dreply.resize(static_cast<size_t>(static_cast<int64_t>(asked.size()) * d));
+    for (size_t q = 0; q < asked.size(); ++q) std::copy_n(X.row(asked[q] - r0), d, dreply.data() + static_cast<int64_t>(q) * d);
+    for (int r = 0; r < size; ++r) rcw[static_cast<size_t>(r)] = rc[static_cast<size_t>(r)] * static_cast<int>(d);
+    alltoallv_flat(dreply.data(), rcw, comm, dgot, got_counts);
+    const std::vector<double>& got = dgot;
     for (int64_t v = v0; v < v1; ++v) {
       row.clear();
       for (int q = 0; q < K; ++q) {
