@@ -1,34 +1,84 @@
 #include "ssdr/core/lapack.hpp"
 
+// BLAS and LAPACK through PETSc's prototypes (petscblaslapack.h): the integer type
+// (PetscBLASInt: 32 bits, or 64 with a 64-bit-integer BLAS), the name mangling (trailing
+// underscore, capitals, a symbol suffix such as 64_) and the precision prefix are the ones
+// PETSc was configured with for the BLAS/LAPACK it links, which is the one ssdr links too.
+// PETSc's header declares only the routines PETSc itself calls; the others ssdr needs
+// (sgemm, dsyevd, dsygvd, dgesdd, dposv) are declared below with the same integer type and
+// mangling. Every int64_t size is converted with blas_int, which refuses a value the
+// BLAS integer cannot hold instead of letting it wrap.
+#include <petscsys.h>
+#include <petscblaslapack.h>
+
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <string>
+#include <type_traits>
 
 #include "ssdr/core/error.hpp"
 
+static_assert(std::is_same<PetscScalar, double>::value,
+              "ssdr needs PETSc configured with real double-precision scalars (the default)");
+
+#if defined(PETSC_BLASLAPACK_CAPS)
+#define SSDR_BLASLAPACK(lower, UPPER) PETSC_PASTE2(UPPER, PETSC_BLASLAPACK_SUFFIX_)
+#else
+#define SSDR_BLASLAPACK(lower, UPPER) PETSC_PASTE2(lower, PETSC_BLASLAPACK_SUFFIX_)
+#endif
+#define SSDR_sgemm SSDR_BLASLAPACK(sgemm, SGEMM)
+#define SSDR_dsyevd SSDR_BLASLAPACK(dsyevd, DSYEVD)
+#define SSDR_dsygvd SSDR_BLASLAPACK(dsygvd, DSYGVD)
+#define SSDR_dgesdd SSDR_BLASLAPACK(dgesdd, DGESDD)
+#define SSDR_dposv SSDR_BLASLAPACK(dposv, DPOSV)
+
 extern "C" {
-void dgemm_(const char*, const char*, const int*, const int*, const int*, const double*,
-            const double*, const int*, const double*, const int*, const double*, double*,
-            const int*);
-void sgemm_(const char*, const char*, const int*, const int*, const int*, const float*,
-            const float*, const int*, const float*, const int*, const float*, float*,
-            const int*);
-void dsyrk_(const char*, const char*, const int*, const int*, const double*, const double*,
-            const int*, const double*, double*, const int*);
-void dtrsm_(const char*, const char*, const char*, const char*, const int*, const int*,
-            const double*, const double*, const int*, double*, const int*);
-void dsyevd_(const char*, const char*, const int*, double*, const int*, double*, double*,
-             const int*, int*, const int*, int*);
-void dsygvd_(const int*, const char*, const char*, const int*, double*, const int*, double*,
-             const int*, double*, double*, const int*, int*, const int*, int*);
-void dgesdd_(const char*, const int*, const int*, double*, const int*, double*, double*,
-             const int*, double*, const int*, double*, const int*, int*, int*);
-void dgeqrf_(const int*, const int*, double*, const int*, double*, double*, const int*, int*);
-void dorgqr_(const int*, const int*, const int*, double*, const int*, const double*, double*,
-             const int*, int*);
-void dpotrf_(const char*, const int*, double*, const int*, int*);
-void dposv_(const char*, const int*, const int*, double*, const int*, double*, const int*,
-            int*);
+void SSDR_sgemm(const char*, const char*, const PetscBLASInt*, const PetscBLASInt*, const PetscBLASInt*,
+                const float*, const float*, const PetscBLASInt*, const float*, const PetscBLASInt*, const float*,
+                float*, const PetscBLASInt*);
+void SSDR_dsyevd(const char*, const char*, const PetscBLASInt*, double*, const PetscBLASInt*, double*, double*,
+                 const PetscBLASInt*, PetscBLASInt*, const PetscBLASInt*, PetscBLASInt*);
+void SSDR_dsygvd(const PetscBLASInt*, const char*, const char*, const PetscBLASInt*, double*, const PetscBLASInt*,
+                 double*, const PetscBLASInt*, double*, double*, const PetscBLASInt*, PetscBLASInt*,
+                 const PetscBLASInt*, PetscBLASInt*);
+void SSDR_dgesdd(const char*, const PetscBLASInt*, const PetscBLASInt*, double*, const PetscBLASInt*, double*,
+                 double*, const PetscBLASInt*, double*, const PetscBLASInt*, double*, const PetscBLASInt*,
+                 PetscBLASInt*, PetscBLASInt*);
+void SSDR_dposv(const char*, const PetscBLASInt*, const PetscBLASInt*, double*, const PetscBLASInt*, double*,
+                const PetscBLASInt*, PetscBLASInt*);
 }
+
+namespace ssdr {
+namespace {
+
+/// `value` as the BLAS/LAPACK integer (PetscBLASIntCast with ssdr's error): a size or
+/// leading dimension that is negative or past PetscBLASInt's range (2³¹ − 1 with the usual
+/// 32-bit BLAS) would wrap around, so it is refused naming the routine and the argument.
+/// Local. \throws ssdr::Error.
+PetscBLASInt blas_int(int64_t value, const char* routine, const char* what) {
+  constexpr int64_t max = std::numeric_limits<PetscBLASInt>::max();
+  SSDR_CHECK(value >= 0, std::string(routine) + ": " + what + " = " + std::to_string(value) + " is negative");
+  SSDR_CHECK(value <= max, std::string(routine) + ": " + what + " = " + std::to_string(value) +
+                               " does not fit the BLAS/LAPACK integer (PetscBLASInt, at most " +
+                               std::to_string(max) + "): the problem is too large for this BLAS");
+  return static_cast<PetscBLASInt>(value);
+}
+
+/// A leading dimension: at least 1, as the reference BLAS requires even for empty matrices.
+PetscBLASInt blas_ld(int64_t value, const char* routine, const char* what) {
+  return blas_int(std::max<int64_t>(value, 1), routine, what);
+}
+
+/// The workspace size a LAPACK query returned (a double), at least `minimum`, plus one.
+PetscBLASInt workspace(double query, int64_t minimum, const char* routine) {
+  SSDR_CHECK(std::isfinite(query) && query >= 0 && query < 9.0e18,
+             std::string(routine) + ": the workspace query returned " + std::to_string(query));
+  return blas_int(std::max(static_cast<int64_t>(std::ceil(query)), minimum) + 1, routine, "workspace size");
+}
+
+}  // namespace
+}  // namespace ssdr
 
 namespace ssdr::blas {
 
@@ -36,39 +86,38 @@ void gemm(char transa, char transb, int64_t m, int64_t n, int64_t k, double alph
           const double* a, int64_t lda, const double* b, int64_t ldb, double beta, double* c,
           int64_t ldc) {
   if (m == 0 || n == 0) return;
-  const int M = static_cast<int>(m), N = static_cast<int>(n), K = static_cast<int>(k);
-  const int LDA = static_cast<int>(std::max<int64_t>(lda, 1)),
-            LDB = static_cast<int>(std::max<int64_t>(ldb, 1)),
-            LDC = static_cast<int>(std::max<int64_t>(ldc, 1));
-  dgemm_(&transa, &transb, &M, &N, &K, &alpha, a, &LDA, b, &LDB, &beta, c, &LDC);
+  const char* r = "dgemm";
+  const PetscBLASInt M = blas_int(m, r, "m"), N = blas_int(n, r, "n"), K = blas_int(k, r, "k"),
+                     LDA = blas_ld(lda, r, "lda"), LDB = blas_ld(ldb, r, "ldb"), LDC = blas_ld(ldc, r, "ldc");
+  BLASgemm_(&transa, &transb, &M, &N, &K, &alpha, a, &LDA, b, &LDB, &beta, c, &LDC);
 }
 
 void gemm(char transa, char transb, int64_t m, int64_t n, int64_t k, float alpha,
           const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
           int64_t ldc) {
   if (m == 0 || n == 0) return;
-  const int M = static_cast<int>(m), N = static_cast<int>(n), K = static_cast<int>(k);
-  const int LDA = static_cast<int>(std::max<int64_t>(lda, 1)),
-            LDB = static_cast<int>(std::max<int64_t>(ldb, 1)),
-            LDC = static_cast<int>(std::max<int64_t>(ldc, 1));
-  sgemm_(&transa, &transb, &M, &N, &K, &alpha, a, &LDA, b, &LDB, &beta, c, &LDC);
+  const char* r = "sgemm";
+  const PetscBLASInt M = blas_int(m, r, "m"), N = blas_int(n, r, "n"), K = blas_int(k, r, "k"),
+                     LDA = blas_ld(lda, r, "lda"), LDB = blas_ld(ldb, r, "ldb"), LDC = blas_ld(ldc, r, "ldc");
+  SSDR_sgemm(&transa, &transb, &M, &N, &K, &alpha, a, &LDA, b, &LDB, &beta, c, &LDC);
 }
 
 void syrk(char uplo, char trans, int64_t n, int64_t k, double alpha, const double* a,
           int64_t lda, double beta, double* c, int64_t ldc) {
   if (n == 0) return;
-  const int N = static_cast<int>(n), K = static_cast<int>(k);
-  const int LDA = static_cast<int>(std::max<int64_t>(lda, 1)),
-            LDC = static_cast<int>(std::max<int64_t>(ldc, 1));
-  dsyrk_(&uplo, &trans, &N, &K, &alpha, a, &LDA, &beta, c, &LDC);
+  const char* r = "dsyrk";
+  const PetscBLASInt N = blas_int(n, r, "n"), K = blas_int(k, r, "k"), LDA = blas_ld(lda, r, "lda"),
+                     LDC = blas_ld(ldc, r, "ldc");
+  BLASsyrk_(&uplo, &trans, &N, &K, &alpha, a, &LDA, &beta, c, &LDC);
 }
 
 void trsm(char side, char uplo, char transa, char diag, int64_t m, int64_t n, double alpha,
           const double* a, int64_t lda, double* b, int64_t ldb) {
   if (m == 0 || n == 0) return;
-  const int M = static_cast<int>(m), N = static_cast<int>(n), LDA = static_cast<int>(lda),
-            LDB = static_cast<int>(ldb);
-  dtrsm_(&side, &uplo, &transa, &diag, &M, &N, &alpha, a, &LDA, b, &LDB);
+  const char* r = "dtrsm";
+  const PetscBLASInt M = blas_int(m, r, "m"), N = blas_int(n, r, "n"), LDA = blas_int(lda, r, "lda"),
+                     LDB = blas_int(ldb, r, "ldb");
+  BLAStrsm_(&side, &uplo, &transa, &diag, &M, &N, &alpha, a, &LDA, b, &LDB);
 }
 
 void symmetrize(char uplo, int64_t n, double* c, int64_t ldc) {
@@ -85,55 +134,57 @@ void symmetrize(char uplo, int64_t n, double* c, int64_t ldc) {
 
 namespace ssdr::lapack {
 
-static void check_info(int info, const char* routine) {
+static void check_info(PetscBLASInt info, const char* routine) {
   SSDR_CHECK(info == 0, std::string("LAPACK ") + routine + " failed (info " +
                             std::to_string(info) + ")");
 }
 
 void syev(int64_t n, double* a, int64_t lda, double* w) {
   if (n == 0) return;
-  const int N = static_cast<int>(n), LDA = static_cast<int>(lda);
-  int info = 0, lwork = -1, liwork = -1, iwq = 0;
+  const char* r = "dsyevd";
+  const PetscBLASInt N = blas_int(n, r, "n"), LDA = blas_int(lda, r, "lda");
+  PetscBLASInt info = 0, lwork = -1, liwork = -1, iwq = 0;
   double wq = 0;
-  dsyevd_("V", "L", &N, a, &LDA, w, &wq, &lwork, &iwq, &liwork, &info);
-  lwork = static_cast<int>(wq) + 1;
-  liwork = iwq + 1;
+  SSDR_dsyevd("V", "L", &N, a, &LDA, w, &wq, &lwork, &iwq, &liwork, &info);
+  check_info(info, r);
+  lwork = workspace(wq, 0, r);
+  liwork = workspace(static_cast<double>(iwq), 0, r);
   std::vector<double> work(static_cast<size_t>(lwork));
-  std::vector<int> iwork(static_cast<size_t>(liwork));
-  dsyevd_("V", "L", &N, a, &LDA, w, work.data(), &lwork, iwork.data(), &liwork, &info);
-  check_info(info, "dsyevd");
+  std::vector<PetscBLASInt> iwork(static_cast<size_t>(liwork));
+  SSDR_dsyevd("V", "L", &N, a, &LDA, w, work.data(), &lwork, iwork.data(), &liwork, &info);
+  check_info(info, r);
 }
 
 void sygv(int64_t n, double* a, int64_t lda, double* b, int64_t ldb, double* w) {
   if (n == 0) return;
-  const int one = 1, N = static_cast<int>(n), LDA = static_cast<int>(lda),
-            LDB = static_cast<int>(ldb);
-  int info = 0, lwork = -1, liwork = -1, iwq = 0;
+  const char* r = "dsygvd";
+  const PetscBLASInt one = 1, N = blas_int(n, r, "n"), LDA = blas_int(lda, r, "lda"), LDB = blas_int(ldb, r, "ldb");
+  PetscBLASInt info = 0, lwork = -1, liwork = -1, iwq = 0;
   double wq = 0;
-  dsygvd_(&one, "V", "L", &N, a, &LDA, b, &LDB, w, &wq, &lwork, &iwq, &liwork, &info);
-  lwork = static_cast<int>(wq) + 1;
-  liwork = iwq + 1;
+  SSDR_dsygvd(&one, "V", "L", &N, a, &LDA, b, &LDB, w, &wq, &lwork, &iwq, &liwork, &info);
+  check_info(info, r);
+  lwork = workspace(wq, 0, r);
+  liwork = workspace(static_cast<double>(iwq), 0, r);
   std::vector<double> work(static_cast<size_t>(lwork));
-  std::vector<int> iwork(static_cast<size_t>(liwork));
-  dsygvd_(&one, "V", "L", &N, a, &LDA, b, &LDB, w, work.data(), &lwork, iwork.data(), &liwork,
-          &info);
-  check_info(info, "dsygvd");
+  std::vector<PetscBLASInt> iwork(static_cast<size_t>(liwork));
+  SSDR_dsygvd(&one, "V", "L", &N, a, &LDA, b, &LDB, w, work.data(), &lwork, iwork.data(), &liwork, &info);
+  check_info(info, r);
 }
 
 void gesvd(int64_t m, int64_t n, double* a, int64_t lda, double* s, double* u, int64_t ldu,
            double* vt, int64_t ldvt) {
-  const int M = static_cast<int>(m), N = static_cast<int>(n), LDA = static_cast<int>(lda),
-            LDU = static_cast<int>(ldu), LDVT = static_cast<int>(ldvt);
-  const int mn = static_cast<int>(std::min(m, n));
-  std::vector<int> iwork(static_cast<size_t>(8 * mn));
-  int info = 0, lwork = -1;
+  const char* r = "dgesdd";
+  const PetscBLASInt M = blas_int(m, r, "m"), N = blas_int(n, r, "n"), LDA = blas_int(lda, r, "lda"),
+                     LDU = blas_int(ldu, r, "ldu"), LDVT = blas_int(ldvt, r, "ldvt");
+  std::vector<PetscBLASInt> iwork(static_cast<size_t>(blas_int(8 * std::min(m, n), r, "iwork size")));
+  PetscBLASInt info = 0, lwork = -1;
   double wq = 0;
-  dgesdd_("S", &M, &N, a, &LDA, s, u, &LDU, vt, &LDVT, &wq, &lwork, iwork.data(), &info);
-  lwork = static_cast<int>(wq) + 1;
+  SSDR_dgesdd("S", &M, &N, a, &LDA, s, u, &LDU, vt, &LDVT, &wq, &lwork, iwork.data(), &info);
+  check_info(info, r);
+  lwork = workspace(wq, 0, r);
   std::vector<double> work(static_cast<size_t>(lwork));
-  dgesdd_("S", &M, &N, a, &LDA, s, u, &LDU, vt, &LDVT, work.data(), &lwork, iwork.data(),
-          &info);
-  check_info(info, "dgesdd");
+  SSDR_dgesdd("S", &M, &N, a, &LDA, s, u, &LDU, vt, &LDVT, work.data(), &lwork, iwork.data(), &info);
+  check_info(info, r);
 }
 
 namespace {
@@ -141,21 +192,23 @@ namespace {
 /// QR of the m×k matrix in a's first k columns, then the first q (k ≤ q ≤ m) columns of
 /// its Q written over a (dgeqrf + dorgqr with workspace queries).
 void qr_q(int64_t m, int64_t k, int64_t q, double* a, int64_t lda) {
-  const int M = static_cast<int>(m), K = static_cast<int>(k), Q = static_cast<int>(q),
-            LDA = static_cast<int>(lda);
+  const PetscBLASInt M = blas_int(m, "dgeqrf", "m"), K = blas_int(k, "dgeqrf", "n"), Q = blas_int(q, "dorgqr", "n"),
+                     LDA = blas_int(lda, "dgeqrf", "lda");
   std::vector<double> tau(static_cast<size_t>(k));
-  int info = 0, lwork = -1;
+  PetscBLASInt info = 0, lwork = -1;
   double wq = 0;
-  dgeqrf_(&M, &K, a, &LDA, tau.data(), &wq, &lwork, &info);
-  lwork = std::max(static_cast<int>(wq), Q) + 1;
+  LAPACKgeqrf_(&M, &K, a, &LDA, tau.data(), &wq, &lwork, &info);
+  check_info(info, "dgeqrf");
+  lwork = workspace(wq, q, "dgeqrf");
   std::vector<double> work(static_cast<size_t>(lwork));
-  dgeqrf_(&M, &K, a, &LDA, tau.data(), work.data(), &lwork, &info);
+  LAPACKgeqrf_(&M, &K, a, &LDA, tau.data(), work.data(), &lwork, &info);
   check_info(info, "dgeqrf");
   lwork = -1;
-  dorgqr_(&M, &Q, &K, a, &LDA, tau.data(), &wq, &lwork, &info);
-  lwork = std::max(static_cast<int>(wq), Q) + 1;
+  LAPACKorgqr_(&M, &Q, &K, a, &LDA, tau.data(), &wq, &lwork, &info);
+  check_info(info, "dorgqr");
+  lwork = workspace(wq, q, "dorgqr");
   work.resize(static_cast<size_t>(lwork));
-  dorgqr_(&M, &Q, &K, a, &LDA, tau.data(), work.data(), &lwork, &info);
+  LAPACKorgqr_(&M, &Q, &K, a, &LDA, tau.data(), work.data(), &lwork, &info);
   check_info(info, "dorgqr");
 }
 
@@ -172,18 +225,19 @@ void full_qr(int64_t m, int64_t k, double* a, int64_t lda) {
 }
 
 bool potrf(int64_t n, double* a, int64_t lda) {
-  const int N = static_cast<int>(n), LDA = static_cast<int>(lda);
-  int info = 0;
-  dpotrf_("L", &N, a, &LDA, &info);
+  const PetscBLASInt N = blas_int(n, "dpotrf", "n"), LDA = blas_int(lda, "dpotrf", "lda");
+  PetscBLASInt info = 0;
+  LAPACKpotrf_("L", &N, a, &LDA, &info);
   return info == 0;
 }
 
 void posv(int64_t n, int64_t nrhs, double* a, int64_t lda, double* b, int64_t ldb) {
-  const int N = static_cast<int>(n), NR = static_cast<int>(nrhs), LDA = static_cast<int>(lda),
-            LDB = static_cast<int>(ldb);
-  int info = 0;
-  dposv_("L", &N, &NR, a, &LDA, b, &LDB, &info);
-  check_info(info, "dposv");
+  const char* r = "dposv";
+  const PetscBLASInt N = blas_int(n, r, "n"), NR = blas_int(nrhs, r, "nrhs"), LDA = blas_int(lda, r, "lda"),
+                     LDB = blas_int(ldb, r, "ldb");
+  PetscBLASInt info = 0;
+  SSDR_dposv("L", &N, &NR, a, &LDA, b, &LDB, &info);
+  check_info(info, r);
 }
 
 }  // namespace ssdr::lapack

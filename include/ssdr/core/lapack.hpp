@@ -1,8 +1,11 @@
 #pragma once
 /// \file lapack.hpp
 /// Thin C++ wrappers over the Fortran BLAS/LAPACK symbols (OpenBLAS through Debian's
-/// libblas.so.3/liblapack.so.3 alternatives). Column-major, Fortran conventions; every
-/// wrapper is local (not collective).
+/// libblas.so.3/liblapack.so.3 alternatives), declared by PETSc's petscblaslapack.h (its
+/// PetscBLASInt and name mangling). Column-major, Fortran conventions; every wrapper is
+/// local (not collective). Sizes and leading dimensions are int64_t: one that is negative or
+/// does not fit PetscBLASInt (2³¹ − 1 with a 32-bit-integer BLAS) throws ssdr::Error naming
+/// the routine and the argument instead of wrapping around.
 #include <cstdint>
 #include <vector>
 
