@@ -4,8 +4,8 @@
 For each n: the first n Fashion-MNIST images (train then t10k; for n > 70 000 the first n rows
 of the augmented set of jobs/make_fashion_1m.sh, --data-large DIR) as float32; k neighbours,
 self excluded. FAISS IndexFlatL2 (exact), hnswlib (M=16, ef_construction=200, ef=64) and
-PyNNDescent, each with THREADS threads. PyNNDescent's first call compiles with numba: the
-time reported is a second, warm run. Recall@k against exact lists (FAISS's for n <= 70 000,
+PyNNDescent, each with THREADS threads. PyNNDescent's first call compiles with numba: it is
+reported once (for the first n) and the second, warm run for every n. Recall@k against exact lists (FAISS's for n <= 70 000,
 else brute force for 1000 random rows). Prints one JSON object per line.
 
 Usage: bench_knn.py --sizes 20000,70000 [--large-sizes 280000 --data-large DIR] [--k 8] [--threads 2]
@@ -72,6 +72,7 @@ def main():
     jobs = [(int(s), False) for s in a.sizes.split(",") if s]
     jobs += [(int(s), True) for s in a.large_sizes.split(",") if s and a.data_large]
     rng = np.random.default_rng(1)
+    compiled = False  # numba compiles on the first PyNNDescent call of the process
     for n, large in jobs:
         X = load(n, a.data_large if large else a.data, large)
         out = lambda **kw: print(json.dumps(dict(n=n, threads=a.threads, **kw)), flush=True)
@@ -105,12 +106,16 @@ def main():
         L, _ = h.knn_query(X, k=k + 1, num_threads=a.threads)
         t = time.perf_counter() - t0
         out(method="hnswlib M=16 ef=64", seconds=t, recall=recall(drop_self(L, k), exact, rows))
-        # PyNNDescent (warm run)
+        # PyNNDescent: the first call of the process compiles with numba (what a user's job
+        # pays once, and what the 16.7 s at n = 70 000 includes); the second is warm.
         for run in range(2):
             t0 = time.perf_counter()
             nnd = pynndescent.NNDescent(X, n_neighbors=k + 1, n_jobs=a.threads, random_state=1, verbose=False)
             I, _ = nnd.neighbor_graph
             t = time.perf_counter() - t0
+            if run == 0 and not compiled:
+                out(method="PyNNDescent (first call: numba compile)", seconds=t, recall=recall(drop_self(I, k), exact, rows))
+            compiled = True
         out(method="PyNNDescent (warm)", seconds=t, recall=recall(drop_self(I, k), exact, rows))
 
 
