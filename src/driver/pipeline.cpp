@@ -98,14 +98,17 @@ FitOutcome fit_rows(FitRows& rows, const data::Preprocessor& pre, const std::vec
 
 }  // namespace
 
-FitOutcome fit_and_evaluate(const io::Dataset& ds, const std::vector<data::Role>& roles,
-                            const FitConfig& config, bool keep_embedding) {
+namespace {
+
+/// The fit of both entry points. consume = &ds.X: the rows are preprocessed inside its buffer
+/// (left empty); nullptr: the raw X stays and the transductive rows are copied out.
+FitOutcome fit_and_evaluate_impl(const io::Dataset& ds, DistMatrix* consume, const std::vector<data::Role>& roles,
+                                 const FitConfig& config, bool keep_embedding) {
   data::validate_split(ds.labels, ds.classes, roles);
   FitOutcome out;
   FitRows rows;
   std::vector<int> labels;
   transductive_rows(ds, roles, rows.transductive, labels);
-  rows.raw = &ds.X;
   rows.layout = ds.X.layout();
   rows.comm = ds.X.comm;
   rows.d_input = ds.X.cols;
@@ -113,30 +116,28 @@ FitOutcome fit_and_evaluate(const io::Dataset& ds, const std::vector<data::Role>
   {
     Phase phase("preprocess", &out.timings);
     pre = data::fit_preprocessor(ds.X, rows.transductive, config.preprocess);
-    rows.Xt = data::apply(pre, ds.X, rows.transductive);  // no n×d intermediate copies
+    if (consume) {
+      data::SplitRows split = data::apply_split(pre, std::move(*consume), rows.transductive);
+      rows.Xt = std::move(split.kept);
+      rows.Xu = std::move(split.other);
+    } else {
+      rows.raw = &ds.X;
+      rows.Xt = data::apply(pre, ds.X, rows.transductive);  // no n×d intermediate copies
+    }
   }
   return fit_rows(rows, pre, labels, ds, roles, config, keep_embedding, std::move(out));
 }
 
+}  // namespace
+
+FitOutcome fit_and_evaluate(const io::Dataset& ds, const std::vector<data::Role>& roles,
+                            const FitConfig& config, bool keep_embedding) {
+  return fit_and_evaluate_impl(ds, nullptr, roles, config, keep_embedding);
+}
+
 FitOutcome fit_and_evaluate_consuming(io::Dataset& ds, const std::vector<data::Role>& roles,
                                       const FitConfig& config, bool keep_embedding) {
-  data::validate_split(ds.labels, ds.classes, roles);
-  FitOutcome out;
-  FitRows rows;
-  std::vector<int> labels;
-  transductive_rows(ds, roles, rows.transductive, labels);
-  rows.layout = ds.X.layout();
-  rows.comm = ds.X.comm;
-  rows.d_input = ds.X.cols;
-  data::Preprocessor pre;
-  {
-    Phase phase("preprocess", &out.timings);
-    pre = data::fit_preprocessor(ds.X, rows.transductive, config.preprocess);
-    data::SplitRows split = data::apply_split(pre, std::move(ds.X), rows.transductive);
-    rows.Xt = std::move(split.kept);
-    rows.Xu = std::move(split.other);
-  }
-  return fit_rows(rows, pre, labels, ds, roles, config, keep_embedding, std::move(out));
+  return fit_and_evaluate_impl(ds, &ds.X, roles, config, keep_embedding);
 }
 
 namespace {
