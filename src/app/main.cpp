@@ -7,6 +7,7 @@
 #include <boost/program_options.hpp>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <cerrno>
 #include <csignal>
@@ -427,6 +428,13 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(comm, &rank);
   int code = 0;
   try {
+    if (const char* every = std::getenv("SSDR_PROGRESS_EVERY")) {  // the same on every rank (mpiexec passes it)
+      char* end = nullptr;
+      const double seconds = std::strtod(every, &end);
+      SSDR_REQUIRE(*every != '\0' && end != nullptr && *end == '\0' && std::isfinite(seconds) && seconds >= 0,
+                   std::string("SSDR_PROGRESS_EVERY: expected a number of seconds >= 0, got '") + every + "'");
+      set_progress_interval(seconds);
+    }
     const std::string command = ssdr_args.empty() ? "" : ssdr_args.front();
     std::vector<std::string> rest(ssdr_args.begin() + (ssdr_args.empty() ? 0 : 1), ssdr_args.end());
     bool help = false;

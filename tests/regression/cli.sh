@@ -107,6 +107,17 @@ for o in --knn --weight --sigma-s --knn-method --knn-recall-sample --alpha-u --m
 done
 if [ -z "$missing" ]; then ok "fit --help lists every parameter"; else bad "fit --help lacks:$missing"; fi
 
+# Progress: one line per trace-ratio iteration with the ratio and its change (rate-limited;
+# SSDR_PROGRESS_EVERY=0 shows every one), silenced by --quiet.
+if SSDR_PROGRESS_EVERY=0 run fit --method soda --data "$iris" --labeled-per-class 3 --seed 1 >/dev/null 2>"$tmp/stderr" &&
+   grep -q "trace ratio (d = 4, m = 2) iteration 1: ratio [0-9.e+-]*, change" "$tmp/stderr" &&
+   SSDR_PROGRESS_EVERY=0 run fit --method soda --data "$iris" --labeled-per-class 3 --seed 1 -q >/dev/null 2>"$tmp/stderr" &&
+   [ ! -s "$tmp/stderr" ]; then
+  ok "trace-ratio iterations report their ratio and change; --quiet silences them"
+else bad "trace-ratio progress"; cat "$tmp/stderr"; fi
+SSDR_PROGRESS_EVERY=soon expect_error "SSDR_PROGRESS_EVERY not a number" "SSDR_PROGRESS_EVERY: expected a number of seconds >= 0, got 'soon'" \
+  fit --method lda --data "$iris" --labeled-per-class 3
+
 # A wrong or truncated model file is a clear error.
 head -c 40 "$tmp/m.model" >"$tmp/trunc.model"
 expect_error "truncated model" "trunc.model" transform --model "$tmp/trunc.model" --data "$iris" --embedding "$tmp/x.csv"
