@@ -107,6 +107,39 @@ for o in --knn --weight --sigma-s --knn-method --knn-recall-sample --alpha-u --m
 done
 if [ -z "$missing" ]; then ok "fit --help lists every parameter"; else bad "fit --help lacks:$missing"; fi
 
+# PETSc options stand anywhere, each with its value (a negative number too); ssdr's own
+# options have two dashes. An option nothing read is named in one warning line on rank 0.
+if run -eig_eps_type lapack fit --method lda -eig_eps_tol 1e-10 --data "$iris" --labeled-per-class 3 -lp_ksp_typo -5 \
+     -q --report "$tmp/po.json" >/dev/null 2>"$tmp/stderr" &&
+   [ "$(wc -l <"$tmp/stderr")" -eq 1 ] &&
+   grep -qx "ssdr: warning: PETSc option -lp_ksp_typo -5 was not used by this run (misspelled?)" "$tmp/stderr" &&
+   python3 - "$tmp/po.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))["provenance"]["petsc_options"]
+assert "-eig_eps_type lapack" in p and "-eig_eps_tol 1e-10" in p and "-lp_ksp_typo -5" in p, p
+PY
+then ok "PETSc options before the command and among ssdr's, with values; one warning for the unused one"
+else bad "PETSc options anywhere"; cat "$tmp/stderr"; fi
+if run fit --method lda --data "$iris" --labeled-per-class 3 -q -log_view ":$tmp/log.txt" -options_left 0 -malloc_dump \
+     -memory_view >/dev/null 2>"$tmp/stderr" && [ ! -s "$tmp/stderr" ] && [ -s "$tmp/log.txt" ]; then
+  ok "no warning for the options PETSc reads at exit (-log_view, -options_left, -malloc_dump, -memory_view)"
+else bad "a warning for an option PETSc reads at exit: $(head -c 300 "$tmp/stderr")"; fi
+
+# --help: stdout and exit 0 for ssdr and every command; errors on stderr with a non-zero exit.
+help_ok=""
+for args in "--help" "-h" "help" "fit --help" "evaluate --help" "transform --help" "help fit" \
+            "convert --help" "experiment --help" "methods --help"; do
+  # shellcheck disable=SC2086
+  if ! NP=1 run $args >"$tmp/h.out" 2>"$tmp/h.err" || [ ! -s "$tmp/h.out" ] || [ -s "$tmp/h.err" ]; then
+    help_ok="$help_ok [$args]"
+  fi
+done
+if [ -z "$help_ok" ]; then ok "--help of ssdr and every command on stdout, exit 0"; else bad "--help not on stdout with exit 0:$help_ok"; fi
+if NP=1 run >"$tmp/h.out" 2>"$tmp/h.err"; then bad "no command: exit 0"
+elif [ -s "$tmp/h.out" ] || ! grep -q "^usage: ssdr" "$tmp/h.err"; then bad "no command: the usage belongs on stderr"
+else ok "no command: the usage on stderr, non-zero exit"; fi
+expect_error "unknown command" "unknown command 'fitt'" fitt --method lda
+
 # Progress: one line per trace-ratio iteration with the ratio and its change (rate-limited;
 # SSDR_PROGRESS_EVERY=0 shows every one), silenced by --quiet.
 if SSDR_PROGRESS_EVERY=0 run fit --method soda --data "$iris" --labeled-per-class 3 --seed 1 >/dev/null 2>"$tmp/stderr" &&
