@@ -375,8 +375,9 @@ driver::TransformCommand parse_transform(const std::vector<std::string>& args, b
   d.add_options()
     ("help,h", "show this help")
     ("model", po::value(&c.model)->required(), "model file from fit --model")
-    ("data", po::value(&c.data)->required(), "data to project (CSV and LIBSVM with a label column; NPY and HDF5 without labels)")
+    ("data", po::value(&c.data)->required(), "data to project (CSV and LIBSVM with a label column unless --no-labels; NPY and HDF5 with or without labels)")
     ("format", po::value(&format)->default_value("auto"), kFormatHelp)
+    ("no-labels", "CSV data without a label column: every field is a value")
     ("hdf5-data", po::value(&c.read.hdf5_data)->default_value("/X"), "HDF5 data set of the samples")
     ("embedding", po::value(&c.embedding)->required(), "output, .csv, .npy (parallel MPI-IO) or .h5 (parallel HDF5)")
     ("quiet,q", "no progress output");
@@ -387,6 +388,7 @@ driver::TransformCommand parse_transform(const std::vector<std::string>& args, b
   for (const char* option : {"model", "data", "embedding"})
     SSDR_REQUIRE(!vm[option].as<std::string>().empty(), std::string("--") + option + ": expected a file name, got an empty string");
   c.format = io::parse_format(format);
+  c.read.no_labels = vm.count("no-labels") > 0;
   return c;
 }
 
