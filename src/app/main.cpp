@@ -40,6 +40,7 @@ const char* kUsage =
     "  fit        learn a projection on one split, evaluate it (1-NN), write report/model/embedding\n"
     "  evaluate   fit over --splits R random splits (seeds S..S+R-1), report mean and std\n"
     "  transform  apply a saved --model to --data and write the --embedding\n"
+    "  predict    label --data by 1-NN against the model's labeled samples, write one label per line\n"
     "  convert    rewrite a data set as HDF5 or NPY, which every rank then reads in parallel\n"
     "  experiment run a YAML job: protocols, parameter grids, splits, groups, checkpoints, plots\n"
     "  methods    list the methods\n"
@@ -392,6 +393,34 @@ driver::TransformCommand parse_transform(const std::vector<std::string>& args, b
   return c;
 }
 
+driver::PredictCommand parse_predict(const std::vector<std::string>& args, bool& help) {
+  driver::PredictCommand c;
+  c.read.labels_required = false;
+  std::string format;
+  po::options_description d("ssdr predict options (1-NN in the embedding against the fit's labeled samples, kept in the model)");
+  // clang-format off
+  d.add_options()
+    ("help,h", "show this help")
+    ("model", po::value(&c.model)->required(), "model file from fit --model (format 5 or later: older models hold no labeled samples)")
+    ("data", po::value(&c.data)->required(), "data to label (CSV and LIBSVM with a label column unless --no-labels; NPY and HDF5 with or without labels); with labels the accuracy is printed")
+    ("format", po::value(&format)->default_value("auto"), kFormatHelp)
+    ("no-labels", "CSV data without a label column: every field is a value")
+    ("hdf5-data", po::value(&c.read.hdf5_data)->default_value("/X"), "HDF5 data set of the samples")
+    ("hdf5-labels", po::value(&c.read.hdf5_labels)->default_value("/y"), "HDF5 data set of the labels, if the file has one")
+    ("labels", po::value(&c.read.labels), "labels of NPY data (optional): a 1-D integer .npy file of n labels")
+    ("output", po::value(&c.output)->required(), "predicted labels, one per line in file order (.npy: a 1-D int64 array)")
+    ("quiet,q", "no progress output");
+  // clang-format on
+  po::variables_map vm;
+  help = parse_command(args, d, vm);
+  if (help) return c;
+  for (const char* option : {"model", "data", "output"})
+    SSDR_REQUIRE(!vm[option].as<std::string>().empty(), std::string("--") + option + ": expected a file name, got an empty string");
+  c.format = io::parse_format(format);
+  c.read.no_labels = vm.count("no-labels") > 0;
+  return c;
+}
+
 driver::ConvertCommand parse_convert(const std::vector<std::string>& args, bool& help) {
   driver::ConvertCommand c;
   std::string format;
@@ -536,12 +565,16 @@ int main(int argc, char** argv) {
     } else if (command == "transform") {
       auto c = parse_transform(rest, help);
       if (!help) code = driver::run_transform(c, comm);
+    } else if (command == "predict") {
+      auto c = parse_predict(rest, help);
+      if (!help) code = driver::run_predict(c, comm);
     } else if (command == "convert") {
       auto c = parse_convert(rest, help);
       if (!help) code = driver::run_convert(c, comm);
     } else {
-      throw Error("unknown command '" + command + "'; expected fit, evaluate, transform, convert, experiment or methods", __FILE__,
-                  __LINE__, true);
+      throw Error("unknown command '" + command +
+                      "'; expected fit, evaluate, transform, predict, convert, experiment or methods",
+                  __FILE__, __LINE__, true);
     }
   } catch (const po::error& e) {
     // Option errors are the same on every rank (same argv).
