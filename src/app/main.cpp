@@ -1,12 +1,14 @@
-// ssdr command line: parses and validates the options, then calls the driver. PETSc/SLEPc
-// options (-log_view, -lp_ksp_type gmres, -tr_eps_type scalapack, ...) may follow the ssdr
-// options; they are handed to SlepcInitialize untouched.
+// ssdr command line: parses and validates the options, then calls the driver. ssdr's own
+// options have two dashes (--method soda; -q and -h are the only short ones); every other
+// single-dash word is a PETSc/SLEPc option (-log_view, -lp_ksp_type gmres, -tr_eps_type
+// scalapack, ...), wherever it stands, handed to SlepcInitialize with its value and in order.
 #include <algorithm>
 #include <slepcsys.h>
 
 #include <boost/program_options.hpp>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <cerrno>
 #include <csignal>
@@ -38,12 +40,15 @@ const char* kUsage =
     "  fit        learn a projection on one split, evaluate it (1-NN), write report/model/embedding\n"
     "  evaluate   fit over --splits R random splits (seeds S..S+R-1), report mean and std\n"
     "  transform  apply a saved --model to --data and write the --embedding\n"
+    "  predict    label --data by 1-NN against the model's labeled samples, write one label per line\n"
     "  convert    rewrite a data set as HDF5 or NPY, which every rank then reads in parallel\n"
     "  experiment run a YAML job: protocols, parameter grids, splits, groups, checkpoints, plots\n"
     "  methods    list the methods\n"
     "\n"
-    "Run 'ssdr <command> --help' for the options of a command. PETSc/SLEPc options go after the\n"
-    "ssdr options, e.g. -lp_ksp_type gmres -tr_eps_type lapack -log_view.\n";
+    "Run 'ssdr <command> --help' (or 'ssdr help <command>') for the options of a command. ssdr's\n"
+    "options have two dashes; PETSc/SLEPc options have one and may stand anywhere, each with its\n"
+    "value, e.g. -lp_ksp_type gmres -tr_eps_type lapack -log_view. A PETSc option that nothing\n"
+    "read (misspelled?) is named in a warning at exit.\n";
 
 const char* kFormatHelp =
     "csv | libsvm | npy | hdf5 | idx | auto (from the name: .npy, .h5/.hdf5, .libsvm/.svm, *idx3-ubyte or a "
@@ -58,9 +63,45 @@ void print_help(const std::string& text) {
   if (rank == 0) std::fputs(text.c_str(), stdout);
 }
 
+/// A negative number ("-5", "-1e-3", "-.5"): a value, never an option.
+bool is_negative_number(const char* a) {
+  return a[0] == '-' && ((a[1] >= '0' && a[1] <= '9') || (a[1] == '.' && a[2] >= '0' && a[2] <= '9'));
+}
+
+/// A PETSc/SLEPc option: one dash and a name (not ssdr's -q/-h, not a negative number).
 bool is_petsc_option(const char* a) {
   if (std::strcmp(a, "-q") == 0 || std::strcmp(a, "-h") == 0) return false;  // ssdr's short options
-  return a[0] == '-' && a[1] != '-' && a[1] != '\0' && !(a[1] >= '0' && a[1] <= '9') && a[1] != '.';
+  return a[0] == '-' && a[1] != '-' && a[1] != '\0' && !is_negative_number(a);
+}
+
+const char* const kCommands[] = {"fit", "evaluate", "transform", "predict", "convert", "experiment", "methods",
+                                 "help", "version"};
+
+bool is_command(const char* a) {
+  for (const char* c : kCommands)
+    if (std::strcmp(a, c) == 0) return true;
+  return false;
+}
+
+/// Splits argv into ssdr's words and PETSc's options, each PETSc option with its value, in
+/// their order. A PETSc option's value is the next word when that word is no option (it does
+/// not start with '-', or it is a negative number: -mat_shift -5, -lp_ksp_rtol 1e-12), as
+/// PETSc reads its own command line; before the command, a command name is the command
+/// (ssdr -log_view fit ...), not a value. Replicated (every rank splits the same argv).
+void split_arguments(int argc, char** argv, std::vector<std::string>& ssdr_args, std::vector<char*>& petsc_argv) {
+  petsc_argv.assign(1, argv[0]);
+  for (int i = 1; i < argc; ++i) {
+    if (!is_petsc_option(argv[i])) {
+      ssdr_args.emplace_back(argv[i]);
+      continue;
+    }
+    petsc_argv.push_back(argv[i]);
+    if (i + 1 < argc) {
+      const char* next = argv[i + 1];
+      const bool value = next[0] != '-' || is_negative_number(next);
+      if (value && !(ssdr_args.empty() && is_command(next))) petsc_argv.push_back(argv[++i]);
+    }
+  }
 }
 
 /// PETSc options that name files, checked before PETSc touches them: -options_file and
@@ -190,11 +231,24 @@ nlohmann::json option_value(const methods::ParameterSpec& p, const std::string& 
   return x;
 }
 
+/// The options PETSc reads only inside PetscFinalize (PETSc 3.18 pinit.c: reports, dumps,
+/// the log viewers), i.e. after warn_unused_petsc_options looks: they are PETSc's own, used.
+const char* const kReadAtFinalize[] = {
+    "-citations", "-get_total_flops", "-log", "-log_all", "-log_mpe", "-log_summary", "-log_view", "-malloc_debug",
+    "-malloc_dump", "-malloc_info", "-malloc_test", "-malloc_view", "-memory_view", "-mpi_linear_solver_server",
+    "-mpidump", "-no_signal_handler", "-nox", "-nox_warning", "-objects_dump", "-options_left", "-options_view",
+    "-saw_options", "-tellmycell", "-textbelt", "-x_virtual"};
+
 /// Warns (rank 0, stderr, one line per option) about PETSc options nobody queried: a
 /// misspelled -lp_ksp_typo would otherwise be ignored without a word. Options that only
-/// another method or path reads are reported too (they had no effect on this run). Shown
-/// with --quiet as well (a warning, not progress). Local.
+/// another method or path reads are reported too (they had no effect on this run); the ones
+/// PETSc reads at finalize (kReadAtFinalize) are not. Shown with --quiet as well (a
+/// warning, not progress). Local.
 void warn_unused_petsc_options(int rank) {
+  for (const char* name : kReadAtFinalize) {
+    PetscBool set = PETSC_FALSE;
+    PetscOptionsHasName(nullptr, nullptr, name, &set);  // marks it used when it is there
+  }
   if (rank != 0) return;
   PetscInt n = 0;
   char** names = nullptr;
@@ -322,8 +376,9 @@ driver::TransformCommand parse_transform(const std::vector<std::string>& args, b
   d.add_options()
     ("help,h", "show this help")
     ("model", po::value(&c.model)->required(), "model file from fit --model")
-    ("data", po::value(&c.data)->required(), "data to project (CSV and LIBSVM with a label column; NPY and HDF5 without labels)")
+    ("data", po::value(&c.data)->required(), "data to project (CSV and LIBSVM with a label column unless --no-labels; NPY and HDF5 with or without labels)")
     ("format", po::value(&format)->default_value("auto"), kFormatHelp)
+    ("no-labels", "CSV data without a label column: every field is a value")
     ("hdf5-data", po::value(&c.read.hdf5_data)->default_value("/X"), "HDF5 data set of the samples")
     ("embedding", po::value(&c.embedding)->required(), "output, .csv, .npy (parallel MPI-IO) or .h5 (parallel HDF5)")
     ("quiet,q", "no progress output");
@@ -334,6 +389,35 @@ driver::TransformCommand parse_transform(const std::vector<std::string>& args, b
   for (const char* option : {"model", "data", "embedding"})
     SSDR_REQUIRE(!vm[option].as<std::string>().empty(), std::string("--") + option + ": expected a file name, got an empty string");
   c.format = io::parse_format(format);
+  c.read.no_labels = vm.count("no-labels") > 0;
+  return c;
+}
+
+driver::PredictCommand parse_predict(const std::vector<std::string>& args, bool& help) {
+  driver::PredictCommand c;
+  c.read.labels_required = false;
+  std::string format;
+  po::options_description d("ssdr predict options (1-NN in the embedding against the fit's labeled samples, kept in the model)");
+  // clang-format off
+  d.add_options()
+    ("help,h", "show this help")
+    ("model", po::value(&c.model)->required(), "model file from fit --model (format 5 or later: older models hold no labeled samples)")
+    ("data", po::value(&c.data)->required(), "data to label (CSV and LIBSVM with a label column unless --no-labels; NPY and HDF5 with or without labels); with labels the accuracy is printed")
+    ("format", po::value(&format)->default_value("auto"), kFormatHelp)
+    ("no-labels", "CSV data without a label column: every field is a value")
+    ("hdf5-data", po::value(&c.read.hdf5_data)->default_value("/X"), "HDF5 data set of the samples")
+    ("hdf5-labels", po::value(&c.read.hdf5_labels)->default_value("/y"), "HDF5 data set of the labels, if the file has one")
+    ("labels", po::value(&c.read.labels), "labels of NPY data (optional): a 1-D integer .npy file of n labels")
+    ("output", po::value(&c.output)->required(), "predicted labels, one per line in file order (.npy: a 1-D int64 array)")
+    ("quiet,q", "no progress output");
+  // clang-format on
+  po::variables_map vm;
+  help = parse_command(args, d, vm);
+  if (help) return c;
+  for (const char* option : {"model", "data", "output"})
+    SSDR_REQUIRE(!vm[option].as<std::string>().empty(), std::string("--") + option + ": expected a file name, got an empty string");
+  c.format = io::parse_format(format);
+  c.read.no_labels = vm.count("no-labels") > 0;
   return c;
 }
 
@@ -382,12 +466,11 @@ extern "C" void on_terminate(int) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // ssdr arguments: argv[1..k); PETSc arguments: from the first single-dash option on.
+  // ssdr's words (the command and its double-dash options) and PETSc's options, wherever
+  // they stand on the command line.
   std::vector<std::string> ssdr_args;
-  std::vector<char*> petsc_argv = {argv[0]};
-  int i = 1;
-  for (; i < argc && !is_petsc_option(argv[i]); ++i) ssdr_args.emplace_back(argv[i]);
-  for (; i < argc; ++i) petsc_argv.push_back(argv[i]);
+  std::vector<char*> petsc_argv;
+  split_arguments(argc, argv, ssdr_args, petsc_argv);
   int petsc_argc = static_cast<int>(petsc_argv.size());
   petsc_argv.push_back(nullptr);
   char** pargv = petsc_argv.data();
@@ -427,17 +510,35 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(comm, &rank);
   int code = 0;
   try {
-    const std::string command = ssdr_args.empty() ? "" : ssdr_args.front();
+    if (const char* every = std::getenv("SSDR_PROGRESS_EVERY")) {  // the same on every rank (mpiexec passes it)
+      char* end = nullptr;
+      const double seconds = std::strtod(every, &end);
+      SSDR_REQUIRE(*every != '\0' && end != nullptr && *end == '\0' && std::isfinite(seconds) && seconds >= 0,
+                   std::string("SSDR_PROGRESS_EVERY: expected a number of seconds >= 0, got '") + every + "'");
+      set_progress_interval(seconds);
+    }
+    std::string command = ssdr_args.empty() ? "" : ssdr_args.front();
     std::vector<std::string> rest(ssdr_args.begin() + (ssdr_args.empty() ? 0 : 1), ssdr_args.end());
+    if (command == "help" && !rest.empty()) {  // `ssdr help fit` is `ssdr fit --help`
+      SSDR_REQUIRE(rest.size() == 1, "unexpected argument '" + rest.back() + "': ssdr help takes one command name");
+      command = rest.front();
+      rest.assign(1, "--help");
+    }
     bool help = false;
+    // PETSc's own -help (its options, printed by SlepcInitialize) without a command is a
+    // request for help too, not a missing command.
+    PetscBool petsc_help = PETSC_FALSE;
+    if (command.empty()) PetscOptionsHasName(nullptr, nullptr, "-help", &petsc_help);
     if (command == "" || command == "--help" || command == "-h" || command == "help") {
-      if (rank == 0) std::fputs(kUsage, command.empty() ? stderr : stdout);
-      code = command.empty() ? 2 : 0;
+      const bool asked = !command.empty() || petsc_help;
+      if (rank == 0) std::fputs(kUsage, asked ? stdout : stderr);  // no command at all: an error
+      code = asked ? 0 : 2;
     } else if (command == "--version" || command == "version") {
       if (rank == 0) std::printf("ssdr %s\n", version());
     } else if (command == "methods") {
-      SSDR_REQUIRE(rest.empty(), "unexpected argument '" + (rest.empty() ? std::string() : rest.front()) +
-                                     "': ssdr methods takes no arguments");
+      const bool asked = rest.size() == 1 && (rest.front() == "--help" || rest.front() == "-h");
+      SSDR_REQUIRE(rest.empty() || asked, "unexpected argument '" + (rest.empty() ? std::string() : rest.front()) +
+                                              "': ssdr methods takes no arguments");
       if (rank == 0) std::fputs(methods_help().c_str(), stdout);
     } else if (command == "fit" || command == "evaluate") {
       auto c = parse_fit(rest, command == "evaluate", help);
@@ -464,12 +565,16 @@ int main(int argc, char** argv) {
     } else if (command == "transform") {
       auto c = parse_transform(rest, help);
       if (!help) code = driver::run_transform(c, comm);
+    } else if (command == "predict") {
+      auto c = parse_predict(rest, help);
+      if (!help) code = driver::run_predict(c, comm);
     } else if (command == "convert") {
       auto c = parse_convert(rest, help);
       if (!help) code = driver::run_convert(c, comm);
     } else {
-      throw Error("unknown command '" + command + "'; expected fit, evaluate, transform, convert, experiment or methods", __FILE__,
-                  __LINE__, true);
+      throw Error("unknown command '" + command +
+                      "'; expected fit, evaluate, transform, predict, convert, experiment or methods",
+                  __FILE__, __LINE__, true);
     }
   } catch (const po::error& e) {
     // Option errors are the same on every rank (same argv).

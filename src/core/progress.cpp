@@ -2,6 +2,8 @@
 
 #include <petscsys.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <vector>
@@ -91,19 +93,48 @@ double Phase::stop() {
   return dt;
 }
 
+namespace {
+double g_interval = 5.0;
+}  // namespace
+
+void set_progress_interval(double seconds) {
+  if (std::isfinite(seconds) && seconds >= 0) g_interval = seconds;
+}
+double progress_interval() { return g_interval; }
+
 Progress::Progress(std::string what, long total)
     : what_(std::move(what)), total_(total), t0_(MPI_Wtime()), last_(t0_) {}
 
-void Progress::update(long done) {
+bool Progress::due(long done) {
+  if (g_quiet || done <= 0) return false;
   const double now = MPI_Wtime();
-  if (now - t0_ < 3.0 || now - last_ < 5.0 || done <= 0) return;
+  if (now - t0_ < std::min(3.0, g_interval) || now - last_ < g_interval) return false;
   last_ = now;
-  const double rate = (now - t0_) / static_cast<double>(done);
+  return true;
+}
+
+void Progress::update(long done) {
+  if (!due(done)) return;
+  const double rate = (MPI_Wtime() - t0_) / static_cast<double>(done);
   const double eta = rate * static_cast<double>(total_ - done);
   char buf[160];
   std::snprintf(buf, sizeof buf, "%s: %ld/%ld (%.0f%%), ETA %.0f s", what_.c_str(), done, total_,
                 100.0 * static_cast<double>(done) / static_cast<double>(total_), eta);
   say(buf);
+}
+
+void Progress::update(long done, long total, const std::string& detail) {
+  if (!due(done)) return;
+  std::string line = what_ + " " + std::to_string(done);
+  if (total > 0) line += "/~" + std::to_string(total);
+  if (!detail.empty()) line += ": " + detail;
+  if (total > 0) {
+    const double eta = (MPI_Wtime() - t0_) / static_cast<double>(done) * static_cast<double>(std::max(total - done, 0L));
+    char buf[64];
+    std::snprintf(buf, sizeof buf, ", ETA %.0f s", eta);
+    line += buf;
+  }
+  say(line);
 }
 
 }  // namespace ssdr

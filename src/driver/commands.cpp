@@ -10,7 +10,9 @@
 
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/progress.hpp"
+#include "ssdr/core/mpi_util.hpp"
 #include "ssdr/core/version.hpp"
+#include "ssdr/evaluation/one_nn.hpp"
 #include "ssdr/io/output.hpp"
 #include "ssdr/driver/provenance.hpp"
 #include "ssdr/model/model.hpp"
@@ -128,6 +130,21 @@ FitConfig selected_config(const FitCommand& cmd, const io::Dataset& ds, const st
   return s.config;
 }
 
+/// The fit's labeled samples into its model, for `ssdr predict`: the rows of the embedding Y
+/// (n×m, every sample) whose role is labeled, gathered in increasing global index (so the
+/// model has the same bytes on any rank count), and their labels. Collective over Y.comm.
+void keep_labeled_samples(model::Model& m, const DistMatrix& Y, const std::vector<int>& labels,
+                          const std::vector<data::Role>& roles) {
+  const std::vector<double> rows = evaluation::gather_labeled_rows(Y, roles);
+  m.labeled_labels.clear();
+  for (size_t i = 0; i < roles.size(); ++i)
+    if (roles[i] == data::Role::labeled) m.labeled_labels.push_back(labels[i]);
+  const int64_t l = static_cast<int64_t>(m.labeled_labels.size());
+  SSDR_CHECK(static_cast<int64_t>(rows.size()) == l * Y.cols, "fit: the labeled rows of the embedding do not match the split");
+  m.labeled_embedding = Dense(Y.cols, l);  // column j = row j of the row-major l×m block
+  m.labeled_embedding.v = rows;
+}
+
 }  // namespace
 
 void check_outputs(const FitCommand& cmd, MPI_Comm comm) {
@@ -147,8 +164,10 @@ int run_fit(const FitCommand& cmd, MPI_Comm comm) {
   nlohmann::json r = base_report(cmd, ds, comm);
   const int64_t n = ds.X.n_global;
   // The single fit consumes the data (one copy of it in memory, not the raw and the
-  // preprocessed rows side by side).
-  FitOutcome out = fit_and_evaluate_consuming(ds, roles, config, !cmd.embedding.empty());
+  // preprocessed rows side by side). The embedding (n×m, small) is kept for --embedding
+  // and for the model's labeled samples.
+  FitOutcome out = fit_and_evaluate_consuming(ds, roles, config, !cmd.embedding.empty() || !cmd.model.empty());
+  if (!cmd.model.empty()) keep_labeled_samples(out.model, out.embedding, ds.labels, roles);
   for (auto& [k, v] : out.timings) timings[k] += v;
   if (!selection.is_null()) out.info["selection"] = selection;
   const double total = MPI_Wtime() - t0;
@@ -319,6 +338,56 @@ int run_transform(const TransformCommand& cmd, MPI_Comm comm) {
   }
   io::write_embedding(Y, cmd.embedding);
   say("wrote " + std::to_string(Y.n_global) + " x " + std::to_string(Y.cols) + " embedding to " + cmd.embedding);
+  return 0;
+}
+
+int run_predict(const PredictCommand& cmd, MPI_Comm comm) {
+  io::check_outputs({{"--output", cmd.output}},
+                    {{"--model", cmd.model}, {"--data", cmd.data}, {"--labels", cmd.read.labels}}, comm);
+  const model::Model m = model::load_collective(cmd.model, comm);
+  SSDR_REQUIRE(m.format_version >= model::kFirstVersionWithLabeled,
+               "--model " + cmd.model + ": model format version " + std::to_string(m.format_version) +
+                   " predates ssdr predict (it keeps no labeled samples); refit it with this ssdr (ssdr fit --model)");
+  SSDR_REQUIRE(!m.labeled_labels.empty(), "--model " + cmd.model +
+                                              ": the model keeps no labeled samples to predict from; refit it with "
+                                              "ssdr fit --model");
+  methods::Timings t;
+  io::Dataset ds = read_data(cmd.data, cmd.format, cmd.read, comm, t);
+  SSDR_REQUIRE(ds.X.cols == m.d_input, "--data " + cmd.data + " has " + std::to_string(ds.X.cols) +
+                                           " features but the model '" + cmd.model + "' expects " +
+                                           std::to_string(m.d_input));
+  std::vector<int> predicted;
+  {
+    Phase phase("predict");
+    const DistMatrix Y = model::project(m, ds.X);
+    predicted = evaluation::nearest_labels(Y, m.labeled_embedding.v, m.labeled_labels);
+  }
+  const int64_t n = ds.X.n_global, row_start = ds.X.row_start;
+  const bool labeled = !ds.labels.empty();
+  int64_t correct = 0;
+  if (labeled)
+    for (size_t i = 0; i < predicted.size(); ++i)
+      correct += predicted[i] == ds.labels[static_cast<size_t>(row_start) + i] ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &correct, 1, MPI_INT64_T, MPI_SUM, comm);
+  ds = io::Dataset();
+  // n labels on every rank (as many as the data set's own replicated labels), in file order.
+  const std::vector<int> all = allgatherv(predicted, comm);
+  if (io::has_extension(cmd.output, ".npy")) {
+    io::write_labels_npy(all, cmd.output, comm);
+  } else {
+    write_on_root(comm, [&] {
+      std::string text;
+      text.reserve(all.size() * 3);
+      for (int label : all) text += std::to_string(label) + "\n";
+      io::write_text_atomic(cmd.output, text);
+    });
+  }
+  say("wrote " + std::to_string(n) + " predicted labels to " + cmd.output);
+  if (labeled && comm_rank(comm) == 0) {  // the accuracy, like fit's table, whatever --quiet says
+    std::printf("predict: %lld samples, accuracy %s (%lld correct)\n", static_cast<long long>(n),
+                fmt_acc(static_cast<double>(correct) / static_cast<double>(n)).c_str(), static_cast<long long>(correct));
+    std::fflush(stdout);
+  }
   return 0;
 }
 

@@ -3,7 +3,57 @@
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/mpi_util.hpp"
 
+#include <limits>
+#include <string>
+
 namespace ssdr::evaluation {
+
+namespace {
+
+/// Index of the row of L (l×m row-major) nearest to y by exact squared Euclidean distance,
+/// the smaller index on a tie; −1 when l is 0.
+int64_t nearest(const double* y, const double* L, int64_t l, int64_t m) {
+  double best = std::numeric_limits<double>::infinity();
+  int64_t arg = -1;
+  for (int64_t j = 0; j < l; ++j) {
+    const double* z = L + j * m;
+    double s = 0;
+    for (int64_t t = 0; t < m; ++t) {
+      const double e = y[t] - z[t];
+      s += e * e;
+    }
+    if (s < best) {  // strict: on a tie the earlier (smaller global index) sample stays
+      best = s;
+      arg = j;
+    }
+  }
+  return arg;
+}
+
+}  // namespace
+
+std::vector<double> gather_labeled_rows(const DistMatrix& Y, const std::vector<data::Role>& roles) {
+  SSDR_CHECK(static_cast<int64_t>(roles.size()) == Y.n_global, "gather_labeled_rows: roles must have one entry per sample");
+  std::vector<double> mine;
+  for (int64_t i = 0; i < Y.n_local; ++i)
+    if (roles[static_cast<size_t>(Y.row_start + i)] == data::Role::labeled)
+      mine.insert(mine.end(), Y.row(i), Y.row(i) + Y.cols);
+  return allgatherv(mine, Y.comm);  // blocks in rank order: global order
+}
+
+std::vector<int> nearest_labels(const DistMatrix& Y, const std::vector<double>& reference,
+                                const std::vector<int>& reference_labels) {
+  const int64_t m = Y.cols, l = static_cast<int64_t>(reference_labels.size());
+  SSDR_CHECK(static_cast<int64_t>(reference.size()) == l * m,
+             "nearest_labels: " + std::to_string(reference.size()) + " reference values for " + std::to_string(l) +
+                 " labels of dimension " + std::to_string(m));
+  std::vector<int> pred(static_cast<size_t>(Y.n_local), -1);
+  for (int64_t i = 0; i < Y.n_local; ++i) {
+    const int64_t arg = nearest(Y.row(i), reference.data(), l, m);
+    pred[static_cast<size_t>(i)] = arg >= 0 ? reference_labels[static_cast<size_t>(arg)] : -1;
+  }
+  return pred;
+}
 
 std::vector<int> one_nn_predict(const DistMatrix& Y, const std::vector<int>& labels,
                                 const std::vector<data::Role>& roles) {
@@ -11,15 +61,8 @@ std::vector<int> one_nn_predict(const DistMatrix& Y, const std::vector<int>& lab
   SSDR_CHECK(static_cast<int64_t>(labels.size()) == Y.n_global &&
                  static_cast<int64_t>(roles.size()) == Y.n_global,
              "one_nn_predict: labels/roles must have one entry per sample");
-  // Gather the labeled rows (in global order) on every rank.
-  std::vector<double> mine;
-  int64_t mine_count = 0;
-  for (int64_t i = 0; i < Y.n_local; ++i)
-    if (roles[static_cast<size_t>(Y.row_start + i)] == data::Role::labeled) {
-      mine.insert(mine.end(), Y.row(i), Y.row(i) + m);
-      ++mine_count;
-    }
-  const std::vector<double> L = allgatherv(mine, Y.comm);
+  // The labeled rows (in global order) on every rank.
+  const std::vector<double> L = gather_labeled_rows(Y, roles);
   const int64_t total = static_cast<int64_t>(L.size());
   std::vector<int> lab;  // labels of the gathered rows, global order (blocks are in rank order)
   for (size_t i = 0; i < roles.size(); ++i)
@@ -34,21 +77,7 @@ std::vector<int> one_nn_predict(const DistMatrix& Y, const std::vector<int>& lab
       pred[static_cast<size_t>(i)] = labels[g];
       continue;
     }
-    const double* y = Y.row(i);
-    double best = std::numeric_limits<double>::infinity();
-    int64_t arg = -1;
-    for (int64_t j = 0; j < l; ++j) {
-      const double* z = L.data() + j * m;
-      double s = 0;
-      for (int64_t t = 0; t < m; ++t) {
-        const double e = y[t] - z[t];
-        s += e * e;
-      }
-      if (s < best) {  // strict: on a tie the earlier (smaller global index) sample stays
-        best = s;
-        arg = j;
-      }
-    }
+    const int64_t arg = nearest(Y.row(i), L.data(), l, m);
     pred[static_cast<size_t>(i)] = arg >= 0 ? lab[static_cast<size_t>(arg)] : -1;
   }
   return pred;

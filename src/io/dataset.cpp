@@ -71,11 +71,15 @@ Dataset read_dataset(const std::string& path, Format format, MPI_Comm comm, cons
   if ((options.hdf5_data != "/X" || options.hdf5_labels != "/y") && format != Format::hdf5)
     throw Error("--hdf5-data/--hdf5-labels: only for HDF5 data; '" + path + "' is read as " + format_name(format),
                 __FILE__, __LINE__, true);
+  if (options.no_labels && format != Format::csv)
+    throw Error(std::string("--no-labels: only for CSV data (NPY and HDF5 data are read without labels when they have "
+                            "none); '") + path + "' is read as " + format_name(format),
+                __FILE__, __LINE__, true);
   if (format == Format::idx) return read_idx(path, comm);
   if (format == Format::npy) return detail::read_npy(path, options.labels, options.labels_required, comm);
   if (format == Format::hdf5)
     return detail::read_hdf5(path, options.hdf5_data, options.hdf5_labels, options.labels_required, comm);
-  return read_text(path, format, comm);
+  return read_text(path, format, comm, !options.no_labels);
 }
 
 }  // namespace ssdr::io

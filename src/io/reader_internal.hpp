@@ -296,9 +296,10 @@ inline int parse_label(std::string_view tok, const Where& at) {
 /// Counts the comma-separated fields of a line.
 int64_t count_fields(std::string_view line);  // csv_reader.cpp
 
-/// Parses one CSV line with `fields` fields (label + fields-1 values). Values go to `row`
-/// when it is not null.
-int parse_csv_line(std::string_view line, int64_t fields, const Where& at, double* row);  // csv_reader.cpp
+/// Parses one CSV line with `fields` fields (label + fields-1 values, or `fields` values when
+/// not `labeled`). Values go to `row` when it is not null. Returns the label (−1 unlabeled).
+int parse_csv_line(std::string_view line, int64_t fields, const Where& at, double* row,
+                   bool labeled = true);  // csv_reader.cpp
 
 /// Parses one LIBSVM line. Returns the label; `max_index` is raised to the largest index.
 /// When `row` is given (width d), the values are stored at index-1 (indices > d fail).
@@ -306,15 +307,16 @@ int parse_libsvm_line(std::string_view line, const Where& at, int64_t& max_index
                       int64_t d);  // libsvm_reader.cpp
 
 /// CSV or LIBSVM: a plain file by byte ranges, a gzip stream through rank 0
-/// (text_range_reader.cpp). Collective over `comm`.
-Dataset read_text(const std::string& path, Format format, MPI_Comm comm);
+/// (text_range_reader.cpp). `labeled` false (CSV only): no label column, the data set has
+/// no labels (classes 0). Collective over `comm`.
+Dataset read_text(const std::string& path, Format format, MPI_Comm comm, bool labeled = true);
 
 /// CSV or LIBSVM streamed through rank 0 (text_reader.cpp; gzip files). Collective.
-Dataset read_text_streamed(const std::string& path, Format format, MPI_Comm comm);
+Dataset read_text_streamed(const std::string& path, Format format, MPI_Comm comm, bool labeled = true);
 
 /// A plain CSV or LIBSVM file, each rank reading its own byte range with MPI-IO
 /// (text_range_reader.cpp). Collective over `comm`.
-Dataset read_text_ranges(const std::string& path, Format format, MPI_Comm comm);
+Dataset read_text_ranges(const std::string& path, Format format, MPI_Comm comm, bool labeled = true);
 
 /// NPY (npy_reader.cpp): X an n×d C-order array of any real or integer type, labels from
 /// `labels_path` (a 1-D integer array of n) when not empty. Collective over `comm`.

@@ -144,7 +144,7 @@ std::vector<RankFacts> allgather(const RankFacts& mine, MPI_Comm comm) {
 
 }  // namespace
 
-Dataset read_text(const std::string& path, Format format, MPI_Comm comm) {
+Dataset read_text(const std::string& path, Format format, MPI_Comm comm, bool labeled) {
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   // A regular file (never block on a FIFO) that is not gzip-compressed goes by byte ranges.
@@ -161,10 +161,10 @@ Dataset read_text(const std::string& path, Format format, MPI_Comm comm) {
   }
   SSDR_CHECK_COLLECTIVE(comm, ok, message);
   MPI_Bcast(&gz, 1, MPI_INT, 0, comm);
-  return gz != 0 ? read_text_streamed(path, format, comm) : read_text_ranges(path, format, comm);
+  return gz != 0 ? read_text_streamed(path, format, comm, labeled) : read_text_ranges(path, format, comm, labeled);
 }
 
-Dataset read_text_ranges(const std::string& path, Format format, MPI_Comm comm) {
+Dataset read_text_ranges(const std::string& path, Format format, MPI_Comm comm, bool labeled) {
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
@@ -204,7 +204,7 @@ Dataset read_text_ranges(const std::string& path, Format format, MPI_Comm comm) 
   }
   n = row_offset.back();
   SSDR_CHECK_COLLECTIVE(comm, n > 0, path + ": empty file (no samples)");
-  if (csv && fields < 2) {
+  if (csv && labeled && fields < 2) {
     // Raised by the rank that owns the first line, with its number.
     const bool first_owner = mine.rows > 0 && mine.fields == fields && row_offset[static_cast<size_t>(rank)] == 0;
     SSDR_CHECK_COLLECTIVE(comm, !first_owner,
@@ -217,7 +217,7 @@ Dataset read_text_ranges(const std::string& path, Format format, MPI_Comm comm) 
   const int64_t m = mine.rows;
   std::vector<int> labels(static_cast<size_t>(m));
   std::vector<double> rows;
-  int64_t d = csv ? fields - 1 : 0;
+  int64_t d = csv ? fields - (labeled ? 1 : 0) : 0;
   if (csv) {
     const int per_node = ranks_on_host(comm);
     ok = attempt([&] { require_dense_fits(n, d, size, per_node, path); }, message);
@@ -232,7 +232,7 @@ Dataset read_text_ranges(const std::string& path, Format format, MPI_Comm comm) 
           const Where at{&path, no};
           int label = 0;
           if (csv) {
-            label = parse_csv_line(line, fields, at, rows.data() + i * d);
+            label = parse_csv_line(line, fields, at, rows.data() + i * d, labeled);
           } else {
             const int64_t before = mine.max_index;
             label = parse_libsvm_line(line, at, mine.max_index, nullptr, 0);
@@ -303,7 +303,8 @@ Dataset read_text_ranges(const std::string& path, Format format, MPI_Comm comm) 
     MPI_Allgatherv(labels.data(), static_cast<int>(m), MPI_INT, ds.labels.data(), counts.data(), displs.data(),
                    MPI_INT, comm);
   }
-  ds.classes = static_cast<int>(max_label) + 1;
+  ds.classes = static_cast<int>(max_label) + 1;  // 0 without labels
+  if (!labeled) ds.labels.clear();
   ds.X = make_dist(comm, n, d);
 
   // Rows [row_offset[rank], +m) to their owners in the block layout: counts in rows of d

@@ -18,13 +18,14 @@ namespace ssdr::io::detail {
 // Text formats
 // ---------------------------------------------------------------------------------------
 
-Dataset read_text_streamed(const std::string& path, Format format, MPI_Comm comm) {
+Dataset read_text_streamed(const std::string& path, Format format, MPI_Comm comm, bool labeled) {
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
   const bool csv = format == Format::csv;
 
-  // Pass 1 (rank 0): validate every line, collect labels, n and d.
+  // Pass 1 (rank 0): validate every line, collect labels, n and d (without labels, −1 per
+  // line stands in for them until the end).
   std::vector<int> labels;
   int64_t dims[2] = {0, 0};  // n, d
   std::string message;
@@ -44,10 +45,10 @@ Dataset read_text_streamed(const std::string& path, Format format, MPI_Comm comm
             if (csv) {
               if (fields < 0) {
                 fields = count_fields(line);
-                if (fields < 2)
+                if (fields < 2 && labeled)
                   fail(at.str() + ": expected a label and at least one value, found 1 field");
               }
-              labels.push_back(parse_csv_line(line, fields, at, nullptr));
+              labels.push_back(parse_csv_line(line, fields, at, nullptr, labeled));
             } else {
               const int64_t before = max_index;
               labels.push_back(parse_libsvm_line(line, at, max_index, nullptr, 0));
@@ -60,7 +61,7 @@ Dataset read_text_streamed(const std::string& path, Format format, MPI_Comm comm
           }
           if (labels.empty()) fail(path + ": empty file (no samples)");
           dims[0] = static_cast<int64_t>(labels.size());
-          dims[1] = csv ? fields - 1 : max_index;
+          dims[1] = csv ? fields - (labeled ? 1 : 0) : max_index;
           if (dims[1] < 1) fail(path + ": no feature values in any line");
           // Classes are 0..c−1 and every class needs samples: a label ≥ n cannot be one
           // (and would size per-class arrays from a few bytes of input).
@@ -83,7 +84,7 @@ Dataset read_text_streamed(const std::string& path, Format format, MPI_Comm comm
   Dataset ds;
   ds.source = path;
   ds.labels = std::move(labels);
-  ds.classes = *std::max_element(ds.labels.begin(), ds.labels.end()) + 1;
+  ds.classes = *std::max_element(ds.labels.begin(), ds.labels.end()) + 1;  // 0 without labels
   ds.X = make_dist(comm, n, d);
 
   // Pass 2: chunks of rows parsed on rank 0 and sent to their owners.
@@ -109,7 +110,7 @@ Dataset read_text_streamed(const std::string& path, Format format, MPI_Comm comm
               if (is_blank(line)) continue;
               const Where at{&path, in->line_no()};
               double* row = chunk.data() + (i - a) * d;
-              const int label = csv ? parse_csv_line(line, d + 1, at, row)
+              const int label = csv ? parse_csv_line(line, d + (labeled ? 1 : 0), at, row, labeled)
                                     : parse_libsvm_line(line, at, max_index, row, d);
               if (label != ds.labels[static_cast<size_t>(i)])
                 fail(at.str() + ": file changed while reading");
@@ -138,6 +139,7 @@ Dataset read_text_streamed(const std::string& path, Format format, MPI_Comm comm
                  MPI_STATUS_IGNORE);
     }
   }
+  if (!labeled) ds.labels.clear();
   return ds;
 }
 

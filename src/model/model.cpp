@@ -4,9 +4,12 @@
 // integer, then a boost::archive::binary_oarchive holding the Model: the version-1 fields
 // (method … basis, W), then from version 2 on the kernel feature map (type, degree, σ²,
 // exact flag, Zt, M, a), then from version 3 on the normalization of W's columns (int32:
-// 0 unit, 1 metric); from version 4 on, the last 8 bytes are the FNV-1a 64 checksum
-// (little-endian) of everything before them, checked on load. A version-1 file is read as a model without a kernel; version-1 and -2
-// files are read with normalization metric (what produced them).
+// 0 unit, 1 metric), then from version 5 on the labeled samples (labeled_embedding as a
+// Dense m × n_labeled, labeled_labels as int32 with a length); from version 4 on, the last 8
+// bytes are the FNV-1a 64 checksum (little-endian) of everything before them, checked on
+// load. A version-1 file is read as a model without a kernel; version-1 and -2 files are read
+// with normalization metric (what produced them); files before version 5 have no labeled
+// samples.
 #include "ssdr/model/model.hpp"
 
 #include <sys/stat.h>
@@ -109,6 +112,12 @@ void serialize(Archive& ar, ssdr::model::Model& m, const unsigned int /*version*
   } else if constexpr (Archive::is_loading::value) {
     m.normalization = ssdr::methods::Normalization::metric;
   }
+  if (g_format_version >= 5) {
+    ar & m.labeled_embedding;
+    std::vector<int32_t> labels(m.labeled_labels.begin(), m.labeled_labels.end());
+    serialize_contiguous(ar, labels);
+    if constexpr (Archive::is_loading::value) m.labeled_labels.assign(labels.begin(), labels.end());
+  }
 }
 
 }  // namespace boost::serialization
@@ -140,7 +149,8 @@ std::string non_finite(const Model& m) {
   };
   const std::pair<const char*, const std::vector<double>*> all[] = {
       {"shift", &m.shift}, {"scale", &m.scale}, {"mean", &m.mean}, {"PCA basis", &m.basis.v}, {"W", &m.W.v},
-      {"kernel landmarks", &m.kernel.Zt.v}, {"kernel map", &m.kernel.M.v}, {"kernel centering", &m.kernel.a}};
+      {"kernel landmarks", &m.kernel.Zt.v}, {"kernel map", &m.kernel.M.v}, {"kernel centering", &m.kernel.a},
+      {"labeled embeddings", &m.labeled_embedding.v}};
   for (const auto& [name, v] : all)
     if (bad(*v)) return name;
   return "";
@@ -168,10 +178,28 @@ std::string to_bytes(const Model& m) {
   return bytes;
 }
 
+/// Why the labeled samples do not fit the model (m rows, one label per column, labels in
+/// 0..classes−1), or "".
+std::string labeled_inconsistency(const Model& m) {
+  const Dense& L = m.labeled_embedding;
+  const int64_t l = static_cast<int64_t>(m.labeled_labels.size());
+  if (L.cols != l)
+    return "the labeled embeddings have " + std::to_string(L.cols) + " samples but " + std::to_string(l) + " labels";
+  if (l > 0 && L.rows != m.W.cols)
+    return "the labeled embeddings have " + std::to_string(L.rows) + " dimensions, W has " + std::to_string(m.W.cols) +
+           " columns";
+  for (int label : m.labeled_labels)
+    if (label < 0 || label >= m.classes)
+      return "a labeled sample's label " + std::to_string(label) + " is not one of the " + std::to_string(m.classes) +
+             " classes";
+  return "";
+}
+
 /// Why the shapes of `m` do not fit together, or "" when they do.
 std::string inconsistency(const Model& m) {
   const std::string d = std::to_string(m.d_input);
   if (m.d_input < 0 || m.classes < 0) return "negative d_input or classes";
+  if (const std::string why = labeled_inconsistency(m); !why.empty()) return why;
   const std::pair<const char*, const std::vector<double>*> vecs[] = {
       {"shift", &m.shift}, {"scale", &m.scale}, {"mean", &m.mean}};
   for (const auto& [name, v] : vecs)
@@ -250,6 +278,7 @@ Model from_bytes(const std::string& bytes, const std::string& path) {
     SSDR_THROW(corrupt(path));
   }
   g_load_limit = std::numeric_limits<uint64_t>::max();
+  m.format_version = static_cast<int>(version);
   const std::string why = inconsistency(m);
   if (!why.empty()) SSDR_THROW(corrupt(path) + " (" + why + ")");
   const std::string nf = non_finite(m);
@@ -271,7 +300,10 @@ void save(const Model& m, const std::string& path) {
   f.commit();
 }
 
-Model load(const std::string& path) {
+namespace {
+
+/// The whole file, or an ssdr::Error naming it. Local.
+std::string read_model_file(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
     SSDR_THROW("cannot read '" + path + "': not a regular file; expected a model file from ssdr fit --model");
@@ -287,17 +319,25 @@ Model load(const std::string& path) {
   const int err = errno;
   std::fclose(f);
   if (failed) SSDR_THROW("cannot read '" + path + "': " + (err ? std::strerror(err) : "read error"));
-  return from_bytes(bytes, path);
+  return bytes;
 }
+
+}  // namespace
+
+Model load(const std::string& path) { return from_bytes(read_model_file(path), path); }
 
 Model load_collective(const std::string& path, MPI_Comm comm) {
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   std::string bytes, message;
   bool ok = true;
+  Model mine;
   if (rank == 0) {
     try {
-      bytes = to_bytes(load(path));
+      // The file's own bytes go to the other ranks (its format version included), once
+      // rank 0 has checked them.
+      bytes = read_model_file(path);
+      mine = from_bytes(bytes, path);
     } catch (const Error& e) {
       ok = false;
       message = e.what();
@@ -310,6 +350,7 @@ Model load_collective(const std::string& path, MPI_Comm comm) {
   const uint64_t step = uint64_t{1} << 30;
   for (uint64_t off = 0; off < len; off += step)
     MPI_Bcast(bytes.data() + off, static_cast<int>(std::min(step, len - off)), MPI_CHAR, 0, comm);
+  if (rank == 0) return mine;
   return from_bytes(bytes, path);
 }
 

@@ -23,6 +23,7 @@
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/lapack.hpp"
 #include "ssdr/core/petsc.hpp"
+#include "ssdr/core/progress.hpp"
 
 namespace ssdr::solvers {
 namespace {
@@ -93,6 +94,25 @@ void normalize_and_fix_sign(double* x, int64_t d, const Dense* B) {
   for (int64_t i = 0; i < d; ++i) x[i] *= scale;
 }
 
+/// Progress of an iterative eigen-solve (an EPS monitor): iterations, converged pairs of
+/// nev and an ETA from the rate at which pairs converge; rate-limited like every progress
+/// line. The dense types (scalapack, lapack, ...) solve in one call and report nothing.
+struct EpsProgress {
+  Progress progress;
+  PetscInt nev;
+};
+
+PetscErrorCode eps_progress_monitor(EPS, PetscInt its, PetscInt nconv, PetscScalar*, PetscScalar*, PetscReal*,
+                                    PetscInt, void* ctx) {
+  auto* p = static_cast<EpsProgress*>(ctx);
+  const PetscInt done = std::min(nconv, p->nev);
+  // With k of nev pairs converged after `its` iterations, about its·nev/k in all.
+  const long expected = done > 0 ? static_cast<long>(std::ceil(static_cast<double>(its) * p->nev / done)) : 0;
+  p->progress.update(static_cast<long>(its), expected,
+                     std::to_string(done) + " of " + std::to_string(p->nev) + " eigenpairs converged");
+  return 0;
+}
+
 }  // namespace
 
 EigenPairs solve_with_eps(const Dense& A, const Dense* B, int64_t nev, Which which,
@@ -125,6 +145,10 @@ EigenPairs solve_with_eps(const Dense& A, const Dense* B, int64_t nev, Which whi
   Owned<Mat> Bm;
   if (generalized) Bm = to_petsc(*B, comm, mat_type);
 
+  EpsProgress eps_progress{Progress("eigensolve -" + prefix + " (" + type + ", d = " + std::to_string(d) +
+                                         ") iteration",
+                                     0),
+                            static_cast<PetscInt>(nev)};
   Owned<EPS> eps;
   SSDR_PETSC(EPSCreate(comm, eps.out()));
   SSDR_PETSC(EPSSetOperators(eps, Am, generalized ? Bm.get() : nullptr));
@@ -147,6 +171,7 @@ EigenPairs solve_with_eps(const Dense& A, const Dense* B, int64_t nev, Which whi
   }
   SSDR_PETSC_OPTIONS(EPSSetFromOptions(eps));
   if (type == EPSLAPACK && !scalapack_ok) SSDR_PETSC(EPSSetType(eps, EPSLAPACK));
+  if (!is_dense_type(type)) SSDR_PETSC(EPSMonitorSet(eps, eps_progress_monitor, &eps_progress, nullptr));
   SSDR_PETSC(EPSSolve(eps));
 
   PetscInt nconv = 0;

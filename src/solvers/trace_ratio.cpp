@@ -17,10 +17,14 @@
 // Start: λ₀ = tr(Sb)/tr(Sw) (the ratio of the full space, which is ≤ λ* for any m), so the
 // first pass is the same step with no W yet. Stop when (λ_new − λ)/λ < tolerance, or when λ
 // would not grow any more (then the previous W is kept), or after max_iterations.
+// Progress (rank 0, rate-limited like every progress line): each iteration's λ and its
+// change; the ETA extrapolates the relative change, which shrinks about geometrically near
+// the optimum, to the tolerance.
 #include "ssdr/solvers/trace_ratio.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <numeric>
 #include <string>
@@ -28,6 +32,7 @@
 
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/lapack.hpp"
+#include "ssdr/core/progress.hpp"
 #include "ssdr/solvers/eigen.hpp"
 
 namespace ssdr::solvers {
@@ -122,6 +127,9 @@ TraceRatioResult trace_ratio(const Dense& Sb, const Dense& Sw, const TraceRatioO
   bool have_w = false;
 
   Dense M(d, d);
+  Progress progress("trace ratio (d = " + std::to_string(d) + ", m = " + std::to_string(m) + ") iteration",
+                    options.max_iterations);
+  double previous_rel = 0;
   for (int it = 1; it <= options.max_iterations; ++it) {
     for (size_t k = 0; k < M.v.size(); ++k) M.v[k] = Sb.v[k] - lambda * Sw.v[k];
     // Symmetrize against rounding in the inputs so every EPS type sees the same problem.
@@ -153,6 +161,18 @@ TraceRatioResult trace_ratio(const Dense& Sb, const Dense& Sw, const TraceRatioO
     res.history.push_back(lambda_new);
     const double rel = (lambda_new - lambda) /
                        std::max(std::fabs(lambda), std::numeric_limits<double>::min());
+    {
+      // Iterations still to go if the change keeps shrinking by its last factor q.
+      long expected = 0;
+      if (rel >= options.tolerance && previous_rel > 0 && rel > 0 && rel < previous_rel) {
+        const double more = std::ceil(std::log(options.tolerance / rel) / std::log(rel / previous_rel));
+        expected = static_cast<long>(std::min<double>(it + more, options.max_iterations));
+      }
+      char detail[160];
+      std::snprintf(detail, sizeof detail, "ratio %.15g, change %.3g (relative %.3g)", lambda_new, lambda_new - lambda, rel);
+      progress.update(it, expected, detail);
+      previous_rel = rel;
+    }
     lambda = lambda_new;
     if (rel < options.tolerance) {
       res.converged = true;

@@ -107,6 +107,107 @@ for o in --knn --weight --sigma-s --knn-method --knn-recall-sample --alpha-u --m
 done
 if [ -z "$missing" ]; then ok "fit --help lists every parameter"; else bad "fit --help lacks:$missing"; fi
 
+# predict: 1-NN in the embedding against the labeled samples the model keeps. With a split
+# file, the labels it writes for the unlabeled and unseen samples give the fit's reported
+# accuracies exactly (the same 1-NN on the same embedding), and its printed accuracy counts
+# the file; the same bytes on 1 and 2 ranks; CSV without labels (--no-labels) and NPY output.
+awk '{ r = NR % 10; print (r == 1 ? "labeled" : (r >= 2 && r <= 5 ? "unlabeled" : "unseen")) }' "$iris" >"$tmp/pred.split"
+if run fit --method soda --data "$iris" --split "$tmp/pred.split" -q --report "$tmp/pr.json" --model "$tmp/p.model" \
+     >/dev/null 2>"$tmp/stderr" &&
+   run predict --model "$tmp/p.model" --data "$iris" --output "$tmp/p2.txt" -q >"$tmp/p2.out" 2>>"$tmp/stderr" &&
+   NP=1 run predict --model "$tmp/p.model" --data "$iris" --output "$tmp/p1.txt" -q >"$tmp/p1.out" 2>>"$tmp/stderr" &&
+   cmp -s "$tmp/p1.txt" "$tmp/p2.txt" && cmp -s "$tmp/p1.out" "$tmp/p2.out" && [ "$(wc -l <"$tmp/p2.txt")" -eq 150 ] &&
+   counts=$(paste -d, "$tmp/pred.split" "$iris" "$tmp/p2.txt" | awk -F, '
+       { n[$1]++; if ($2 == $NF) c[$1]++; all += ($2 == $NF) }
+       END { printf "%d %d %d %d %d", c["unlabeled"], n["unlabeled"], c["unseen"], n["unseen"], all }') &&
+   python3 - "$tmp/pr.json" "$counts" "$(cat "$tmp/p2.out")" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+cu, nu, cs, ns, total = map(int, sys.argv[2].split())
+assert (nu, ns) == (60, 75), (nu, ns)
+assert cu / nu == r["accuracy"]["unlabeled"], (cu, nu, r["accuracy"])
+assert cs / ns == r["accuracy"]["unseen"], (cs, ns, r["accuracy"])
+assert sys.argv[3] == "predict: 150 samples, accuracy %.4f (%d correct)" % (total / 150, total), sys.argv[3]
+PY
+then ok "predict gives the fit's 1-NN accuracies on the unlabeled and unseen samples, the same bytes on 1 and 2 ranks"
+else bad "predict gives the fit's 1-NN accuracies, the same on 1 and 2 ranks"; cat "$tmp/stderr" "$tmp/p2.out"; fi
+cut -d, -f2- "$iris" >"$tmp/values.csv"
+if run predict --model "$tmp/p.model" --data "$tmp/values.csv" --no-labels --output "$tmp/pv.txt" -q >"$tmp/pv.out" 2>"$tmp/stderr" &&
+   cmp -s "$tmp/pv.txt" "$tmp/p2.txt" && [ ! -s "$tmp/pv.out" ] &&
+   run transform --model "$tmp/p.model" --data "$tmp/values.csv" --no-labels --embedding "$tmp/tv.csv" -q 2>>"$tmp/stderr" &&
+   run transform --model "$tmp/p.model" --data "$iris" --embedding "$tmp/ti.csv" -q 2>>"$tmp/stderr" &&
+   cmp -s "$tmp/tv.csv" "$tmp/ti.csv" &&
+   run predict --model "$tmp/p.model" --data "$tmp/values.csv" --no-labels --output "$tmp/pv.npy" -q >/dev/null 2>>"$tmp/stderr" &&
+   python3 - "$tmp/pv.npy" "$tmp/p2.txt" <<'PY'
+import struct, sys
+b = open(sys.argv[1], "rb").read()
+hl = struct.unpack("<H", b[8:10])[0]
+assert b[:6] == b"\x93NUMPY" and "'<i8'" in b[10:10 + hl].decode() and "(150,)" in b[10:10 + hl].decode()
+assert list(struct.unpack("<150q", b[10 + hl:])) == [int(l) for l in open(sys.argv[2])]
+PY
+then ok "predict and transform take CSV without labels (--no-labels); predict writes NPY labels"
+else bad "predict and transform take CSV without labels (--no-labels); predict writes NPY labels"; cat "$tmp/stderr"; fi
+expect_error "CSV of values without --no-labels" "data without a label column: --no-labels" \
+  predict --model "$tmp/p.model" --data "$tmp/values.csv" --output "$tmp/px.txt"
+expect_error "--no-labels with LIBSVM data" "--no-labels: only for CSV data" \
+  predict --model "$tmp/p.model" --data "$DATA/iris.libsvm" --no-labels --output "$tmp/px.txt"
+# A version-4 model (tests/data/iris_lda_v4.model, written before models kept their labeled
+# samples) still transforms, and predict refuses it in one line saying to refit.
+expect_error "predict with a version-4 model" "model format version 4 predates ssdr predict (it keeps no labeled samples); refit it" \
+  predict --model "$DATA/iris_lda_v4.model" --data "$iris" --output "$tmp/px.txt"
+[ ! -e "$tmp/px.txt" ] && ok "... and writes no labels file" || bad "a refused predict left $tmp/px.txt"
+if run transform --model "$DATA/iris_lda_v4.model" --data "$iris" --embedding "$tmp/v4.csv" -q 2>"$tmp/stderr" &&
+   [ "$(wc -l <"$tmp/v4.csv")" -eq 150 ]; then ok "a version-4 model still transforms"
+else bad "a version-4 model still transforms"; cat "$tmp/stderr"; fi
+
+# PETSc options stand anywhere, each with its value (a negative number too); ssdr's own
+# options have two dashes. An option nothing read is named in one warning line on rank 0.
+if run -eig_eps_type lapack fit --method lda -eig_eps_tol 1e-10 --data "$iris" --labeled-per-class 3 -lp_ksp_typo -5 \
+     -q --report "$tmp/po.json" >/dev/null 2>"$tmp/stderr" &&
+   [ "$(wc -l <"$tmp/stderr")" -eq 1 ] &&
+   grep -qx "ssdr: warning: PETSc option -lp_ksp_typo -5 was not used by this run (misspelled?)" "$tmp/stderr" &&
+   python3 - "$tmp/po.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))["provenance"]["petsc_options"]
+assert "-eig_eps_type lapack" in p and "-eig_eps_tol 1e-10" in p and "-lp_ksp_typo -5" in p, p
+PY
+then ok "PETSc options before the command and among ssdr's, with values; one warning for the unused one"
+else bad "PETSc options anywhere"; cat "$tmp/stderr"; fi
+if run fit --method lda --data "$iris" --labeled-per-class 3 -q -log_view ":$tmp/log.txt" -options_left 0 -malloc_dump \
+     -memory_view >/dev/null 2>"$tmp/stderr" && [ ! -s "$tmp/stderr" ] && [ -s "$tmp/log.txt" ]; then
+  ok "no warning for the options PETSc reads at exit (-log_view, -options_left, -malloc_dump, -memory_view)"
+else bad "a warning for an option PETSc reads at exit: $(head -c 300 "$tmp/stderr")"; fi
+
+# --help: stdout and exit 0 for ssdr and every command; errors on stderr with a non-zero exit.
+help_ok=""
+for args in "--help" "-h" "help" "fit --help" "evaluate --help" "transform --help" "predict --help" "help predict" \
+            "convert --help" "experiment --help" "methods --help"; do
+  # shellcheck disable=SC2086
+  if ! NP=1 run $args >"$tmp/h.out" 2>"$tmp/h.err" || [ ! -s "$tmp/h.out" ] || [ -s "$tmp/h.err" ]; then
+    help_ok="$help_ok [$args]"
+  fi
+done
+if [ -z "$help_ok" ]; then ok "--help of ssdr and every command on stdout, exit 0"; else bad "--help not on stdout with exit 0:$help_ok"; fi
+if NP=1 run predict --help >"$tmp/h1" && NP=1 run help predict >"$tmp/h2" && NP=1 run transform --help >"$tmp/h3" &&
+   grep -q -- "--no-labels" "$tmp/h1" && grep -q -- "--no-labels" "$tmp/h3" && cmp -s "$tmp/h1" "$tmp/h2"; then
+  ok "predict/transform --help list --no-labels; 'ssdr help predict' is 'ssdr predict --help'"
+else bad "predict/transform --help"; fi
+if NP=1 run >"$tmp/h.out" 2>"$tmp/h.err"; then bad "no command: exit 0"
+elif [ -s "$tmp/h.out" ] || ! grep -q "^usage: ssdr" "$tmp/h.err"; then bad "no command: the usage belongs on stderr"
+else ok "no command: the usage on stderr, non-zero exit"; fi
+expect_error "unknown command" "unknown command 'predic'" predic --model x
+
+# Progress: one line per trace-ratio iteration with the ratio and its change (rate-limited;
+# SSDR_PROGRESS_EVERY=0 shows every one), silenced by --quiet.
+if SSDR_PROGRESS_EVERY=0 run fit --method soda --data "$iris" --labeled-per-class 3 --seed 1 >/dev/null 2>"$tmp/stderr" &&
+   grep -q "trace ratio (d = 4, m = 2) iteration 1: ratio [0-9.e+-]*, change" "$tmp/stderr" &&
+   SSDR_PROGRESS_EVERY=0 run fit --method soda --data "$iris" --labeled-per-class 3 --seed 1 -q >/dev/null 2>"$tmp/stderr" &&
+   [ ! -s "$tmp/stderr" ]; then
+  ok "trace-ratio iterations report their ratio and change; --quiet silences them"
+else bad "trace-ratio progress"; cat "$tmp/stderr"; fi
+SSDR_PROGRESS_EVERY=soon expect_error "SSDR_PROGRESS_EVERY not a number" "SSDR_PROGRESS_EVERY: expected a number of seconds >= 0, got 'soon'" \
+  fit --method lda --data "$iris" --labeled-per-class 3
+
 # A wrong or truncated model file is a clear error.
 head -c 40 "$tmp/m.model" >"$tmp/trunc.model"
 expect_error "truncated model" "trunc.model" transform --model "$tmp/trunc.model" --data "$iris" --embedding "$tmp/x.csv"

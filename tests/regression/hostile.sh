@@ -347,4 +347,27 @@ refuse "an HDF5 group named as the data set" "'/' is not a data set (a group?)" 
 ln -s loop_b "$tmp/loop_a"; ln -s loop_a "$tmp/loop_b"
 refuse "a symlink loop as --data" "Too many levels of symbolic links" "${FIT[@]/$tmp\/iris.csv/$tmp/loop_a}"
 
+# 11. predict: a missing or garbage model, an output that is an input, an output folder that
+#     does not exist. Each: one line, non-zero exit on every rank, no file (nor temporary)
+#     left behind, the inputs untouched.
+mkdir -p "$tmp/pred"
+timeout 120 "$MPIEXEC" -n 2 "$SSDR" fit --method soda --data "$tmp/iris.csv" --labeled-per-class 3 -q --model "$tmp/pred/m.model" >/dev/null 2>&1
+printf 'ssdr-model\001\000\000\000garbage' >"$tmp/pred/garbage.model"
+head -c 4096 /dev/urandom >"$tmp/pred/random.model"
+PRED=(predict --data "$tmp/iris.csv" -q)
+refuse "predict with a missing model" "cannot open '$tmp/pred/none.model': No such file" "${PRED[@]}" --model "$tmp/pred/none.model" --output "$tmp/pred/p.txt"
+refuse "predict with a garbage model" "truncated or corrupt model file" "${PRED[@]}" --model "$tmp/pred/garbage.model" --output "$tmp/pred/p.txt"
+refuse "predict with random bytes as the model" "is not an ssdr model file" "${PRED[@]}" --model "$tmp/pred/random.model" --output "$tmp/pred/p.txt"
+refuse "predict with the data as the model" "is not an ssdr model file" "${PRED[@]}" --model "$tmp/iris.csv" --output "$tmp/pred/p.txt"
+refuse "predict --output equal to --data" "is the same file as --data" "${PRED[@]}" --model "$tmp/pred/m.model" --output "$tmp/iris.csv"
+refuse "predict --output equal to --data by another path" "is the same file as --data" "${PRED[@]}" --model "$tmp/pred/m.model" --output "$tmp/pred/../iris.csv"
+refuse "predict --output equal to --model" "is the same file as --model" "${PRED[@]}" --model "$tmp/pred/m.model" --output "$tmp/pred/m.model"
+refuse "predict --output into a missing folder" "--output $tmp/pred/no/dir/p.txt: directory '$tmp/pred/no/dir' does not exist" \
+  "${PRED[@]}" --model "$tmp/pred/m.model" --output "$tmp/pred/no/dir/p.txt"
+refuse "predict --output a directory" "is a directory" "${PRED[@]}" --model "$tmp/pred/m.model" --output "$tmp/pred"
+refuse "predict with data of another width" "has 13 features but the model" "${PRED[@]/$tmp\/iris.csv/$DATA/wine.csv}" --model "$tmp/pred/m.model" --output "$tmp/pred/p.txt"
+[ "$(md5sum <"$tmp/iris.csv")" = "$sum_before" ] && ok "... the data is untouched" || bad "predict changed the data"
+left=$(find "$tmp/pred" -mindepth 1 ! -name m.model ! -name garbage.model ! -name random.model)
+[ -z "$left" ] && ok "... and no refused predict left a file" || bad "a refused predict left: $left"
+
 finish

@@ -198,6 +198,14 @@ TEST(OneNn, AgreesWithBruteForceAndBreaksTiesBySmallerIndex) {
   EXPECT_EQ(acc.n_unseen, 3);
   EXPECT_DOUBLE_EQ(acc.unlabeled, 1.0);
   EXPECT_DOUBLE_EQ(acc.unseen, 1.0);
+  // What `ssdr predict` does against a model's labeled samples: the labeled rows gathered in
+  // global order, then every row classified (a labeled row is nearest to itself), the same
+  // tie rule.
+  const std::vector<double> L = evaluation::gather_labeled_rows(Yd, roles);
+  EXPECT_EQ(L, (std::vector<double>{0, 2, 10}));
+  const std::vector<int> near = allgatherv(evaluation::nearest_labels(Yd, L, {0, 1, 1}), MPI_COMM_WORLD);
+  EXPECT_EQ(near, (std::vector<int>{0, 1, 0, 1, 1, 1, 1, 1}));
+  EXPECT_THROW(evaluation::nearest_labels(Yd, L, {0, 1}), Error);
 }
 
 TEST(Preprocess, GivesBitwiseTheSameRowsOnAnyRankCountAndLayout) {

@@ -290,6 +290,45 @@ TEST(CsvReader, RejectsEmptyFilesAndFilesWithOnlyLabels) {
   expect_file_error(dir, "labels_only.csv", "0\n1\n", io::Format::csv, ":1: expected a label and at least one value");
 }
 
+TEST(CsvReader, ReadsValuesWithoutALabelColumnPlainOrGzippedWithNoLabels) {
+  // --no-labels: every field is a value; the data set has no labels and no classes. The
+  // same matrix as iris with its label column, by byte ranges and through rank 0 (gzip).
+  TempDir dir;
+  std::ifstream in(test::data_path("iris.csv"));
+  std::string line, values;
+  while (std::getline(in, line)) values += line.substr(line.find(',') + 1) + "\n";
+  const io::Dataset labeled = io::read_dataset(test::data_path("iris.csv"), io::Format::csv, MPI_COMM_WORLD);
+  io::ReadOptions no_labels;
+  no_labels.no_labels = true;
+  for (const bool gz : {false, true}) {
+    const std::string p = dir.write(gz ? "values.csv.gz" : "values.csv", values, gz);
+    const io::Dataset ds = io::read_dataset(p, io::Format::automatic, MPI_COMM_WORLD, no_labels);
+    expect_block_layout(ds.X, 150, 4);
+    EXPECT_TRUE(ds.labels.empty()) << (gz ? "gzip" : "plain");
+    EXPECT_EQ(ds.classes, 0);
+    EXPECT_EQ(ds.X.v, labeled.X.v);
+  }
+  // One value per line is a matrix of one column; a bad value names its column from 1.
+  const std::string one = dir.write("one.csv", "1.5\n2\n");
+  EXPECT_EQ(io::read_dataset(one, io::Format::csv, MPI_COMM_WORLD, no_labels).X.cols, 1);
+  const std::string bad = dir.write("bad.csv", "1,2\n3,x\n");
+  try {
+    io::read_dataset(bad, io::Format::csv, MPI_COMM_WORLD, no_labels);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_THAT(std::string(e.what()), HasSubstr(bad + ":2: value 'x' is not a number"));
+  }
+  // Without the option, a file of values names its first value as a bad label and says why.
+  expect_read_error(dir.file("values.csv"), io::Format::csv, "'5.1'); data without a label column: --no-labels");
+  // Other formats keep their labels where they are: the option is refused.
+  try {
+    io::read_dataset(test::data_path("iris.libsvm"), io::Format::automatic, MPI_COMM_WORLD, no_labels);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_THAT(std::string(e.what()), HasSubstr("--no-labels: only for CSV data"));
+  }
+}
+
 TEST(CsvReader, ReportsAMissingFileOrADirectory) {
   TempDir dir;
   const std::string p = dir.file("missing.csv");

@@ -66,6 +66,9 @@ model::Model example_model() {
 
 /// The bytes of the normalization record at the end of a version-3 file (int32).
 constexpr size_t kNormalizationBytes = 4;
+/// The bytes of an empty labeled-samples record at the end of a version-5 payload: a Dense
+/// 0×0 (rows, cols, vector length: 3 × 8) and an empty int32 vector (its length, 8).
+constexpr size_t kEmptyLabeledBytes = 32;
 
 void expect_models_equal(const model::Model& a, const model::Model& b) {
   EXPECT_EQ(a.method, b.method);
@@ -83,6 +86,10 @@ void expect_models_equal(const model::Model& a, const model::Model& b) {
   EXPECT_EQ(a.W.cols, b.W.cols);
   EXPECT_EQ(a.W.v, b.W.v);
   EXPECT_EQ(a.normalization, b.normalization);
+  EXPECT_EQ(a.labeled_embedding.rows, b.labeled_embedding.rows);
+  EXPECT_EQ(a.labeled_embedding.cols, b.labeled_embedding.cols);
+  EXPECT_EQ(a.labeled_embedding.v, b.labeled_embedding.v);
+  EXPECT_EQ(a.labeled_labels, b.labeled_labels);
 }
 
 /// Every rank's message must contain `expected`.
@@ -400,8 +407,9 @@ TEST(ModelFile, ReadsFormatVersionOneFilesAsModelsWithoutAKernel) {
   model::save(example_model(), p);
   std::string bytes = read_bytes(p);
   bytes[std::strlen(model::kMagic)] = '\x01';
-  // Drop the format-4 checksum (8 bytes), the normalization and the kernel record.
-  write_bytes(p, bytes.substr(0, bytes.size() - 8 - kNormalizationBytes - 82));
+  // Drop the format-4 checksum (8 bytes), the (empty) labeled samples, the normalization and
+  // the kernel record.
+  write_bytes(p, bytes.substr(0, bytes.size() - 8 - kEmptyLabeledBytes - kNormalizationBytes - 82));
   const model::Model back = model::load(p);
   model::Model expected = example_model();
   expected.normalization = methods::Normalization::metric;
@@ -437,8 +445,9 @@ TEST(ModelFile, ReadsFormatVersionTwoFilesWithTheMetricNormalization) {
   model::save(m, p);
   std::string bytes = read_bytes(p);
   bytes[std::strlen(model::kMagic)] = '\x02';
-  // Drop the format-4 checksum (8 bytes), then the normalization record.
-  write_bytes(p, bytes.substr(0, bytes.size() - 8 - kNormalizationBytes));
+  // Drop the format-4 checksum (8 bytes), the (empty) labeled samples, then the
+  // normalization record.
+  write_bytes(p, bytes.substr(0, bytes.size() - 8 - kEmptyLabeledBytes - kNormalizationBytes));
   const model::Model back = model::load(p);
   model::Model expected = m;
   expected.normalization = methods::Normalization::metric;
@@ -508,4 +517,97 @@ TEST(ModelProjection, KernelProjectionIsWTransposeTimesTheCenteredRbfFeatures) {
       EXPECT_NEAR(Y(i, c), y, 1e-12 * (1 + std::abs(y))) << "row " << X.row_start + i;
     }
   }
+}
+
+namespace {
+
+/// example_model() with four labeled samples embedded in its m = 2 dimensions.
+model::Model example_labeled_model() {
+  model::Model m = example_model();
+  m.labeled_embedding = filled(2, 4, 0.75);  // column j: the j-th labeled sample
+  m.labeled_labels = {0, 2, 1, 2};
+  return m;
+}
+
+}  // namespace
+
+TEST(ModelFile, RoundTripsTheLabeledSamplesExactly) {
+  ModelTempDir dir;
+  const std::string p = dir.file("l" + std::to_string(test::rank()) + ".ssdr");
+  const model::Model m = example_labeled_model();
+  model::save(m, p);
+  EXPECT_EQ(read_bytes(p)[std::strlen(model::kMagic)], static_cast<char>(model::kFormatVersion));
+  const model::Model back = model::load(p);
+  expect_models_equal(back, m);
+  EXPECT_EQ(back.format_version, model::kFormatVersion);
+  EXPECT_GE(model::kFormatVersion, model::kFirstVersionWithLabeled);
+  expect_models_equal(model::load_collective(p, MPI_COMM_WORLD), m);
+}
+
+TEST(ModelFile, RefusesLabeledSamplesThatDoNotFitTheModel) {
+  ModelTempDir dir;
+  const std::string p = dir.file("bad_l" + std::to_string(test::rank()) + ".ssdr");
+  auto refused = [&](const model::Model& m, const std::string& why) {
+    try {
+      model::save(m, p);
+      ADD_FAILURE() << "saved a model with " << why;
+    } catch (const Error& e) {
+      EXPECT_THAT(std::string(e.what()), HasSubstr(why));
+    }
+  };
+  model::Model m = example_labeled_model();
+  m.labeled_labels.pop_back();
+  refused(m, "the labeled embeddings have 4 samples but 3 labels");
+  m = example_labeled_model();
+  m.labeled_embedding = filled(3, 4, 0.0);
+  refused(m, "the labeled embeddings have 3 dimensions, W has 2 columns");
+  m = example_labeled_model();
+  m.labeled_labels[1] = 3;
+  refused(m, "a labeled sample's label 3 is not one of the 3 classes");
+  m = example_labeled_model();
+  m.labeled_embedding.v[5] = std::numeric_limits<double>::infinity();
+  refused(m, "NaN or Inf in labeled embeddings");
+}
+
+TEST(ModelFile, ReadsFormatVersionFourFilesWithoutLabeledSamples) {
+  // A version-4 file is a version-5 file without the trailing labeled-samples record (its
+  // own checksum over its own bytes); it loads with format_version 4 and no labeled
+  // samples, on one rank and collectively.
+  ModelTempDir dir;
+  const std::string p = dir.file("v4_" + std::to_string(test::rank()) + ".ssdr");
+  model::save(example_model(), p);
+  std::string bytes = read_bytes(p);
+  bytes[std::strlen(model::kMagic)] = '\x04';
+  bytes = bytes.substr(0, bytes.size() - 8 - kEmptyLabeledBytes) + std::string(8, '\0');
+  write_bytes(p, reseal(bytes));
+  const model::Model back = model::load(p);
+  expect_models_equal(back, example_model());
+  EXPECT_EQ(back.format_version, 4);
+  EXPECT_TRUE(back.labeled_labels.empty());
+  EXPECT_EQ(back.labeled_embedding.cols, 0);
+  // load_collective hands the file's own bytes to every rank: the version survives.
+  const std::string q = dir.file("v4_shared.ssdr");
+  if (test::rank() == 0) write_bytes(q, reseal(bytes));
+  MPI_Barrier(MPI_COMM_WORLD);
+  EXPECT_EQ(model::load_collective(q, MPI_COMM_WORLD).format_version, 4);
+  // A version-5 file with labeled samples relabeled as 4 keeps bytes past a version-4
+  // archive: refused, not read as something else.
+  model::save(example_labeled_model(), p);
+  bytes = read_bytes(p);
+  bytes[std::strlen(model::kMagic)] = '\x04';
+  write_bytes(p, reseal(bytes));
+  expect_load_error(p, "truncated or corrupt model file");
+}
+
+TEST(ModelFile, ReadsTheVersionFourFileTheLastVersionFourSsdrWrote) {
+  // tests/data/iris_lda_v4.model: `ssdr fit --method lda --data iris.csv --labeled-per-class 3
+  // --seed 1 --model ...` by the ssdr before format 5 (commit 69c5a7d).
+  const model::Model m = model::load(test::data_path("iris_lda_v4.model"));
+  EXPECT_EQ(m.format_version, 4);
+  EXPECT_EQ(m.method, "lda");
+  EXPECT_EQ(m.d_input, 4);
+  EXPECT_EQ(m.classes, 3);
+  EXPECT_EQ(m.W.cols, 2);
+  EXPECT_TRUE(m.labeled_labels.empty());
+  EXPECT_EQ(m.labeled_embedding.cols, 0);
 }

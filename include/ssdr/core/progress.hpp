@@ -36,17 +36,31 @@ class Phase {
 };
 
 /// Progress of a loop of `total` steps with an ETA, printed on rank 0 at most every few
-/// seconds and only once the loop has run longer than 3 s. Not collective.
+/// seconds (progress_interval(), default 5) and only once the loop has run longer than
+/// min(3 s, the interval). Not collective.
 class Progress {
  public:
   Progress(std::string what, long total);
+  /// "what: done/total (p%), ETA s".
   void update(long done);
+  /// For a loop whose length is an estimate (an iteration run to a tolerance): `total` is
+  /// the current estimate of the steps (≤ 0: unknown, no ETA) and `detail` says where the
+  /// loop stands: "what done/~total: detail, ETA s".
+  void update(long done, long total, const std::string& detail);
 
  private:
+  bool due(long done);
   std::string what_;
   long total_;
   double t0_, last_;
 };
+
+/// The least time between two progress lines of one loop (seconds, default 5); the
+/// environment's SSDR_PROGRESS_EVERY sets it at start-up (0: every step). Rank-local; set
+/// it identically on all ranks. \throws nothing; set_progress_interval ignores a negative
+/// or non-finite value (the CLI refuses it first).
+void set_progress_interval(double seconds);
+double progress_interval();
 
 /// Seconds since the first call in this process (MPI_Wtime based).
 double elapsed_since_start();

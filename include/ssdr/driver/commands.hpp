@@ -1,6 +1,6 @@
 #pragma once
 /// \file commands.hpp
-/// The `ssdr fit | evaluate | transform` commands behind the thin CLI in src/app.
+/// The `ssdr fit | evaluate | transform | predict | convert` commands behind the thin CLI in src/app.
 #include <cstdint>
 #include <string>
 
@@ -29,7 +29,16 @@ struct FitCommand {
 struct TransformCommand {
   std::string model, data, embedding;
   io::Format format = io::Format::automatic;
-  io::ReadOptions read;  ///< labels optional (NPY, HDF5): transform does not use them
+  io::ReadOptions read;  ///< labels optional (NPY, HDF5; CSV with --no-labels): transform does not use them
+};
+
+/// `ssdr predict`: labels every sample of `data` by 1-NN in the model's embedding against
+/// the fit's labeled samples (model::Model::labeled_embedding) and writes one label per line
+/// in file order to `output` (".npy": a 1-D int64 array).
+struct PredictCommand {
+  std::string model, data, output;
+  io::Format format = io::Format::automatic;
+  io::ReadOptions read;  ///< labels optional: with them the accuracy is printed
 };
 
 /// `ssdr convert`: reads any format (in parallel where the format allows) and writes it as
@@ -58,6 +67,13 @@ int run_fit(const FitCommand& cmd, MPI_Comm comm);
 int run_evaluate(const FitCommand& cmd, MPI_Comm comm);
 /// `ssdr transform`: applies a saved model. Collective.
 int run_transform(const TransformCommand& cmd, MPI_Comm comm);
+/// `ssdr predict`: see PredictCommand. Projects with model::project, classifies with
+/// evaluation::nearest_labels (a distance tie goes to the smaller labeled index, as in the
+/// fit's evaluation), writes the labels atomically and, when the data has labels, prints the
+/// accuracy on rank 0. Collective. \throws ssdr::Error (collectively) naming the option when
+/// the model predates format 5 (no labeled samples: refit it), the data's width is not the
+/// model's, or the output cannot be written.
+int run_predict(const PredictCommand& cmd, MPI_Comm comm);
 /// `ssdr convert`: see ConvertCommand. Collective. \throws ssdr::Error naming the option.
 int run_convert(const ConvertCommand& cmd, MPI_Comm comm);
 

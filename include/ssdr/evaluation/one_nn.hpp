@@ -19,6 +19,20 @@ struct Accuracy {
   int64_t correct_unlabeled = 0, correct_unseen = 0;
 };
 
+/// The rows of Y whose role is labeled, in increasing global index, on every rank: l×m
+/// row-major (row j the j-th labeled sample), the same on any rank count. Collective over
+/// Y.comm (MPI_Allgatherv of the labeled rows, blocks in rank order).
+/// \param roles  replicated, n entries
+std::vector<double> gather_labeled_rows(const DistMatrix& Y, const std::vector<data::Role>& roles);
+
+/// 1-NN against reference rows: for every local row of Y (n×m) the label of the nearest of
+/// the l rows of `reference` (l×m row-major, labels `reference_labels`) by exact squared
+/// Euclidean distance; a tie goes to the reference row with the smaller index (−1 when l is
+/// 0). What one_nn_predict does for the rows it classifies, and `ssdr predict` against a
+/// model's labeled samples. Local. \throws ssdr::Error when the sizes disagree.
+std::vector<int> nearest_labels(const DistMatrix& Y, const std::vector<double>& reference,
+                                const std::vector<int>& reference_labels);
+
 /// 1-NN predictions for the local rows of Y (n×m, all samples, block layout): the label
 /// of the nearest labeled sample by exact squared Euclidean distance; a distance tie goes
 /// to the labeled sample with the smaller global index. The labeled rows (l×m, l small)

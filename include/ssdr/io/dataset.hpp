@@ -41,12 +41,15 @@ struct ReadOptions {
   std::string hdf5_labels = "/y";  ///< --hdf5-labels: the n labels (any integer type)
   std::string labels;              ///< --labels: NPY file of n integer labels (npy data)
   bool labels_required = true;     ///< false: a file without labels reads with labels empty
+  /// --no-labels (CSV only): the lines hold the values alone, no label column; the data set
+  /// has no labels (labels empty, classes 0). Refused for the other formats.
+  bool no_labels = false;
 };
 
 /// Reads a data set. Collective over `comm`.
 ///
-/// - csv: no header; each line `label,x_1,...,x_d`; every line must have the same number of
-///   fields; label an integer ≥ 0; values finite.
+/// - csv: no header; each line `label,x_1,...,x_d` (`x_1,...,x_d` with options.no_labels);
+///   every line must have the same number of fields; label an integer ≥ 0; values finite.
 /// - libsvm/SVMlight: `label idx:val ...`, 1-based strictly increasing indices, zeros
 ///   omitted; d = the largest index seen; may be gzip-compressed (".gz").
 /// - idx: `--data DIR` (reads DIR/train-images-idx3-ubyte[.gz] then DIR/t10k-images-…, each

@@ -7,9 +7,11 @@
 /// Format versions: 1 = preprocessing + W; 2 adds the kernel feature map (kernels::FeatureMap:
 /// kernel type and parameters, landmarks Z — for an exact map the n training samples —, M and
 /// the centering terms a, soda-nie2009 eq. (40)); 3 adds the column normalization of W
-/// (methods::Normalization, provenance only: project() uses W as stored). Version-1 files
-/// still load (no kernel), and version-1 and -2 files load with normalization metric, the
-/// only scale the ssdr versions that wrote them produced for the generalized eigenproblems.
+/// (methods::Normalization, provenance only: project() uses W as stored); 4 adds the
+/// checksum; 5 adds the fit's labeled samples (their embeddings and labels, for `ssdr
+/// predict`). Version-1 files still load (no kernel), version-1 and -2 files load with
+/// normalization metric, the only scale the ssdr versions that wrote them produced for the
+/// generalized eigenproblems, and files before version 5 load without labeled samples.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -23,7 +25,9 @@ namespace ssdr::model {
 
 /// Magic string at the start of every model archive and the current format version.
 inline constexpr const char* kMagic = "ssdr-model";
-inline constexpr int kFormatVersion = 4;
+inline constexpr int kFormatVersion = 5;
+/// The first format version that keeps the labeled samples (`ssdr predict` needs them).
+inline constexpr int kFirstVersionWithLabeled = 5;
 
 struct Model {
   std::string method;          ///< method name from the method table ("soda", ...)
@@ -40,6 +44,15 @@ struct Model {
   /// How W's columns were scaled (FitResult::normalization of the fit); version ≥ 3, older
   /// files: metric.
   methods::Normalization normalization = methods::Normalization::metric;
+  /// The fit's labeled samples for 1-NN prediction (version ≥ 5): their embeddings, m ×
+  /// n_labeled (column j is the j-th labeled sample's embedding Wᵀφ(x_j), the samples in
+  /// increasing global index, so the model is the same on any rank count), and their labels
+  /// (n_labeled entries in 0..classes−1). Both empty: no labeled samples (older files).
+  Dense labeled_embedding;
+  std::vector<int> labeled_labels;
+  /// The format version of the file this model was loaded from (kFormatVersion for a model
+  /// built in memory). Not stored in the archive: the file header holds it.
+  int format_version = kFormatVersion;
 };
 
 /// Saves `m` atomically (temp + rename) as a Boost binary archive preceded by kMagic and
@@ -48,14 +61,16 @@ struct Model {
 /// or an entry is NaN/Inf.
 void save(const Model& m, const std::string& path);
 
-/// Loads a model. Local. \throws ssdr::Error with a one-line message naming the path when
-/// the file is missing, is not an ssdr model (wrong magic), has an unsupported format
-/// version, is truncated/corrupt, fails its checksum (format ≥ 4), has inconsistent shapes
-/// or a NaN/Inf entry, or is not a regular file.
+/// Loads a model (format_version set from the file). Local. \throws ssdr::Error with a
+/// one-line message naming the path when the file is missing, is not an ssdr model (wrong
+/// magic), has an unsupported format version, is truncated/corrupt, fails its checksum
+/// (format ≥ 4), has inconsistent shapes (the labeled embeddings too: m rows, one label per
+/// column, labels in 0..classes−1) or a NaN/Inf entry, or is not a regular file.
 Model load(const std::string& path);
 
-/// Collective load: rank 0 reads, every rank of comm gets the model; errors are raised on
-/// every rank. \throws ssdr::Error as load().
+/// Collective load: rank 0 reads the file, every rank of comm gets its bytes and parses them
+/// (so every rank has the same model and its format_version); errors are raised on every
+/// rank. \throws ssdr::Error as load().
 Model load_collective(const std::string& path, MPI_Comm comm);
 
 /// The d_input × m matrix P·W (or W when there is no PCA basis). Local. Only for models
