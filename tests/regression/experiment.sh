@@ -27,6 +27,107 @@ else
   bad "smoke job with 2 groups"; cat "$tmp/smoke.out"
 fi
 
+# 1b. The plots' data and scripts say what the results say: every accuracy curve has its std
+#     over the splits as error bars (.dat columns = results.json's mean and sample std), oda
+#     (one m) is a horizontal reference line with its value in the key instead of missing, and
+#     every title names the parameters held fixed.
+if python3 - "$tmp/smoke" <<'PY'
+import glob, json, os, re, statistics, sys
+out = sys.argv[1]
+res = [r for r in json.load(open(f"{out}/results.json"))["results"] if "error" not in r]
+cols = "unlabeled_mean unlabeled_std unseen_mean unseen_std splits"
+
+def stats(rows):
+    u = [r["accuracy"]["unlabeled"] for r in rows]
+    t = [r["accuracy"]["unseen"] for r in rows]
+    return statistics.mean(u), statistics.stdev(u), statistics.mean(t), statistics.stdev(t), len(u)
+
+def check_row(fields, rows, where):
+    assert len(fields) == 6, (where, fields)
+    want = stats(rows)
+    got = [float(x) for x in fields[1:5]] + [int(fields[5])]
+    assert want[4] == got[4] == 3, (where, want, got)
+    for w, g in zip(want[:4], got[:4]):
+        assert abs(w - g) < 2e-6, (where, want, got)
+
+def blocks(path):
+    """.dat blocks: (comment, rows) in index order."""
+    text = open(path).read()
+    header, _, body = text.partition("\n\n")
+    return header, [(b.split("\n")[0], [l.split() for l in b.split("\n")[1:] if l.strip()])
+                    for b in re.split(r"\n\n\n", body.strip("\n"))]
+
+dim_plots = sorted(glob.glob(f"{out}/plots/*_accuracy_vs_dim.gp"))
+assert len(dim_plots) == 4, dim_plots  # iris, wine x p = 2, 3
+for gp_path in dim_plots:
+    stem = os.path.basename(gp_path)[:-3]
+    ds, p = re.match(r"(\w+)_p(\d)_accuracy_vs_dim", stem).groups()
+    sel = [r for r in res if r["dataset"] == ds and r["labeled_per_class"] == int(p)]
+    header, blk = blocks(f"{out}/plots/{stem}.dat")
+    assert f"# columns: m {cols}" in header, header
+    names = [c for c, _ in blk]
+    assert names[0] == "# curve lda" and names[1] == "# reference oda (m=2)", names
+    assert re.fullmatch(r"# curve soda: sigma_s=\S+ \(best of 2\)", names[2]), names
+    sigma = float(re.search(r"sigma_s=(\S+)", names[2]).group(1))
+    for d, row in zip((1, 2), blk[0][1]):
+        check_row(row, [r for r in sel if r["method"] == "lda" and r["dim_used"] == d], f"{stem} lda m={d}")
+    oda = [r for r in sel if r["method"] == "oda"]
+    check_row(blk[1][1][0], oda, f"{stem} oda")
+    soda = [r for r in sel if r["method"] == "soda"]
+    for d, row in zip((1, 2), blk[2][1]):
+        check_row(row, [r for r in soda if r["dim_used"] == d and r["params"]["sigma_s"] == sigma], f"{stem} soda m={d}")
+    # The summary's choice: no (sigma_s, m) of soda has a higher mean unlabeled accuracy.
+    best = max(stats([r for r in soda if r["params"]["sigma_s"] == s and r["dim_used"] == d])[0]
+               for s in {r["params"]["sigma_s"] for r in soda} for d in (1, 2))
+    assert abs(max(float(row[1]) for row in blk[2][1]) - best) < 2e-6, (stem, best)
+    gp = open(gp_path).read()
+    png_part, svg_part = gp.split("set terminal svg")
+    for part in (png_part, svg_part):
+        assert f"'{stem}.dat' index 0 using 1:2:3 with yerrorlines" in part and \
+               f"'{stem}.dat' index 0 using 1:4:5 with yerrorlines" in part and \
+               f"'{stem}.dat' index 2 using 1:2:3 with yerrorlines" in part, part
+        m, s = stats(oda)[0:2]
+        line = f"{m:.6f} with lines lc 2 dt 4 lw 2 title 'oda (m=2) unlabeled {m:.3f} ± {s:.3f}'"
+        assert line in part, (line, part)
+        m, s = stats(oda)[2:4]
+        assert f"{m:.6f} with lines lc 2 dt 3 lw 2 title 'oda (m=2) unseen {m:.3f} ± {s:.3f}'" in part, part
+        assert f"'{stem}.dat' index 1 using 1:2:3 with yerrorbars" in part, part
+        title = re.search(r"^set title (.*)$", part, re.M).group(1)
+        assert f"{ds}, {p} labeled/class, transductive fraction 0.8, scaling=standardize" in title, title
+        assert "mean ± std over 3 splits" in title and "held fixed: soda: sigma_s=" in title and \
+               "lda, oda at their defaults" in title and "best values by mean unlabeled accuracy" in title, title
+    assert "with linespoints" not in gp, gp
+
+par_plots = sorted(glob.glob(f"{out}/plots/*_soda_accuracy_vs_sigma_s.gp"))
+assert len(par_plots) == 4, par_plots
+for gp_path in par_plots:
+    stem = os.path.basename(gp_path)[:-3]
+    ds, p = re.match(r"(\w+)_p(\d)_soda", stem).groups()
+    lines = open(f"{out}/plots/{stem}.dat").read().splitlines()
+    assert lines[1] == f"# columns: sigma_s {cols}", lines
+    m = int(re.search(r"held fixed: m=(\d+) \(best of 2\)", lines[0]).group(1))
+    rows = [l.split() for l in lines[2:]]
+    assert len(rows) == 2, rows
+    for row in rows:
+        check_row(row, [r for r in res if r["dataset"] == ds and r["labeled_per_class"] == int(p) and
+                        r["method"] == "soda" and r["dim_used"] == m and
+                        abs(r["params"]["sigma_s"] - float(row[0])) < 1e-12], stem)
+    gp = open(gp_path).read()
+    assert gp.count(f"'{stem}.dat' using 1:2:3 with yerrorlines") == 2, gp
+    assert gp.count(f"'{stem}.dat' using 1:4:5 with yerrorlines") == 2, gp
+    assert gp.count("set logscale x") == 2 and f"held fixed: m={m} (best of 2)" in gp, gp
+PY
+then
+  if ! command -v gnuplot >/dev/null ||
+     [ "$(ls "$tmp"/smoke/plots/*.png | wc -l)" -eq "$(ls "$tmp"/smoke/plots/*.gp | wc -l)" ]; then
+    ok "plots: error bars from the std over splits, oda as a reference line, fixed parameters in the titles"
+  else
+    bad "plots: a .gp without its PNG (gnuplot failed?)"
+  fi
+else
+  bad "plots: error bars, reference lines and titles"
+fi
+
 # 2. Uninterrupted reference run of the kill-test job.
 timeout 600 "$MPIEXEC" -n 2 "$SSDR" experiment "$JOBS/kill_test.yaml" --output "$tmp/ref" -q >/dev/null 2>&1 || bad "reference run"
 total=$(python3 -c "import json; print(len(json.load(open('$tmp/ref/results.json'))['results']))" 2>/dev/null || echo 0)
