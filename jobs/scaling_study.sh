@@ -6,10 +6,11 @@
 #   hosts:  the strong-scaling fit again on HOSTS "hosts" (Linux network namespaces joined by a
 #           bridge, one rank each, TCP between them; jobs/lib/netns_hosts.sh) when HOSTS ≥ 2
 #           and this machine can make namespaces (root), else skipped with one line.
-# Every fit writes its report (per-stage timings_s, peak memory); the study prints a Markdown
-# table of time per stage with speedup S_P = T_1/T_P and efficiency S_P/P (strong) or T_1/T_P
-# (weak), and writes scaling.dat + scaling.gp (speedup and efficiency per stage against P;
-# scaling.png when gnuplot is installed) into the output folder.
+# Every fit writes its report (per-stage timings_s, peak memory); jobs/scaling_summary.py
+# prints the time per stage with speedup and efficiency (strong: S = T_1/T_P, E = S/P; weak:
+# E = T_1/T_P) and writes strong_scaling.* and weak_scaling.* (.dat, .gp, and .png when gnuplot
+# is installed) into the output folder; the run across hosts is printed beside the same rank
+# count on one host. Everything printed is also in scaling.txt.
 #
 # Usage: jobs/scaling_study.sh [OUT_DIR]
 # Environment (all optional): SSDR_BIN (default build/ssdr), SSDR_DATA (a Fashion-MNIST IDX
@@ -109,74 +110,26 @@ if [ "$HOSTS" -ge 2 ]; then
   fi
 fi
 
-"$PY" - "$runs" "$OUT" <<'PY'
+# Tables and plots: jobs/scaling_summary.py (the one the SLURM strong-scaling script uses).
+{
+  "$PY" "$ROOT/jobs/scaling_summary.py" "$OUT/strong" $(awk -F'\t' '$1 == "strong" && $3 == 1 { print $4 }' "$runs")
+  echo
+  "$PY" "$ROOT/jobs/scaling_summary.py" --weak "$OUT/weak" $(awk -F'\t' '$1 == "weak" { print $4 }' "$runs")
+  hosts_report=$(awk -F'\t' '$1 == "strong" && $3 > 1 { print $4 }' "$runs")
+  if [ -n "$hosts_report" ]; then
+    echo
+    "$PY" - "$hosts_report" "$OUT" <<'PY'
 import json, os, sys
-runs, out = sys.argv[1], sys.argv[2]
+h = json.load(open(sys.argv[1]))
+local = os.path.join(sys.argv[2], f"strong_np{h['ranks']}.json")
 stages = ["read", "preprocess", "knn_graph", "propagation", "scatter", "eigensolve", "evaluate", "total"]
-rows = []
-for line in open(runs):
-    kind, P, hosts, path = line.rstrip("\n").split("\t")
-    r = json.load(open(path))
-    rows.append((kind, int(P), int(hosts), r))
-lines = []
-for kind in ("strong", "weak"):
-    group = [x for x in rows if x[0] == kind]
-    if not group:
-        continue
-    base = next((x for x in group if x[1] == 1 and x[2] == 1), group[0])
-    T1 = base[3]["timings_s"]
-    r0 = base[3]
-    lines.append(f"### {kind} scaling: {r0['method']}, n = {r0['n']} on 1 rank"
-                 + (" (the same n on every rank count)" if kind == "strong" else f" (n/P = {r0['n']} on every rank count)")
-                 + f", d = {r0['d']}, knn_method {r0['parameters'].get('knn_method')}")
-    lines.append("")
-    lines.append("| ranks | hosts | n | " + " | ".join(stages) + " | peak MiB/rank | accuracy |")
-    lines.append("|---|---|---|" + "---|" * len(stages) + "---|---|")
-    for _, P, hosts, r in sorted(group, key=lambda x: (x[2] > 1, x[1])):
-        t = r["timings_s"]
-        cells = []
-        for s in stages:
-            v = t.get(s, 0.0)
-            if P == 1 and hosts == 1 or v <= 0 or T1.get(s, 0.0) <= 0:
-                cells.append(f"{v:.1f}")
-            else:
-                sp = T1[s] / v
-                eff = sp / P if kind == "strong" else sp
-                cells.append(f"{v:.1f} ({sp:.2f}×, {100 * eff:.0f} %)")
-        acc = r["accuracy"]["unlabeled"]
-        lines.append(f"| {P} | {hosts} | {r['n']} | " + " | ".join(cells) +
-                     f" | {r['peak_memory_mib']['max']:.0f} | {acc:.4f} |")
-    lines.append("")
-lines.append("Cells: seconds (speedup T₁/T_P, efficiency: T₁/(P·T_P) for strong, T₁/T_P for weak scaling).")
-table = "\n".join(lines)
-open(os.path.join(out, "scaling.md"), "w").write(table + "\n")
-print(table)
-# Data and plot: one block per kind; columns P, then speedup and efficiency per stage.
-with open(os.path.join(out, "scaling.dat"), "w") as f:
-    for kind in ("strong", "weak"):
-        group = sorted([x for x in rows if x[0] == kind and x[2] == 1], key=lambda x: x[1])
-        if not group:
-            continue
-        T1 = group[0][3]["timings_s"]
-        f.write(f"# {kind}: P " + " ".join(f"S_{s} E_{s}" for s in stages) + "\n")
-        for _, P, _, r in group:
-            vals = []
-            for s in stages:
-                v, b = r["timings_s"].get(s, 0.0), T1.get(s, 0.0)
-                sp = b / v if v > 0 and b > 0 else float("nan")
-                vals += [sp, sp / P if kind == "strong" else sp]
-            f.write(f"{P} " + " ".join(f"{x:.4f}" for x in vals) + "\n")
-        f.write("\n\n")
-with open(os.path.join(out, "scaling.gp"), "w") as g:
-    g.write('set terminal pngcairo size 1100,450\nset output "scaling.png"\nset multiplot layout 1,2\n')
-    g.write('set xlabel "ranks P"\nset xtics 1\nset key left top\nset grid\n')
-    plots = ", ".join(f'"scaling.dat" index 0 using 1:{2 + 2 * i} with linespoints title "{s}" noenhanced' for i, s in enumerate(stages))
-    g.write('set title "strong scaling: speedup T_1/T_P per stage (ideal: P)"\nset ylabel "speedup"\n')
-    g.write(f"plot x with lines dashtype 2 lc rgb 'gray' title 'ideal', {plots}\n")
-    plots = ", ".join(f'"scaling.dat" index 1 using 1:{3 + 2 * i} with linespoints title "{s}" noenhanced' for i, s in enumerate(stages))
-    g.write('set title "weak scaling: efficiency T_1/T_P per stage (ideal: 1)"\nset ylabel "efficiency"\nset yrange [0:*]\n')
-    g.write(f"plot 1 with lines dashtype 2 lc rgb 'gray' title 'ideal', {plots}\n")
-    g.write("unset multiplot\n")
+rows = [("one host, shared memory", json.load(open(local)))] if os.path.exists(local) else []
+rows.append((f"{h['ranks']} namespaced hosts, TCP", h))
+print(f"{h['ranks']} ranks on one host and across {h['ranks']} hosts (seconds per stage):")
+print(f"{'':28s}" + "".join(f"{s:>12s}" for s in stages) + "   accuracy")
+for name, r in rows:
+    print(f"{name:28s}" + "".join(f"{r['timings_s'].get(s, 0):12.2f}" for s in stages) + f"   {r['accuracy']['unlabeled']:.4f}")
 PY
-if command -v gnuplot >/dev/null; then (cd "$OUT" && gnuplot scaling.gp) && echo "scaling_study: plot $OUT/scaling.png" >&2; fi
-echo "scaling_study: table $OUT/scaling.md, data $OUT/scaling.dat, gnuplot $OUT/scaling.gp" >&2
+  fi
+} | tee "$OUT/scaling.txt"
+echo "scaling_study: $OUT/scaling.txt, strong_scaling.{dat,gp,png}, weak_scaling.{dat,gp,png}" >&2

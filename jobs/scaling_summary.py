@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 """Strong-scaling summary of `ssdr fit --report` files: the same problem on several rank counts.
 
-Usage: scaling_summary.py PREFIX REPORT.json...
+Usage: scaling_summary.py [--weak] PREFIX REPORT.json...
 
 Prints one line per rank count (total and per-stage seconds, speedup and parallel efficiency
 over the smallest rank count p0, peak memory per rank) and writes PREFIX_scaling.dat and
 PREFIX_scaling.gp; gnuplot, when installed, renders PREFIX_scaling.png from them: speedup
 against ranks with the ideal line, and the efficiency of the whole fit and of each stage that
 takes at least 2 % of it on p0 ranks. Speedup S(p) = T(p0) / T(p), ideal p / p0; efficiency
-E(p) = S(p) p0 / p. Used by jobs/slurm/strong_scaling.sbatch; standard library only.
+E(p) = S(p) p0 / p. --weak: the reports are one problem per rank count with the same samples
+per rank (n and the data file grow with p); then E(p) = T(p0) / T(p) (ideal 1) and S(p) =
+E(p) p / p0 (the scaled speedup). Used by jobs/slurm/strong_scaling.sbatch and
+jobs/scaling_study.sh; standard library only.
 """
 import json
 import os
@@ -28,6 +31,9 @@ def gp_quote(text):
 
 
 def main(argv):
+    weak = len(argv) > 1 and argv[1] == "--weak"
+    if weak:
+        argv = argv[:1] + argv[2:]
     if len(argv) < 3:
         sys.exit(__doc__.split("\n\n")[1])
     prefix, files = argv[1], argv[2:]
@@ -36,37 +42,38 @@ def main(argv):
         sys.exit("scaling_summary.py: two reports with the same rank count")
     first = rows[0]
     for r in rows[1:]:
-        for key in ("method", "n", "d", "data"):
+        for key in ("method", "d") if weak else ("method", "n", "d", "data"):
             if r.get(key) != first.get(key):
                 sys.exit(f"scaling_summary.py: the reports are not one problem ({key}: {first.get(key)} vs {r.get(key)})")
     p0, t0 = first["ranks"], first["timings_s"]["total"]
     stages = [s for s in STAGES if first["timings_s"].get(s, 0) >= 0.02 * t0]
 
-    print(f"{first['method']} on {first['data']} (n = {first['n']}, d = {first['d']}): speedup and efficiency over {p0} rank(s)")
-    print("ranks  total_s  speedup  efficiency " + " ".join(f"{s + '_s':>13}" for s in stages) + "  peak_MiB/rank")
+    print(f"{first['method']} on {first['data']} (n = {first['n']}{' on ' + str(p0) + ' rank(s), the same per rank on every count' if weak else ''}, d = {first['d']}): "
+          f"{'weak' if weak else 'strong'} scaling, speedup and efficiency over {p0} rank(s)")
+    print("ranks        n  total_s  speedup  efficiency " + " ".join(f"{s + '_s':>13}" for s in stages) + "  peak_MiB/rank")
     dat = [f"# {first['method']} on {first['data']}, n = {first['n']}, d = {first['d']}; speedup S = T(p0)/T(p), "
            f"efficiency S*p0/p, p0 = {p0}",
            "# columns: ranks total_s speedup efficiency peak_mib_per_rank "
            + " ".join(f"{s}_s {s}_efficiency" for s in stages)]
     for r in rows:
         t, p = r["timings_s"], r["ranks"]
-        speedup = t0 / t["total"]
-        eff = speedup * p0 / p
+        eff = t0 / t["total"] * (1 if weak else p0 / p)
+        speedup = eff * p / p0
         peak = r.get("peak_memory_mib", {}).get("max", float("nan"))
-        print(f"{p:5d} {t['total']:8.1f} {speedup:8.2f} {eff:11.2f} "
+        print(f"{p:5d} {r['n']:8d} {t['total']:8.1f} {speedup:8.2f} {eff:11.2f} "
               + " ".join(f"{t.get(s, 0):13.2f}" for s in stages) + f" {peak:14.0f}")
         stage_cols = []
         for s in stages:
             ts = t.get(s, 0)
-            stage_cols += [f"{ts:.6g}", f"{first['timings_s'][s] / ts * p0 / p:.6g}" if ts > 0 else "-"]
+            stage_cols += [f"{ts:.6g}", f"{first['timings_s'][s] / ts * (1 if weak else p0 / p):.6g}" if ts > 0 else "-"]
         dat.append(" ".join([str(p), f"{t['total']:.6g}", f"{speedup:.6g}", f"{eff:.6g}", f"{peak:.6g}"] + stage_cols))
 
     folder, stem = os.path.dirname(prefix) or ".", os.path.basename(prefix) + "_scaling"
     with open(os.path.join(folder, stem + ".dat"), "w") as f:
         f.write("\n".join(dat) + "\n")
     pmax = rows[-1]["ranks"]
-    title = (f"{first['method']} strong scaling on {os.path.basename(str(first['data']).rstrip('/'))}"
-             f" (n = {first['n']}, d = {first['d']}), {p0}..{pmax} ranks")
+    title = (f"{first['method']} {'weak' if weak else 'strong'} scaling on {os.path.basename(str(first['data']).rstrip('/'))}"
+             f" (n = {first['n']}{' per ' + str(p0) + ' rank(s)' if weak else ''}, d = {first['d']}), {p0}..{pmax} ranks")
     gp = []
     for term, ext in (("pngcairo size 1000,450 noenhanced font ',10'", "png"), ("svg size 1000,450 noenhanced font ',10'", "svg")):
         gp += [f"set terminal {term}", "set encoding utf8", f"set output '{stem}.{ext}'"] + PALETTE + [
