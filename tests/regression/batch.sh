@@ -210,7 +210,7 @@ for r in rows:
     assert abs(float(r[2]) - T(1) / T(p)) < 1e-4 and abs(float(r[3]) - T(1) / T(p) / p) < 1e-4, r
     assert abs(float(r[6]) - 1.0) < 1e-4 and abs(float(r[8]) - 1 / math.sqrt(p)) < 1e-4, r  # knn 40/p, propagation 20/sqrt(p)
 out = open(sys.argv[2]).read()
-assert "speedup and efficiency over 1 rank(s)" in out and "    6     " in out, out
+assert "speedup and efficiency over 1 rank(s)" in out and "\n    6    70000 " in out, out  # ranks, n
 PY
 then
   if ! command -v gnuplot >/dev/null || [ -s "$tmp/out/strong/soda_f0.5_scaling.png" ]; then
