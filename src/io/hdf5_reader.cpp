@@ -42,20 +42,12 @@ void quiet_hdf5() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
 
 Dataset read_hdf5(const std::string& path, const std::string& data_name, const std::string& labels_name,
                   bool labels_required, MPI_Comm comm) {
-  int rank = 0, size = 1;
-  MPI_Comm_rank(comm, &rank);
+  int size = 1;
   MPI_Comm_size(comm, &size);
-  std::string message;
-  bool ok = true;
-  if (rank == 0) {
-    ok = attempt(
-        [&] {
-          require_data_file(path);
-          if (H5Fis_hdf5(path.c_str()) <= 0) fail(path + ": not an HDF5 file");
-        },
-        message);
-  }
-  SSDR_CHECK_COLLECTIVE(comm, ok, message);
+  attempt_on_root(comm, [&] {
+    require_data_file(path);
+    if (H5Fis_hdf5(path.c_str()) <= 0) fail(path + ": not an HDF5 file");
+  });
   Hid file(open_parallel(path, comm, false), H5Fclose);
   SSDR_CHECK_COLLECTIVE(comm, file.ok(), "cannot open '" + path + "' as HDF5 (truncated or damaged file?)");
 
@@ -76,7 +68,8 @@ Dataset read_hdf5(const std::string& path, const std::string& data_name, const s
   SSDR_CHECK_COLLECTIVE(comm, n >= 1 && d >= 1, path + ":" + data_name + ": empty data set (no samples)");
   {
     const int per_node = ranks_on_host(comm);
-    ok = attempt([&] { require_dense_fits(n, d, size, per_node, path + ":" + data_name); }, message);
+    std::string message;
+    const bool ok = attempt([&] { require_dense_fits(n, d, size, per_node, path + ":" + data_name); }, message);
     SSDR_CHECK_COLLECTIVE(comm, ok, message);
   }
 

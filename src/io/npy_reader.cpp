@@ -191,26 +191,17 @@ void read_array(const std::string& path, const NpyHeader& h, int64_t first, int6
 }  // namespace
 
 std::vector<int> read_npy_labels(const std::string& path, int64_t n, MPI_Comm comm) {
-  int rank = 0;
-  MPI_Comm_rank(comm, &rank);
   NpyHeader h;
-  std::string message;
-  bool ok = true;
-  if (rank == 0) {
-    ok = attempt(
-        [&] {
-          require_regular(path);
-          h = read_npy_header(path);
-          const bool column = h.shape.size() == 2 && h.shape[1] == 1;
-          if (h.shape.size() != 1 && !column)
-            fail(path + ": labels must be a 1-D array of " + std::to_string(n) + " integers");
-          if (h.kind == 'f') fail(path + ": labels must have an integer dtype (found a floating-point one)");
-          if (h.shape[0] != n)
-            fail(path + ": " + std::to_string(h.shape[0]) + " labels for " + std::to_string(n) + " samples");
-        },
-        message);
-  }
-  SSDR_CHECK_COLLECTIVE(comm, ok, message);
+  attempt_on_root(comm, [&] {
+    require_regular(path);
+    h = read_npy_header(path);
+    const bool column = h.shape.size() == 2 && h.shape[1] == 1;
+    if (h.shape.size() != 1 && !column)
+      fail(path + ": labels must be a 1-D array of " + std::to_string(n) + " integers");
+    if (h.kind == 'f') fail(path + ": labels must have an integer dtype (found a floating-point one)");
+    if (h.shape[0] != n)
+      fail(path + ": " + std::to_string(h.shape[0]) + " labels for " + std::to_string(n) + " samples");
+  });
   bcast_header(h, comm);
   // Replicated labels: every rank reads all n (O(n) memory, as every reader keeps them).
   std::vector<double> v(static_cast<size_t>(n));
@@ -234,32 +225,24 @@ std::vector<int> read_npy_labels(const std::string& path, int64_t n, MPI_Comm co
 }
 
 Dataset read_npy(const std::string& path, const std::string& labels_path, bool labels_required, MPI_Comm comm) {
-  int rank = 0, size = 1;
-  MPI_Comm_rank(comm, &rank);
+  int size = 1;
   MPI_Comm_size(comm, &size);
   NpyHeader h;
   int64_t dims[2] = {0, 0};
-  std::string message;
-  bool ok = true;
   const int per_node = ranks_on_host(comm);
-  if (rank == 0) {
-    ok = attempt(
-        [&] {
-          if (labels_required && labels_path.empty())
-            fail(path + ": an NPY file holds no labels; give --labels FILE.npy (a 1-D integer array of n labels)");
-          require_data_file(path);
-          h = read_npy_header(path);
-          if (h.shape.size() != 2)
-            fail(path + ": expected a 2-D array (n samples x d features), found " + std::to_string(h.shape.size()) +
-                 " dimension(s)");
-          dims[0] = h.shape[0];
-          dims[1] = h.shape[1];
-          if (dims[0] < 1 || dims[1] < 1) fail(path + ": empty array (no samples)");
-          require_dense_fits(dims[0], dims[1], size, per_node, path);
-        },
-        message);
-  }
-  SSDR_CHECK_COLLECTIVE(comm, ok, message);
+  attempt_on_root(comm, [&] {
+    if (labels_required && labels_path.empty())
+      fail(path + ": an NPY file holds no labels; give --labels FILE.npy (a 1-D integer array of n labels)");
+    require_data_file(path);
+    h = read_npy_header(path);
+    if (h.shape.size() != 2)
+      fail(path + ": expected a 2-D array (n samples x d features), found " + std::to_string(h.shape.size()) +
+           " dimension(s)");
+    dims[0] = h.shape[0];
+    dims[1] = h.shape[1];
+    if (dims[0] < 1 || dims[1] < 1) fail(path + ": empty array (no samples)");
+    require_dense_fits(dims[0], dims[1], size, per_node, path);
+  });
   MPI_Bcast(dims, 2, MPI_INT64_T, 0, comm);
   bcast_header(h, comm);
   const int64_t n = dims[0], d = dims[1];

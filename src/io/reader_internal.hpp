@@ -24,8 +24,10 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
 #include <vector>
 
+#include "ssdr/core/error.hpp"
 #include "ssdr/io/dataset.hpp"
 
 namespace ssdr::io::detail {
@@ -108,6 +110,20 @@ bool attempt(F&& body, std::string& message) {
     message = "out of memory";
   }
   return false;
+}
+
+/// Runs `body` on rank 0 of comm only and raises its LocalFailure on every rank (attempt, then
+/// SSDR_CHECK_COLLECTIVE): the readers' "rank 0 validates the file, every rank agrees" step.
+/// Whatever `body` computes stays on rank 0; the caller broadcasts it. Collective.
+/// \throws ssdr::Error (collectively) with body's message.
+template <class F>
+void attempt_on_root(MPI_Comm comm, F&& body) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  std::string message;
+  bool ok = true;
+  if (rank == 0) ok = attempt(std::forward<F>(body), message);
+  SSDR_CHECK_COLLECTIVE(comm, ok, message);
 }
 
 // ---------------------------------------------------------------------------------------

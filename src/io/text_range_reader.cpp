@@ -145,21 +145,12 @@ std::vector<RankFacts> allgather(const RankFacts& mine, MPI_Comm comm) {
 }  // namespace
 
 Dataset read_text(const std::string& path, Format format, MPI_Comm comm, bool labeled) {
-  int rank = 0;
-  MPI_Comm_rank(comm, &rank);
   // A regular file (never block on a FIFO) that is not gzip-compressed goes by byte ranges.
   int gz = 0;
-  std::string message;
-  bool ok = true;
-  if (rank == 0) {
-    ok = attempt(
-        [&] {
-          require_data_file(path);
-          gz = is_gzip(path) ? 1 : 0;
-        },
-        message);
-  }
-  SSDR_CHECK_COLLECTIVE(comm, ok, message);
+  attempt_on_root(comm, [&] {
+    require_data_file(path);
+    gz = is_gzip(path) ? 1 : 0;
+  });
   MPI_Bcast(&gz, 1, MPI_INT, 0, comm);
   return gz != 0 ? read_text_streamed(path, format, comm, labeled) : read_text_ranges(path, format, comm, labeled);
 }
