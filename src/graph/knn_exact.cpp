@@ -38,6 +38,11 @@
 // therefore exactly those of a brute-force search, for any partition, tile size or filter
 // precision (tests: f32 vs f64 filter vs brute force on 1–4 ranks).
 //
+// Prefilter: before the passes, one vectorized sweep of each tile (sweep_tile; the GEMM
+// writes −2g, exact) flags the rows and columns that may hold a candidate, in Real arithmetic
+// with a margin that makes the flags a superset of the passes' double test (see mark()); the
+// passes then visit only flagged rows and columns, with the same double test as before.
+//
 // Second filter (as before): when a row has more than k candidates in a tile, the k-th
 // smallest approximation T bounds its final k-th exact distance by T + err, so candidates
 // with approx > T + 2·err are skipped without an exact distance.
@@ -58,6 +63,28 @@
 namespace ssdr::graph {
 
 namespace detail {
+
+__attribute__((target_clones("avx2", "default"))) double exact_dist2(const double* x,
+                                                                     const double* y, int64_t d) {
+  double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t t = 0;
+  for (; t + 8 <= d; t += 8)
+    for (int l = 0; l < 8; ++l) {
+      const double diff = x[t + l] - y[t + l];
+      s[l] += diff * diff;
+    }
+  for (int l = 0; t + l < d; ++l) {
+    const double diff = x[t + l] - y[t + l];
+    s[l] += diff * diff;
+  }
+  return ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
+}
+
+__attribute__((target_clones("avx2", "default"))) void center_to_float(const double* x,
+                                                                        const double* mu,
+                                                                        int64_t d, float* y) {
+  for (int64_t t = 0; t < d; ++t) y[t] = static_cast<float>(x[t] - mu[t]);
+}
 
 namespace {
 
@@ -85,6 +112,45 @@ inline void insert_unique(double* bd, int64_t* bi, int k, double d2, int64_t j) 
   bi[pos] = j;
 }
 
+/// The flag integer of a Real sweep: as wide as Real, so compare masks fill whole lanes.
+template <class Real>
+using Flag = typename std::conditional<sizeof(Real) == 4, int32_t, int64_t>::type;
+
+/// One sweep over a tile of G (column-major tj×ti, G[j + i·tj] = −2·ỹ_jᵀx̃_i): row i is
+/// flagged when some j has fl(ny_j + G) ≤ rthr_i, column j when some i has fl(nx_i + G) ≤
+/// cthr_j. Plain adds and compares: the flags do not depend on the vector width, which the
+/// clones below choose at run time (AVX2 where the CPU has it, the build's baseline otherwise).
+template <class Real>
+[[gnu::always_inline]] inline void sweep_tile_impl(const Real* G, int64_t ti, int64_t tj,
+                                                   const Real* nx, const Real* ny, const Real* rthr,
+                                                   const Real* cthr, Flag<Real>* rhit,
+                                                   Flag<Real>* chit) {
+  for (int64_t j = 0; j < tj; ++j) chit[j] = 0;
+  for (int64_t i = 0; i < ti; ++i) {
+    const Real* g = G + i * tj;
+    const Real r = rthr[i], a = nx[i];
+    Flag<Real> any = 0;
+    for (int64_t j = 0; j < tj; ++j) {
+      const Real v = g[j];
+      any |= static_cast<Flag<Real>>(ny[j] + v <= r);
+      chit[j] |= static_cast<Flag<Real>>(a + v <= cthr[j]);
+    }
+    rhit[i] = any;
+  }
+}
+
+__attribute__((target_clones("avx2", "default"))) void sweep_tile(
+    const float* G, int64_t ti, int64_t tj, const float* nx, const float* ny, const float* rthr,
+    const float* cthr, int32_t* rhit, int32_t* chit) {
+  sweep_tile_impl<float>(G, ti, tj, nx, ny, rthr, cthr, rhit, chit);
+}
+
+__attribute__((target_clones("avx2", "default"))) void sweep_tile(
+    const double* G, int64_t ti, int64_t tj, const double* nx, const double* ny,
+    const double* rthr, const double* cthr, int64_t* rhit, int64_t* chit) {
+  sweep_tile_impl<double>(G, ti, tj, nx, ny, rthr, cthr, rhit, chit);
+}
+
 /// One side of a tile pass: rows (original doubles for the exact distance, centered and
 /// scaled Real copies for the GEMM, their squared norms) and the lists they update.
 template <class Real>
@@ -110,7 +176,9 @@ class TileKernel {
       : k_(k), d_(d), slack_(slack), err_abs_(err_abs), s2_(s2),
         G_(static_cast<size_t>(kTile * kTile)), cand_(static_cast<size_t>(kTile)),
         cand_approx_(static_cast<size_t>(kTile)), scratch_(static_cast<size_t>(kTile)),
-        col_thr_(static_cast<size_t>(kTile)), col_hit_(static_cast<size_t>(kTile)) {}
+        nxR_(static_cast<size_t>(kTile)), nyR_(static_cast<size_t>(kTile)),
+        row_thr_(static_cast<size_t>(kTile)), col_thr_(static_cast<size_t>(kTile)),
+        row_hit_(static_cast<size_t>(kTile)), col_hit_(static_cast<size_t>(kTile)) {}
 
   /// Every pair (i, j), i ∈ [a0, a1) of A, j ∈ [b0, b1) of B, self pairs (same global index)
   /// excluded. `same`: A and B are one block and the ranges are equal; only tiles I ≤ J are
@@ -123,30 +191,79 @@ class TileKernel {
       for (int64_t j0 = same ? i0 : b0; j0 < b1; j0 += kTile) {
         const int64_t tj = std::min(kTile, b1 - j0);
         const bool diagonal = same && j0 == i0;
-        // Column-major G (tj×ti): G[j + i·tj] = ỹ_{j0+j}·x̃_{i0+i}. Row-major blocks are
-        // column-major d×rows matrices, so G = Ỹᵀ·X̃ with leading dimension d.
+        // Column-major G (tj×ti): G[j + i·tj] = −2·ỹ_{j0+j}·x̃_{i0+i} (alpha = −2: exact, a
+        // power of two). Row-major blocks are column-major d×rows matrices, so G = −2·Ỹᵀ·X̃
+        // with leading dimension d.
         if (d_ > 0)
-          blas::gemm('T', 'N', tj, ti, d_, Real(1), B.xf + j0 * d_, d_, A.xf + i0 * d_, d_, Real(0),
-                     G_.data(), tj);
+          blas::gemm('T', 'N', tj, ti, d_, Real(-2), B.xf + j0 * d_, d_, A.xf + i0 * d_, d_,
+                     Real(0), G_.data(), tj);
         else
           std::fill(G_.begin(), G_.begin() + ti * tj, Real(0));
         double na_max = 0, nb_max = 0;
         for (int64_t i = 0; i < ti; ++i) na_max = std::max(na_max, A.norm2[i0 + i]);
         for (int64_t j = 0; j < tj; ++j) nb_max = std::max(nb_max, B.norm2[j0 + j]);
-        if (A.d2) rows_pass(A, i0, ti, B, j0, tj, nb_max);
-        if (B.d2 && !diagonal) cols_pass(A, i0, ti, B, j0, tj, na_max);
+        const bool rows = A.d2 != nullptr, cols = B.d2 != nullptr && !diagonal;
+        if (!rows && !cols) continue;
+        mark(A, i0, ti, B, j0, tj, na_max, nb_max, rows, cols);
+        if (rows) rows_pass(A, i0, ti, B, j0, tj, nb_max);
+        if (cols) cols_pass(A, i0, ti, B, j0, tj, na_max);
       }
       tick();
     }
   }
 
  private:
+  /// Flags the rows (row_hit_) and columns (col_hit_) of the tile that may hold a candidate,
+  /// in one sweep of G in Real arithmetic (vectorized; see sweep_tile). A flag is a superset
+  /// of the passes' own test: with u the unit roundoff of Real, the sweep's fl(ny_R + g)
+  /// differs from the passes' double fl(fl(nx + ny) + g) − nx by at most 3u(ny + |g|) + 2ε(nx +
+  /// ny + |g|), and |g| = 2|fl(x̃ᵀỹ)| ≤ 2.01(nx + ny)/2 (Cauchy–Schwarz, the rounding of a dot
+  /// product of d ≤ 10⁶ terms); the margin 16u(nx + ny_max + |t|) (+ underflow) covers both,
+  /// t the shifted threshold, whose own rounding it also covers. Thresholds only fall while a
+  /// tile is processed, so flags taken before rows_pass stay supersets for cols_pass, which,
+  /// like rows_pass, applies its exact test with the current threshold: the candidates, and
+  /// the lists, are those of the unflagged passes.
+  void mark(const Block<Real>& A, int64_t i0, int64_t ti, const Block<Real>& B, int64_t j0,
+            int64_t tj, double na_max, double nb_max, bool rows, bool cols) {
+    const int k = k_;
+    const double u = std::numeric_limits<Real>::epsilon() / 2;
+    const double tiny = 4.0 * static_cast<double>(std::numeric_limits<Real>::min());
+    const Real never = -std::numeric_limits<Real>::infinity();
+    auto upper = [&](double thr, double norm, double other_max) {
+      if (!(thr < std::numeric_limits<double>::infinity())) return std::numeric_limits<Real>::infinity();
+      const double t = thr - norm;
+      const double v = t + (16.0 * u * (norm + other_max + std::fabs(t)) + tiny);
+      Real r = static_cast<Real>(v);
+      if (static_cast<double>(r) < v) r = std::nextafter(r, std::numeric_limits<Real>::infinity());
+      return r;
+    };
+    for (int64_t i = 0; i < ti; ++i) {
+      const int64_t li = i0 + i;
+      const double nx = A.norm2[li];
+      nxR_[static_cast<size_t>(i)] = static_cast<Real>(nx);
+      row_thr_[static_cast<size_t>(i)] =
+          rows ? upper(A.d2[li * k + k - 1] * s2_ + (slack_ * (nx + nb_max) + err_abs_), nx, nb_max)
+               : never;
+    }
+    for (int64_t j = 0; j < tj; ++j) {
+      const int64_t lj = j0 + j;
+      const double ny = B.norm2[lj];
+      nyR_[static_cast<size_t>(j)] = static_cast<Real>(ny);
+      col_thr_[static_cast<size_t>(j)] =
+          cols ? upper(B.d2[lj * k + k - 1] * s2_ + (slack_ * (na_max + ny) + err_abs_), ny, na_max)
+               : never;
+    }
+    sweep_tile(G_.data(), ti, tj, nxR_.data(), nyR_.data(), row_thr_.data(), col_thr_.data(),
+               row_hit_.data(), col_hit_.data());
+  }
+
   /// Candidates of row i of A among the tile's columns; each re-ranked exactly, entered into
   /// i's list and, when B keeps lists, into the column's list too.
   void rows_pass(const Block<Real>& A, int64_t i0, int64_t ti, const Block<Real>& B, int64_t j0,
                  int64_t tj, double nb_max) {
     const int k = k_;
     for (int64_t i = 0; i < ti; ++i) {
+      if (row_hit_[static_cast<size_t>(i)] == 0) continue;
       const int64_t li = i0 + i, gi = A.global(li);
       double* bd = A.d2 + li * k;
       int64_t* bi = A.idx + li * k;
@@ -155,15 +272,9 @@ class TileKernel {
       const Real* g = G_.data() + i * tj;
       const double* ny = B.norm2 + j0;
       double thr = bd[k - 1] * s2_ + err;
-      // Most rows of most tiles have no candidate: a branch-free count of the very test
-      // below (same expression, same bits, so the same pairs) lets the BLAS-sized loop
-      // vectorize and skips the row when it finds none.
-      int64_t any = 0;
-      for (int64_t j = 0; j < tj; ++j) any += nx + ny[j] - 2.0 * static_cast<double>(g[j]) <= thr;
-      if (any == 0) continue;
       int64_t m = 0;
       for (int64_t j = 0; j < tj; ++j) {
-        const double approx = nx + ny[j] - 2.0 * static_cast<double>(g[j]);
+        const double approx = nx + ny[j] + static_cast<double>(g[j]);
         if (approx <= thr && B.global(j0 + j) != gi) {
           cand_[static_cast<size_t>(m)] = j;
           cand_approx_[static_cast<size_t>(m)] = approx;
@@ -186,24 +297,6 @@ class TileKernel {
                  int64_t tj, double na_max) {
     const int k = k_;
     const double* nx = A.norm2 + i0;
-    // The columns' thresholds do not change during this pass (it inserts into A's lists, and
-    // A's rows are other rows than B's here), so one row-major sweep of G, which vectorizes,
-    // marks the columns with a candidate by the very test of the strided loop below.
-    for (int64_t j = 0; j < tj; ++j) {
-      const int64_t lj = j0 + j;
-      col_thr_[static_cast<size_t>(j)] = B.d2[lj * k + k - 1] * s2_ + (slack_ * (na_max + B.norm2[lj]) + err_abs_);
-      col_hit_[static_cast<size_t>(j)] = 0;
-    }
-    {
-      const double* ny = B.norm2 + j0;
-      const double* thr = col_thr_.data();
-      int64_t* hit = col_hit_.data();
-      for (int64_t i = 0; i < ti; ++i) {
-        const double a = nx[i];
-        const Real* g = G_.data() + i * tj;
-        for (int64_t j = 0; j < tj; ++j) hit[j] |= a + ny[j] - 2.0 * static_cast<double>(g[j]) <= thr[j];
-      }
-    }
     for (int64_t j = 0; j < tj; ++j) {
       if (col_hit_[static_cast<size_t>(j)] == 0) continue;
       const int64_t lj = j0 + j, gj = B.global(lj);
@@ -215,7 +308,7 @@ class TileKernel {
       double thr = bd[k - 1] * s2_ + err;
       int64_t m = 0;
       for (int64_t i = 0; i < ti; ++i) {
-        const double approx = nx[i] + ny - 2.0 * static_cast<double>(g[i * tj]);
+        const double approx = nx[i] + ny + static_cast<double>(g[i * tj]);
         if (approx <= thr && A.global(i0 + i) != gj) {
           cand_[static_cast<size_t>(m)] = i;
           cand_approx_[static_cast<size_t>(m)] = approx;
@@ -246,8 +339,10 @@ class TileKernel {
   std::vector<Real> G_;
   std::vector<int64_t> cand_;
   std::vector<double> cand_approx_, scratch_;
-  std::vector<double> col_thr_;   ///< cols_pass: each column's threshold
-  std::vector<int64_t> col_hit_;  ///< cols_pass: 1 when the column has a candidate
+  // mark(): the tile's norms and prefilter thresholds in Real, and its flags.
+  std::vector<Real> nxR_, nyR_, row_thr_, col_thr_;
+  std::vector<Flag<Real>> row_hit_;  ///< 0: the row has no candidate in the tile
+  std::vector<Flag<Real>> col_hit_;  ///< 0: the column has no candidate in the tile
 };
 
 /// Centering and scaling shared by every block of one search: x ↦ (x − μ)·2^-e.

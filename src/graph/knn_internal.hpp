@@ -15,20 +15,15 @@ namespace ssdr::graph::detail {
 /// index order was latency-bound (d dependent additions, about 1 µs at d = 784) and took a
 /// fifth of the exact search at n = 20 000; the rounding error bound is the same kind,
 /// (d/8 + 3)·u·Σ(x_t − y_t)² instead of d·u·Σ.
-inline double exact_dist2(const double* x, const double* y, int64_t d) {
-  double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int64_t t = 0;
-  for (; t + 8 <= d; t += 8)
-    for (int l = 0; l < 8; ++l) {
-      const double diff = x[t + l] - y[t + l];
-      s[l] += diff * diff;
-    }
-  for (int l = 0; t + l < d; ++l) {
-    const double diff = x[t + l] - y[t + l];
-    s[l] += diff * diff;
-  }
-  return ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
-}
+///
+/// Compiled twice (AVX2 and the build's baseline, chosen at run time by the CPU): plain
+/// subtractions, products and sums with no FMA in either clone, so both give the same bits;
+/// AVX2 does four lanes per instruction instead of two. Local.
+double exact_dist2(const double* x, const double* y, int64_t d);
+
+/// y_t = float(x_t − μ_t), t = 0..d−1: a row centered in double and rounded to float, as the
+/// GEMM filters take it. Compiled twice like exact_dist2 (same bits in both clones). Local.
+void center_to_float(const double* x, const double* mu, int64_t d, float* y);
 
 /// The error for a k outside [1, n): "--knn K must be ...".
 inline std::string k_message(int k, int64_t n) {

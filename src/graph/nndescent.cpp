@@ -24,11 +24,12 @@
 // recomputed exactly in double as Σ_t (x_t − y_t)² in index order (knn_search's bits, the same
 // from both ends of an edge) and the lists are re-sorted by (dist2, global index) and cut to k.
 //
-// Memory per rank (bytes; n_l local rows, K = 12, ρ = 1): X's block only (rows are converted
-// to float as they are gathered), the lists 13·K·n_l, the candidate sets 8·(2K + 2K)·n_l in
-// flat arrays, the reverse sampling 8·K·n_l during the sampling step, the fetched rows of one
-// local-join chunk and their reply (each at most kFetchBudget, chunks shrink to keep them so),
-// the proposals of one chunk: about 0.65 KB per row plus 2·kFetchBudget.
+// Memory per rank (bytes; n_l local rows, K = 12, ρ = 1): X's block, plus its float copy only
+// when that is at most kFetchBudget (otherwise rows are converted to float as they are
+// gathered), the lists 13·K·n_l, the candidate sets 8·(2K + 2K)·n_l in flat arrays, the
+// reverse sampling 8·K·n_l during the sampling step, the fetched rows of one local-join chunk
+// and their reply (each at most kFetchBudget, chunks shrink to keep them so), the proposals of
+// one chunk: about 0.65 KB per row plus 3·kFetchBudget.
 #include "ssdr/graph/nndescent.hpp"
 
 #include "knn_internal.hpp"
@@ -234,12 +235,20 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
     for (int64_t t = 0; t < d; ++t) mu[static_cast<size_t>(t)] += X(i, t);
   if (d > 0) MPI_Allreduce(MPI_IN_PLACE, mu.data(), static_cast<int>(d), MPI_DOUBLE, MPI_SUM, comm);
   for (double& m : mu) m /= static_cast<double>(n);
-  // No float copy of the block (it would be half the block again): a row is converted when
-  // it is gathered for a join or sent to another rank; only its squared norm is kept.
+  // A float copy of the block only when it costs at most kFetchBudget (half the block again
+  // otherwise: at 10⁶ rows it would break the memory target); without it a row is converted
+  // each time it is gathered for a join or sent to another rank, which costs about a third
+  // of the build at n = 20 000. Either way the same float values, so the same lists.
   std::vector<float> nrm(static_cast<size_t>(nl));
   const double* mup = mu.data();
-  auto to_float = [d, mup](const double* x, float* y) {
-    for (int64_t t = 0; t < d; ++t) y[t] = static_cast<float>(x[t] - mup[t]);
+  std::vector<float> xf;
+  if (static_cast<double>(nl) * static_cast<double>(d) * sizeof(float) <= kFetchBudget) {
+    xf.resize(static_cast<size_t>(nl * d));
+    for (int64_t i = 0; i < nl; ++i) detail::center_to_float(X.row(i), mup, d, xf.data() + i * d);
+  }
+  auto to_float = [&](int64_t li, float* y) {
+    if (!xf.empty()) std::copy_n(xf.data() + li * d, d, y);
+    else detail::center_to_float(X.row(li), mup, d, y);
   };
   auto norm2 = [d](const float* y) {
     double s = 0;
@@ -249,7 +258,7 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
   {
     std::vector<float> y(static_cast<size_t>(d));
     for (int64_t i = 0; i < nl; ++i) {
-      to_float(X.row(i), y.data());
+      to_float(i, y.data());
       nrm[static_cast<size_t>(i)] = norm2(y.data());
     }
   }
@@ -448,7 +457,7 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
       for (size_t q = 0; q < asked.size(); ++q) {
         const int64_t li = asked[q] - r0;
         float* o = reply.data() + static_cast<int64_t>(q) * w;
-        to_float(X.row(li), o);
+        to_float(li, o);
         o[d] = L.worst(li);
       }
       for (int r = 0; r < size; ++r) rcw[static_cast<size_t>(r)] = rc[static_cast<size_t>(r)] * static_cast<int>(w);
@@ -459,7 +468,7 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
       // Row g's centered float values into dst, its squared norm and k-th distance.
       auto gather = [&](int64_t g, float* dst, float& norm, float& thr) {
         if (g >= r0 && g < r0 + nl) {
-          to_float(X.row(g - r0), dst);
+          to_float(g - r0, dst);
           norm = nrm[static_cast<size_t>(g - r0)];
           thr = L.worst(g - r0);
         } else {
