@@ -17,7 +17,6 @@
 #include <vector>
 
 #include "ssdr/core/error.hpp"
-#include "ssdr/core/mpi_util.hpp"
 #include "ssdr/core/lapack.hpp"
 #include "ssdr/core/mpi_util.hpp"
 #include "ssdr/core/petsc.hpp"
@@ -29,16 +28,6 @@ namespace {
 
 constexpr double kEigenThreshold = 1e-10;  ///< keep eigenvalues > kEigenThreshold·λ_max
 
-int comm_size(MPI_Comm c) {
-  int p = 1;
-  MPI_Comm_size(c, &p);
-  return p;
-}
-int comm_rank(MPI_Comm c) {
-  int r = 0;
-  MPI_Comm_rank(c, &r);
-  return r;
-}
 
 std::string mib(double bytes) {
   char b[64];

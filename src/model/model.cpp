@@ -377,17 +377,6 @@ Model from_bytes(const std::string& bytes, const std::string& path) {
 
 namespace {
 
-int rank_of(MPI_Comm c) {
-  int r = 0;
-  MPI_Comm_rank(c, &r);
-  return r;
-}
-int size_of(MPI_Comm c) {
-  int p = 1;
-  MPI_Comm_size(c, &p);
-  return p;
-}
-
 std::string mpi_error_text(int rc) {
   char text[MPI_MAX_ERROR_STRING];
   int len = 0;
@@ -418,7 +407,7 @@ void save(const Model& m, const std::string& path) {
 }
 
 void save_collective(const Model& m, const std::string& path, MPI_Comm comm) {
-  const int rank = rank_of(comm);
+  const int rank = comm_rank(comm);
   std::string msg = unsavable(m, path);
   // The rows this rank writes: its share of a map distributed over comm, or all of a map
   // held whole (rank 0).
@@ -640,7 +629,7 @@ void read_rows(Model& m, const std::string& path, uint64_t head_len, uint64_t ro
 Model load(const std::string& path) { return load_collective(path, MPI_COMM_SELF); }
 
 Model load_collective(const std::string& path, MPI_Comm comm) {
-  const int rank = rank_of(comm);
+  const int rank = comm_rank(comm);
   Head head;
   std::string message;
   bool ok = true;
@@ -667,7 +656,7 @@ Model load_collective(const std::string& path, MPI_Comm comm) {
   uint64_t meta[2] = {bytes.size(), head.row_sum};
   MPI_Bcast(meta, 2, MPI_UINT64_T, 0, comm);
   Model m;
-  if (size_of(comm) == 1) {
+  if (comm_size(comm) == 1) {
     m = std::move(mine);
   } else {
     const uint64_t len = meta[0];

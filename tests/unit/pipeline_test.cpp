@@ -100,6 +100,16 @@ Fitted fit_both(const std::string& file, const std::string& name, double fractio
   return f;
 }
 
+/// The model's preprocessing as a data::Preprocessor.
+data::Preprocessor preprocessor_of(const model::Model& m) {
+  data::Preprocessor pre;
+  pre.shift = m.shift;
+  pre.scale = m.scale;
+  pre.mean = m.mean;
+  pre.basis = m.basis;
+  return pre;
+}
+
 }  // namespace
 
 TEST(ConsumingFit, GivesBitwiseTheAccuracyModelAndEmbeddingOfTheFitThatKeepsTheData) {
@@ -131,12 +141,7 @@ TEST(Projector, GivesTheSameBitsFromRawAndFromPreprocessedRowsWhateverTheTile) {
   const Fitted f = fit_both("iris.csv", "ksoda", 0.6, 40);
   ASSERT_FALSE(f.consume.model.kernel.exact);
   const model::Model& m = f.consume.model;
-  data::Preprocessor pre;
-  pre.shift = m.shift;
-  pre.scale = m.scale;
-  pre.mean = m.mean;
-  pre.basis = m.basis;
-  const DistMatrix Xp = data::apply(pre, f.ds.X);
+  const DistMatrix Xp = data::apply(preprocessor_of(m), f.ds.X);
   const DistMatrix whole = model::project_preprocessed(m, Xp);
   model::Projector p(m);
   const int64_t out = p.out_dim(), nl = f.ds.X.n_local;
@@ -159,12 +164,7 @@ TEST(ExactKernelProjection, GivesARowTheSameBitsWhateverRowsComeWithItAndWhateve
   const Fitted f = fit_both("iris.csv", "ksoda", 0.6, 0);
   const model::Model& m = f.consume.model;
   ASSERT_TRUE(m.kernel.exact);
-  data::Preprocessor pre;
-  pre.shift = m.shift;
-  pre.scale = m.scale;
-  pre.mean = m.mean;
-  pre.basis = m.basis;
-  const DistMatrix Xp = data::apply(pre, f.ds.X);
+  const DistMatrix Xp = data::apply(preprocessor_of(m), f.ds.X);
   const DistMatrix whole = model::project_preprocessed(m, Xp);
   EXPECT_EQ(whole.v, f.consume.embedding.v);
   EXPECT_EQ(model::project(m, f.ds.X).v, whole.v);

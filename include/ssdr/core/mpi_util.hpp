@@ -11,6 +11,18 @@
 
 namespace ssdr {
 
+/// This rank's number in comm and comm's size. Not collective.
+inline int comm_rank(MPI_Comm comm) {
+  int r = 0;
+  MPI_Comm_rank(comm, &r);
+  return r;
+}
+inline int comm_size(MPI_Comm comm) {
+  int p = 1;
+  MPI_Comm_size(comm, &p);
+  return p;
+}
+
 /// The MPI datatype of T (double, int, int64_t). Not collective.
 template <class T>
 MPI_Datatype mpi_datatype();

@@ -114,7 +114,8 @@ inline constexpr int64_t kExactBlock = 256;
 inline constexpr int64_t kExactTile = 64;
 
 /// k(Z, X) for the b samples of the row-major block X (b×d', the local block of a DistMatrix)
-/// against the columns of Zt (d'×r_z): G (r_z×b, column-major, column i = k(Z, x_i)). Local.
+/// against the columns of Zt (d'×r_z; an exact map: this rank's n_local samples only): G
+/// (r_z×b, column-major, column i = k(Z, x_i)). Local.
 /// RBF distances use ‖x‖² + ‖z‖² − 2xᵀz clamped at 0.
 void kernel_block(const FeatureMap& f, const double* X, int64_t b, std::vector<double>& G);
 
