@@ -1,10 +1,12 @@
 #include "ssdr/core/mpi_util.hpp"
 
+#include <algorithm>
 #include <climits>
 #include <fstream>
 #include <limits>
 #include <string>
 
+#include "ssdr/core/dense.hpp"
 #include "ssdr/core/error.hpp"
 
 namespace ssdr {
@@ -54,6 +56,55 @@ double memory_limit_per_rank(MPI_Comm comm) {
   double limit = 0;
   MPI_Allreduce(&mine, &limit, 1, MPI_DOUBLE, MPI_MIN, comm);
   return limit;
+}
+
+
+void for_each_row_block(const double* local, int64_t row_start, int64_t n_local, int64_t n, int64_t w,
+                        int64_t block, MPI_Comm comm,
+                        const std::function<void(int64_t first, int64_t rows, const double* data)>& visit) {
+  SSDR_REQUIRE(block >= 1 && w >= 0 && block * w < INT_MAX, "for_each_row_block: a block of " + std::to_string(block) +
+                                                                " rows of " + std::to_string(w) +
+                                                                " values exceeds MPI's count limit");
+  int p = 1, rank = 0;
+  MPI_Comm_size(comm, &p);
+  MPI_Comm_rank(comm, &rank);
+  std::vector<int64_t> starts, counts;
+  gather_layout(comm, row_start, n_local, starts, counts);
+  const int64_t blocks = (n + block - 1) / block;
+  if (blocks == 0) return;
+  struct Slot {
+    std::vector<double> buf;
+    std::vector<int> count, displ;
+    MPI_Request request = MPI_REQUEST_NULL;
+  } slot[2];
+  // Block k's rows [b0, b1): every owner sends its part, everyone receives the whole block.
+  auto post = [&](int64_t k, Slot& s) {
+    const int64_t b0 = k * block, b1 = std::min(n, b0 + block);
+    s.buf.resize(static_cast<size_t>((b1 - b0) * w));
+    s.count.assign(static_cast<size_t>(p), 0);
+    s.displ.assign(static_cast<size_t>(p), 0);
+    for (int q = 0; q < p; ++q) {
+      const int64_t lo = std::max(b0, starts[static_cast<size_t>(q)]);
+      const int64_t hi = std::min(b1, starts[static_cast<size_t>(q)] + counts[static_cast<size_t>(q)]);
+      if (hi > lo) {
+        s.count[static_cast<size_t>(q)] = static_cast<int>((hi - lo) * w);
+        s.displ[static_cast<size_t>(q)] = static_cast<int>((lo - b0) * w);
+      }
+    }
+    const int mine = s.count[static_cast<size_t>(rank)];
+    const double* send = mine > 0 ? local + (b0 + s.displ[static_cast<size_t>(rank)] / std::max<int64_t>(w, 1) - row_start) * w
+                                  : s.buf.data();
+    MPI_Iallgatherv(send, mine, MPI_DOUBLE, s.buf.data(), s.count.data(), s.displ.data(), MPI_DOUBLE, comm,
+                    &s.request);
+  };
+  post(0, slot[0]);
+  for (int64_t k = 0; k < blocks; ++k) {
+    Slot& s = slot[k % 2];
+    MPI_Wait(&s.request, MPI_STATUS_IGNORE);
+    if (k + 1 < blocks) post(k + 1, slot[(k + 1) % 2]);
+    const int64_t b0 = k * block, b1 = std::min(n, b0 + block);
+    visit(b0, b1 - b0, s.buf.data());
+  }
 }
 
 }  // namespace ssdr

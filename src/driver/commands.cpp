@@ -198,7 +198,7 @@ int run_fit(const FitCommand& cmd, MPI_Comm comm) {
       written.push_back(cmd.embedding);
     }
     if (!cmd.model.empty()) {
-      write_on_root(comm, [&] { model::save(out.model, cmd.model); });
+      model::save_collective(out.model, cmd.model, comm);
       written.push_back(cmd.model);
     }
     if (!cmd.report.empty()) write_on_root(comm, [&] { io::write_text_atomic(cmd.report, r.dump(2) + "\n"); });

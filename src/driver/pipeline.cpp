@@ -37,7 +37,8 @@ struct FitRows {
 
 /// The embedding of every local row in file order (n×m, X's layout): the transductive rows
 /// from Xt, the unseen ones from Xu or the raw X, all through model::Projector, so a row has
-/// the bits `transform` gives it from the raw file. Local.
+/// the bits `transform` gives it from the raw file. Local, except with an exact kernel map
+/// (collective over its communicator: kernels::apply_exact on every row's preprocessed bits).
 DistMatrix embed_all(const model::Model& m, const FitRows& rows) {
   model::Projector p(m);
   const int64_t out = p.out_dim(), T = model::Projector::kTile;
@@ -50,6 +51,29 @@ DistMatrix embed_all(const model::Model& m, const FitRows& rows) {
   Y.v.assign(static_cast<size_t>(Y.n_local * out), 0.0);
   std::vector<int64_t> pos_t, pos_u;
   for (int64_t i = 0; i < Y.n_local; ++i) (rows.transductive[static_cast<size_t>(i)] ? pos_t : pos_u).push_back(i);
+  if (!p.local()) {
+    // Every local row's preprocessed bits, in file order (the unseen raw rows preprocessed
+    // tile by tile), then the collective exact-map projection.
+    const int64_t dp = p.preprocessed_dim();
+    std::vector<const double*> src(static_cast<size_t>(Y.n_local));
+    for (size_t t = 0; t < pos_t.size(); ++t) src[static_cast<size_t>(pos_t[t])] = rows.Xt.row(static_cast<int64_t>(t));
+    std::vector<double> unseen, in;
+    if (!rows.raw) {
+      for (size_t u = 0; u < pos_u.size(); ++u) src[static_cast<size_t>(pos_u[u])] = rows.Xu.row(static_cast<int64_t>(u));
+    } else {
+      const int64_t d = rows.d_input, nu = static_cast<int64_t>(pos_u.size());
+      unseen.resize(static_cast<size_t>(nu * dp));
+      in.resize(static_cast<size_t>(T * d));
+      for (int64_t i0 = 0; i0 < nu; i0 += T) {
+        const int64_t b = std::min(T, nu - i0);
+        for (int64_t r = 0; r < b; ++r) std::copy_n(rows.raw->row(pos_u[static_cast<size_t>(i0 + r)]), d, in.data() + r * d);
+        p.preprocess(in.data(), b, unseen.data() + i0 * dp);
+      }
+      for (int64_t u = 0; u < nu; ++u) src[static_cast<size_t>(pos_u[static_cast<size_t>(u)])] = unseen.data() + u * dp;
+    }
+    kernels::apply_exact(m.kernel, &m.W, src.data(), Y.n_local, Y.v.data());
+    return Y;
+  }
   std::vector<double> tile(static_cast<size_t>(T * out)), in;
   auto scatter = [&](const std::vector<int64_t>& pos, int64_t i0, int64_t b) {
     for (int64_t r = 0; r < b; ++r) std::copy_n(tile.data() + r * out, out, Y.row(pos[static_cast<size_t>(i0 + r)]));
@@ -169,7 +193,7 @@ FitOutcome fit_rows(FitRows& rows, const data::Preprocessor& pre, const std::vec
     feature_map = kernels::fit_feature_map(Xt, ko, &kernel_info);
     Phi = kernels::apply(feature_map, Xt);
     say("kernel " + kernels::to_string(ko.type) + " (" + (feature_map.exact ? "exact" : "Nystrom") +
-        " map): " + std::to_string(Phi.cols) + " features from " + std::to_string(feature_map.Zt.cols) +
+        " map): " + std::to_string(Phi.cols) + " features from " + std::to_string(feature_map.landmarks()) +
         " landmarks");
   }
 

@@ -17,7 +17,6 @@
 #include <vector>
 
 #include "ssdr/core/error.hpp"
-#include "ssdr/core/mpi_util.hpp"
 #include "ssdr/core/lapack.hpp"
 #include "ssdr/core/mpi_util.hpp"
 #include "ssdr/core/petsc.hpp"
@@ -29,16 +28,6 @@ namespace {
 
 constexpr double kEigenThreshold = 1e-10;  ///< keep eigenvalues > kEigenThreshold·λ_max
 
-int comm_size(MPI_Comm c) {
-  int p = 1;
-  MPI_Comm_size(c, &p);
-  return p;
-}
-int comm_rank(MPI_Comm c) {
-  int r = 0;
-  MPI_Comm_rank(c, &r);
-  return r;
-}
 
 std::string mib(double bytes) {
   char b[64];
@@ -53,6 +42,44 @@ void fix_sign(double* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) nrm2 += x[i] * x[i];
   const double s = largest_magnitude_sign(x, n) * (nrm2 > 0 ? 1.0 / std::sqrt(nrm2) : 1.0);
   for (int64_t i = 0; i < n; ++i) x[i] *= s;
+}
+
+/// k(Z, X) for the b row-major rows X (b×d', d' = f.input_dim()) against the rz samples
+/// whose coordinates are the columns of Zt (d'×rz, leading dimension ldz ≥ d'): G (rz×b,
+/// column-major). RBF distances use ‖x‖² + ‖z‖² − 2xᵀz clamped at 0. Local.
+void kernel_values(const FeatureMap& f, const double* Zt, int64_t ldz, int64_t rz, const double* X, int64_t b,
+                   std::vector<double>& G) {
+  const int64_t d = f.Zt.rows;
+  G.assign(static_cast<size_t>(rz * b), 0.0);
+  if (rz == 0 || b == 0) return;
+  if (d > 0) blas::gemm('T', 'N', rz, b, d, 1.0, Zt, ldz, X, d, 0.0, G.data(), rz);
+  switch (f.type) {
+    case KernelType::linear:
+      break;
+    case KernelType::polynomial:
+      for (double& g : G) g = std::pow(g + 1.0, f.degree);
+      break;
+    case KernelType::rbf: {
+      std::vector<double> zz(static_cast<size_t>(rz), 0.0);
+      for (int64_t j = 0; j < rz; ++j) {
+        const double* z = Zt + j * ldz;
+        double s = 0;
+        for (int64_t t = 0; t < d; ++t) s += z[t] * z[t];
+        zz[static_cast<size_t>(j)] = s;
+      }
+      for (int64_t i = 0; i < b; ++i) {
+        const double* x = X + i * d;
+        double xx = 0;
+        for (int64_t t = 0; t < d; ++t) xx += x[t] * x[t];
+        double* g = G.data() + i * rz;
+        for (int64_t j = 0; j < rz; ++j)
+          g[j] = std::exp(-std::max(0.0, xx + zz[static_cast<size_t>(j)] - 2.0 * g[j]) / f.sigma2);
+      }
+      break;
+    }
+    default:
+      SSDR_THROW("kernel_block: no kernel");
+  }
 }
 
 /// a_j = (1/n) Σ_i k(z_j, x_i) over the training rows of X. Collective.
@@ -83,15 +110,14 @@ void fit_exact(FeatureMap& f, const DistMatrix& X, const KernelOptions& o, nlohm
                                   mib(limit) + " per rank (--max-kernel-memory); use --landmarks r (Nystrom)");
   SSDR_REQUIRE(n * d < std::numeric_limits<int>::max(), "the exact kernel map supports n*d' < 2^31");
 
-  // Z: the training samples, replicated (the model keeps them for out-of-sample maps (40)).
-  f.Zt = Dense(d, n);
-  f.Zt.v = allgatherv(X.v.data(), X.n_local * d, comm);  // n·d values: X's rows are Zt's columns
-  f.a = training_means(f, X);
-  double abar = 0;
-  for (double v : f.a) abar += v;
-  abar /= static_cast<double>(n);
+  // Z: the training samples, kept distributed as X (the model keeps them for out-of-sample
+  // maps (40)); this rank's share of Z is its own rows.
+  f.comm = comm;
+  f.z_global = n;
+  f.z_start = X.row_start;
+  f.Zt = Dense(d, X.n_local);
+  f.Zt.v = X.v;  // X's local rows (row-major n_local×d) are Zt's columns
 
-  // The centered kernel K = L_c K_raw L_c (34): K(g, j) = K_raw(g, j) − a_g − a_j + ā.
   const PetscInt sl_local = scalapack_local_size(n, comm);
   const std::string type = choose_dense_eps_type(n, o.prefix, comm).type;
   const bool scalapack = type == EPSSCALAPACK;
@@ -105,25 +131,56 @@ void fit_exact(FeatureMap& f, const DistMatrix& X, const KernelOptions& o, nlohm
     SSDR_PETSC(MatSetType(K, MATDENSE));
   }
   SSDR_PETSC(MatSetUp(K));
+  std::vector<PetscInt> rows(static_cast<size_t>(X.n_local));
+  std::iota(rows.begin(), rows.end(), static_cast<PetscInt>(X.row_start));
+  // K_raw(g, j) for the local rows g and every sample j: the samples travel in fixed blocks
+  // (global order), each block's columns set at once; a_g = (1/n) Σ_j K_raw(g, j) summed in
+  // global j order (the same on any rank count).
+  f.a.assign(static_cast<size_t>(X.n_local), 0.0);
   {
-    std::vector<PetscInt> cols(static_cast<size_t>(n)), rows;
+    std::vector<double> G;
+    std::vector<PetscInt> cols;
+    PetscErrorCode set_rc = 0;  // visit must not throw: the first failure is raised after the loop
+    for_each_row_block(X.v.data(), X.row_start, X.n_local, n, d, kExactBlock, comm,
+                       [&](int64_t first, int64_t nb, const double* Zb) {
+                         // G (nb×n_local, column-major) = row-major n_local×nb: K_raw(local rows, block).
+                         kernel_values(f, Zb, d, nb, X.v.data(), X.n_local, G);
+                         for (int64_t i = 0; i < X.n_local; ++i) {
+                           double s = f.a[static_cast<size_t>(i)];
+                           for (int64_t j = 0; j < nb; ++j) s += G[static_cast<size_t>(j + i * nb)];
+                           f.a[static_cast<size_t>(i)] = s;
+                         }
+                         cols.resize(static_cast<size_t>(nb));
+                         std::iota(cols.begin(), cols.end(), static_cast<PetscInt>(first));
+                         if (X.n_local > 0 && set_rc == 0)
+                           set_rc = MatSetValues(K, static_cast<PetscInt>(X.n_local), rows.data(),
+                                                 static_cast<PetscInt>(nb), cols.data(), G.data(), INSERT_VALUES);
+                       });
+    if (set_rc != 0) SSDR_THROW(petsc_error_text(static_cast<int>(set_rc), "MatSetValues(kernel rows)"));
+  }
+  for (double& v : f.a) v /= static_cast<double>(n);
+  SSDR_PETSC(MatAssemblyBegin(K, MAT_FINAL_ASSEMBLY));
+  SSDR_PETSC(MatAssemblyEnd(K, MAT_FINAL_ASSEMBLY));
+  // The centered kernel K = L_c K_raw L_c (34): K(g, j) = K_raw(g, j) − a_g − a_j + ā, added
+  // row chunk by row chunk (a: n doubles on every rank).
+  {
+    const std::vector<double> a_all = allgatherv(f.a, comm);
+    double abar = 0;
+    for (double v : a_all) abar += v;
+    abar /= static_cast<double>(n);
+    std::vector<PetscInt> cols(static_cast<size_t>(n));
     std::iota(cols.begin(), cols.end(), PetscInt{0});
-    std::vector<double> G, vals;
+    std::vector<double> vals;
     const int64_t block = std::clamp<int64_t>((int64_t{1} << 22) / std::max<int64_t>(n, 1), 1, 4096);
     for (int64_t i0 = 0; i0 < X.n_local; i0 += block) {
       const int64_t b = std::min(block, X.n_local - i0);
-      kernel_block(f, X.row(i0), b, G);  // n×b, column i = K_raw(:, row_start + i0 + i)
-      rows.resize(static_cast<size_t>(b));
       vals.resize(static_cast<size_t>(b * n));
       for (int64_t i = 0; i < b; ++i) {
-        const int64_t g = X.row_start + i0 + i;
-        rows[static_cast<size_t>(i)] = static_cast<PetscInt>(g);
-        const double ag = f.a[static_cast<size_t>(g)];
-        for (int64_t j = 0; j < n; ++j)
-          vals[static_cast<size_t>(i * n + j)] = G[static_cast<size_t>(j + i * n)] - ag - f.a[static_cast<size_t>(j)] + abar;
+        const double ag = f.a[static_cast<size_t>(i0 + i)];
+        for (int64_t j = 0; j < n; ++j) vals[static_cast<size_t>(i * n + j)] = abar - ag - a_all[static_cast<size_t>(j)];
       }
-      SSDR_PETSC(MatSetValues(K, static_cast<PetscInt>(b), rows.data(), static_cast<PetscInt>(n), cols.data(),
-                              vals.data(), INSERT_VALUES));
+      SSDR_PETSC(MatSetValues(K, static_cast<PetscInt>(b), rows.data() + i0, static_cast<PetscInt>(n), cols.data(),
+                              vals.data(), ADD_VALUES));
     }
   }
   SSDR_PETSC(MatAssemblyBegin(K, MAT_FINAL_ASSEMBLY));
@@ -158,7 +215,7 @@ void fit_exact(FeatureMap& f, const DistMatrix& X, const KernelOptions& o, nlohm
   std::stable_sort(kept.begin(), kept.end(),
                    [&](PetscInt x, PetscInt y) { return lambda[static_cast<size_t>(x)] > lambda[static_cast<size_t>(y)]; });
   const int64_t r = static_cast<int64_t>(kept.size());
-  f.M = Dense(n, r);
+  f.M = Dense(X.n_local, r);  // this rank's rows of U Λ^{-1/2}
   Owned<Vec> x, all;
   SSDR_PETSC(MatCreateVecs(K, x.out(), nullptr));
   VecScatter ctx = nullptr;
@@ -167,28 +224,27 @@ void fit_exact(FeatureMap& f, const DistMatrix& X, const KernelOptions& o, nlohm
     VecScatter* c;
     ~Guard() { VecScatterDestroy(c); }
   } guard{&ctx};
-  std::vector<double> kept_values;
+  std::vector<double> u(static_cast<size_t>(n));  // one eigenvector at a time, n doubles
   for (int64_t k = 0; k < r; ++k) {
     PetscScalar kr = 0, ki = 0;
     SSDR_PETSC(EPSGetEigenpair(eps, kept[static_cast<size_t>(k)], &kr, &ki, x, nullptr));
     SSDR_PETSC(VecScatterBegin(ctx, x, all, INSERT_VALUES, SCATTER_FORWARD));
     SSDR_PETSC(VecScatterEnd(ctx, x, all, INSERT_VALUES, SCATTER_FORWARD));
-    const PetscScalar* u = nullptr;
-    SSDR_PETSC(VecGetArrayRead(all, &u));
-    std::copy(u, u + n, f.M.col(k));
-    SSDR_PETSC(VecRestoreArrayRead(all, &u));
+    const PetscScalar* uk = nullptr;
+    SSDR_PETSC(VecGetArrayRead(all, &uk));
+    std::copy(uk, uk + n, u.begin());
+    SSDR_PETSC(VecRestoreArrayRead(all, &uk));
     // Uᵀ1 = 0 holds exactly only in exact arithmetic: a computed eigenvector of a tiny λ_k
     // carries O(ε·λ_max/λ_k) of the null vector 1 of K, which (★) would amplify through
     // K_raw·1 (not annihilated) and Λ^{-1/2}; project it out.
     double mean = 0;
-    for (int64_t i = 0; i < n; ++i) mean += f.M(i, k);
+    for (int64_t i = 0; i < n; ++i) mean += u[static_cast<size_t>(i)];
     mean /= static_cast<double>(n);
-    for (int64_t i = 0; i < n; ++i) f.M(i, k) -= mean;
-    fix_sign(f.M.col(k), n);
+    for (double& v : u) v -= mean;
+    fix_sign(u.data(), n);
     const double l = lambda[static_cast<size_t>(kept[static_cast<size_t>(k)])];
-    kept_values.push_back(l);
     const double s = 1.0 / std::sqrt(l);
-    for (int64_t i = 0; i < n; ++i) f.M(i, k) *= s;
+    for (int64_t i = 0; i < X.n_local; ++i) f.M(i, k) = u[static_cast<size_t>(X.row_start + i)] * s;
   }
   info["eps_type"] = scalapack ? "scalapack" : type;
   info["largest_eigenvalue"] = lmax;
@@ -383,37 +439,7 @@ KernelOptions from_json(const nlohmann::json& j) {
 }
 
 void kernel_block(const FeatureMap& f, const double* X, int64_t b, std::vector<double>& G) {
-  const int64_t d = f.Zt.rows, rz = f.Zt.cols;
-  G.assign(static_cast<size_t>(rz * b), 0.0);
-  if (rz == 0 || b == 0) return;
-  if (d > 0) blas::gemm('T', 'N', rz, b, d, 1.0, f.Zt.data(), d, X, d, 0.0, G.data(), rz);
-  switch (f.type) {
-    case KernelType::linear:
-      break;
-    case KernelType::polynomial:
-      for (double& g : G) g = std::pow(g + 1.0, f.degree);
-      break;
-    case KernelType::rbf: {
-      std::vector<double> zz(static_cast<size_t>(rz), 0.0);
-      for (int64_t j = 0; j < rz; ++j) {
-        const double* z = f.Zt.col(j);
-        double s = 0;
-        for (int64_t t = 0; t < d; ++t) s += z[t] * z[t];
-        zz[static_cast<size_t>(j)] = s;
-      }
-      for (int64_t i = 0; i < b; ++i) {
-        const double* x = X + i * d;
-        double xx = 0;
-        for (int64_t t = 0; t < d; ++t) xx += x[t] * x[t];
-        double* g = G.data() + i * rz;
-        for (int64_t j = 0; j < rz; ++j)
-          g[j] = std::exp(-std::max(0.0, xx + zz[static_cast<size_t>(j)] - 2.0 * g[j]) / f.sigma2);
-      }
-      break;
-    }
-    default:
-      SSDR_THROW("kernel_block: no kernel");
-  }
+  kernel_values(f, f.Zt.data(), std::max<int64_t>(f.Zt.rows, 1), f.Zt.cols, X, b, G);
 }
 
 double mean_pairwise_squared_distance(const DistMatrix& X) {
@@ -473,7 +499,7 @@ double mean_pairwise_distance(const DistMatrix& X) {
 
 double exact_map_bytes_per_rank(int64_t n, int64_t d, int p) {
   const double nn = static_cast<double>(n) * static_cast<double>(n);
-  return 8.0 * (static_cast<double>(n) * static_cast<double>(d) + nn + 4.0 * nn / std::max(p, 1));
+  return 8.0 * (static_cast<double>(n) * static_cast<double>(d) + 5.0 * nn) / std::max(p, 1);
 }
 
 FeatureMap fit_feature_map(const DistMatrix& X, const KernelOptions& o, nlohmann::json* info_out) {
@@ -510,13 +536,15 @@ FeatureMap fit_feature_map(const DistMatrix& X, const KernelOptions& o, nlohmann
   info["map"] = f.exact ? "exact" : "nystrom";
   if (f.exact) fit_exact(f, X, o, info);
   else fit_nystrom(f, X, o, info);
-  info["landmarks"] = f.Zt.cols;
+  if (!f.exact) f.z_global = f.Zt.cols;
+  info["landmarks"] = f.landmarks();
   info["feature_dim"] = f.dim();
   if (info_out) *info_out = info;
   return f;
 }
 
 void apply_rows(const FeatureMap& f, const double* X, int64_t b, double* Phi) {
+  SSDR_CHECK(!f.exact, "apply_rows: the exact map's samples are distributed; use kernels::apply (collective)");
   const int64_t rz = f.Zt.cols, r = f.M.cols;
   std::vector<double> G;
   kernel_block(f, X, b, G);
@@ -530,12 +558,79 @@ DistMatrix apply(const FeatureMap& f, const DistMatrix& X) {
   SSDR_CHECK(X.cols == f.input_dim(), "the kernel map expects " + std::to_string(f.input_dim()) +
                                           " features, the data has " + std::to_string(X.cols));
   DistMatrix Phi = make_dist_like(X, f.dim());
+  if (f.exact) {
+    std::vector<const double*> rows(static_cast<size_t>(X.n_local));
+    for (int64_t i = 0; i < X.n_local; ++i) rows[static_cast<size_t>(i)] = X.row(i);
+    apply_exact(f, nullptr, rows.data(), X.n_local, Phi.v.data());
+    return Phi;
+  }
   const int64_t block = std::clamp<int64_t>((int64_t{1} << 22) / std::max<int64_t>(f.Zt.cols, 1), 1, 4096);
   for (int64_t i0 = 0; i0 < X.n_local; i0 += block) {
     const int64_t b = std::min(block, X.n_local - i0);
     apply_rows(f, X.row(i0), b, Phi.row(i0));
   }
   return Phi;
+}
+
+void apply_exact(const FeatureMap& f, const Dense* W, const double* const* rows, int64_t b, double* out) {
+  SSDR_REQUIRE(f.exact, "apply_exact: the map is not the exact one");
+  const int64_t d = f.input_dim(), r = f.dim(), nl = f.Zt.cols;
+  SSDR_REQUIRE(W == nullptr || W->rows == r, "apply_exact: W has " + std::to_string(W ? W->rows : 0) +
+                                                 " rows, the map has " + std::to_string(r) + " features");
+  SSDR_CHECK(f.M.rows == nl && static_cast<int64_t>(f.a.size()) == nl, "apply_exact: the map's local rows disagree");
+  const int64_t q = W ? W->cols : r, w = d + q + 1;
+  // The travelling rows [z_j, R_j, a_j], R_j = M_j W (k in increasing order) or M_j.
+  std::vector<double> mine(static_cast<size_t>(nl * w));
+  for (int64_t j = 0; j < nl; ++j) {
+    double* row = mine.data() + j * w;
+    std::copy_n(f.Zt.col(j), d, row);
+    for (int64_t c = 0; c < q; ++c) {
+      if (W == nullptr) {
+        row[d + c] = f.M(j, c);
+        continue;
+      }
+      double s = 0;
+      for (int64_t k = 0; k < r; ++k) s += f.M(j, k) * (*W)(k, c);
+      row[d + c] = s;
+    }
+    row[d + q] = f.a[static_cast<size_t>(j)];
+  }
+  std::fill(out, out + b * q, 0.0);
+  const int64_t T = kExactTile, tiles = (b + T - 1) / T;
+  std::vector<double> tile(static_cast<size_t>(T * d)), G, S(static_cast<size_t>(q * T));
+  for_each_row_block(mine.data(), f.z_start, nl, f.z_global, w, kExactBlock, f.comm,
+                     [&](int64_t /*first*/, int64_t nb, const double* P) {
+                       // P: column-major w×nb, column j = [z_j; R_j; a_j].
+                       for (int64_t t = 0; t < tiles; ++t) {
+                         const int64_t i0 = t * T, bt = std::min(T, b - i0);
+                         std::fill(tile.begin(), tile.end(), 0.0);
+                         for (int64_t i = 0; i < bt; ++i) std::copy_n(rows[i0 + i], d, tile.data() + i * d);
+                         kernel_values(f, P, w, nb, tile.data(), T, G);  // nb×T
+                         for (int64_t i = 0; i < T; ++i)
+                           for (int64_t j = 0; j < nb; ++j) G[static_cast<size_t>(j + i * nb)] -= P[j * w + d + q];
+                         // S (q×T) = R_bᵀ (q×nb, the rows d..d+q−1 of P) · G (nb×T).
+                         if (q > 0)
+                           blas::gemm('N', 'N', q, T, nb, 1.0, P + d, w, G.data(), nb, 0.0, S.data(), q);
+                         for (int64_t i = 0; i < bt; ++i)
+                           for (int64_t c = 0; c < q; ++c) out[(i0 + i) * q + c] += S[static_cast<size_t>(c + i * q)];
+                       }
+                     });
+}
+
+void distribute(FeatureMap& f, MPI_Comm comm) {
+  SSDR_CHECK(f.exact && f.z_start == 0 && f.Zt.cols == f.z_global && f.M.rows == f.z_global &&
+                 static_cast<int64_t>(f.a.size()) == f.z_global,
+             "distribute: expected an exact map holding all its samples");
+  const Layout l = block_layout(f.z_global, comm);
+  const int64_t d = f.Zt.rows, r = f.M.cols;
+  Dense Zt(d, l.n_local), M(l.n_local, r);
+  std::copy_n(f.Zt.col(l.start), d * l.n_local, Zt.data());
+  for (int64_t k = 0; k < r; ++k) std::copy_n(f.M.col(k) + l.start, l.n_local, M.col(k));
+  f.Zt = std::move(Zt);
+  f.M = std::move(M);
+  f.a = std::vector<double>(f.a.begin() + l.start, f.a.begin() + l.start + l.n_local);
+  f.z_start = l.start;
+  f.comm = comm;
 }
 
 }  // namespace ssdr::kernels

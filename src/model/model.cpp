@@ -1,15 +1,25 @@
-// Model files (magic + version + Boost binary archive) and the projection of raw samples.
+// Model files (magic + version + Boost binary archive + row section) and the projection of
+// raw samples.
 //
-// File layout: the 10 bytes of kMagic, the format version as a 4-byte little-endian
-// integer, then a boost::archive::binary_oarchive holding the Model: the version-1 fields
-// (method … basis, W), then from version 2 on the kernel feature map (type, degree, σ²,
-// exact flag, Zt, M, a), then from version 3 on the normalization of W's columns (int32:
-// 0 unit, 1 metric), then from version 5 on the labeled samples (labeled_embedding as a
-// Dense m × n_labeled, labeled_labels as int32 with a length); from version 4 on, the last 8
-// bytes are the FNV-1a 64 checksum (little-endian) of everything before them, checked on
-// load. A version-1 file is read as a model without a kernel; version-1 and -2 files are read
-// with normalization metric (what produced them); files before version 5 have no labeled
-// samples.
+// File layout (version 6): the 10 bytes of kMagic, the format version as a 4-byte
+// little-endian integer, the length H of the archive (8 bytes LE), a
+// boost::archive::binary_oarchive holding the replicated part of the Model (method … basis,
+// W, the kernel map — for an exact map only its sizes n, d', r —, the normalization of W's
+// columns, the labeled samples), the FNV-1a 64 checksum (LE) of every byte before it; then
+// the exact map's row section, n rows of d' + r + 1 doubles (z_i, M's row i, a_i; none
+// without an exact map) at offset 30 + H + 8(d' + r + 1)·i, and its checksum
+// Σ_i FNV-1a 64(i as 8 LE bytes ‖ row i) mod 2^64 (LE), a sum any rank count computes alike.
+// The file is exactly 30 + H + 8(d' + r + 1)n + 8 bytes long.
+//
+// Older versions: magic, version, then the archive up to the end of the file: the version-1
+// fields (method … basis, W), from version 2 on the kernel feature map (type, degree, σ²,
+// exact flag, Zt, M, a — for an exact map all n samples), from version 3 on the normalization
+// of W's columns (int32: 0 unit, 1 metric), from version 5 on the labeled samples
+// (labeled_embedding as a Dense m × n_labeled, labeled_labels as int32 with a length); from
+// version 4 on, the last 8 bytes are the FNV-1a 64 checksum (little-endian) of everything
+// before them. A version-1 file is read as a model without a kernel; version-1 and -2 files
+// are read with normalization metric (what produced them); files before version 5 have no
+// labeled samples; an exact map read from a file before version 6 is distributed on load.
 #include "ssdr/model/model.hpp"
 
 #include <sys/stat.h>
@@ -27,6 +37,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -34,6 +45,7 @@
 
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/lapack.hpp"
+#include "ssdr/core/mpi_util.hpp"
 #include "ssdr/data/preprocess.hpp"
 #include "ssdr/io/output.hpp"
 
@@ -45,7 +57,7 @@ thread_local uint64_t g_load_limit = std::numeric_limits<uint64_t>::max();
 
 struct CorruptLength {};
 
-/// Format version of the archive being read or written (set by to_bytes/from_bytes).
+/// Format version of the archive being read or written (set by header_bytes/from_bytes).
 thread_local uint32_t g_format_version = static_cast<uint32_t>(ssdr::model::kFormatVersion);
 
 /// A length-prefixed contiguous container (std::vector<T> or std::string); on loading a
@@ -86,8 +98,28 @@ void serialize(Archive& ar, ssdr::kernels::FeatureMap& f, const unsigned int /*v
   uint8_t exact = f.exact ? 1 : 0;
   ar & f.degree & f.sigma2 & exact;
   f.exact = exact != 0;
+  if (g_format_version >= 6 && f.exact) {
+    // The rows (Zt's columns, M's rows, a) are in the file's row section.
+    int64_t n = f.z_global, d = f.Zt.rows, r = f.M.cols;
+    ar & n & d & r;
+    if constexpr (Archive::is_loading::value) {
+      if (n < 0 || d < 0 || r < 0 || r > n) throw CorruptLength{};
+      f.Zt = ssdr::Dense(d, 0);
+      f.M = ssdr::Dense(0, r);
+      f.a.clear();
+      f.z_global = n;
+      f.z_start = 0;
+      f.comm = MPI_COMM_SELF;
+    }
+    return;
+  }
   ar & f.Zt & f.M;
   serialize_contiguous(ar, f.a);
+  if constexpr (Archive::is_loading::value) {
+    f.z_global = f.Zt.cols;
+    f.z_start = 0;
+    f.comm = MPI_COMM_SELF;
+  }
 }
 
 template <class Archive>
@@ -156,26 +188,69 @@ std::string non_finite(const Model& m) {
   return "";
 }
 
-/// The complete file contents for `m`.
-std::string to_bytes(const Model& m) {
-  std::ostringstream os(std::ios::binary);
-  os.write(kMagic, static_cast<std::streamsize>(std::strlen(kMagic)));
-  const uint32_t v = static_cast<uint32_t>(kFormatVersion);
-  const unsigned char ver[4] = {static_cast<unsigned char>(v & 0xff), static_cast<unsigned char>((v >> 8) & 0xff),
-                                static_cast<unsigned char>((v >> 16) & 0xff),
-                                static_cast<unsigned char>((v >> 24) & 0xff)};
-  os.write(reinterpret_cast<const char*>(ver), 4);
-  g_format_version = v;
+void put_u64(std::string& out, uint64_t v) {
+  for (int k = 0; k < 8; ++k) out.push_back(static_cast<char>((v >> (8 * k)) & 0xff));
+}
+uint64_t get_u64(const char* p) {
+  uint64_t v = 0;
+  for (int k = 0; k < 8; ++k) v |= uint64_t{static_cast<unsigned char>(p[k])} << (8 * k);
+  return v;
+}
+
+constexpr size_t kHeadLen = 10 + 4 + 8;  // magic, version, archive length
+
+/// The replicated part of the file: magic, version, H, the archive, its checksum (30 + H
+/// bytes).
+std::string header_bytes(const Model& m) {
+  std::ostringstream as(std::ios::binary);
+  g_format_version = static_cast<uint32_t>(kFormatVersion);
   {
-    boost::archive::binary_oarchive ar(os);
+    boost::archive::binary_oarchive ar(as);
     Model copy = m;  // serialize() takes a non-const reference
     ar << copy;
   }
-  // Format 4: FNV-1a 64 of everything before it, little-endian, as the last 8 bytes.
-  std::string bytes = os.str();
-  const uint64_t h = fnv1a64(bytes.data(), bytes.size());
-  for (int k = 0; k < 8; ++k) bytes.push_back(static_cast<char>((h >> (8 * k)) & 0xff));
+  const std::string archive = as.str();
+  std::string bytes(kMagic);
+  const uint32_t v = static_cast<uint32_t>(kFormatVersion);
+  for (int k = 0; k < 4; ++k) bytes.push_back(static_cast<char>((v >> (8 * k)) & 0xff));
+  put_u64(bytes, archive.size());
+  bytes += archive;
+  put_u64(bytes, fnv1a64(bytes.data(), bytes.size()));
   return bytes;
+}
+
+/// Doubles per row of the row section (d' + r + 1 for an exact map, else 0) and its rows.
+int64_t row_width(const Model& m) {
+  return !m.kernel.empty() && m.kernel.exact ? m.kernel.input_dim() + m.kernel.dim() + 1 : 0;
+}
+int64_t section_rows(const Model& m) { return row_width(m) > 0 ? m.kernel.z_global : 0; }
+
+/// FNV-1a 64 of the global row index (8 LE bytes) followed by the row's w doubles.
+uint64_t row_hash(int64_t i, const double* row, int64_t w) {
+  std::string idx;
+  put_u64(idx, static_cast<uint64_t>(i));
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](const char* p, size_t n) {
+    for (size_t k = 0; k < n; ++k) {
+      h ^= static_cast<unsigned char>(p[k]);
+      h *= 1099511628211ull;
+    }
+  };
+  mix(idx.data(), idx.size());
+  mix(reinterpret_cast<const char*>(row), static_cast<size_t>(w) * sizeof(double));
+  return h;
+}
+
+/// The local rows [j0, j0 + b) of the exact map (local indices) as section rows.
+void pack_rows(const kernels::FeatureMap& f, int64_t j0, int64_t b, std::vector<double>& out) {
+  const int64_t d = f.input_dim(), r = f.dim(), w = d + r + 1;
+  out.resize(static_cast<size_t>(b * w));
+  for (int64_t j = 0; j < b; ++j) {
+    double* row = out.data() + j * w;
+    std::copy_n(f.Zt.col(j0 + j), d, row);
+    for (int64_t k = 0; k < r; ++k) row[d + k] = f.M(j0 + j, k);
+    row[d + r] = f.a[static_cast<size_t>(j0 + j)];
+  }
 }
 
 /// Why the labeled samples do not fit the model (m rows, one label per column, labels in
@@ -212,6 +287,9 @@ std::string inconsistency(const Model& m) {
     const int64_t dp = m.basis.rows > 0 ? m.basis.cols : m.d_input;
     if (k.Zt.rows != dp)
       return "the kernel landmarks have " + std::to_string(k.Zt.rows) + " features, d' is " + std::to_string(dp);
+    if (k.exact && (k.z_start < 0 || k.z_start + k.Zt.cols > k.z_global))
+      return "the exact kernel map holds the samples from " + std::to_string(k.z_start) + " to " +
+             std::to_string(k.z_start + k.Zt.cols) + " of " + std::to_string(k.z_global);
     if (k.M.rows != k.Zt.cols || static_cast<int64_t>(k.a.size()) != k.Zt.cols)
       return "the kernel map has " + std::to_string(k.M.rows) + " rows and " + std::to_string(k.a.size()) +
              " centering terms for " + std::to_string(k.Zt.cols) + " landmarks";
@@ -248,8 +326,17 @@ Model from_bytes(const std::string& bytes, const std::string& path) {
     SSDR_THROW("'" + path + "': model format version " + std::to_string(version) +
                " is newer than this ssdr supports (" + std::to_string(kFormatVersion) + ")");
   if (version < 1) SSDR_THROW(corrupt(path));
-  size_t payload_end = bytes.size();
-  if (version >= 4) {
+  size_t payload_begin = mlen + 4, payload_end = bytes.size();
+  if (version >= 6) {
+    // Only the replicated part: magic, version, H, the archive, its checksum.
+    if (bytes.size() < kHeadLen + 8) SSDR_THROW(corrupt(path));
+    const uint64_t h = get_u64(bytes.data() + mlen + 4);
+    if (h != bytes.size() - kHeadLen - 8) SSDR_THROW(corrupt(path));
+    payload_begin = kHeadLen;
+    payload_end = bytes.size() - 8;
+    if (get_u64(bytes.data() + payload_end) != fnv1a64(bytes.data(), payload_end))
+      SSDR_THROW(corrupt(path) + " (checksum mismatch: the file was changed or damaged)");
+  } else if (version >= 4) {
     if (bytes.size() < mlen + 4 + 8) SSDR_THROW(corrupt(path));
     payload_end = bytes.size() - 8;
     uint64_t stored = 0;
@@ -261,7 +348,7 @@ Model from_bytes(const std::string& bytes, const std::string& path) {
   g_load_limit = bytes.size();
   g_format_version = version;
   try {
-    std::istringstream is(bytes.substr(mlen + 4, payload_end - mlen - 4), std::ios::binary);
+    std::istringstream is(bytes.substr(payload_begin, payload_end - payload_begin), std::ios::binary);
     boost::archive::binary_iarchive ar(is);
     ar >> m;
     // The archive must end where the payload ends: a version-4 file relabeled as version 3
@@ -288,70 +375,302 @@ Model from_bytes(const std::string& bytes, const std::string& path) {
 
 }  // namespace
 
-void save(const Model& m, const std::string& path) {
-  const std::string why = inconsistency(m);
-  SSDR_CHECK(why.empty(), "cannot save an inconsistent model to '" + path + "': " + why);
-  const std::string nf = non_finite(m);
-  SSDR_CHECK(nf.empty(), "cannot save a model with NaN or Inf in " + nf + " to '" + path + "'");
-  const std::string bytes = to_bytes(m);
-  io::AtomicFile f(path, true);
-  if (std::fwrite(bytes.data(), 1, bytes.size(), f.get()) != bytes.size())
-    SSDR_THROW("cannot write '" + path + "': " + std::strerror(errno));
-  f.commit();
-}
-
 namespace {
 
-/// The whole file, or an ssdr::Error naming it. Local.
-std::string read_model_file(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
-    SSDR_THROW("cannot read '" + path + "': not a regular file; expected a model file from ssdr fit --model");
-  errno = 0;
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr)
-    SSDR_THROW("cannot open '" + path + "': " + (errno ? std::strerror(errno) : "unknown error"));
-  std::string bytes;
-  char buf[1 << 16];
-  size_t got = 0;
-  while ((got = std::fread(buf, 1, sizeof buf, f)) > 0) bytes.append(buf, got);
-  const bool failed = std::ferror(f) != 0;
-  const int err = errno;
-  std::fclose(f);
-  if (failed) SSDR_THROW("cannot read '" + path + "': " + (err ? std::strerror(err) : "read error"));
-  return bytes;
+std::string mpi_error_text(int rc) {
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  return std::string(text, static_cast<size_t>(len));
+}
+
+/// Rows of the row section per MPI-IO call (at most 128 MiB, under MPI's int counts).
+int64_t io_chunk_rows(int64_t w) { return std::max<int64_t>(1, (int64_t{1} << 24) / std::max<int64_t>(w, 1)); }
+
+/// Why `m` cannot be written, or "".
+std::string unsavable(const Model& m, const std::string& path) {
+  const std::string why = inconsistency(m);
+  if (!why.empty()) return "cannot save an inconsistent model to '" + path + "': " + why;
+  const std::string nf = non_finite(m);
+  if (!nf.empty()) return "cannot save a model with NaN or Inf in " + nf + " to '" + path + "'";
+  return "";
 }
 
 }  // namespace
 
-Model load(const std::string& path) { return from_bytes(read_model_file(path), path); }
+void save(const Model& m, const std::string& path) {
+  const std::string why = unsavable(m, path);
+  SSDR_CHECK(why.empty(), why);
+  SSDR_CHECK(row_width(m) == 0 || m.kernel.Zt.cols == m.kernel.z_global,
+             "cannot save '" + path + "' on one rank: the exact kernel map is distributed; use save_collective");
+  save_collective(m, path, MPI_COMM_SELF);
+}
+
+void save_collective(const Model& m, const std::string& path, MPI_Comm comm) {
+  const int rank = comm_rank(comm);
+  std::string msg = unsavable(m, path);
+  // The rows this rank writes: its share of a map distributed over comm, or all of a map
+  // held whole (rank 0).
+  const int64_t w = row_width(m), n = section_rows(m);
+  int64_t first = 0, count = 0;
+  if (msg.empty() && w > 0) {
+    const kernels::FeatureMap& f = m.kernel;
+    int same = MPI_UNEQUAL;
+    MPI_Comm_compare(f.comm, comm, &same);
+    if (f.Zt.cols == f.z_global) {
+      count = rank == 0 ? n : 0;
+    } else if (same == MPI_IDENT || same == MPI_CONGRUENT) {
+      first = f.z_start;
+      count = f.Zt.cols;
+    } else {
+      msg = "cannot save '" + path + "': the exact kernel map is distributed over other ranks than the ones saving it";
+    }
+  }
+  SSDR_CHECK_COLLECTIVE(comm, msg.empty(), msg);
+  // The row section's checksum: a sum of per-row hashes, the same whoever holds which row.
+  uint64_t row_sum = 0;
+  std::vector<double> buf;
+  const int64_t chunk = io_chunk_rows(w);
+  for (int64_t j0 = 0; j0 < count; j0 += chunk) {
+    const int64_t b = std::min(chunk, count - j0);
+    pack_rows(m.kernel, first - m.kernel.z_start + j0, b, buf);
+    for (int64_t j = 0; j < b; ++j) row_sum += row_hash(first + j0 + j, buf.data() + j * w, w);
+  }
+  MPI_Allreduce(MPI_IN_PLACE, &row_sum, 1, MPI_UINT64_T, MPI_SUM, comm);
+  std::string trailer;
+  put_u64(trailer, row_sum);
+
+  // Rank 0: the replicated part and the temporary file (or the device written in place).
+  std::string head, temp;
+  std::unique_ptr<io::AtomicFile> file;
+  int in_place = 0;
+  bool ok = true;
+  if (rank == 0) {
+    try {
+      head = header_bytes(m);
+      file = std::make_unique<io::AtomicFile>(path, true);
+      temp = file->temp_path();
+      in_place = temp.empty() ? 1 : 0;
+    } catch (const std::exception& e) {
+      ok = false;
+      msg = e.what();
+    }
+  }
+  SSDR_CHECK_COLLECTIVE(comm, ok, msg);
+  uint64_t head_len = head.size();
+  MPI_Bcast(&head_len, 1, MPI_UINT64_T, 0, comm);
+  MPI_Bcast(&in_place, 1, MPI_INT, 0, comm);
+
+  if (in_place) {
+    // A device or FIFO: rank 0 writes it front to back, the rows reaching it block by block.
+    auto put = [&](const char* p, size_t len) {
+      if (ok && std::fwrite(p, 1, len, file->get()) != len) {
+        ok = false;
+        msg = "cannot write '" + path + "': " + std::strerror(errno);
+      }
+    };
+    if (rank == 0) put(head.data(), head.size());
+    std::vector<double> mine;
+    pack_rows(m.kernel, first - m.kernel.z_start, count, mine);  // empty without rows
+    for_each_row_block(mine.data(), first, count, n, w, std::max<int64_t>(1, chunk / 64), comm,
+                       [&](int64_t, int64_t rows, const double* data) {
+                         if (rank == 0) put(reinterpret_cast<const char*>(data), static_cast<size_t>(rows * w) * 8);
+                       });
+    if (rank == 0) put(trailer.data(), trailer.size());
+  } else {
+    uint64_t tlen = temp.size();
+    MPI_Bcast(&tlen, 1, MPI_UINT64_T, 0, comm);
+    temp.resize(static_cast<size_t>(tlen));
+    MPI_Bcast(temp.data(), static_cast<int>(tlen), MPI_CHAR, 0, comm);
+    MPI_File fh = MPI_FILE_NULL;
+    int rc = MPI_File_open(comm, temp.c_str(), MPI_MODE_WRONLY, MPI_INFO_NULL, &fh);
+    SSDR_CHECK_COLLECTIVE(comm, rc == MPI_SUCCESS, "cannot write '" + path + "': " + mpi_error_text(rc));
+    auto fail = [&](int code) {
+      if (code != MPI_SUCCESS && ok) {
+        ok = false;
+        msg = "cannot write '" + path + "': " + mpi_error_text(code);
+      }
+    };
+    const MPI_Offset base = static_cast<MPI_Offset>(head_len);
+    if (rank == 0) fail(MPI_File_write_at(fh, 0, head.data(), static_cast<int>(head.size()), MPI_BYTE, MPI_STATUS_IGNORE));
+    int64_t rounds = (count + chunk - 1) / chunk;
+    MPI_Allreduce(MPI_IN_PLACE, &rounds, 1, MPI_INT64_T, MPI_MAX, comm);
+    for (int64_t k = 0; k < rounds; ++k) {
+      const int64_t j0 = std::min(count, k * chunk), b = std::min(chunk, count - j0);
+      pack_rows(m.kernel, first - m.kernel.z_start + j0, b, buf);
+      fail(MPI_File_write_at_all(fh, base + static_cast<MPI_Offset>((first + j0) * w) * 8, buf.data(),
+                                 static_cast<int>(b * w), MPI_DOUBLE, MPI_STATUS_IGNORE));
+    }
+    if (rank == 0)
+      fail(MPI_File_write_at(fh, base + static_cast<MPI_Offset>(n * w) * 8, trailer.data(), 8, MPI_BYTE,
+                             MPI_STATUS_IGNORE));
+    fail(MPI_File_close(&fh));
+  }
+  SSDR_CHECK_COLLECTIVE(comm, ok, msg);
+  if (rank == 0) {
+    try {
+      file->commit();  // closes rank 0's (empty) stream and renames the complete file
+    } catch (const std::exception& e) {
+      ok = false;
+      msg = e.what();
+    }
+  }
+  SSDR_CHECK_COLLECTIVE(comm, ok, msg);
+}
+
+namespace {
+
+void check_regular(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    SSDR_THROW("cannot read '" + path + "': not a regular file; expected a model file from ssdr fit --model");
+}
+
+/// What rank 0 reads before anyone parses: from a version-6 file its replicated part (30 + H
+/// bytes), the file's size and the row checksum; from an older file (or anything that is no
+/// version-6 file) the whole file. Local. \throws ssdr::Error naming the path.
+struct Head {
+  std::string bytes;
+  uint64_t file_size = 0;
+  uint64_t row_sum = 0;
+};
+Head read_head(const std::string& path) {
+  check_regular(path);
+  errno = 0;
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr)
+    SSDR_THROW("cannot open '" + path + "': " + (errno ? std::strerror(errno) : "unknown error"));
+  struct Closer {
+    std::FILE* f;
+    ~Closer() { std::fclose(f); }
+  } closer{f};
+  Head h;
+  auto read = [&](size_t want) {  // appends up to `want` bytes (SIZE_MAX: to the end)
+    char buf[1 << 16];
+    while (want > 0) {
+      const size_t got = std::fread(buf, 1, std::min(want, sizeof buf), f);
+      if (got == 0) break;
+      h.bytes.append(buf, got);
+      want -= got;
+    }
+    if (std::ferror(f)) SSDR_THROW("cannot read '" + path + "': " + (errno ? std::strerror(errno) : "read error"));
+  };
+  read(kHeadLen);
+  const size_t mlen = std::strlen(kMagic);
+  const bool v6 = h.bytes.size() == kHeadLen && h.bytes.compare(0, mlen, kMagic) == 0 &&
+                  static_cast<unsigned char>(h.bytes[mlen]) >= 6;
+  struct stat st {};
+  if (::fstat(::fileno(f), &st) == 0) h.file_size = static_cast<uint64_t>(st.st_size);
+  if (!v6) {
+    read(SIZE_MAX);
+    return h;
+  }
+  const uint64_t H = get_u64(h.bytes.data() + mlen + 4);
+  if (H > h.file_size) SSDR_THROW(corrupt(path));
+  read(static_cast<size_t>(H) + 8);
+  const uint64_t end = h.file_size;
+  if (end >= h.bytes.size() + 8 && std::fseek(f, static_cast<long>(end - 8), SEEK_SET) == 0) {
+    char t[8];
+    if (std::fread(t, 1, 8, f) == 8) h.row_sum = get_u64(t);
+  }
+  return h;
+}
+
+/// Reads this rank's block-layout share of the exact map's rows into m.kernel (distributed
+/// over comm afterwards). Collective. \throws ssdr::Error (collective) naming the path on a
+/// read failure, a row checksum mismatch or a NaN/Inf row.
+void read_rows(Model& m, const std::string& path, uint64_t head_len, uint64_t row_sum, MPI_Comm comm) {
+  kernels::FeatureMap& f = m.kernel;
+  const int64_t w = row_width(m), n = section_rows(m), d = f.input_dim(), r = f.dim();
+  const Layout l = block_layout(n, comm);
+  f.Zt = Dense(d, l.n_local);
+  f.M = Dense(l.n_local, r);
+  f.a.assign(static_cast<size_t>(l.n_local), 0.0);
+  f.z_start = l.start;
+  f.comm = comm;
+  MPI_File fh = MPI_FILE_NULL;
+  const int rc = MPI_File_open(comm, path.c_str(), MPI_MODE_RDONLY, MPI_INFO_NULL, &fh);
+  SSDR_CHECK_COLLECTIVE(comm, rc == MPI_SUCCESS, "cannot open '" + path + "': " + mpi_error_text(rc));
+  std::string msg;
+  const int64_t chunk = io_chunk_rows(w);
+  int64_t rounds = (l.n_local + chunk - 1) / chunk;
+  MPI_Allreduce(MPI_IN_PLACE, &rounds, 1, MPI_INT64_T, MPI_MAX, comm);
+  std::vector<double> buf;
+  uint64_t sum = 0;
+  bool finite = true;
+  for (int64_t k = 0; k < rounds; ++k) {
+    const int64_t j0 = std::min(l.n_local, k * chunk), b = std::min(chunk, l.n_local - j0);
+    buf.assign(static_cast<size_t>(b * w), 0.0);
+    MPI_Status status;
+    const int e = MPI_File_read_at_all(fh, static_cast<MPI_Offset>(head_len) + static_cast<MPI_Offset>((l.start + j0) * w) * 8,
+                                       buf.data(), static_cast<int>(b * w), MPI_DOUBLE, &status);
+    int got = 0;
+    MPI_Get_count(&status, MPI_DOUBLE, &got);
+    if ((e != MPI_SUCCESS || got != b * w) && msg.empty())
+      msg = e != MPI_SUCCESS ? "cannot read '" + path + "': " + mpi_error_text(e) : corrupt(path);
+    for (int64_t j = 0; j < b; ++j) {
+      const double* row = buf.data() + j * w;
+      sum += row_hash(l.start + j0 + j, row, w);
+      for (int64_t t = 0; t < w; ++t) finite = finite && std::isfinite(row[t]);
+      std::copy_n(row, d, f.Zt.col(j0 + j));
+      for (int64_t c = 0; c < r; ++c) f.M(j0 + j, c) = row[d + c];
+      f.a[static_cast<size_t>(j0 + j)] = row[d + r];
+    }
+  }
+  MPI_File_close(&fh);
+  SSDR_CHECK_COLLECTIVE(comm, msg.empty(), msg);
+  MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_UINT64_T, MPI_SUM, comm);
+  SSDR_CHECK_COLLECTIVE(comm, sum == row_sum, corrupt(path) + " (checksum mismatch: the file was changed or damaged)");
+  SSDR_CHECK_COLLECTIVE(comm, finite, corrupt(path) + " (NaN or Inf in the kernel map)");
+}
+
+}  // namespace
+
+Model load(const std::string& path) { return load_collective(path, MPI_COMM_SELF); }
 
 Model load_collective(const std::string& path, MPI_Comm comm) {
-  int rank = 0;
-  MPI_Comm_rank(comm, &rank);
-  std::string bytes, message;
+  const int rank = comm_rank(comm);
+  Head head;
+  std::string message;
   bool ok = true;
   Model mine;
   if (rank == 0) {
     try {
-      // The file's own bytes go to the other ranks (its format version included), once
-      // rank 0 has checked them.
-      bytes = read_model_file(path);
-      mine = from_bytes(bytes, path);
+      // The file's own bytes (the replicated part) go to the other ranks, its format
+      // version included, once rank 0 has checked them.
+      head = read_head(path);
+      mine = from_bytes(head.bytes, path);
+      if (mine.format_version >= 6) {
+        const uint64_t expected = head.bytes.size() + static_cast<uint64_t>(section_rows(mine) * row_width(mine)) * 8 + 8;
+        if (head.file_size != expected) SSDR_THROW(corrupt(path));
+        if (row_width(mine) == 0 && head.row_sum != 0)
+          SSDR_THROW(corrupt(path) + " (checksum mismatch: the file was changed or damaged)");
+      }
     } catch (const Error& e) {
       ok = false;
       message = e.what();
     }
   }
   SSDR_CHECK_COLLECTIVE(comm, ok, message);
-  uint64_t len = bytes.size();
-  MPI_Bcast(&len, 1, MPI_UINT64_T, 0, comm);
-  bytes.resize(static_cast<size_t>(len));
-  const uint64_t step = uint64_t{1} << 30;
-  for (uint64_t off = 0; off < len; off += step)
-    MPI_Bcast(bytes.data() + off, static_cast<int>(std::min(step, len - off)), MPI_CHAR, 0, comm);
-  if (rank == 0) return mine;
-  return from_bytes(bytes, path);
+  std::string& bytes = head.bytes;
+  uint64_t meta[2] = {bytes.size(), head.row_sum};
+  MPI_Bcast(meta, 2, MPI_UINT64_T, 0, comm);
+  Model m;
+  if (comm_size(comm) == 1) {
+    m = std::move(mine);
+  } else {
+    const uint64_t len = meta[0];
+    bytes.resize(static_cast<size_t>(len));
+    const uint64_t step = uint64_t{1} << 30;
+    for (uint64_t off = 0; off < len; off += step)
+      MPI_Bcast(bytes.data() + off, static_cast<int>(std::min(step, len - off)), MPI_CHAR, 0, comm);
+    m = rank == 0 ? std::move(mine) : from_bytes(bytes, path);
+  }
+  if (row_width(m) > 0) {
+    if (m.format_version >= 6) read_rows(m, path, meta[0], meta[1], comm);
+    else kernels::distribute(m.kernel, comm);  // older files hold all n samples
+  }
+  return m;
 }
 
 Dense combined_projection(const Model& m) {
@@ -381,7 +700,14 @@ Projector::Projector(const Model& m) : m_(m) {
              "model: W has " + std::to_string(m.W.rows) + " rows, expected " + std::to_string(r_));
 }
 
+void Projector::preprocess(const double* x, int64_t b, double* xp) {
+  P_.resize(static_cast<size_t>(kTile * dp_));
+  data::apply_tile(pre_, x, b, m_.d_input, P_.data(), Z_, T_);
+  std::copy_n(P_.data(), b * dp_, xp);
+}
+
 void Projector::from_raw(const double* x, int64_t b, double* y) {
+  SSDR_CHECK(local(), "Projector: an exact kernel map's projection is collective (model::project)");
   P_.resize(static_cast<size_t>(kTile * dp_));
   data::apply_tile(pre_, x, b, m_.d_input, P_.data(), Z_, T_);
   tail(b, y);
@@ -389,6 +715,7 @@ void Projector::from_raw(const double* x, int64_t b, double* y) {
 
 void Projector::from_preprocessed(const double* xp, int64_t b, double* y) {
   SSDR_CHECK(b >= 0 && b <= kTile, "Projector: " + std::to_string(b) + " rows, at most " + std::to_string(kTile));
+  SSDR_CHECK(local(), "Projector: an exact kernel map's projection is collective (model::project)");
   P_.resize(static_cast<size_t>(kTile * dp_));
   std::copy_n(xp, b * dp_, P_.data());
   tail(b, y);
@@ -419,12 +746,27 @@ void check_input_width(const Model& m, int64_t d) {
                                  std::to_string(m.d_input));
 }
 
+/// Y's rows = Wᵀ φ_c of the preprocessed rows (exact map: kernels::apply_exact, collective).
+void project_exact_rows(const Model& m, const std::vector<const double*>& rows, DistMatrix& Y) {
+  kernels::apply_exact(m.kernel, &m.W, rows.data(), static_cast<int64_t>(rows.size()), Y.v.data());
+}
+
 }  // namespace
 
 DistMatrix project(const Model& m, const DistMatrix& X) {
   check_input_width(m, X.cols);
   Projector p(m);
   DistMatrix Y = make_dist_like(X, p.out_dim());
+  if (!p.local()) {
+    const int64_t dp = p.preprocessed_dim();
+    std::vector<double> Xp(static_cast<size_t>(X.n_local * dp));
+    std::vector<const double*> rows(static_cast<size_t>(X.n_local));
+    for (int64_t i0 = 0; i0 < X.n_local; i0 += Projector::kTile)
+      p.preprocess(X.row(i0), std::min(Projector::kTile, X.n_local - i0), Xp.data() + i0 * dp);
+    for (int64_t i = 0; i < X.n_local; ++i) rows[static_cast<size_t>(i)] = Xp.data() + i * dp;
+    project_exact_rows(m, rows, Y);
+    return Y;
+  }
   for (int64_t i0 = 0; i0 < X.n_local; i0 += Projector::kTile)
     p.from_raw(X.row(i0), std::min(Projector::kTile, X.n_local - i0), Y.row(i0));
   return Y;
@@ -436,6 +778,12 @@ DistMatrix project_preprocessed(const Model& m, const DistMatrix& Xp) {
                                                   " features, the model's preprocessing gives " +
                                                   std::to_string(p.preprocessed_dim()));
   DistMatrix Y = make_dist_like(Xp, p.out_dim());
+  if (!p.local()) {
+    std::vector<const double*> rows(static_cast<size_t>(Xp.n_local));
+    for (int64_t i = 0; i < Xp.n_local; ++i) rows[static_cast<size_t>(i)] = Xp.row(i);
+    project_exact_rows(m, rows, Y);
+    return Y;
+  }
   for (int64_t i0 = 0; i0 < Xp.n_local; i0 += Projector::kTile)
     p.from_preprocessed(Xp.row(i0), std::min(Projector::kTile, Xp.n_local - i0), Y.row(i0));
   return Y;

@@ -81,6 +81,20 @@ if run fit --method soda --data "$iris" --labeled-per-class 3 --transductive-fra
 else
   bad "transform reproduces the fit embedding"; cat "$tmp/stderr"
 fi
+# The exact kernel map's model is distributed: fitted and saved by 3 ranks (each writes its
+# rows), it transforms on 1 and 2 ranks to the fit's embedding byte for byte, and predicts.
+bc="$DATA/breast_cancer.csv"
+if NP=3 run fit --method ksoda --landmarks 0 --data "$bc" --labeled-per-class 5 --transductive-fraction 0.8 --seed 3 -q \
+     --model "$tmp/k3.model" --embedding "$tmp/k3.csv" >/dev/null 2>"$tmp/stderr" &&
+   NP=1 run transform --model "$tmp/k3.model" --data "$bc" --embedding "$tmp/k1t.csv" -q 2>>"$tmp/stderr" &&
+   NP=2 run transform --model "$tmp/k3.model" --data "$bc" --embedding "$tmp/k2t.csv" -q 2>>"$tmp/stderr" &&
+   NP=2 run predict --model "$tmp/k3.model" --data "$bc" --output "$tmp/k2p.txt" -q >/dev/null 2>>"$tmp/stderr" &&
+   cmp -s "$tmp/k3.csv" "$tmp/k1t.csv" && cmp -s "$tmp/k3.csv" "$tmp/k2t.csv" &&
+   [ "$(wc -l <"$tmp/k3.csv")" -eq 569 ] && [ "$(wc -l <"$tmp/k2p.txt")" -eq 569 ]; then
+  ok "an exact-kernel model saved on 3 ranks transforms on 1 and 2 ranks to the fit's embedding"
+else
+  bad "an exact-kernel model saved on 3 ranks transforms on 1 and 2 ranks to the fit's embedding"; cat "$tmp/stderr"
+fi
 if python3 - "$tmp/r.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -173,7 +175,8 @@ TEST(Kernel, ExactMapIsCenteredAndItsGramMatrixIsTheCenteredKernel) {
     nlohmann::json info;
     const kernels::FeatureMap f = kernels::fit_feature_map(Xd, options(t), &info);
     EXPECT_TRUE(f.exact);
-    EXPECT_EQ(f.Zt.cols, 150);
+    EXPECT_EQ(f.landmarks(), 150);
+    EXPECT_EQ(f.Zt.cols, Xd.n_local);  // distributed: this rank's samples only
     const Dense Phi = allgather(kernels::apply(f, Xd));
     const double sigma2 = t == kernels::KernelType::rbf ? 8.0 * 150.0 / 149.0 : 0;
     if (t == kernels::KernelType::rbf) EXPECT_NEAR(f.sigma2, sigma2, 1e-10);
@@ -534,8 +537,7 @@ TEST(Ksoda, TransformOfTheTrainingSamplesEqualsTheFitEmbeddingForExactAndNystrom
     ASSERT_EQ(out.model.kernel.exact, landmarks == 0);
     ASSERT_EQ(out.info["kernel"]["kernel"], "rbf");
     const std::string file = dir.path() + "/gda" + std::to_string(landmarks) + ".model";
-    if (test::rank() == 0) model::save(out.model, file);
-    MPI_Barrier(MPI_COMM_WORLD);
+    model::save_collective(out.model, file, MPI_COMM_WORLD);
     const model::Model back = model::load_collective(file, MPI_COMM_WORLD);
     const DistMatrix Y = model::project(back, ds.X);
     EXPECT_EQ(Y.v, out.embedding.v) << "landmarks " << landmarks;  // bit for bit
@@ -554,4 +556,119 @@ TEST(Ksoda, TransformOfTheTrainingSamplesEqualsTheFitEmbeddingForExactAndNystrom
     EXPECT_LT(diff, 1e-10 * max_abs(Yt)) << "landmarks " << landmarks;
     EXPECT_GT(out.accuracy.unlabeled, 0.85) << "landmarks " << landmarks;
   }
+}
+
+namespace {
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+}  // namespace
+
+TEST(Ksoda, AnExactModelSavedOnAnyRankCountLoadsAndTransformsBitForBitOnAnyOther) {
+  // KSODA's exact map on breast_cancer (n_t ≈ 455 training samples: two blocks of the
+  // projection sums, the first straddling the ranks' rows on 2, 3, 4 ranks). The model is
+  // saved by every rank of the world; loaded on the first k ranks (k = 1 … P) it gives the
+  // fit's embedding bit for bit and each rank holds only its ⌈n/k⌉ rows; saved again from
+  // those k ranks it is the same file, byte for byte, and loads on the world with the same
+  // bits. Run on 1 … 4 ranks this covers every save/load pair of rank counts up to 4.
+  const std::string data = test::data_path("breast_cancer.csv");
+  io::Dataset ds = io::read_dataset(data, io::Format::csv, MPI_COMM_WORLD);
+  const auto roles = data::make_split(ds.labels, ds.classes, test::transductive_split(3, 0.8, 5));
+  driver::FitConfig cfg;
+  cfg.method = "ksoda";
+  cfg.preprocess = methods::find_method("ksoda").preprocess;
+  kernels::KernelOptions ko = methods::find_method("ksoda").kernel;
+  ko.landmarks = 0;
+  cfg.parameters["kernel"] = kernels::to_json(ko);
+  const driver::FitOutcome out = driver::fit_and_evaluate(ds, roles, cfg, true);
+  ASSERT_TRUE(out.model.kernel.exact);
+  const int64_t n = out.model.kernel.z_global;
+  ASSERT_GT(n, kernels::kExactBlock);
+  const Dense Y = allgather(out.embedding);
+  test::TempDir dir("kernel");
+  const std::string world_file = dir.path() + "/world.model";
+  model::save_collective(out.model, world_file, MPI_COMM_WORLD);
+  const std::string saved = file_bytes(world_file);
+
+  // Loaded whole on one rank (model::load): the same bits without communication.
+  {
+    const model::Model whole = model::load(world_file);
+    EXPECT_EQ(whole.kernel.Zt.cols, n);
+    EXPECT_EQ(model::project(whole, ds.X).v, out.embedding.v);
+  }
+  for (int k = 1; k <= test::size(); ++k) {
+    MPI_Comm sub = MPI_COMM_NULL;
+    MPI_Comm_split(MPI_COMM_WORLD, test::rank() < k ? 0 : MPI_UNDEFINED, test::rank(), &sub);
+    const std::string again = dir.path() + "/from" + std::to_string(k) + ".model";
+    if (sub != MPI_COMM_NULL) {
+      const model::Model m = model::load_collective(world_file, sub);
+      EXPECT_EQ(m.kernel.Zt.cols, block_layout(n, sub).n_local) << k << " ranks";
+      EXPECT_LE(m.kernel.M.rows, (n + k - 1) / k) << k << " ranks";
+      const io::Dataset part = io::read_dataset(data, io::Format::csv, sub);
+      EXPECT_EQ(allgather(model::project(m, part.X)).v, Y.v) << "loaded on " << k << " ranks";
+      model::save_collective(m, again, sub);
+      MPI_Comm_free(&sub);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    EXPECT_EQ(file_bytes(again), saved) << "saved again from " << k << " ranks";
+    const model::Model back = model::load_collective(again, MPI_COMM_WORLD);
+    EXPECT_EQ(model::project(back, ds.X).v, out.embedding.v) << "saved from " << k << " ranks";
+  }
+}
+
+TEST(Ksoda, ACorruptOrTruncatedExactModelIsRefusedOnEveryRankNamingTheFile) {
+  // One flipped bit in the row section (a training sample's coordinate), the row section's
+  // checksum itself, a file cut short by one byte or grown by one: every rank raises one line
+  // naming the file.
+  Dense X;
+  std::vector<int> labels;
+  test::load_csv_replicated("iris.csv", X, labels);
+  const DistMatrix Xd = ref::distribute(X, MPI_COMM_WORLD);
+  kernels::KernelOptions ko;
+  ko.type = kernels::KernelType::rbf;
+  model::Model m;
+  m.method = "ksoda";
+  m.d_input = 4;
+  m.classes = 3;
+  m.kernel = kernels::fit_feature_map(Xd, ko);
+  m.W = Dense(m.kernel.dim(), 2);
+  for (int64_t i = 0; i < m.W.rows; ++i) m.W(i, i % 2) = 1.0;
+  test::TempDir dir("kernel");
+  const std::string good = dir.path() + "/good.model";
+  model::save_collective(m, good, MPI_COMM_WORLD);
+  const std::string bytes = file_bytes(good);
+  const size_t rows = 150 * static_cast<size_t>(4 + m.kernel.dim() + 1) * 8, start = bytes.size() - 8 - rows;
+  struct Case {
+    std::string name, bytes, expected;
+  };
+  std::vector<Case> cases;
+  std::string b = bytes;
+  b[start + rows / 2] ^= 0x10;
+  cases.push_back({"row", b, "checksum mismatch"});
+  b = bytes;
+  b[bytes.size() - 3] ^= 0x01;
+  cases.push_back({"row checksum", b, "checksum mismatch"});
+  cases.push_back({"cut", bytes.substr(0, bytes.size() - 1), "truncated or corrupt model file"});
+  cases.push_back({"grown", bytes + "x", "truncated or corrupt model file"});
+  for (const Case& c : cases) {
+    const std::string p = dir.path() + "/" + c.name + ".model";
+    if (test::rank() == 0) {
+      std::ofstream f(p, std::ios::binary);
+      f << c.bytes;
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    try {
+      model::load_collective(p, MPI_COMM_WORLD);
+      ADD_FAILURE() << c.name << ": no error";
+    } catch (const Error& e) {
+      EXPECT_THAT(std::string(e.what()), ::testing::HasSubstr("'" + p + "': truncated or corrupt model file")) << c.name;
+      EXPECT_THAT(std::string(e.what()), ::testing::HasSubstr(c.expected)) << c.name;
+    }
+  }
+  // The untouched file loads and a model distributed over the world refuses a local save.
+  EXPECT_NO_THROW(model::load_collective(good, MPI_COMM_WORLD));
+  if (test::size() > 1) EXPECT_THROW(model::save(m, dir.path() + "/local.model"), Error);
 }

@@ -188,17 +188,45 @@ TEST(ModelFile, RejectsEveryTruncationOfAValidFile) {
   }
 }
 
-/// Rewrites the format-4 checksum (last 8 bytes) of a model file's contents, so a test can
-/// reach the parser with deliberately corrupted fields.
-std::string reseal(std::string bytes) {
-  const size_t n = bytes.size() - 8;
+uint64_t fnv1a64(const std::string& bytes, size_t n) {
   uint64_t h = 1469598103934665603ull;
   for (size_t i = 0; i < n; ++i) {
     h ^= static_cast<unsigned char>(bytes[i]);
     h *= 1099511628211ull;
   }
-  for (int k = 0; k < 8; ++k) bytes[n + k] = static_cast<char>((h >> (8 * k)) & 0xff);
+  return h;
+}
+
+void put_u64_at(std::string& bytes, size_t at, uint64_t h) {
+  for (int k = 0; k < 8; ++k) bytes[at + k] = static_cast<char>((h >> (8 * k)) & 0xff);
+}
+
+/// The length H of a format-6 file's archive (the 8 bytes after magic and version).
+uint64_t archive_length(const std::string& bytes) {
+  uint64_t h = 0;
+  for (int k = 0; k < 8; ++k) h |= uint64_t{static_cast<unsigned char>(bytes[std::strlen(model::kMagic) + 4 + k])} << (8 * k);
+  return h;
+}
+
+/// Rewrites the checksum of a model file's replicated part — format 6: the 8 bytes after the
+/// archive; formats 4, 5: the last 8 bytes — so a test can reach the parser with
+/// deliberately corrupted fields.
+std::string reseal(std::string bytes) {
+  const size_t mlen = std::strlen(model::kMagic);
+  const size_t n = static_cast<unsigned char>(bytes[mlen]) >= 6 ? mlen + 12 + archive_length(bytes) : bytes.size() - 8;
+  if (n > bytes.size() - 8) return bytes;  // a corrupted archive length: nothing to reseal
+  put_u64_at(bytes, n, fnv1a64(bytes, n));
   return bytes;
+}
+
+/// A format-5 file with the contents of a format-6 file of a model without an exact kernel
+/// map (the archives are the same): magic, version 5, the archive, its checksum.
+std::string as_format5(const std::string& v6) {
+  const size_t mlen = std::strlen(model::kMagic);
+  std::string b = v6.substr(0, mlen) + std::string("\x05\0\0\0", 4) + v6.substr(mlen + 12, archive_length(v6)) +
+                  std::string(8, '\0');
+  put_u64_at(b, b.size() - 8, fnv1a64(b, b.size() - 8));
+  return b;
 }
 
 TEST(ModelFile, RejectsEveryFlippedByteByItsChecksum) {
@@ -405,7 +433,7 @@ TEST(ModelFile, ReadsFormatVersionOneFilesAsModelsWithoutAKernel) {
   ModelTempDir dir;
   const std::string p = dir.file("v1_" + std::to_string(test::rank()) + ".ssdr");
   model::save(example_model(), p);
-  std::string bytes = read_bytes(p);
+  std::string bytes = as_format5(read_bytes(p));
   bytes[std::strlen(model::kMagic)] = '\x01';
   // Drop the format-4 checksum (8 bytes), the (empty) labeled samples, the normalization and
   // the kernel record.
@@ -443,7 +471,7 @@ TEST(ModelFile, ReadsFormatVersionTwoFilesWithTheMetricNormalization) {
   const model::Model m = example_kernel_model();
   ASSERT_EQ(m.normalization, methods::Normalization::unit);
   model::save(m, p);
-  std::string bytes = read_bytes(p);
+  std::string bytes = as_format5(read_bytes(p));
   bytes[std::strlen(model::kMagic)] = '\x02';
   // Drop the format-4 checksum (8 bytes), the (empty) labeled samples, then the
   // normalization record.
@@ -576,7 +604,7 @@ TEST(ModelFile, ReadsFormatVersionFourFilesWithoutLabeledSamples) {
   ModelTempDir dir;
   const std::string p = dir.file("v4_" + std::to_string(test::rank()) + ".ssdr");
   model::save(example_model(), p);
-  std::string bytes = read_bytes(p);
+  std::string bytes = as_format5(read_bytes(p));
   bytes[std::strlen(model::kMagic)] = '\x04';
   bytes = bytes.substr(0, bytes.size() - 8 - kEmptyLabeledBytes) + std::string(8, '\0');
   write_bytes(p, reseal(bytes));
@@ -593,7 +621,7 @@ TEST(ModelFile, ReadsFormatVersionFourFilesWithoutLabeledSamples) {
   // A version-5 file with labeled samples relabeled as 4 keeps bytes past a version-4
   // archive: refused, not read as something else.
   model::save(example_labeled_model(), p);
-  bytes = read_bytes(p);
+  bytes = as_format5(read_bytes(p));
   bytes[std::strlen(model::kMagic)] = '\x04';
   write_bytes(p, reseal(bytes));
   expect_load_error(p, "truncated or corrupt model file");

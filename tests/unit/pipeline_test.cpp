@@ -11,6 +11,7 @@
 #include "ssdr/data/preprocess.hpp"
 #include "ssdr/driver/pipeline.hpp"
 #include "ssdr/io/dataset.hpp"
+#include "ssdr/kernels/feature_map.hpp"
 #include "ssdr/methods/method.hpp"
 #include "ssdr/model/model.hpp"
 #include "support.hpp"
@@ -78,18 +79,35 @@ struct Fitted {
   driver::FitOutcome keep, consume;
 };
 
-Fitted fit_both(const std::string& file, const std::string& name, double fraction) {
+/// landmarks ≥ 0: the method's kernel with that many Nyström landmarks (0: the exact map).
+Fitted fit_both(const std::string& file, const std::string& name, double fraction, int64_t landmarks = -1) {
   Fitted f;
   f.ds = io::read_dataset(test::data_path(file), io::Format::csv, MPI_COMM_WORLD);
   const auto roles = data::make_split(f.ds.labels, f.ds.classes, test::transductive_split(3, fraction, 7));
   driver::FitConfig cfg;
   cfg.method = name;
   cfg.preprocess = methods::find_method(name).preprocess;
+  if (landmarks >= 0) {
+    kernels::KernelOptions ko = methods::find_method(name).kernel;
+    ko.landmarks = landmarks;
+    cfg.parameters = nlohmann::json::object();
+    cfg.parameters["kernel"] = kernels::to_json(ko);
+  }
   f.keep = driver::fit_and_evaluate(f.ds, roles, cfg, true);
   io::Dataset copy = f.ds;
   f.consume = driver::fit_and_evaluate_consuming(copy, roles, cfg, true);
   EXPECT_TRUE(copy.X.v.empty());
   return f;
+}
+
+/// The model's preprocessing as a data::Preprocessor.
+data::Preprocessor preprocessor_of(const model::Model& m) {
+  data::Preprocessor pre;
+  pre.shift = m.shift;
+  pre.scale = m.scale;
+  pre.mean = m.mean;
+  pre.basis = m.basis;
+  return pre;
 }
 
 }  // namespace
@@ -118,15 +136,12 @@ TEST(ConsumingFit, GivesBitwiseTheAccuracyModelAndEmbeddingOfTheFitThatKeepsTheD
 
 TEST(Projector, GivesTheSameBitsFromRawAndFromPreprocessedRowsWhateverTheTile) {
   // Rows fed one at a time, in tiles of 64 and in tiles of 5 from the raw or the preprocessed
-  // rows: one row's bits never depend on the rows beside it.
-  const Fitted f = fit_both("iris.csv", "ksoda", 0.6);
+  // rows: one row's bits never depend on the rows beside it. (A Nyström map: the tile-local
+  // path; the exact map's collective path is the next test.)
+  const Fitted f = fit_both("iris.csv", "ksoda", 0.6, 40);
+  ASSERT_FALSE(f.consume.model.kernel.exact);
   const model::Model& m = f.consume.model;
-  data::Preprocessor pre;
-  pre.shift = m.shift;
-  pre.scale = m.scale;
-  pre.mean = m.mean;
-  pre.basis = m.basis;
-  const DistMatrix Xp = data::apply(pre, f.ds.X);
+  const DistMatrix Xp = data::apply(preprocessor_of(m), f.ds.X);
   const DistMatrix whole = model::project_preprocessed(m, Xp);
   model::Projector p(m);
   const int64_t out = p.out_dim(), nl = f.ds.X.n_local;
@@ -140,4 +155,33 @@ TEST(Projector, GivesTheSameBitsFromRawAndFromPreprocessedRowsWhateverTheTile) {
     EXPECT_EQ(y, whole.v) << "preprocessed rows, tiles of " << tile;
   }
   EXPECT_EQ(model::project(m, f.ds.X).v, whole.v);
+}
+
+TEST(ExactKernelProjection, GivesARowTheSameBitsWhateverRowsComeWithItAndWhateverTheirOrder) {
+  // KSODA's exact map (distributed samples): every row alone, the rows in reverse order, and
+  // all rows at once give each row the same bits (fixed 64-row tiles, fixed 256-sample blocks
+  // summed in global order), and project of the raw rows equals the fit's embedding.
+  const Fitted f = fit_both("iris.csv", "ksoda", 0.6, 0);
+  const model::Model& m = f.consume.model;
+  ASSERT_TRUE(m.kernel.exact);
+  const DistMatrix Xp = data::apply(preprocessor_of(m), f.ds.X);
+  const DistMatrix whole = model::project_preprocessed(m, Xp);
+  EXPECT_EQ(whole.v, f.consume.embedding.v);
+  EXPECT_EQ(model::project(m, f.ds.X).v, whole.v);
+  const int64_t out = m.W.cols, nl = Xp.n_local;
+  int64_t most = nl;  // every rank makes as many collective calls as the one with most rows
+  MPI_Allreduce(MPI_IN_PLACE, &most, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+  std::vector<double> y(static_cast<size_t>(out));
+  for (int64_t i = 0; i < most; ++i) {
+    const double* row = i < nl ? Xp.row(i) : nullptr;
+    kernels::apply_exact(m.kernel, &m.W, &row, i < nl ? 1 : 0, y.data());
+    if (i < nl)
+      EXPECT_TRUE(std::equal(y.begin(), y.end(), whole.row(i))) << "row " << i << " alone";
+  }
+  std::vector<const double*> reversed;
+  for (int64_t i = nl - 1; i >= 0; --i) reversed.push_back(Xp.row(i));
+  std::vector<double> yr(static_cast<size_t>(nl * out));
+  kernels::apply_exact(m.kernel, &m.W, reversed.data(), nl, yr.data());
+  for (int64_t i = 0; i < nl; ++i)
+    EXPECT_TRUE(std::equal(yr.begin() + (nl - 1 - i) * out, yr.begin() + (nl - i) * out, whole.row(i))) << "row " << i;
 }

@@ -5,10 +5,23 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <functional>
 #include <utility>
 #include <vector>
 
 namespace ssdr {
+
+/// This rank's number in comm and comm's size. Not collective.
+inline int comm_rank(MPI_Comm comm) {
+  int r = 0;
+  MPI_Comm_rank(comm, &r);
+  return r;
+}
+inline int comm_size(MPI_Comm comm) {
+  int p = 1;
+  MPI_Comm_size(comm, &p);
+  return p;
+}
 
 /// The MPI datatype of T (double, int, int64_t). Not collective.
 template <class T>
@@ -58,5 +71,22 @@ std::vector<T> allgatherv(const std::vector<T>& local, MPI_Comm comm, GatherCoun
 /// of `comm` on its host, the minimum over all hosts (bytes; infinity when unknown).
 /// Collective over comm.
 double memory_limit_per_rank(MPI_Comm comm);
+
+
+/// Hands every row of a row-distributed n×w matrix (this rank: the rows [row_start,
+/// row_start + n_local), row-major at `local`; any row layout) to `visit(first, rows, data)`
+/// on every rank of comm, in the fixed blocks of `block` consecutive global rows
+/// [k·block, min((k+1)·block, n)), k = 0, 1, … in increasing order: the same blocks in the
+/// same order whatever the row layout or the rank count, so sums taken block by block in
+/// this order are reproducible bit for bit. `data` holds the block's rows (row-major
+/// rows×w) until visit returns. Each block is assembled by an MPI_Iallgatherv of its owners'
+/// pieces (a block may straddle ranks), and the next block's transfer is posted before the
+/// current block is visited, so communication overlaps the work (two blocks of block·w
+/// doubles in flight). visit must not throw (the other ranks would wait for this one).
+/// Collective over comm. \throws ssdr::Error (collectively: checked on the replicated
+/// arguments) when block < 1 or block·w ≥ 2^31.
+void for_each_row_block(const double* local, int64_t row_start, int64_t n_local, int64_t n, int64_t w,
+                        int64_t block, MPI_Comm comm,
+                        const std::function<void(int64_t first, int64_t rows, const double* data)>& visit);
 
 }  // namespace ssdr

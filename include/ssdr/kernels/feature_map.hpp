@@ -77,27 +77,45 @@ struct KernelOptions {
 nlohmann::json to_json(const KernelOptions& o);
 KernelOptions from_json(const nlohmann::json& j);
 
-/// A fitted feature map (★), replicated on every rank.
+/// A fitted feature map (★).
 ///
-/// Limit (documented): the map is replicated, so an exact map holds the n training samples
-/// (n×d') and M (n×r, r ≤ n) on every rank — O(n(d' + r)) doubles, counted by the memory
-/// check of fit_feature_map; exact maps are for n up to a few thousand, larger n use Nyström
-/// (O(r(d' + r)) per rank). The n×n kernel itself is only ever held distributed.
+/// - Nyström: replicated on every rank (Zt d'×r, M r×r, a r; O(r(d' + r)) doubles).
+/// - exact: distributed by training sample over `comm`, like the training rows it was fitted
+///   on: this rank holds the samples [z_start, z_start + Zt.cols) of the n = z_global, i.e.
+///   Zt (d'×n_local), M's rows (n_local×r) and a's entries (n_local) for them —
+///   (n_local·(d' + r + 1)) doubles, no rank holds n×d' or n×r. φ_c of a sample then needs
+///   every rank's rows: apply / apply_exact are collective over `comm` (a map on
+///   MPI_COMM_SELF holding all n rows, e.g. model::load's, needs no communication and gives
+///   the same bits).
 struct FeatureMap {
   KernelType type = KernelType::none;
   double degree = 3;             ///< polynomial p
   double sigma2 = 0;             ///< RBF σ² actually used
   bool exact = false;            ///< true: Z = the training samples; false: Nyström landmarks
-  Dense Zt;                      ///< d'×r_z, column j = landmark z_j
-  Dense M;                       ///< r_z×r
-  std::vector<double> a;         ///< r_z: training mean of k(z_j, ·)
+  Dense Zt;                      ///< d'×r_z (exact: d'×n_local), column j = landmark z_{z_start+j}
+  Dense M;                       ///< r_z×r (exact: n_local×r, the rows of this rank's samples)
+  std::vector<double> a;         ///< r_z (exact: n_local): training mean of k(z_j, ·)
+  int64_t z_global = 0;          ///< exact: n, the training samples over all ranks (Nyström: r_z)
+  int64_t z_start = 0;           ///< exact: global index of this rank's first sample (Nyström: 0)
+  MPI_Comm comm = MPI_COMM_SELF; ///< exact: the ranks that share the samples (Nyström: unused)
   int64_t input_dim() const { return Zt.rows; }
   int64_t dim() const { return M.cols; }
+  /// r_z over all ranks: the landmarks (Nyström) or the training samples n (exact).
+  int64_t landmarks() const { return exact ? z_global : Zt.cols; }
   bool empty() const { return type == KernelType::none; }
 };
 
+/// The fixed number of training samples per block of the exact map's projection sums
+/// (apply_exact): the blocks [k·kExactBlock, (k+1)·kExactBlock) of the global training
+/// index do not depend on the rank count, so neither do the sums' bits.
+inline constexpr int64_t kExactBlock = 256;
+/// The fixed number of query rows per GEMM in apply_exact (full zero-padded tiles, so a
+/// row's bits depend only on the row).
+inline constexpr int64_t kExactTile = 64;
+
 /// k(Z, X) for the b samples of the row-major block X (b×d', the local block of a DistMatrix)
-/// against the columns of Zt (d'×r_z): G (r_z×b, column-major, column i = k(Z, x_i)). Local.
+/// against the columns of Zt (d'×r_z; an exact map: this rank's n_local samples only): G
+/// (r_z×b, column-major, column i = k(Z, x_i)). Local.
 /// RBF distances use ‖x‖² + ‖z‖² − 2xᵀz clamped at 0.
 void kernel_block(const FeatureMap& f, const double* X, int64_t b, std::vector<double>& G);
 
@@ -118,17 +136,21 @@ double mean_pairwise_squared_distance(const DistMatrix& X);
 double mean_pairwise_distance(const DistMatrix& X);
 
 /// Memory (bytes per rank) the exact map needs for n training samples of dimension d on p
-/// ranks: replicated Z and M (n·d + n²), the local kernel rows (n²/p), the ScaLAPACK matrix
-/// and its eigenvectors (2n²/p). Not collective.
+/// ranks: its distributed Z and M ((n·d + n²)/p, M is n×r with r ≤ n), the local kernel
+/// rows while they are set into the matrix (n²/p), the ScaLAPACK matrix and its eigenvectors
+/// (2n²/p) and the eigen-solver's workspace (n²/p): 8·(n·d + 5n²)/p. Not collective.
 double exact_map_bytes_per_rank(int64_t n, int64_t d, int p);
 
 /// Fits the map on the training samples X (n×d', rows distributed, any layout): RBF σ², then
-/// - exact (o.landmarks == 0): K_raw rows computed locally against the gathered samples, the
+/// - exact (o.landmarks == 0): K_raw rows of the local samples computed against every
+///   sample, the samples travelling in fixed blocks (for_each_row_block; no rank gathers
+///   them all), a_g = (1/n) Σ_j K_raw(g, j) summed in global j order, the
 ///   centered K = L_c K_raw L_c (34) assembled as a MATSCALAPACK, all eigenpairs through SLEPc
 ///   (EPS type scalapack by default, options prefix o.prefix, EPSSetFromOptions last; the
 ///   lapack type when PETSc cannot lay out a MATSCALAPACK of order n on p ranks), positive
 ///   eigenvalues > 1e-10·λ_max kept (36), M = U Λ^{-1/2} with every column's largest-magnitude
-///   entry positive. Refused (collective one-line error naming the MiB per rank and suggesting
+///   entry positive, each rank keeping the rows of its samples (the map stays distributed
+///   over X.comm with X's row layout; see FeatureMap). Refused (collective one-line error naming the MiB per rank and suggesting
 ///   --landmarks) when exact_map_bytes_per_rank exceeds the limit (o.max_memory_mib).
 /// - Nyström (o.landmarks = r > 0, capped at n): r landmarks drawn from X with a generator
 ///   seeded by o.seed — "uniform" (a seeded permutation of the global indices) or "kmeans++"
@@ -149,11 +171,34 @@ double exact_map_bytes_per_rank(int64_t n, int64_t d, int p);
 /// seeding, or the memory refusal.
 FeatureMap fit_feature_map(const DistMatrix& X, const KernelOptions& o, nlohmann::json* info = nullptr);
 
-/// φ_c of the b rows of the row-major block X (b×d'): Phi (row-major b×r) = (★). Local.
+/// φ_c of the b rows of the row-major block X (b×d'): Phi (row-major b×r) = (★). Local;
+/// Nyström maps only. \throws ssdr::Error for an exact map (its rows are distributed: use
+/// apply or apply_exact, collective).
 void apply_rows(const FeatureMap& f, const double* X, int64_t b, double* Phi);
 
-/// Φ_c = φ_c(X) for every row of X (n×d' → n×r, X's layout), in blocks of rows. Local (no
-/// communication). \throws ssdr::Error when X.cols != f.input_dim().
+/// Φ_c = φ_c(X) for every row of X (n×d' → n×r, X's layout), in blocks of rows. Nyström:
+/// local (no communication). Exact: apply_exact, collective over f.comm. \throws
+/// ssdr::Error when X.cols != f.input_dim().
 DistMatrix apply(const FeatureMap& f, const DistMatrix& X);
+
+/// The exact map's projection of this rank's b query rows (rows[i]: d' doubles each, any
+/// address): out (row-major b×q) row i = Rᵀ (k(Z, x_i) − a) with R = M (q = r, out = φ_c(x_i),
+/// (★)) or, given W (r×m), R = M·W (q = m, out = Wᵀφ_c(x_i), soda-nie2009 eq. (40)); R's rows
+/// are formed locally, R_j = M_j·W summed in k order. The training rows (z_j, R_j, a_j) travel
+/// to every rank in the fixed blocks of kExactBlock samples (for_each_row_block, global
+/// order), and each block's contribution R_bᵀ(k(Z_b, x) − a_b) is one GEMM of fixed shape on a
+/// full zero-padded tile of kExactTile query rows, added to out in block order: a row's bits
+/// depend only on the row and the map's values, not on the rank count, the map's row layout
+/// or the rows beside it. Collective over f.comm (every rank calls it, b may be 0); memory
+/// per rank n_local·(d' + q + 1) for the local rows plus two blocks in flight. O(n·b·(d' + q))
+/// flops per rank. \throws ssdr::Error (collective: checked on values every rank holds
+/// alike) when the map is not exact or W->rows != r.
+void apply_exact(const FeatureMap& f, const Dense* W, const double* const* rows, int64_t b, double* out);
+
+/// Turns an exact map that holds all n samples on every rank (a model of format ≤ 5) into
+/// one distributed over comm with the block layout (each rank keeps its rows). Local
+/// arithmetic, no communication. \throws ssdr::Error when the map is not exact or does not
+/// hold all its samples.
+void distribute(FeatureMap& f, MPI_Comm comm);
 
 }  // namespace ssdr::kernels

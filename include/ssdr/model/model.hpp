@@ -9,9 +9,18 @@
 /// the centering terms a, soda-nie2009 eq. (40)); 3 adds the column normalization of W
 /// (methods::Normalization, provenance only: project() uses W as stored); 4 adds the
 /// checksum; 5 adds the fit's labeled samples (their embeddings and labels, for `ssdr
-/// predict`). Version-1 files still load (no kernel), version-1 and -2 files load with
+/// predict`); 6 stores the exact kernel map's rows (z_i, M's row i, a_i) as a row section
+/// after the replicated part, written and read by every rank at its own offset (MPI-IO), so
+/// the exact map stays distributed (kernels::FeatureMap) and a model saved on P ranks loads
+/// on any P'. Version-1 files still load (no kernel), version-1 and -2 files load with
 /// normalization metric, the only scale the ssdr versions that wrote them produced for the
-/// generalized eigenproblems, and files before version 5 load without labeled samples.
+/// generalized eigenproblems, files before version 5 load without labeled samples, and an
+/// exact map of a file before version 6 (held whole on every rank) is distributed on load.
+///
+/// Memory per rank of a loaded model, in doubles: the replicated part — the preprocessing
+/// d_input·(3 + d'), W r×m, the labeled embeddings m×l — plus the kernel map: an exact map's
+/// ⌈n/P⌉ rows of (Z, M, a), ⌈n/P⌉·(d' + r + 1) (never n·d' or n·r on one rank), a Nyström
+/// map's r_z·(d' + r + 1), replicated.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -25,7 +34,7 @@ namespace ssdr::model {
 
 /// Magic string at the start of every model archive and the current format version.
 inline constexpr const char* kMagic = "ssdr-model";
-inline constexpr int kFormatVersion = 5;
+inline constexpr int kFormatVersion = 6;
 /// The first format version that keeps the labeled samples (`ssdr predict` needs them).
 inline constexpr int kFirstVersionWithLabeled = 5;
 
@@ -55,22 +64,38 @@ struct Model {
   int format_version = kFormatVersion;
 };
 
-/// Saves `m` atomically (temp + rename) as a Boost binary archive preceded by kMagic and
-/// kFormatVersion and followed by an FNV-1a 64 checksum of all preceding bytes. Local: call
-/// it on one rank. \throws ssdr::Error naming the path, also when a shape is inconsistent
-/// or an entry is NaN/Inf.
+/// Saves `m` atomically (temp + rename): kMagic, the format version (uint32 LE), the length
+/// of the replicated part (uint64 LE), the replicated part as a Boost binary archive, the
+/// FNV-1a 64 checksum of all bytes so far, then the exact kernel map's row section (n rows
+/// of d' + r + 1 doubles: z_i, M's row i, a_i; empty without an exact map) and its checksum
+/// Σ_i FNV-1a 64(i ‖ row i) mod 2^64, which does not depend on which rank wrote which row.
+/// Local: call it on one rank, for a model whose exact map (if any) holds all its rows
+/// (not distributed over more than one rank; use save_collective). \throws ssdr::Error naming
+/// the path, also when a shape is inconsistent or an entry is NaN/Inf.
 void save(const Model& m, const std::string& path);
 
-/// Loads a model (format_version set from the file). Local. \throws ssdr::Error with a
-/// one-line message naming the path when the file is missing, is not an ssdr model (wrong
-/// magic), has an unsupported format version, is truncated/corrupt, fails its checksum
-/// (format ≥ 4), has inconsistent shapes (the labeled embeddings too: m rows, one label per
-/// column, labels in 0..classes−1) or a NaN/Inf entry, or is not a regular file.
+/// The same file written by every rank of comm: rank 0 writes the replicated part and the
+/// checksums, each rank writes its own rows of a distributed exact map at their offset
+/// (MPI_File_write_at_all; a map held whole on one rank: rank 0 writes all rows). The
+/// kernel map must be distributed over comm (or a communicator congruent with it) or held
+/// whole. A device or FIFO as path is written in place by rank 0, the rows reaching it block
+/// by block. The temporary file is renamed by rank 0 once every rank has written. Collective
+/// over comm. \throws ssdr::Error on every rank (one line naming the path) as save().
+void save_collective(const Model& m, const std::string& path, MPI_Comm comm);
+
+/// Loads a model (format_version set from the file) whole on this rank: an exact kernel map
+/// holds all n rows (comm MPI_COMM_SELF). Local. \throws ssdr::Error with a one-line message
+/// naming the path when the file is missing, is not an ssdr model (wrong magic), has an
+/// unsupported format version, is truncated/corrupt, fails a checksum (format ≥ 4), has
+/// inconsistent shapes (the labeled embeddings too: m rows, one label per column, labels in
+/// 0..classes−1) or a NaN/Inf entry, or is not a regular file.
 Model load(const std::string& path);
 
-/// Collective load: rank 0 reads the file, every rank of comm gets its bytes and parses them
-/// (so every rank has the same model and its format_version); errors are raised on every
-/// rank. \throws ssdr::Error as load().
+/// Collective load: rank 0 reads and checks the replicated part, every rank gets its bytes
+/// and parses them (so every rank has the same replicated model and format_version); an
+/// exact kernel map's rows are read by every rank for its block-layout share (⌈n/P⌉ or
+/// ⌊n/P⌋ rows, MPI_File_read_at_all) and the map is distributed over comm, whatever the rank
+/// count that wrote it. Errors are raised on every rank. \throws ssdr::Error as load().
 Model load_collective(const std::string& path, MPI_Comm comm);
 
 /// The d_input × m matrix P·W (or W when there is no PCA basis). Local. Only for models
@@ -84,14 +109,21 @@ Dense combined_projection(const Model& m);
 /// fit's own rows, project_preprocessed). This is what makes `transform` reproduce `fit
 /// --embedding` bit for bit although the fit never keeps the raw rows. Shapes: raw rows
 /// d_input wide, preprocessed rows d' wide (preprocessed_dim), output m wide (out_dim).
-/// Local. \throws ssdr::Error from the constructor when the model's shapes are inconsistent,
-/// and from the calls when b is not in [0, kTile].
+/// Local for a model without a kernel or with a Nyström map (local() true); an exact map's
+/// projection needs every rank's training rows, so from_raw / from_preprocessed refuse it
+/// and the callers use kernels::apply_exact on the preprocessed rows (project does).
+/// \throws ssdr::Error from the constructor when the model's shapes are inconsistent,
+/// and from the calls when b is not in [0, kTile] or the map is exact.
 class Projector {
  public:
   static constexpr int64_t kTile = data::kApplyTile;
   explicit Projector(const Model& m);
   int64_t preprocessed_dim() const { return dp_; }
   int64_t out_dim() const { return m_.W.cols; }
+  /// Whether the embedding is computed tile by tile on this rank (no exact kernel map).
+  bool local() const { return m_.kernel.empty() || !m_.kernel.exact; }
+  /// xp (b×d', row-major) = the model's preprocessing of b ≤ kTile raw rows x (b×d_input).
+  void preprocess(const double* x, int64_t b, double* xp);
   /// y (b×m, row-major) from b ≤ kTile raw rows x (b×d_input).
   void from_raw(const double* x, int64_t b, double* y);
   /// y (b×m) from b ≤ kTile preprocessed rows xp (b×d').
@@ -108,12 +140,16 @@ class Projector {
 /// Embeds raw samples: Y = Wᵀ φ_c(Pᵀ((x − shift) ∘ scale − mean)) for every row (φ_c the
 /// identity without a kernel; soda-nie2009 eq. (40) with one), through Projector, so the
 /// n×r feature map is never held whole; n×d_input → n×m, rows distributed as X's.
-/// Not collective. \throws ssdr::Error when X.cols != d_input or the model is inconsistent.
+/// Not collective, except for a model with an exact kernel map distributed over more than
+/// one rank: then every rank of the map's communicator must call it (the preprocessed rows,
+/// n_local×d', are kept for kernels::apply_exact). The same bits on any rank count either
+/// way. \throws ssdr::Error when X.cols != d_input or the model is inconsistent.
 DistMatrix project(const Model& m, const DistMatrix& X);
 
 /// The same for rows already through the model's preprocessing (n×d' → n×m): the fit's own
 /// rows. project(m, X) and project_preprocessed(m, data::apply(pre, X)) are the same bits.
-/// Not collective. \throws ssdr::Error when Xp.cols != d' or the model is inconsistent.
+/// Collectivity as project. \throws ssdr::Error when Xp.cols != d' or the model is
+/// inconsistent.
 DistMatrix project_preprocessed(const Model& m, const DistMatrix& Xp);
 
 }  // namespace ssdr::model
