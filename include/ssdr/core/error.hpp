@@ -55,6 +55,26 @@ class Error : public std::runtime_error {
 void check_collective(MPI_Comm comm, bool ok, const std::string& message, const char* file,
                       int line);
 
+/// Runs `body` on rank 0 of comm only (writing a file every rank computed, for instance) and
+/// raises its failure, any std::exception, on every rank with rank 0's message. Collective.
+/// \throws ssdr::Error (collectively over comm) with body's message.
+template <class F>
+void on_root(MPI_Comm comm, F&& body) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  bool ok = true;
+  std::string message;
+  if (rank == 0) {
+    try {
+      body();
+    } catch (const std::exception& e) {
+      ok = false;
+      message = e.what();
+    }
+  }
+  check_collective(comm, ok, message, __FILE__, __LINE__);
+}
+
 /// "PETSc: <PETSc's message of the failed call> (<call>)": the message recorded by
 /// petsc_error_handler since the last call (then cleared), or PETSc's text for `code`.
 std::string petsc_error_text(int code, const char* call);
