@@ -185,7 +185,7 @@ void Estimator::configure() {
       SSDR_REQUIRE(value.is_boolean(), "verbose: expected true or false, got " + value.dump());
       verbose = value.get<bool>();
     } else {
-      settings.push_back({name, value, name});
+      settings.push_back({name, value, config_.method + " estimator"});
     }
   }
   driver::FitConfig c = driver::make_fit_config(config_.method, settings, dim, seed, max_kernel_memory);
