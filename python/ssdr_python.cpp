@@ -44,16 +44,7 @@ auto guarded(MPI_Comm comm, F&& f) -> decltype(f()) {
   try {
     return f();
   } catch (const ssdr::Error& e) {
-    if (!e.collective_over(comm)) {
-      int rank = 0;
-      MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-      if (std::getenv("SSDR_DEBUG") != nullptr)
-        std::fprintf(stderr, "ssdr: error: %s (rank %d, %s)\n", e.what(), rank, e.where().c_str());
-      else
-        std::fprintf(stderr, "ssdr: error: %s (rank %d)\n", e.what(), rank);
-      std::fflush(stderr);
-      MPI_Abort(comm, 1);
-    }
+    ssdr::abort_unless_collective(e, comm);
     throw;
   }
 }

@@ -574,15 +574,7 @@ int main(int argc, char** argv) {
     if (rank == 0) std::fprintf(stderr, "ssdr: error: %s\n", e.what());
     code = 2;
   } catch (const Error& e) {
-    if (!e.collective_over(MPI_COMM_WORLD)) {  // raised on some ranks only: the others would hang
-      // The source location only on request (SSDR_DEBUG=1): users get the message.
-      if (std::getenv("SSDR_DEBUG") != nullptr)
-        std::fprintf(stderr, "ssdr: error: %s (rank %d, %s)\n", e.what(), rank, e.where().c_str());
-      else
-        std::fprintf(stderr, "ssdr: error: %s (rank %d)\n", e.what(), rank);
-      std::fflush(stderr);
-      MPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    abort_unless_collective(e, MPI_COMM_WORLD);  // raised on some ranks only: the others would hang
     if (rank == 0) std::fprintf(stderr, "ssdr: error: %s\n", e.what());
     code = 1;
   } catch (const std::exception& e) {
