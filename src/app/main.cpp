@@ -21,8 +21,10 @@
 
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/progress.hpp"
+#include "ssdr/core/runtime.hpp"
 #include "ssdr/core/version.hpp"
 #include "ssdr/driver/commands.hpp"
+#include "ssdr/driver/estimator.hpp"
 #include "ssdr/kernels/feature_map.hpp"
 #include "ssdr/methods/parameters.hpp"
 #include "ssdr/driver/experiment.hpp"
@@ -311,26 +313,23 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
     for (const char* option : {"model", "embedding"})
       SSDR_REQUIRE(!vm.count(option), std::string("--") + option + ": method " + info.name +
                                           " learns no projection, so it has no " + option + " to write");
-  // The method's paper preprocessing and kernel, then every parameter option the user gave:
-  // one the method does not use is an error, and each value goes through the same check as
-  // job files and --grid (methods::set_parameter): --alpha-u 1.5 or --beta -1 fail here.
-  auto& mo = c.config.method_options;
-  c.config.preprocess = info.preprocess;
-  kernels::KernelOptions kernel = info.kernel;
-  methods::ParameterTarget target{mo, c.config.preprocess, kernel};
+  // The method's paper preprocessing and kernel with every parameter option the user gave
+  // over them (driver::make_fit_config, as the library's Estimator builds it): one the method
+  // does not use is an error, and each value goes through the same check as job files and
+  // --grid (methods::set_parameter): --alpha-u 1.5 or --beta -1 fail there.
+  std::vector<driver::ParameterSetting> settings;
   for (const auto& p : methods::parameter_table()) {
     const std::string option = p.cli_option();
     if (!vm.count(option.substr(2))) continue;
-    methods::require_parameter(info, p.name, option);
-    const nlohmann::json value = p.kind == methods::ParameterKind::flag
-                                     ? nlohmann::json(p.switch_value)
-                                     : option_value(p, vm[option.substr(2)].as<std::string>());
-    methods::set_parameter(target, p.name, value, option);
+    settings.push_back({p.name,
+                        p.kind == methods::ParameterKind::flag ? nlohmann::json(p.switch_value)
+                                                               : option_value(p, vm[option.substr(2)].as<std::string>()),
+                        option});
   }
-  kernel.seed = c.split.seed;
-  kernel.max_memory_mib = max_kernel_memory;
+  SSDR_REQUIRE(c.config.method_options.dim >= 0, "--dim must be >= 0");
   SSDR_REQUIRE(max_kernel_memory >= 0, "--max-kernel-memory must be >= 0");
-  mo.graph.knn_seed = static_cast<uint64_t>(c.split.seed);
+  c.config = driver::make_fit_config(c.config.method, settings, c.config.method_options.dim, c.split.seed,
+                                     max_kernel_memory);
   const bool has_split = vm.count("split") > 0, has_p = vm.count("labeled-per-class") > 0;
   SSDR_REQUIRE(has_split != has_p, "give either --split FILE or --labeled-per-class P");
   if (has_split)
@@ -338,7 +337,6 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
                  "--unlabeled-per-class/--transductive-fraction go with --labeled-per-class, not --split");
   SSDR_REQUIRE(!(vm.count("unlabeled-per-class") && vm.count("transductive-fraction")),
                "--unlabeled-per-class and --transductive-fraction are mutually exclusive");
-  SSDR_REQUIRE(mo.dim >= 0, "--dim must be >= 0");
   SSDR_REQUIRE(c.select_by == "none" || c.select_by == "cv",
                "--select-by: expected none or cv, got '" + c.select_by + "'");
   SSDR_REQUIRE(c.cv_folds >= 2, "--cv-folds must be at least 2, got " + std::to_string(c.cv_folds));
@@ -349,12 +347,8 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
     c.grid.push_back(driver::parse_grid_argument(g));
     methods::require_parameter(info, c.grid.back().first, "--grid " + c.grid.back().first);
   }
-  // The report's parameters: those the method uses (the graph actually built is in the
-  // report's info.graph), its kernel, and the split.
-  c.config.parameters = methods::parameter_values(info, methods::ConstParameterTarget{mo, c.config.preprocess, kernel});
-  c.config.parameters["method"] = c.config.method;
-  c.config.parameters["dim"] = mo.dim;
-  c.config.parameters["kernel"] = kernels::to_json(kernel);
+  // The report's parameters: make_fit_config's (those the method uses, its kernel, m and
+  // the seed) and the split.
   c.config.parameters["labeled_per_class"] = c.split.labeled_per_class;
   c.config.parameters["unlabeled_per_class"] = c.split.unlabeled_per_class;
   c.config.parameters["transductive_fraction"] = c.split.transductive_fraction;
@@ -488,12 +482,15 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (SlepcInitialize(&petsc_argc, &pargv, nullptr, nullptr) != 0) {
-    std::fprintf(stderr, "ssdr: error: PETSc/SLEPc initialization failed\n");
+  // SLEPc and PETSc, the progress clock, and PETSc errors as one-line ssdr::Error messages
+  // (ssdr::initialize, as the Python module starts them).
+  try {
+    ssdr::initialize(&petsc_argc, &pargv);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "ssdr: error: %s\n", e.what());
     MPI_Finalize();
     return 1;
   }
-  elapsed_since_start();  // the progress clock starts now
   {
     int wrank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
@@ -501,10 +498,6 @@ int main(int argc, char** argv) {
     driver::record_provenance(argc, argv, MPI_COMM_WORLD);
     std::signal(SIGTERM, on_terminate);
   }
-  // PETSc/SLEPc errors become ssdr::Error (SSDR_PETSC) with one line, not a traceback.
-  PetscPushErrorHandler(reinterpret_cast<PetscErrorCode (*)(MPI_Comm, int, const char*, const char*, PetscErrorCode,
-                                                            PetscErrorType, const char*, void*)>(&ssdr::petsc_error_handler),
-                        nullptr);
   MPI_Comm comm = PETSC_COMM_WORLD;
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
@@ -581,15 +574,7 @@ int main(int argc, char** argv) {
     if (rank == 0) std::fprintf(stderr, "ssdr: error: %s\n", e.what());
     code = 2;
   } catch (const Error& e) {
-    if (!e.collective_over(MPI_COMM_WORLD)) {  // raised on some ranks only: the others would hang
-      // The source location only on request (SSDR_DEBUG=1): users get the message.
-      if (std::getenv("SSDR_DEBUG") != nullptr)
-        std::fprintf(stderr, "ssdr: error: %s (rank %d, %s)\n", e.what(), rank, e.where().c_str());
-      else
-        std::fprintf(stderr, "ssdr: error: %s (rank %d)\n", e.what(), rank);
-      std::fflush(stderr);
-      MPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    abort_unless_collective(e, MPI_COMM_WORLD);  // raised on some ranks only: the others would hang
     if (rank == 0) std::fprintf(stderr, "ssdr: error: %s\n", e.what());
     code = 1;
   } catch (const std::exception& e) {
@@ -600,7 +585,7 @@ int main(int argc, char** argv) {
   if (code == 0) warn_unused_petsc_options(rank);  // after an error the rest never ran
   // PETSc's finalize writes -log_view and similar reports; a failure there (an unwritable
   // -log_view :path) gets its one line too instead of a bare exit status.
-  const PetscErrorCode fin = SlepcFinalize();
+  const int fin = ssdr::finalize();
   if (fin != 0) {
     std::fprintf(stderr, "ssdr: error: %s (rank %d)\n", petsc_error_text(static_cast<int>(fin), "SlepcFinalize: writing the -log_view or other PETSc reports").c_str(), rank);
     std::fflush(stderr);

@@ -2,6 +2,9 @@
 
 #include <petscsys.h>
 
+#include <cstdio>
+#include <cstdlib>
+
 #include <string>
 #include <vector>
 
@@ -66,6 +69,19 @@ Error::Error(const std::string& message, const char* file, int line, MPI_Comm co
 bool Error::collective_over(MPI_Comm comm) const {
   if (scope_ != Scope::communicator) return scope_ == Scope::replicated;
   return world_ranks(comm) == world_ranks_;
+}
+
+void abort_unless_collective(const Error& e, MPI_Comm comm) {
+  if (e.collective_over(comm)) return;
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  // The source location only on request (SSDR_DEBUG=1): users get the message.
+  if (std::getenv("SSDR_DEBUG") != nullptr)
+    std::fprintf(stderr, "ssdr: error: %s (rank %d, %s)\n", e.what(), rank, e.where().c_str());
+  else
+    std::fprintf(stderr, "ssdr: error: %s (rank %d)\n", e.what(), rank);
+  std::fflush(stderr);
+  MPI_Abort(comm, 1);
 }
 
 std::string Error::where() const { return std::string(file_) + ":" + std::to_string(line_); }

@@ -14,6 +14,7 @@
 #include "ssdr/core/version.hpp"
 #include "ssdr/evaluation/one_nn.hpp"
 #include "ssdr/io/output.hpp"
+#include "ssdr/driver/estimator.hpp"
 #include "ssdr/driver/provenance.hpp"
 #include "ssdr/model/model.hpp"
 
@@ -39,22 +40,6 @@ std::string fmt_acc(double v) {
   char b[32];
   std::snprintf(b, sizeof b, "%6.4f", v);
   return b;
-}
-
-/// Rank 0 runs `write`; any failure is raised on every rank.
-template <class F>
-void write_on_root(MPI_Comm comm, F&& write) {
-  bool ok = true;
-  std::string msg;
-  if (comm_rank(comm) == 0) {
-    try {
-      write();
-    } catch (const std::exception& e) {
-      ok = false;
-      msg = e.what();
-    }
-  }
-  SSDR_CHECK_COLLECTIVE(comm, ok, msg);
 }
 
 std::vector<data::Role> make_roles(const FitCommand& cmd, const io::Dataset& ds, uint64_t seed, MPI_Comm comm) {
@@ -130,21 +115,6 @@ FitConfig selected_config(const FitCommand& cmd, const io::Dataset& ds, const st
   return s.config;
 }
 
-/// The fit's labeled samples into its model, for `ssdr predict`: the rows of the embedding Y
-/// (n×m, every sample) whose role is labeled, gathered in increasing global index (so the
-/// model has the same bytes on any rank count), and their labels. Collective over Y.comm.
-void keep_labeled_samples(model::Model& m, const DistMatrix& Y, const std::vector<int>& labels,
-                          const std::vector<data::Role>& roles) {
-  const std::vector<double> rows = evaluation::gather_labeled_rows(Y, roles);
-  m.labeled_labels.clear();
-  for (size_t i = 0; i < roles.size(); ++i)
-    if (roles[i] == data::Role::labeled) m.labeled_labels.push_back(labels[i]);
-  const int64_t l = static_cast<int64_t>(m.labeled_labels.size());
-  SSDR_CHECK(static_cast<int64_t>(rows.size()) == l * Y.cols, "fit: the labeled rows of the embedding do not match the split");
-  m.labeled_embedding = Dense(Y.cols, l);  // column j = row j of the row-major l×m block
-  m.labeled_embedding.v = rows;
-}
-
 }  // namespace
 
 void check_outputs(const FitCommand& cmd, MPI_Comm comm) {
@@ -166,8 +136,8 @@ int run_fit(const FitCommand& cmd, MPI_Comm comm) {
   // The single fit consumes the data (one copy of it in memory, not the raw and the
   // preprocessed rows side by side). The embedding (n×m, small) is kept for --embedding
   // and for the model's labeled samples.
-  FitOutcome out = fit_and_evaluate_consuming(ds, roles, config, !cmd.embedding.empty() || !cmd.model.empty());
-  if (!cmd.model.empty()) keep_labeled_samples(out.model, out.embedding, ds.labels, roles);
+  Estimator estimator(config);
+  FitOutcome out = estimator.fit_split(ds, roles, !cmd.embedding.empty());
   for (auto& [k, v] : out.timings) timings[k] += v;
   if (!selection.is_null()) out.info["selection"] = selection;
   const double total = MPI_Wtime() - t0;
@@ -198,10 +168,10 @@ int run_fit(const FitCommand& cmd, MPI_Comm comm) {
       written.push_back(cmd.embedding);
     }
     if (!cmd.model.empty()) {
-      model::save_collective(out.model, cmd.model, comm);
+      estimator.save(cmd.model, comm);
       written.push_back(cmd.model);
     }
-    if (!cmd.report.empty()) write_on_root(comm, [&] { io::write_text_atomic(cmd.report, r.dump(2) + "\n"); });
+    if (!cmd.report.empty()) on_root(comm, [&] { io::write_text_atomic(cmd.report, r.dump(2) + "\n"); });
   } catch (...) {
     if (comm_rank(comm) == 0)
       for (const std::string& path : written) {
@@ -301,7 +271,7 @@ int run_evaluate(const FitCommand& cmd, MPI_Comm comm) {
                       {"seconds", selection_seconds}};
   r["timings_s"] = timings_json(timings, total);
   r["peak_memory_mib"] = peak_memory(comm);
-  if (!cmd.report.empty()) write_on_root(comm, [&] { io::write_text_atomic(cmd.report, r.dump(2) + "\n"); });
+  if (!cmd.report.empty()) on_root(comm, [&] { io::write_text_atomic(cmd.report, r.dump(2) + "\n"); });
   if (comm_rank(comm) == 0) {
     std::printf("%-10s %5s %7s %7s %9s %7s %4s %15s %15s %9s\n", "method", "ranks", "n", "labeled", "unlabeled",
                 "unseen", "dim", "acc_unlabeled", "acc_unseen", "time_s");
@@ -325,17 +295,14 @@ int run_transform(const TransformCommand& cmd, MPI_Comm comm) {
   SSDR_REQUIRE(!cmd.embedding.empty(), "transform needs --embedding FILE");
   io::check_outputs({{"--embedding", cmd.embedding}},
                     {{"--model", cmd.model}, {"--data", cmd.data}, {"--labels", cmd.read.labels}}, comm);
-  model::Model m = model::load_collective(cmd.model, comm);
+  const Estimator estimator = Estimator::load(cmd.model, comm, {{"verbose", !quiet()}});
+  const model::Model& m = estimator.model();
   methods::Timings t;
   io::Dataset ds = read_data(cmd.data, cmd.format, cmd.read, comm, t);
   SSDR_REQUIRE(ds.X.cols == m.d_input, "--data " + cmd.data + " has " + std::to_string(ds.X.cols) +
                                            " features but the model '" + cmd.model + "' expects " +
                                            std::to_string(m.d_input));
-  DistMatrix Y;
-  {
-    Phase phase("transform");
-    Y = model::project(m, ds.X);
-  }
+  const DistMatrix Y = estimator.transform(ds.X);
   io::write_embedding(Y, cmd.embedding);
   say("wrote " + std::to_string(Y.n_global) + " x " + std::to_string(Y.cols) + " embedding to " + cmd.embedding);
   return 0;
@@ -344,7 +311,8 @@ int run_transform(const TransformCommand& cmd, MPI_Comm comm) {
 int run_predict(const PredictCommand& cmd, MPI_Comm comm) {
   io::check_outputs({{"--output", cmd.output}},
                     {{"--model", cmd.model}, {"--data", cmd.data}, {"--labels", cmd.read.labels}}, comm);
-  const model::Model m = model::load_collective(cmd.model, comm);
+  const Estimator estimator = Estimator::load(cmd.model, comm, {{"verbose", !quiet()}});
+  const model::Model& m = estimator.model();
   SSDR_REQUIRE(m.format_version >= model::kFirstVersionWithLabeled,
                "--model " + cmd.model + ": model format version " + std::to_string(m.format_version) +
                    " predates ssdr predict (it keeps no labeled samples); refit it with this ssdr (ssdr fit --model)");
@@ -356,12 +324,7 @@ int run_predict(const PredictCommand& cmd, MPI_Comm comm) {
   SSDR_REQUIRE(ds.X.cols == m.d_input, "--data " + cmd.data + " has " + std::to_string(ds.X.cols) +
                                            " features but the model '" + cmd.model + "' expects " +
                                            std::to_string(m.d_input));
-  std::vector<int> predicted;
-  {
-    Phase phase("predict");
-    const DistMatrix Y = model::project(m, ds.X);
-    predicted = evaluation::nearest_labels(Y, m.labeled_embedding.v, m.labeled_labels);
-  }
+  const std::vector<int> predicted = estimator.predict(ds.X);
   const int64_t n = ds.X.n_global, row_start = ds.X.row_start;
   const bool labeled = !ds.labels.empty();
   int64_t correct = 0;
@@ -375,7 +338,7 @@ int run_predict(const PredictCommand& cmd, MPI_Comm comm) {
   if (io::has_extension(cmd.output, ".npy")) {
     io::write_labels_npy(all, cmd.output, comm);
   } else {
-    write_on_root(comm, [&] {
+    on_root(comm, [&] {
       std::string text;
       text.reserve(all.size() * 3);
       for (int label : all) text += std::to_string(label) + "\n";

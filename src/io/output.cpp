@@ -379,28 +379,18 @@ void write_hdf5(const std::string& path, const DistMatrix& X, const std::string&
 }
 
 void write_labels_npy(const std::vector<int>& labels, const std::string& path, MPI_Comm comm) {
-  int rank = 0;
-  MPI_Comm_rank(comm, &rank);
-  bool ok = true;
-  std::string message;
-  if (rank == 0) {
-    try {
-      AtomicFile f(path, true);
-      const std::string h = npy_header(static_cast<int64_t>(labels.size()), 0, "<i8", true);
-      std::fwrite(h.data(), 1, h.size(), f.get());
-      for (int label : labels) {
-        const int64_t v = label;
-        unsigned char b[8];
-        for (int k = 0; k < 8; ++k) b[k] = static_cast<unsigned char>((static_cast<uint64_t>(v) >> (8 * k)) & 0xff);
-        std::fwrite(b, 1, 8, f.get());
-      }
-      f.commit();
-    } catch (const Error& e) {
-      ok = false;
-      message = e.what();
+  on_root(comm, [&] {
+    AtomicFile f(path, true);
+    const std::string h = npy_header(static_cast<int64_t>(labels.size()), 0, "<i8", true);
+    std::fwrite(h.data(), 1, h.size(), f.get());
+    for (int label : labels) {
+      const int64_t v = label;
+      unsigned char b[8];
+      for (int k = 0; k < 8; ++k) b[k] = static_cast<unsigned char>((static_cast<uint64_t>(v) >> (8 * k)) & 0xff);
+      std::fwrite(b, 1, 8, f.get());
     }
-  }
-  SSDR_CHECK_COLLECTIVE(comm, ok, message);
+    f.commit();
+  });
 }
 
 void write_embedding(const DistMatrix& Y, const std::string& path) {

@@ -55,6 +55,33 @@ class Error : public std::runtime_error {
 void check_collective(MPI_Comm comm, bool ok, const std::string& message, const char* file,
                       int line);
 
+/// The catch site's step for an error that only some ranks of `comm` may have raised: when
+/// e is not collective over comm (Error::collective_over), prints "ssdr: error: MESSAGE
+/// (rank R)" on stderr (with the source location when SSDR_DEBUG is set) and aborts comm, as
+/// the other ranks would otherwise wait forever; otherwise returns and the caller reports the
+/// error once. Local (MPI_Abort when it does not return).
+void abort_unless_collective(const Error& e, MPI_Comm comm);
+
+/// Runs `body` on rank 0 of comm only (writing a file every rank computed, for instance) and
+/// raises its failure, any std::exception, on every rank with rank 0's message. Collective.
+/// \throws ssdr::Error (collectively over comm) with body's message.
+template <class F>
+void on_root(MPI_Comm comm, F&& body) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  bool ok = true;
+  std::string message;
+  if (rank == 0) {
+    try {
+      body();
+    } catch (const std::exception& e) {
+      ok = false;
+      message = e.what();
+    }
+  }
+  check_collective(comm, ok, message, __FILE__, __LINE__);
+}
+
 /// "PETSc: <PETSc's message of the failed call> (<call>)": the message recorded by
 /// petsc_error_handler since the last call (then cleared), or PETSc's text for `code`.
 std::string petsc_error_text(int code, const char* call);

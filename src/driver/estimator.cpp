@@ -1,0 +1,308 @@
+#include "ssdr/driver/estimator.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "ssdr/core/error.hpp"
+#include "ssdr/core/mpi_util.hpp"
+#include "ssdr/core/progress.hpp"
+#include "ssdr/evaluation/one_nn.hpp"
+#include "ssdr/kernels/feature_map.hpp"
+#include "ssdr/methods/parameters.hpp"
+
+namespace ssdr {
+
+namespace driver {
+
+FitConfig make_fit_config(const std::string& method, const std::vector<ParameterSetting>& settings, int64_t dim,
+                          uint64_t seed, double max_kernel_memory) {
+  const methods::MethodInfo& info = methods::find_method(method);
+  SSDR_REQUIRE(dim >= 0, "dim: expected an integer >= 0, got " + std::to_string(dim));
+  SSDR_REQUIRE(max_kernel_memory >= 0 && std::isfinite(max_kernel_memory), "max_kernel_memory must be >= 0");
+  FitConfig c;
+  c.method = info.name;
+  auto& mo = c.method_options;
+  mo.dim = dim;
+  // The method's paper preprocessing and kernel, then every setting the user gave, in the
+  // table's order: one the method does not use is an error, and each value goes through the
+  // same check as job files and --grid (methods::set_parameter).
+  c.preprocess = info.preprocess;
+  kernels::KernelOptions kernel = info.kernel;
+  methods::ParameterTarget target{mo, c.preprocess, kernel};
+  for (const auto& p : methods::parameter_table())
+    for (const ParameterSetting& s : settings) {
+      if (s.name != p.name) continue;
+      methods::require_parameter(info, p.name, s.spelling);
+      methods::set_parameter(target, p.name, s.value, s.spelling);
+    }
+  for (const ParameterSetting& s : settings)
+    SSDR_REQUIRE(methods::lookup_parameter(s.name) != nullptr,
+                 s.spelling + ": unknown parameter '" + s.name + "'; expected one of " + methods::parameter_list());
+  kernel.seed = seed;
+  kernel.max_memory_mib = max_kernel_memory;
+  mo.graph.knn_seed = seed;
+  // What the model and the report record: the parameters the method uses (the graph
+  // actually built is in the report's info.graph), its kernel, m and the seed.
+  c.parameters = methods::parameter_values(info, methods::ConstParameterTarget{mo, c.preprocess, kernel});
+  c.parameters["method"] = c.method;
+  c.parameters["dim"] = mo.dim;
+  c.parameters["kernel"] = kernels::to_json(kernel);
+  c.parameters["seed"] = seed;
+  return c;
+}
+
+}  // namespace driver
+
+namespace {
+
+/// The estimator's own parameters (not in methods::parameter_table()).
+const char* const kOwnParameters[] = {"dim", "seed", "max_kernel_memory", "verbose"};
+
+/// The global quiet switch set to !verbose for the lifetime of a call, then restored.
+class QuietScope {
+ public:
+  QuietScope(bool manage, bool verbose) : manage_(manage), before_(quiet()) {
+    if (manage_) set_quiet(!verbose);
+  }
+  ~QuietScope() {
+    if (manage_) set_quiet(before_);
+  }
+  QuietScope(const QuietScope&) = delete;
+  QuietScope& operator=(const QuietScope&) = delete;
+
+ private:
+  bool manage_, before_;
+};
+
+/// A whole number in [0, 2^53] from a JSON value (an integral double such as 9.0 passes).
+/// Replicated. \throws ssdr::Error (replicated) naming the parameter.
+int64_t whole_number(const nlohmann::json& v, const std::string& name) {
+  const bool ok = (v.is_number_integer() && v.get<int64_t>() >= 0) ||
+                  (v.is_number_float() && v.get<double>() >= 0 && v.get<double>() <= 9007199254740992.0 &&
+                   v.get<double>() == std::floor(v.get<double>()));
+  SSDR_REQUIRE(ok, name + ": expected an integer >= 0, got " + v.dump());
+  return v.is_number_integer() ? v.get<int64_t>() : static_cast<int64_t>(v.get<double>());
+}
+
+/// The rows of X carry the prefix-sum layout over X.comm (row_start = Σ of the lower ranks'
+/// n_local, n_global = Σ n_local) and d is the same on every rank. Collective.
+void check_layout(const DistMatrix& X, const char* what) {
+  int64_t start = 0, n = 0, local = X.n_local;
+  MPI_Exscan(&local, &start, 1, MPI_INT64_T, MPI_SUM, X.comm);
+  int rank = 0;
+  MPI_Comm_rank(X.comm, &rank);
+  if (rank == 0) start = 0;  // MPI_Exscan leaves rank 0's result undefined
+  MPI_Allreduce(&local, &n, 1, MPI_INT64_T, MPI_SUM, X.comm);
+  int64_t cols[2] = {X.cols, -X.cols};
+  MPI_Allreduce(MPI_IN_PLACE, cols, 2, MPI_INT64_T, MPI_MAX, X.comm);
+  const bool ok = X.n_local >= 0 && X.row_start == start && X.n_global == n &&
+                  static_cast<int64_t>(X.v.size()) == X.n_local * X.cols;
+  SSDR_CHECK_COLLECTIVE(X.comm, ok,
+                        std::string(what) + ": the rows' layout is not the ranks' blocks in rank order (row_start " +
+                            std::to_string(X.row_start) + ", expected " + std::to_string(start) + "; n " +
+                            std::to_string(X.n_global) + ", expected " + std::to_string(n) +
+                            "; or the values are not n_local x d)");
+  SSDR_REQUIRE(cols[0] == -cols[1], std::string(what) + ": the ranks' rows differ in width (" +
+                                        std::to_string(-cols[1]) + " to " + std::to_string(cols[0]) + " columns)");
+}
+
+/// The fit's labeled samples into its model, for predict: the rows of the embedding Y (n×m,
+/// every sample) whose role is labeled, gathered in increasing global index (so the model
+/// has the same bytes on any rank count), and their labels. Collective over Y.comm.
+void keep_labeled_samples(model::Model& m, const DistMatrix& Y, const std::vector<int>& labels,
+                          const std::vector<data::Role>& roles) {
+  const std::vector<double> rows = evaluation::gather_labeled_rows(Y, roles);
+  m.labeled_labels.clear();
+  for (size_t i = 0; i < roles.size(); ++i)
+    if (roles[i] == data::Role::labeled) m.labeled_labels.push_back(labels[i]);
+  const int64_t l = static_cast<int64_t>(m.labeled_labels.size());
+  SSDR_CHECK(static_cast<int64_t>(rows.size()) == l * Y.cols, "fit: the labeled rows of the embedding do not match the split");
+  m.labeled_embedding = Dense(Y.cols, l);  // column j = row j of the row-major l×m block
+  m.labeled_embedding.v = rows;
+}
+
+}  // namespace
+
+Estimator::Estimator(std::string method, nlohmann::json params) {
+  config_.method = methods::find_method(method).name;
+  set_params(params);
+}
+
+Estimator::Estimator(driver::FitConfig config) : config_(std::move(config)), manage_quiet_(false) {}
+
+std::vector<std::string> Estimator::parameter_names(const std::string& method) {
+  const methods::MethodInfo& info = methods::find_method(method);
+  std::vector<std::string> names(std::begin(kOwnParameters), std::end(kOwnParameters));
+  for (const auto& p : methods::parameter_table())
+    if (p.name != "dim" && methods::uses_parameter(info, p.name)) names.push_back(p.name);
+  return names;
+}
+
+Estimator& Estimator::set_params(const nlohmann::json& params) {
+  SSDR_REQUIRE(params.is_object() || params.is_null(), "Estimator parameters: expected an object {name: value}");
+  const std::vector<std::string> names = parameter_names(config_.method);
+  nlohmann::json merged = params_;
+  if (params.is_object())
+    for (const auto& [name, value] : params.items()) {
+      if (std::find(names.begin(), names.end(), name) == names.end()) {
+        std::string list;
+        for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+        SSDR_REQUIRE(false, "'" + name + "' is not a parameter of " + config_.method + " (its parameters: " + list + ")");
+      }
+      if (value.is_null()) merged.erase(name);
+      else merged[name] = value;
+    }
+  const nlohmann::json before = params_;
+  params_ = std::move(merged);
+  try {
+    configure();
+  } catch (...) {
+    params_ = before;
+    throw;
+  }
+  fitted_ = false;
+  model_ = model::Model();
+  info_ = nlohmann::json::object();
+  trace_ratio_ = std::numeric_limits<double>::quiet_NaN();
+  return *this;
+}
+
+void Estimator::configure() {
+  int64_t dim = 0;
+  uint64_t seed = 0;
+  double max_kernel_memory = 0;
+  bool verbose = false;
+  std::vector<driver::ParameterSetting> settings;
+  for (const auto& [name, value] : params_.items()) {
+    if (name == "dim") {
+      dim = whole_number(value, name);
+    } else if (name == "seed") {
+      seed = static_cast<uint64_t>(whole_number(value, name));
+    } else if (name == "max_kernel_memory") {
+      SSDR_REQUIRE(value.is_number() && value.get<double>() >= 0, "max_kernel_memory: expected a number >= 0, got " + value.dump());
+      max_kernel_memory = value.get<double>();
+    } else if (name == "verbose") {
+      SSDR_REQUIRE(value.is_boolean(), "verbose: expected true or false, got " + value.dump());
+      verbose = value.get<bool>();
+    } else {
+      settings.push_back({name, value, config_.method + " estimator"});
+    }
+  }
+  driver::FitConfig c = driver::make_fit_config(config_.method, settings, dim, seed, max_kernel_memory);
+  config_ = std::move(c);
+  verbose_ = verbose;
+}
+
+Estimator& Estimator::fit(DistMatrix X, const std::vector<int>& y) {
+  QuietScope scope(manage_quiet_, verbose_);
+  const MPI_Comm comm = X.comm;
+  check_layout(X, "fit: X");
+  SSDR_CHECK_COLLECTIVE(comm, static_cast<int64_t>(y.size()) == X.n_local,
+                        "fit: y has " + std::to_string(y.size()) + " labels for " + std::to_string(X.n_local) +
+                            " rows on this rank; expected one per row (-1: unlabeled)");
+  io::Dataset ds;
+  // Replicated labels and roles, n entries, as the readers and the split give them: an
+  // unlabeled row's label is hidden from the method (role unlabeled) and stands as class 0
+  // in the data set (the fit's evaluation of it means nothing and is not kept).
+  const std::vector<int> all = allgatherv(y, comm);
+  std::vector<data::Role> roles(all.size(), data::Role::unlabeled);
+  int c = 0;
+  ds.labels.assign(all.size(), 0);
+  for (size_t i = 0; i < all.size(); ++i) {
+    SSDR_REQUIRE(all[i] >= -1, "fit: y[" + std::to_string(i) + "] = " + std::to_string(all[i]) +
+                                   "; expected a class 0, 1, ... or -1 (unlabeled)");
+    if (all[i] < 0) continue;
+    roles[i] = data::Role::labeled;
+    ds.labels[i] = all[i];
+    c = std::max(c, all[i] + 1);
+  }
+  SSDR_REQUIRE(c > 0, "fit: no row is labeled (every y is -1)");
+  ds.classes = c;
+  ds.X = std::move(X);
+  fit_split(ds, roles, false);
+  return *this;
+}
+
+driver::FitOutcome Estimator::fit_split(io::Dataset& ds, const std::vector<data::Role>& roles, bool keep_embedding) {
+  QuietScope scope(manage_quiet_, verbose_);
+  fitted_ = false;
+  const bool projects = methods::find_method(config_.method).projects;
+  // The embedding (n×m, small) is needed for the model's labeled samples.
+  driver::FitOutcome out = driver::fit_and_evaluate_consuming(ds, roles, config_, keep_embedding || projects);
+  if (projects) keep_labeled_samples(out.model, out.embedding, ds.labels, roles);
+  if (!keep_embedding) out.embedding = DistMatrix();
+  model_ = out.model;
+  info_ = out.info;
+  trace_ratio_ = out.trace_ratio;
+  fitted_ = true;
+  return out;
+}
+
+const model::Model& Estimator::model() const {
+  SSDR_REQUIRE(fitted_, "the " + config_.method + " estimator is not fitted: call fit (or load) first");
+  return model_;
+}
+
+void Estimator::require_projection(const char* what) const {
+  SSDR_REQUIRE(fitted_, std::string(what) + ": the " + config_.method +
+                            " estimator is not fitted: call fit (or load) first");
+  SSDR_REQUIRE(methods::find_method(config_.method).projects,
+               std::string(what) + ": method " + config_.method +
+                   " learns no projection (a transductive classifier of its fit's rows only)");
+}
+
+DistMatrix Estimator::project(const DistMatrix& X, const char* what) const {
+  require_projection(what);
+  SSDR_CHECK_COLLECTIVE(X.comm, X.cols == model_.d_input,
+                        std::string(what) + ": X has " + std::to_string(X.cols) + " features but the model expects " +
+                            std::to_string(model_.d_input));
+  return model::project(model_, X);
+}
+
+DistMatrix Estimator::transform(const DistMatrix& X) const {
+  QuietScope scope(manage_quiet_, verbose_);
+  Phase phase("transform");
+  return project(X, "transform");
+}
+
+std::vector<int> Estimator::predict(const DistMatrix& X) const {
+  QuietScope scope(manage_quiet_, verbose_);
+  require_projection("predict");
+  SSDR_REQUIRE(model_.format_version >= model::kFirstVersionWithLabeled && !model_.labeled_labels.empty(),
+               "predict: the model (format version " + std::to_string(model_.format_version) +
+                   ") keeps no labeled samples to predict from; refit it with this ssdr");
+  Phase phase("predict");
+  const DistMatrix Y = project(X, "predict");
+  return evaluation::nearest_labels(Y, model_.labeled_embedding.v, model_.labeled_labels);
+}
+
+double Estimator::score(const DistMatrix& X, const std::vector<int>& y) const {
+  SSDR_CHECK_COLLECTIVE(X.comm, static_cast<int64_t>(y.size()) == X.n_local,
+                        "score: y has " + std::to_string(y.size()) + " labels for " + std::to_string(X.n_local) +
+                            " rows on this rank; expected one per row");
+  const std::vector<int> predicted = predict(X);
+  int64_t counts[2] = {0, 0};  // rows with a label, right predictions
+  for (size_t i = 0; i < y.size(); ++i)
+    if (y[i] >= 0) {
+      ++counts[0];
+      counts[1] += predicted[i] == y[i] ? 1 : 0;
+    }
+  MPI_Allreduce(MPI_IN_PLACE, counts, 2, MPI_INT64_T, MPI_SUM, X.comm);
+  return counts[0] > 0 ? static_cast<double>(counts[1]) / static_cast<double>(counts[0])
+                       : std::numeric_limits<double>::quiet_NaN();
+}
+
+void Estimator::save(const std::string& path, MPI_Comm comm) const {
+  require_projection("save");
+  model::save_collective(model_, path, comm);
+}
+
+Estimator Estimator::load(const std::string& path, MPI_Comm comm, const nlohmann::json& params) {
+  model::Model m = model::load_collective(path, comm);
+  Estimator e(m.method, params);
+  e.model_ = std::move(m);
+  e.fitted_ = true;
+  return e;
+}
+
+}  // namespace ssdr
