@@ -236,6 +236,9 @@ Preprocessor fit_sparse(const SparseRows& X, const std::vector<char>& fit, const
   SSDR_PETSC(SVDGetType(svd, &type));
   p.svd_type = type;
   p.svd_iterations = its;
+  PetscInt nsv = 0, ncv = 0, mpd = 0;
+  SSDR_PETSC(SVDGetDimensions(svd, &nsv, &ncv, &mpd));
+  p.svd_ncv = ncv;
   SSDR_REQUIRE(nconv >= k, "sparse PCA: the truncated SVD (-pca_svd_type " + std::string(type) + ") converged " +
                                std::to_string(nconv) + " of the " + std::to_string(k) +
                                " singular triplets --pca-dim asks for; raise -pca_svd_max_it or lower --pca-dim");
@@ -299,18 +302,31 @@ DistMatrix apply(const Preprocessor& p, const SparseRows& X, const std::vector<c
     if (keep[static_cast<size_t>(i)]) rows.push_back(i);
   DistMatrix Y = make_dist_local(X.comm, static_cast<int64_t>(rows.size()), k);
   const std::vector<double> c = centering(p);
-  for (int64_t t = 0; t < k; ++t) {
-    const double* v = p.basis.col(t);
-    double off = 0;  // cᵀv, in index order
-    for (int64_t j = 0; j < d; ++j) off += c[static_cast<size_t>(j)] * v[j];
+  // Columns of V in blocks of kBlock, copied row-major (d×kBlock, with the scale folded in)
+  // so each stored value reads one cache line of the block instead of kBlock scattered
+  // entries; every entry is still one sum over the row's values in increasing column order.
+  constexpr int64_t kBlock = 8;
+  std::vector<double> Vb;
+  for (int64_t t0 = 0; t0 < k; t0 += kBlock) {
+    const int64_t b = std::min(kBlock, k - t0);
+    Vb.assign(static_cast<size_t>(d * kBlock), 0.0);
+    double off[kBlock] = {};  // cᵀv, in index order
+    for (int64_t t = 0; t < b; ++t) {
+      const double* v = p.basis.col(t0 + t);
+      for (int64_t j = 0; j < d; ++j) {
+        off[t] += c[static_cast<size_t>(j)] * v[j];
+        Vb[static_cast<size_t>(j * kBlock + t)] = (p.scale.empty() ? 1.0 : p.scale[static_cast<size_t>(j)]) * v[j];
+      }
+    }
     for (size_t r = 0; r < rows.size(); ++r) {
       const int64_t i = rows[r];
-      double s = 0;
+      double acc[kBlock] = {};
       for (int64_t q = X.row_ptr[static_cast<size_t>(i)]; q < X.row_ptr[static_cast<size_t>(i) + 1]; ++q) {
-        const size_t j = static_cast<size_t>(X.col[static_cast<size_t>(q)]);
-        s += X.val[static_cast<size_t>(q)] * (p.scale.empty() ? 1.0 : p.scale[j]) * v[j];
+        const double x = X.val[static_cast<size_t>(q)];
+        const double* vb = Vb.data() + static_cast<int64_t>(X.col[static_cast<size_t>(q)]) * kBlock;
+        for (int64_t t = 0; t < kBlock; ++t) acc[t] += x * vb[t];
       }
-      Y(static_cast<int64_t>(r), t) = s - off;
+      for (int64_t t = 0; t < b; ++t) Y(static_cast<int64_t>(r), t0 + t) = acc[t] - off[t];
     }
   }
   return Y;

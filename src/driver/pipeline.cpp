@@ -222,6 +222,7 @@ FitOutcome fit_rows(FitRows& rows, const data::Preprocessor& pre, const std::vec
     if (!pre.svd_type.empty()) {
       pca["svd_type"] = pre.svd_type;
       pca["svd_iterations"] = pre.svd_iterations;
+      pca["svd_ncv"] = pre.svd_ncv;
       pca["svd_max_relative_residual"] = pre.svd_residual;
     }
     out.info["pca"] = pca;

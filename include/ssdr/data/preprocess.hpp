@@ -55,6 +55,7 @@ struct Preprocessor {
   /// ‖(Zv − σu, Zᵀu − σv)‖/σ of the kept triplets (Z the centered fit rows).
   std::string svd_type;
   int64_t svd_iterations = 0;
+  int64_t svd_ncv = 0;  ///< the SVD's basis size (its memory: ncv·(n_fit + d)/P doubles per rank)
   double svd_residual = 0;
 };
 
@@ -100,7 +101,8 @@ Preprocessor fit_preprocessor(const SparseRows& X, const std::vector<char>& fit,
 /// flag keep[i] ≠ 0: y = Vᵀ(x∘s) − Vᵀc (n_kept×d', rows kept on their rank, in global
 /// order). Every entry is one sum over the row's stored values in increasing column order,
 /// so a row's bits depend only on the row and the preprocessor (not on the rank count).
-/// Memory: the result. Collective (the result's layout).
+/// Memory: the result plus 8·d doubles (V's columns in row-major blocks of 8). Collective
+/// (the result's layout).
 /// \throws ssdr::Error when keep has not one flag per local row, the preprocessor has no
 ///   PCA basis, or it was fitted on another d.
 DistMatrix apply(const Preprocessor& p, const SparseRows& X, const std::vector<char>& keep);
