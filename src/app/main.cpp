@@ -186,6 +186,9 @@ po::options_description fit_options(driver::FitCommand& c, std::string& format, 
     ("hdf5-data", po::value(&c.read.hdf5_data)->default_value("/X"), "HDF5 data set of the n x d samples (any numeric type)")
     ("hdf5-labels", po::value(&c.read.hdf5_labels)->default_value("/y"), "HDF5 data set of the n labels (any integer type)")
     ("labels", po::value(&c.read.labels), "labels of NPY data: a 1-D integer .npy file of n labels")
+    ("sparse", po::value<std::string>()->default_value("auto"),
+     "yes | no | auto: keep LIBSVM data sparse and reduce them by a truncated SVD (needs --pca-dim); auto: when the dense "
+     "matrix would exceed 1 GiB and at most 10% of it is stored")
     ("split", po::value(&c.split_file), "split file: one role per line (labeled/unlabeled/unseen)")
     ("labeled-per-class", po::value(&c.split.labeled_per_class), "p labeled samples per class (random split)")
     ("unlabeled-per-class", po::value(&c.split.unlabeled_per_class), "q unlabeled samples per class; rest unseen")
@@ -302,6 +305,7 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
   help = parse_command(args, desc, vm, "\nmethods:\n" + methods_help());
   if (help) return c;
   c.format = io::parse_format(format);
+  c.read.sparse = io::parse_sparsity(vm["sparse"].as<std::string>());
   const int64_t seed = vm["seed"].as<int64_t>();  // an unsigned option would take -1 as 2^64 - 1
   SSDR_REQUIRE(seed >= 0, "--seed: expected an integer >= 0, got " + std::to_string(seed));
   c.split.seed = static_cast<uint64_t>(seed);

@@ -14,8 +14,43 @@
 #include "ssdr/core/lapack.hpp"
 #include "ssdr/core/mpi_util.hpp"
 #include "ssdr/core/ordered_sum.hpp"
+#include "preprocess_internal.hpp"
 
 namespace ssdr::data {
+
+namespace detail {
+
+int64_t components_to_keep(const std::vector<double>& w, const PreprocessOptions& options, int64_t count,
+                           double total) {
+  const int64_t r = static_cast<int64_t>(w.size());
+  const double largest = r > 0 ? std::max(w.back(), 0.0) : 0.0;
+  // The eigenvalues are replicated (the same bits on every rank), so this check is collective.
+  SSDR_REQUIRE(largest > 0, "every feature is constant on the " + std::to_string(count) +
+                                " transductive samples (zero variance): there is nothing to project");
+  int64_t keep = 0;
+  if (options.pca_energy > 0) {
+    if (!(total > 0)) {
+      total = 0;
+      for (double e : w) total += std::max(e, 0.0);
+    }
+    double acc = 0;
+    for (int64_t k = r - 1; k >= 0; --k) {
+      if (w[static_cast<size_t>(k)] <= 1e-10 * largest) break;
+      acc += w[static_cast<size_t>(k)];
+      ++keep;
+      if (acc >= options.pca_energy * total * (1 - 1e-12)) break;
+    }
+  } else {
+    for (int64_t k = r - 1; k >= 0; --k)
+      if (w[static_cast<size_t>(k)] > 1e-10 * largest) ++keep;
+  }
+  if (options.pca_dim > 0) keep = std::min(keep, options.pca_dim);
+  return std::max<int64_t>(keep, 1);
+}
+
+}  // namespace detail
+
+using detail::components_to_keep;
 
 Scaling parse_scaling(const std::string& name) {
   if (name == "none") return Scaling::none;
@@ -76,32 +111,6 @@ inline double transformed(const Preprocessor& p, const double* x, int64_t j) {
   if (!p.shift.empty()) v -= p.shift[static_cast<size_t>(j)];
   if (!p.scale.empty()) v *= p.scale[static_cast<size_t>(j)];
   return v;
-}
-
-/// The leading eigenpairs kept by the energy rule: eigenvalues w ascending (length r), the
-/// number of components to keep (≥ 1). \throws ssdr::Error (replicated) when w is all ≤ 0.
-int64_t components_to_keep(const std::vector<double>& w, const PreprocessOptions& options, int64_t count) {
-  const int64_t r = static_cast<int64_t>(w.size());
-  const double largest = r > 0 ? std::max(w.back(), 0.0) : 0.0;
-  // The eigenvalues are replicated (the same bits on every rank), so this check is collective.
-  SSDR_REQUIRE(largest > 0, "every feature is constant on the " + std::to_string(count) +
-                                " transductive samples (zero variance): there is nothing to project");
-  int64_t keep = 0;
-  if (options.pca_energy > 0) {
-    double total = 0;
-    for (double e : w) total += std::max(e, 0.0);
-    double acc = 0;
-    for (int64_t k = r - 1; k >= 0; --k) {
-      if (w[static_cast<size_t>(k)] <= 1e-10 * largest) break;
-      acc += w[static_cast<size_t>(k)];
-      ++keep;
-      if (acc >= options.pca_energy * total * (1 - 1e-12)) break;
-    }
-  } else {
-    for (int64_t k = r - 1; k >= 0; --k)
-      if (w[static_cast<size_t>(k)] > 1e-10 * largest) ++keep;
-  }
-  return std::max<int64_t>(keep, 1);
 }
 
 /// The PCA basis through the n_fit×n_fit Gram matrix G = ZZᵀ/n_fit of the centered fit rows
@@ -178,6 +187,8 @@ void gram_basis(const DistMatrix& X, const std::vector<int64_t>& rows, const Pre
   std::vector<double> w(static_cast<size_t>(nf));
   lapack::syev(nf, G.data(), nf, w.data());  // ascending; G now holds the eigenvectors U
   const int64_t keep = components_to_keep(w, options, count);
+  p.route = "gram";
+  for (double e : w) p.total_variance += std::max(e, 0.0);
   // Zᵀ U_keep (d × keep), summed over fit rows in ordered_row_sum's fixed order.
   const int64_t width = d + keep;
   std::vector<double> ZU = ordered_row_sum(
@@ -211,6 +222,7 @@ Preprocessor fit_preprocessor(const DistMatrix& X, const std::vector<char>& fit,
   // (0, 1] (checked where it is parsed: 0 or NaN must not mean "default").
   SSDR_REQUIRE(!(options.pca_energy > 1.0) && !std::isnan(options.pca_energy),
              "--pca-energy must be in (0, 1], got " + std::to_string(options.pca_energy));
+  SSDR_REQUIRE(options.pca_dim >= 0, "--pca-dim must be >= 0, got " + std::to_string(options.pca_dim));
   const int64_t d = X.cols;
   Preprocessor p;
   const std::vector<int64_t> rows = fit_rows(fit);
@@ -301,6 +313,8 @@ Preprocessor fit_preprocessor(const DistMatrix& X, const std::vector<char>& fit,
   std::vector<double> w(static_cast<size_t>(d));
   lapack::syev(d, C.data(), d, w.data());  // ascending
   const int64_t keep = components_to_keep(w, options, count);
+  p.route = "covariance";
+  for (double e : w) p.total_variance += std::max(e, 0.0);
   p.basis = Dense(d, keep);
   p.eigenvalues.resize(static_cast<size_t>(keep));
   for (int64_t c = 0; c < keep; ++c) {

@@ -268,8 +268,9 @@ int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
     }
     FitConfig config = make_config(job, u, max_dim);
     char pkey[96];
-    std::snprintf(pkey, sizeof pkey, "%d|%d|%.17g", static_cast<int>(config.preprocess.scaling),
-                  static_cast<int>(config.preprocess.pca), config.preprocess.pca_energy);
+    std::snprintf(pkey, sizeof pkey, "%d|%d|%.17g|%lld", static_cast<int>(config.preprocess.scaling),
+                  static_cast<int>(config.preprocess.pca), config.preprocess.pca_energy,
+                  static_cast<long long>(config.preprocess.pca_dim));
     config.cache = &caches[pkey];
     set_quiet(true);  // per-phase lines of every group would interleave; one line per configuration instead
     const double f0 = MPI_Wtime();

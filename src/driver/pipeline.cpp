@@ -126,7 +126,7 @@ namespace {
 
 /// The fit of both entry points. consume = &ds.X: the rows are preprocessed inside its buffer
 /// (left empty); nullptr: the raw X stays and the transductive rows are copied out.
-FitOutcome fit_and_evaluate_impl(const io::Dataset& ds, DistMatrix* consume, const std::vector<data::Role>& roles,
+FitOutcome fit_and_evaluate_impl(const io::Dataset& ds, io::Dataset* consume, const std::vector<data::Role>& roles,
                                  const FitConfig& config, bool keep_embedding) {
   data::validate_split(ds.labels, ds.classes, roles);
   FitOutcome out;
@@ -139,9 +139,24 @@ FitOutcome fit_and_evaluate_impl(const io::Dataset& ds, DistMatrix* consume, con
   data::Preprocessor pre;
   {
     Phase phase("preprocess", &out.timings);
-    pre = data::fit_preprocessor(ds.X, rows.transductive, config.preprocess);
-    if (consume) {
-      data::SplitRows split = data::apply_split(pre, std::move(*consume), rows.transductive);
+    if (ds.sparse) {
+      // Sparse rows are reduced by a truncated SVD and mapped to their d' scores right away
+      // (no raw rows are kept: every row's embedding comes from its scores).
+      pre = data::fit_preprocessor(ds.Xs, rows.transductive, config.preprocess);
+      std::vector<char> unseen(rows.transductive.size());
+      for (size_t i = 0; i < unseen.size(); ++i) unseen[i] = !rows.transductive[i];
+      rows.Xt = data::apply(pre, ds.Xs, rows.transductive);
+      rows.Xu = data::apply(pre, ds.Xs, unseen);
+      if (consume) {
+        consume->Xs = SparseRows{};
+        consume->Xs.comm = rows.comm;
+      }
+    } else {
+      pre = data::fit_preprocessor(ds.X, rows.transductive, config.preprocess);
+    }
+    if (ds.sparse) {
+    } else if (consume) {
+      data::SplitRows split = data::apply_split(pre, std::move(consume->X), rows.transductive);
       rows.Xt = std::move(split.kept);
       rows.Xu = std::move(split.other);
     } else {
@@ -161,7 +176,7 @@ FitOutcome fit_and_evaluate(const io::Dataset& ds, const std::vector<data::Role>
 
 FitOutcome fit_and_evaluate_consuming(io::Dataset& ds, const std::vector<data::Role>& roles,
                                       const FitConfig& config, bool keep_embedding) {
-  return fit_and_evaluate_impl(ds, &ds.X, roles, config, keep_embedding);
+  return fit_and_evaluate_impl(ds, &ds, roles, config, keep_embedding);
 }
 
 namespace {
@@ -221,6 +236,21 @@ FitOutcome fit_rows(FitRows& rows, const data::Preprocessor& pre, const std::vec
   Phi = DistMatrix();
   out.trace_ratio = fit.trace_ratio;
   out.info = fit.info;
+  if (!pre.route.empty()) {
+    // The PCA's route and the fraction of the variance it keeps (the energy rule's measure).
+    double kept = 0;
+    for (double e : pre.eigenvalues) kept += e;
+    nlohmann::json pca = {{"route", pre.route}, {"d_input", rows.d_input}, {"components", pre.basis.cols},
+                          {"total_variance", pre.total_variance},
+                          {"energy_kept", pre.total_variance > 0 ? kept / pre.total_variance : 1.0}};
+    if (!pre.svd_type.empty()) {
+      pca["svd_type"] = pre.svd_type;
+      pca["svd_iterations"] = pre.svd_iterations;
+      pca["svd_ncv"] = pre.svd_ncv;
+      pca["svd_max_relative_residual"] = pre.svd_residual;
+    }
+    out.info["pca"] = pca;
+  }
   if (!feature_map.empty()) out.info["kernel"] = kernel_info;
   else if (identity_map) out.info["kernel"] = {{"type", "linear"}, {"map", "identity (the centered data)"}};
 

@@ -28,6 +28,13 @@ Format parse_format(const std::string& name) {
               true);
 }
 
+Sparsity parse_sparsity(const std::string& name) {
+  if (name == "no") return Sparsity::dense;
+  if (name == "auto") return Sparsity::automatic;
+  if (name == "yes") return Sparsity::sparse;
+  throw Error("--sparse: expected yes, no or auto, got '" + name + "'", __FILE__, __LINE__, true);
+}
+
 bool has_extension(const std::string& path, const std::string& ext) {
   if (path.size() < ext.size()) return false;
   for (size_t k = 0; k < ext.size(); ++k)
@@ -75,11 +82,15 @@ Dataset read_dataset(const std::string& path, Format format, MPI_Comm comm, cons
     throw Error(std::string("--no-labels: only for CSV data (NPY and HDF5 data are read without labels when they have "
                             "none); '") + path + "' is read as " + format_name(format),
                 __FILE__, __LINE__, true);
+  if (options.sparse == Sparsity::sparse && format != Format::libsvm)
+    throw Error(std::string("--sparse yes: only LIBSVM data are read sparse; '") + path + "' is read as " +
+                    format_name(format),
+                __FILE__, __LINE__, true);
   if (format == Format::idx) return read_idx(path, comm);
   if (format == Format::npy) return detail::read_npy(path, options.labels, options.labels_required, comm);
   if (format == Format::hdf5)
     return detail::read_hdf5(path, options.hdf5_data, options.hdf5_labels, options.labels_required, comm);
-  return read_text(path, format, comm, !options.no_labels);
+  return read_text(path, format, comm, !options.no_labels, format == Format::libsvm ? options.sparse : Sparsity::dense);
 }
 
 }  // namespace ssdr::io

@@ -17,8 +17,8 @@ std::string_view next_token(std::string_view s, size_t& pos) {
 
 /// Parses one LIBSVM line. Returns the label; `max_index` is raised to the largest index.
 /// When `row` is given (width d), the values are stored at index-1 (indices > d fail).
-int parse_libsvm_line(std::string_view line, const Where& at, int64_t& max_index, double* row,
-                      int64_t d) {
+int parse_libsvm_line(std::string_view line, const Where& at, int64_t& max_index, double* row, int64_t d,
+                      std::vector<int32_t>* cols, std::vector<double>* vals, int64_t* nnz) {
   const size_t hash = line.find('#');
   if (hash != std::string_view::npos) line = line.substr(0, hash);
   size_t pos = 0;
@@ -45,6 +45,13 @@ int parse_libsvm_line(std::string_view line, const Where& at, int64_t& max_index
       if (idx > d) fail(at.str() + ": feature index " + std::to_string(idx) + " exceeds " +
                         std::to_string(d) + " (file changed while reading?)");
       row[idx - 1] = v;
+    }
+    if (nnz != nullptr && v != 0.0) ++*nnz;
+    if (cols != nullptr && v != 0.0) {
+      if (idx > d) fail(at.str() + ": feature index " + std::to_string(idx) + " exceeds " +
+                        std::to_string(d) + " (file changed while reading?)");
+      cols->push_back(static_cast<int32_t>(idx - 1));
+      vals->push_back(v);
     }
   }
   max_index = std::max(max_index, prev);

@@ -319,20 +319,27 @@ int parse_csv_line(std::string_view line, int64_t fields, const Where& at, doubl
 
 /// Parses one LIBSVM line. Returns the label; `max_index` is raised to the largest index.
 /// When `row` is given (width d), the values are stored at index-1 (indices > d fail).
-int parse_libsvm_line(std::string_view line, const Where& at, int64_t& max_index, double* row,
-                      int64_t d);  // libsvm_reader.cpp
+/// When `cols` and `vals` are given, the non-zero values are appended with their 0-based
+/// column (indices > d fail). `nnz`, when given, is raised by the count of non-zero values.
+int parse_libsvm_line(std::string_view line, const Where& at, int64_t& max_index, double* row, int64_t d,
+                      std::vector<int32_t>* cols = nullptr, std::vector<double>* vals = nullptr,
+                      int64_t* nnz = nullptr);  // libsvm_reader.cpp
 
 /// CSV or LIBSVM: a plain file by byte ranges, a gzip stream through rank 0
 /// (text_range_reader.cpp). `labeled` false (CSV only): no label column, the data set has
 /// no labels (classes 0). Collective over `comm`.
-Dataset read_text(const std::string& path, Format format, MPI_Comm comm, bool labeled = true);
+/// `sparse` (LIBSVM only): keep the rows in CSR form (Dataset::Xs) as ReadOptions::sparse
+/// says; a gzip stream with Sparsity::sparse is refused.
+Dataset read_text(const std::string& path, Format format, MPI_Comm comm, bool labeled = true,
+                  Sparsity sparse = Sparsity::dense);
 
 /// CSV or LIBSVM streamed through rank 0 (text_reader.cpp; gzip files). Collective.
 Dataset read_text_streamed(const std::string& path, Format format, MPI_Comm comm, bool labeled = true);
 
 /// A plain CSV or LIBSVM file, each rank reading its own byte range with MPI-IO
 /// (text_range_reader.cpp). Collective over `comm`.
-Dataset read_text_ranges(const std::string& path, Format format, MPI_Comm comm, bool labeled = true);
+Dataset read_text_ranges(const std::string& path, Format format, MPI_Comm comm, bool labeled = true,
+                         Sparsity sparse = Sparsity::dense);
 
 /// NPY (npy_reader.cpp): X an n×d C-order array of any real or integer type, labels from
 /// `labels_path` (a 1-D integer array of n) when not empty. Collective over `comm`.

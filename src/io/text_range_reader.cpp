@@ -131,6 +131,7 @@ struct RankFacts {
   int64_t max_index_line = 0;
   int64_t max_label = -1;
   int64_t max_label_line = 0;
+  int64_t nnz = 0;          ///< LIBSVM: non-zero values
 };
 
 std::vector<RankFacts> allgather(const RankFacts& mine, MPI_Comm comm) {
@@ -144,7 +145,7 @@ std::vector<RankFacts> allgather(const RankFacts& mine, MPI_Comm comm) {
 
 }  // namespace
 
-Dataset read_text(const std::string& path, Format format, MPI_Comm comm, bool labeled) {
+Dataset read_text(const std::string& path, Format format, MPI_Comm comm, bool labeled, Sparsity sparse) {
   // A regular file (never block on a FIFO) that is not gzip-compressed goes by byte ranges.
   int gz = 0;
   attempt_on_root(comm, [&] {
@@ -152,10 +153,18 @@ Dataset read_text(const std::string& path, Format format, MPI_Comm comm, bool la
     gz = is_gzip(path) ? 1 : 0;
   });
   MPI_Bcast(&gz, 1, MPI_INT, 0, comm);
-  return gz != 0 ? read_text_streamed(path, format, comm, labeled) : read_text_ranges(path, format, comm, labeled);
+  SSDR_CHECK_COLLECTIVE(comm, gz == 0 || sparse != Sparsity::sparse,
+                        "--sparse yes: '" + path + "' is gzip-compressed and is read through rank 0 densified; "
+                        "decompress it (plain files are read sparse, by byte ranges)");
+  return gz != 0 ? read_text_streamed(path, format, comm, labeled) : read_text_ranges(path, format, comm, labeled, sparse);
 }
 
-Dataset read_text_ranges(const std::string& path, Format format, MPI_Comm comm, bool labeled) {
+namespace {
+Dataset place_sparse_rows(std::vector<int64_t>& lengths, std::vector<int32_t>& cols, std::vector<double>& vals,
+                          const std::vector<int64_t>& row_offset, int64_t n, int64_t d, MPI_Comm comm);
+}  // namespace
+
+Dataset read_text_ranges(const std::string& path, Format format, MPI_Comm comm, bool labeled, Sparsity sparse) {
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
@@ -226,7 +235,7 @@ Dataset read_text_ranges(const std::string& path, Format format, MPI_Comm comm, 
             label = parse_csv_line(line, fields, at, rows.data() + i * d, labeled);
           } else {
             const int64_t before = mine.max_index;
-            label = parse_libsvm_line(line, at, mine.max_index, nullptr, 0);
+            label = parse_libsvm_line(line, at, mine.max_index, nullptr, 0, nullptr, nullptr, &mine.nnz);
             if (mine.max_index > before) mine.max_index_line = no;
           }
           if (label > mine.max_label) {
@@ -261,6 +270,54 @@ Dataset read_text_ranges(const std::string& path, Format format, MPI_Comm comm, 
                         path + ":" + std::to_string(max_label_line) + ": label " + std::to_string(max_label) +
                             " is not a class: labels must be 0..c-1 with c at most the number of samples (" +
                             std::to_string(n) + ")");
+  int64_t nnz = 0;
+  for (const RankFacts& f : facts) nnz += f.nnz;
+  const double dense_bytes = 8.0 * static_cast<double>(n) * static_cast<double>(d);
+  const bool keep_sparse =
+      !csv && (sparse == Sparsity::sparse ||
+               (sparse == Sparsity::automatic && dense_bytes > kSparseDenseBytes &&
+                static_cast<double>(nnz) <= kSparseMaxDensity * static_cast<double>(n) * static_cast<double>(d)));
+  if (keep_sparse) {
+    SSDR_CHECK_COLLECTIVE(comm, d < (int64_t{1} << 31),
+                          path + ":" + std::to_string(max_index_line) + ": feature index " + std::to_string(max_index) +
+                              " is past 2^31 - 1, the largest column sparse data can have");
+    const int per_node = ranks_on_host(comm);
+    std::vector<int64_t> lengths;
+    std::vector<int32_t> cols;
+    std::vector<double> vals;
+    ok = attempt(
+        [&] {
+          // 16 bytes per value (a 12-byte stored value and its share of the placement buffers).
+          require_dense_fits(std::max<int64_t>(nnz, 1), 2, size, per_node,
+                             path + ": " + std::to_string(nnz) + " non-zero values");
+          lengths.reserve(static_cast<size_t>(m));
+          cols.reserve(static_cast<size_t>(mine.nnz));
+          vals.reserve(static_cast<size_t>(mine.nnz));
+          int64_t unused = 0;
+          for_each_line(text, [&](std::string_view line, int64_t no) {
+            if (is_blank(line)) return true;
+            const size_t before = cols.size();
+            parse_libsvm_line(line, Where{&path, no}, unused, nullptr, d, &cols, &vals);
+            lengths.push_back(static_cast<int64_t>(cols.size() - before));
+            return true;
+          });
+        },
+        message);
+    SSDR_CHECK_COLLECTIVE(comm, ok, message);
+    text = OwnedText();
+    Dataset ds = place_sparse_rows(lengths, cols, vals, row_offset, n, d, comm);
+    ds.source = path;
+    ds.labels.resize(static_cast<size_t>(n));
+    std::vector<int> counts(static_cast<size_t>(size)), displs(static_cast<size_t>(size));
+    for (int r = 0; r < size; ++r) {
+      counts[static_cast<size_t>(r)] = static_cast<int>(facts[static_cast<size_t>(r)].rows);
+      displs[static_cast<size_t>(r)] = static_cast<int>(row_offset[static_cast<size_t>(r)]);
+    }
+    MPI_Allgatherv(labels.data(), static_cast<int>(m), MPI_INT, ds.labels.data(), counts.data(), displs.data(),
+                   MPI_INT, comm);
+    ds.classes = static_cast<int>(max_label) + 1;
+    return ds;
+  }
   if (!csv) {
     const int per_node = ranks_on_host(comm);
     ok = attempt(
@@ -328,5 +385,80 @@ Dataset read_text_ranges(const std::string& path, Format format, MPI_Comm comm, 
   MPI_Type_free(&row_type);
   return ds;
 }
+
+namespace {
+
+/// Moves the parsed CSR rows (global rows [row_offset[rank], +lengths.size()), their value
+/// counts in `lengths`) to their owners in the block layout of make_dist(n): one
+/// Alltoallv of the row lengths, one of the columns and one of the values, in file order.
+/// The inputs are released. Collective. \throws ssdr::Error (collectively) when a rank
+/// would send or receive 2³¹ or more values in one message.
+Dataset place_sparse_rows(std::vector<int64_t>& lengths, std::vector<int32_t>& cols, std::vector<double>& vals,
+                          const std::vector<int64_t>& row_offset, int64_t n, int64_t d, MPI_Comm comm) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  Dataset ds;
+  ds.sparse = true;
+  ds.X = make_dist(comm, n, 0);  // shape and layout only
+  ds.X.cols = d;
+  SparseRows& S = ds.Xs;
+  S.comm = comm;
+  S.n_global = n;
+  S.row_start = ds.X.row_start;
+  S.n_local = ds.X.n_local;
+  S.cols = d;
+  const int64_t my_lo = row_offset[static_cast<size_t>(rank)], m = static_cast<int64_t>(lengths.size());
+  std::vector<int> sc(static_cast<size_t>(size), 0), sd(static_cast<size_t>(size), 0), rc(static_cast<size_t>(size), 0),
+      rd(static_cast<size_t>(size), 0);
+  // Rows: what I send to r are my parsed rows inside r's block; r sends me its rows in mine.
+  for (int r = 0; r < size; ++r) {
+    int64_t s = 0, c = 0;
+    owner_range(n, size, r, s, c);
+    const int64_t lo = std::max(my_lo, s), hi = std::min(my_lo + m, s + c);
+    if (lo < hi) {
+      sc[static_cast<size_t>(r)] = static_cast<int>(hi - lo);
+      sd[static_cast<size_t>(r)] = static_cast<int>(lo - my_lo);
+    }
+    const int64_t r_lo = row_offset[static_cast<size_t>(r)], r_hi = row_offset[static_cast<size_t>(r) + 1];
+    const int64_t a = std::max(r_lo, S.row_start), b = std::min(r_hi, S.row_start + S.n_local);
+    if (a < b) {
+      rc[static_cast<size_t>(r)] = static_cast<int>(b - a);
+      rd[static_cast<size_t>(r)] = static_cast<int>(a - S.row_start);
+    }
+  }
+  std::vector<int64_t> my_lengths(static_cast<size_t>(S.n_local));
+  MPI_Alltoallv(lengths.data(), sc.data(), sd.data(), MPI_INT64_T, my_lengths.data(), rc.data(), rd.data(), MPI_INT64_T,
+                comm);
+  // The same exchange in values: counts are sums of row lengths.
+  std::vector<int64_t> start(static_cast<size_t>(m) + 1, 0);
+  for (int64_t i = 0; i < m; ++i) start[static_cast<size_t>(i) + 1] = start[static_cast<size_t>(i)] + lengths[static_cast<size_t>(i)];
+  S.row_ptr.assign(static_cast<size_t>(S.n_local) + 1, 0);
+  for (int64_t i = 0; i < S.n_local; ++i) S.row_ptr[static_cast<size_t>(i) + 1] = S.row_ptr[static_cast<size_t>(i)] + my_lengths[static_cast<size_t>(i)];
+  bool fits = true;
+  std::vector<int> vsc(static_cast<size_t>(size), 0), vsd(static_cast<size_t>(size), 0), vrc(static_cast<size_t>(size), 0),
+      vrd(static_cast<size_t>(size), 0);
+  for (int r = 0; r < size; ++r) {
+    const size_t q = static_cast<size_t>(r);
+    const int64_t s_lo = start[static_cast<size_t>(sd[q])], s_hi = start[static_cast<size_t>(sd[q] + sc[q])];
+    const int64_t r_lo = S.row_ptr[static_cast<size_t>(rd[q])], r_hi = S.row_ptr[static_cast<size_t>(rd[q] + rc[q])];
+    fits = fits && s_hi < (int64_t{1} << 31) && r_hi < (int64_t{1} << 31);
+    vsc[q] = static_cast<int>(s_hi - s_lo);
+    vsd[q] = static_cast<int>(s_lo);
+    vrc[q] = static_cast<int>(r_hi - r_lo);
+    vrd[q] = static_cast<int>(r_lo);
+  }
+  SSDR_CHECK_COLLECTIVE(comm, fits, "sparse data: a rank holds 2^31 or more non-zero values; use more ranks");
+  S.col.resize(static_cast<size_t>(S.row_ptr.back()));
+  MPI_Alltoallv(cols.data(), vsc.data(), vsd.data(), MPI_INT32_T, S.col.data(), vrc.data(), vrd.data(), MPI_INT32_T, comm);
+  std::vector<int32_t>().swap(cols);
+  S.val.resize(static_cast<size_t>(S.row_ptr.back()));
+  MPI_Alltoallv(vals.data(), vsc.data(), vsd.data(), MPI_DOUBLE, S.val.data(), vrc.data(), vrd.data(), MPI_DOUBLE, comm);
+  std::vector<double>().swap(vals);
+  std::vector<int64_t>().swap(lengths);
+  return ds;
+}
+
+}  // namespace
 
 }  // namespace ssdr::io::detail

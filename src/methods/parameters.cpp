@@ -142,6 +142,11 @@ std::vector<ParameterSpec> build() {
            Kind::real, Scope::every, 0, true, 1, false,
            [](T& t, const json& v) { t.preprocess.pca_energy = v.get<double>(); },
            [](const C& t) { return t.preprocess.pca_energy > 0 ? json(t.preprocess.pca_energy) : json("default"); }),
+    number("pca_dim", "d'", "PCA: keep at most this many components (0: no cap); required for sparse data (the "
+           "truncated SVD's triplets); with --pca-energy the fewest reaching it",
+           Kind::integer, Scope::every, 0, false, 1e6, false,
+           [](T& t, const json& v) { t.preprocess.pca_dim = v.get<int64_t>(); },
+           [](const C& t) { return t.preprocess.pca_dim > 0 ? json(t.preprocess.pca_dim) : json("default"); }),
     flag("pca", "center only, no PCA", Scope::every, "no-pca", false,
          [](T& t, const json& v) { t.preprocess.pca = v.get<bool>(); },
          [](const C& t) { return json(t.preprocess.pca); }),

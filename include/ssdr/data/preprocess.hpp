@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ssdr/core/dense.hpp"
+#include "ssdr/core/sparse.hpp"
 
 namespace ssdr::data {
 
@@ -33,6 +34,10 @@ struct PreprocessOptions {
   double pca_energy = -1;   ///< in (0,1]: keep the fewest components reaching this fraction
                             ///< of the variance; ≤ 0: keep eigenvalues > 1e-10·largest
   PcaRoute route = PcaRoute::automatic;
+  /// --pca-dim: keep at most this many components (0: no cap). With pca_energy as well,
+  /// the fewest components reaching the energy, at most pca_dim. Required for sparse data
+  /// (the number of singular triplets the truncated SVD computes).
+  int64_t pca_dim = 0;
 };
 
 /// The fitted map x ↦ Pᵀ((x − shift) ∘ scale − mean) (d → d').
@@ -41,6 +46,17 @@ struct Preprocessor {
   std::vector<double> mean;          ///< d, mean of the scaled fit samples
   Dense basis;                       ///< d×d' orthonormal PCA basis (eigenvalues descending)
   std::vector<double> eigenvalues;   ///< d' kept covariance eigenvalues (of Σ(x−m)(x−m)ᵀ/n_fit)
+  /// How the basis was computed ("covariance", "gram", "sparse-svd"; empty: no PCA) and the
+  /// total variance tr(C) = Σ‖x−m‖²/n_fit of the scaled fit samples (the energy rule's
+  /// denominator), for the report.
+  std::string route;
+  double total_variance = 0;
+  /// Sparse route: the SVD type used, its iterations and the largest relative residual
+  /// ‖(Zv − σu, Zᵀu − σv)‖/σ of the kept triplets (Z the centered fit rows).
+  std::string svd_type;
+  int64_t svd_iterations = 0;
+  int64_t svd_ncv = 0;  ///< the SVD's basis size (its memory: ncv·(n_fit + d)/P doubles per rank)
+  double svd_residual = 0;
 };
 
 /// Fits the preprocessor on the rows of X whose local flag fit[i] != 0. Every sum over
@@ -55,6 +71,41 @@ struct Preprocessor {
 /// \throws ssdr::Error when no rank has a fit row or pca_energy > 1.
 Preprocessor fit_preprocessor(const DistMatrix& X, const std::vector<char>& fit,
                               const PreprocessOptions& options);
+
+/// The same preprocessing for sparse rows (high-dimensional text or genomics data,
+/// n×d with d up to 10⁶ and few non-zeros per row), without any d×d or n×d dense matrix:
+/// scaling statistics per column (sums over the stored values plus the implicit zeros),
+/// then the d' = options.pca_dim leading right singular vectors of the centered, scaled fit
+/// rows Z = X_fit∘s − 1cᵀ (c = shift∘scale + mean) by a truncated SVD in SLEPc on the
+/// distributed MATMPIAIJ of the fit rows (rows where X has them), the centering applied
+/// implicitly by a MATSHELL (Zv = Av − 1(cᵀv), Zᵀu = Aᵀu − c(1ᵀu)): C = ZᵀZ/n_fit has the
+/// eigenvalues σ²/n_fit and the eigenvectors v. The SVD object has the options prefix
+/// `-pca_` (so `-pca_svd_type`; default type trlanczos, tolerance 10⁻¹⁰ relative to σ, its options
+/// database settings last: `-pca_svd_type randomized|cross|lanczos`, `-pca_svd_tol`). The
+/// basis V (d×d') is gathered on every rank and each column's sign fixed (its largest
+/// magnitude entry positive, the smallest index on ties). With options.pca_energy E the
+/// fewest of the d' components reaching E·tr(C) are kept (tr(C) from the data in O(nnz)),
+/// all d' when they do not reach it.
+/// Memory per rank: the rank's rows twice (X and the MATMPIAIJ: 12 bytes per value), the
+/// replicated basis and column statistics (d·(d' + 4)·8 bytes), and SLEPc's basis vectors
+/// (ncv ≈ 2d' of them, (n_fit + d)/P doubles each). Collective over X.comm.
+/// The result depends on the rank count only through the SVD's tolerance (the sums are
+/// MPI reductions, SLEPc's Krylov basis is partition-independent up to rounding).
+/// \throws ssdr::Error (collectively) when fit has not one flag per local row, no rank has
+///   a fit row, options.pca is false (sparse data cannot be used centered but unreduced:
+///   that is the dense n×d matrix), options.pca_dim is 0 or exceeds min(n_fit, d), the
+///   pca_energy is outside (0, 1], or the SVD does not converge d' triplets.
+Preprocessor fit_preprocessor(const SparseRows& X, const std::vector<char>& fit, const PreprocessOptions& options);
+
+/// The map of a Preprocessor with a PCA basis applied to the sparse rows of X whose local
+/// flag keep[i] ≠ 0: y = Vᵀ(x∘s) − Vᵀc (n_kept×d', rows kept on their rank, in global
+/// order). Every entry is one sum over the row's stored values in increasing column order,
+/// so a row's bits depend only on the row and the preprocessor (not on the rank count).
+/// Memory: the result plus 8·d doubles (V's columns in row-major blocks of 8). Collective
+/// (the result's layout).
+/// \throws ssdr::Error when keep has not one flag per local row, the preprocessor has no
+///   PCA basis, or it was fitted on another d.
+DistMatrix apply(const Preprocessor& p, const SparseRows& X, const std::vector<char>& keep);
 
 /// Rows per GEMM of the map (apply, apply_tile, apply_split): every row goes through a GEMM
 /// of this fixed shape, zero-padded, so its bits depend neither on the rows beside it nor on

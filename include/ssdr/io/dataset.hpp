@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ssdr/core/dense.hpp"
+#include "ssdr/core/sparse.hpp"
 
 namespace ssdr::io {
 
@@ -29,11 +30,26 @@ Format detect_format(const std::string& path);
 /// holds rows [X.row_start, X.row_start + X.n_local)); labels are replicated (n ints on
 /// every rank: O(n) memory, never O(n·d)).
 struct Dataset {
-  DistMatrix X;             ///< n×d raw feature values, rows in file order
+  /// n×d raw feature values, rows in file order. When the data were kept sparse (`sparse`),
+  /// X has its shape and layout (n_global, row_start, n_local, cols) but no values (v
+  /// empty): the values are in Xs.
+  DistMatrix X;
+  /// The same rows in CSR form when `sparse` (ReadOptions::sparse), else empty.
+  SparseRows Xs;
+  bool sparse = false;
   std::vector<int> labels;  ///< n labels in 0..c-1, replicated on every rank
   int classes = 0;          ///< c = largest label + 1
   std::string source;       ///< the path as given
 };
+
+/// Whether a LIBSVM file is kept sparse (Dataset::Xs) or densified (Dataset::X).
+/// automatic: sparse when the dense n×d matrix would take more than kSparseDenseBytes
+/// and at most a fraction kSparseMaxDensity of its entries are stored.
+enum class Sparsity { dense, automatic, sparse };
+/// Parses "no", "auto", "yes" (--sparse). \throws ssdr::Error naming the bad value.
+Sparsity parse_sparsity(const std::string& name);
+inline constexpr double kSparseDenseBytes = 1073741824.0;  ///< 1 GiB of n·d doubles
+inline constexpr double kSparseMaxDensity = 0.1;
 
 /// Where the binary formats keep their labels and matrix.
 struct ReadOptions {
@@ -44,6 +60,10 @@ struct ReadOptions {
   /// --no-labels (CSV only): the lines hold the values alone, no label column; the data set
   /// has no labels (labels empty, classes 0). Refused for the other formats.
   bool no_labels = false;
+  /// --sparse (LIBSVM only; the other formats are dense): dense (default, also for the
+  /// commands that cannot take sparse data), automatic or sparse. Sparse data read from a
+  /// gzip stream are refused (decompress it: only plain files are read by byte ranges).
+  Sparsity sparse = Sparsity::dense;
 };
 
 /// Reads a data set. Collective over `comm`.
@@ -51,7 +71,9 @@ struct ReadOptions {
 /// - csv: no header; each line `label,x_1,...,x_d` (`x_1,...,x_d` with options.no_labels);
 ///   every line must have the same number of fields; label an integer ≥ 0; values finite.
 /// - libsvm/SVMlight: `label idx:val ...`, 1-based strictly increasing indices, zeros
-///   omitted; d = the largest index seen; may be gzip-compressed (".gz").
+///   omitted; d = the largest index seen; may be gzip-compressed (".gz"). Kept sparse
+///   (Dataset::Xs, rows in the block layout like X, explicit zeros dropped) as
+///   options.sparse says; d must then be below 2³¹.
 /// - idx: `--data DIR` (reads DIR/train-images-idx3-ubyte[.gz] then DIR/t10k-images-…, each
 ///   with its labels file, e.g. Fashion-MNIST: 60 000 + 10 000 = 70 000 samples, d = 784,
 ///   pixel values 0..255 as doubles) or one `*-images-idx3-ubyte[.gz]` file (labels from
