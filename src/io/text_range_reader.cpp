@@ -134,6 +134,22 @@ struct RankFacts {
   int64_t nnz = 0;          ///< LIBSVM: non-zero values
 };
 
+/// Every rank's labels (facts[r].rows from rank r, in rank order = file order) replicated on
+/// every rank: n = row_offset.back() entries. Collective over comm.
+std::vector<int> gather_labels(const std::vector<int>& mine, const std::vector<RankFacts>& facts,
+                               const std::vector<int64_t>& row_offset, MPI_Comm comm) {
+  const size_t size = facts.size();
+  std::vector<int> all(static_cast<size_t>(row_offset.back()));
+  std::vector<int> counts(size), displs(size);
+  for (size_t r = 0; r < size; ++r) {
+    counts[r] = static_cast<int>(facts[r].rows);
+    displs[r] = static_cast<int>(row_offset[r]);
+  }
+  MPI_Allgatherv(mine.data(), static_cast<int>(mine.size()), MPI_INT, all.data(), counts.data(), displs.data(),
+                 MPI_INT, comm);
+  return all;
+}
+
 std::vector<RankFacts> allgather(const RankFacts& mine, MPI_Comm comm) {
   int size = 1;
   MPI_Comm_size(comm, &size);
@@ -307,14 +323,7 @@ Dataset read_text_ranges(const std::string& path, Format format, MPI_Comm comm, 
     text = OwnedText();
     Dataset ds = place_sparse_rows(lengths, cols, vals, row_offset, n, d, comm);
     ds.source = path;
-    ds.labels.resize(static_cast<size_t>(n));
-    std::vector<int> counts(static_cast<size_t>(size)), displs(static_cast<size_t>(size));
-    for (int r = 0; r < size; ++r) {
-      counts[static_cast<size_t>(r)] = static_cast<int>(facts[static_cast<size_t>(r)].rows);
-      displs[static_cast<size_t>(r)] = static_cast<int>(row_offset[static_cast<size_t>(r)]);
-    }
-    MPI_Allgatherv(labels.data(), static_cast<int>(m), MPI_INT, ds.labels.data(), counts.data(), displs.data(),
-                   MPI_INT, comm);
+    ds.labels = gather_labels(labels, facts, row_offset, comm);
     ds.classes = static_cast<int>(max_label) + 1;
     return ds;
   }
@@ -341,16 +350,7 @@ Dataset read_text_ranges(const std::string& path, Format format, MPI_Comm comm, 
   // Replicated labels, in file order.
   Dataset ds;
   ds.source = path;
-  ds.labels.resize(static_cast<size_t>(n));
-  {
-    std::vector<int> counts(static_cast<size_t>(size)), displs(static_cast<size_t>(size));
-    for (int r = 0; r < size; ++r) {
-      counts[static_cast<size_t>(r)] = static_cast<int>(facts[static_cast<size_t>(r)].rows);
-      displs[static_cast<size_t>(r)] = static_cast<int>(row_offset[static_cast<size_t>(r)]);
-    }
-    MPI_Allgatherv(labels.data(), static_cast<int>(m), MPI_INT, ds.labels.data(), counts.data(), displs.data(),
-                   MPI_INT, comm);
-  }
+  ds.labels = gather_labels(labels, facts, row_offset, comm);
   ds.classes = static_cast<int>(max_label) + 1;  // 0 without labels
   if (!labeled) ds.labels.clear();
   ds.X = make_dist(comm, n, d);
