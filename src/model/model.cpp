@@ -371,17 +371,22 @@ Dense combined_projection(const Model& m) {
 Projector::Projector(const Model& m) : m_(m) {
   const std::string why = inconsistency(m);
   SSDR_CHECK(why.empty(), "model: " + why);
-  pre_.shift = m.shift;
-  pre_.scale = m.scale;
-  pre_.mean = m.mean;
-  pre_.basis = m.basis;
-  dp_ = data::output_dim(pre_, m.d_input);
+  dp_ = m.basis.rows > 0 ? m.basis.cols : m.d_input;  // data::output_dim of the model's map
   r_ = m.kernel.empty() ? dp_ : m.kernel.dim();
   SSDR_CHECK(m.W.rows == r_ || (m.W.rows == 0 && m.W.cols == 0),
              "model: W has " + std::to_string(m.W.rows) + " rows, expected " + std::to_string(r_));
 }
 
 void Projector::from_raw(const double* x, int64_t b, double* y) {
+  if (!pre_copied_) {
+    // The map's copy is made by the first raw tile only: preprocessed rows (the fit's
+    // embedding, sparse rows) never need it, and the d×d' basis can be the largest object.
+    pre_.shift = m_.shift;
+    pre_.scale = m_.scale;
+    pre_.mean = m_.mean;
+    pre_.basis = m_.basis;
+    pre_copied_ = true;
+  }
   P_.resize(static_cast<size_t>(kTile * dp_));
   data::apply_tile(pre_, x, b, m_.d_input, P_.data(), Z_, T_);
   tail(b, y);

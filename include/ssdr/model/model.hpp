@@ -100,7 +100,8 @@ class Projector {
  private:
   void tail(int64_t b, double* y);  // P_ holds b preprocessed rows
   const Model& m_;
-  data::Preprocessor pre_;
+  data::Preprocessor pre_;  ///< the model's map, copied by the first from_raw
+  bool pre_copied_ = false;
   int64_t dp_ = 0, r_ = 0;
   std::vector<double> Z_, T_, P_, Phi_, Y_;
 };
