@@ -334,7 +334,7 @@ int run_transform(const TransformCommand& cmd, MPI_Comm comm) {
   DistMatrix Y;
   {
     Phase phase("transform");
-    Y = model::project(m, ds.X);
+    Y = ds.sparse ? model::project(m, ds.Xs) : model::project(m, ds.X);
   }
   io::write_embedding(Y, cmd.embedding);
   say("wrote " + std::to_string(Y.n_global) + " x " + std::to_string(Y.cols) + " embedding to " + cmd.embedding);
@@ -359,7 +359,7 @@ int run_predict(const PredictCommand& cmd, MPI_Comm comm) {
   std::vector<int> predicted;
   {
     Phase phase("predict");
-    const DistMatrix Y = model::project(m, ds.X);
+    const DistMatrix Y = ds.sparse ? model::project(m, ds.Xs) : model::project(m, ds.X);
     predicted = evaluation::nearest_labels(Y, m.labeled_embedding.v, m.labeled_labels);
   }
   const int64_t n = ds.X.n_global, row_start = ds.X.row_start;

@@ -435,6 +435,20 @@ DistMatrix project(const Model& m, const DistMatrix& X) {
   return Y;
 }
 
+DistMatrix project(const Model& m, const SparseRows& X) {
+  check_input_width(m, X.cols);
+  SSDR_REQUIRE(m.basis.rows > 0, "the model has no PCA basis (it was fitted with --no-pca on dense data); sparse "
+                                 "rows are mapped through one: read the data dense (--sparse no)");
+  data::Preprocessor pre;
+  pre.shift = m.shift;
+  pre.scale = m.scale;
+  pre.mean = m.mean;
+  pre.basis = m.basis;
+  const DistMatrix Xp = data::apply(pre, X, std::vector<char>(static_cast<size_t>(X.n_local), 1));
+  pre = data::Preprocessor();  // the copy of the basis goes before the embedding is formed
+  return project_preprocessed(m, Xp);
+}
+
 DistMatrix project_preprocessed(const Model& m, const DistMatrix& Xp) {
   Projector p(m);
   SSDR_CHECK(Xp.cols == p.preprocessed_dim(), "project_preprocessed: the rows have " + std::to_string(Xp.cols) +

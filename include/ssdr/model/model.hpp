@@ -112,6 +112,14 @@ class Projector {
 /// Not collective. \throws ssdr::Error when X.cols != d_input or the model is inconsistent.
 DistMatrix project(const Model& m, const DistMatrix& X);
 
+/// The same for sparse raw rows (n×d_input CSR, rows distributed as X's): a model fitted on
+/// sparse data (a PCA basis from the truncated SVD) maps each row by data::apply(pre, X, ·),
+/// the summation the fit used, then as project_preprocessed, so `transform` of the fit's
+/// file gives its `--embedding` bit for bit. Holds a second copy of the d×d' basis while it
+/// runs. Not collective. \throws ssdr::Error when X.cols != d_input, the model has no PCA
+/// basis (sparse rows are only mapped through one) or is inconsistent.
+DistMatrix project(const Model& m, const SparseRows& X);
+
 /// The same for rows already through the model's preprocessing (n×d' → n×m): the fit's own
 /// rows. project(m, X) and project_preprocessed(m, data::apply(pre, X)) are the same bits.
 /// Not collective. \throws ssdr::Error when Xp.cols != d' or the model is inconsistent.
