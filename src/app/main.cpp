@@ -57,6 +57,12 @@ const char* kFormatHelp =
     "directory, else csv). Plain CSV/LIBSVM, NPY, HDF5 and IDX are read in parallel, each rank its own part; "
     "gzip'd text streams through rank 0";
 
+/// --sparse of transform and predict: how a LIBSVM file is read for a saved model.
+const char* kSparseMapHelp =
+    "yes | no | auto: keep LIBSVM data sparse and map each row through the model's PCA basis without the dense "
+    "matrix (as fit does for sparse data: the same bits as its --embedding); auto: when the dense matrix would "
+    "exceed 1 GiB and at most 10% of it is stored";
+
 /// --help text: stdout, rank 0 only, no progress timestamp (so `ssdr fit --help | less`
 /// works). Local.
 void print_help(const std::string& text) {
@@ -378,6 +384,7 @@ driver::TransformCommand parse_transform(const std::vector<std::string>& args, b
     ("format", po::value(&format)->default_value("auto"), kFormatHelp)
     ("no-labels", "CSV data without a label column: every field is a value")
     ("hdf5-data", po::value(&c.read.hdf5_data)->default_value("/X"), "HDF5 data set of the samples")
+    ("sparse", po::value<std::string>()->default_value("auto"), kSparseMapHelp)
     ("embedding", po::value(&c.embedding)->required(), "output, .csv, .npy (parallel MPI-IO) or .h5 (parallel HDF5)")
     ("quiet,q", "no progress output");
   // clang-format on
@@ -388,6 +395,7 @@ driver::TransformCommand parse_transform(const std::vector<std::string>& args, b
     SSDR_REQUIRE(!vm[option].as<std::string>().empty(), std::string("--") + option + ": expected a file name, got an empty string");
   c.format = io::parse_format(format);
   c.read.no_labels = vm.count("no-labels") > 0;
+  c.read.sparse = io::parse_sparsity(vm["sparse"].as<std::string>());
   return c;
 }
 
@@ -404,6 +412,7 @@ driver::PredictCommand parse_predict(const std::vector<std::string>& args, bool&
     ("format", po::value(&format)->default_value("auto"), kFormatHelp)
     ("no-labels", "CSV data without a label column: every field is a value")
     ("hdf5-data", po::value(&c.read.hdf5_data)->default_value("/X"), "HDF5 data set of the samples")
+    ("sparse", po::value<std::string>()->default_value("auto"), kSparseMapHelp)
     ("hdf5-labels", po::value(&c.read.hdf5_labels)->default_value("/y"), "HDF5 data set of the labels, if the file has one")
     ("labels", po::value(&c.read.labels), "labels of NPY data (optional): a 1-D integer .npy file of n labels")
     ("output", po::value(&c.output)->required(), "predicted labels, one per line in file order (.npy: a 1-D int64 array)")
@@ -416,6 +425,7 @@ driver::PredictCommand parse_predict(const std::vector<std::string>& args, bool&
     SSDR_REQUIRE(!vm[option].as<std::string>().empty(), std::string("--") + option + ": expected a file name, got an empty string");
   c.format = io::parse_format(format);
   c.read.no_labels = vm.count("no-labels") > 0;
+  c.read.sparse = io::parse_sparsity(vm["sparse"].as<std::string>());
   return c;
 }
 

@@ -302,7 +302,7 @@ int run_transform(const TransformCommand& cmd, MPI_Comm comm) {
   SSDR_REQUIRE(ds.X.cols == m.d_input, "--data " + cmd.data + " has " + std::to_string(ds.X.cols) +
                                            " features but the model '" + cmd.model + "' expects " +
                                            std::to_string(m.d_input));
-  const DistMatrix Y = estimator.transform(ds.X);
+  const DistMatrix Y = ds.sparse ? estimator.transform(ds.Xs) : estimator.transform(ds.X);
   io::write_embedding(Y, cmd.embedding);
   say("wrote " + std::to_string(Y.n_global) + " x " + std::to_string(Y.cols) + " embedding to " + cmd.embedding);
   return 0;
@@ -324,7 +324,7 @@ int run_predict(const PredictCommand& cmd, MPI_Comm comm) {
   SSDR_REQUIRE(ds.X.cols == m.d_input, "--data " + cmd.data + " has " + std::to_string(ds.X.cols) +
                                            " features but the model '" + cmd.model + "' expects " +
                                            std::to_string(m.d_input));
-  const std::vector<int> predicted = estimator.predict(ds.X);
+  const std::vector<int> predicted = ds.sparse ? estimator.predict(ds.Xs) : estimator.predict(ds.X);
   const int64_t n = ds.X.n_global, row_start = ds.X.row_start;
   const bool labeled = !ds.labels.empty();
   int64_t correct = 0;

@@ -259,21 +259,52 @@ DistMatrix Estimator::project(const DistMatrix& X, const char* what) const {
   return model::project(model_, X);
 }
 
+DistMatrix Estimator::project(const SparseRows& X, const char* what) const {
+  require_projection(what);
+  SSDR_CHECK_COLLECTIVE(X.comm, X.cols == model_.d_input,
+                        std::string(what) + ": X has " + std::to_string(X.cols) + " features but the model expects " +
+                            std::to_string(model_.d_input));
+  return model::project(model_, X);
+}
+
 DistMatrix Estimator::transform(const DistMatrix& X) const {
   QuietScope scope(manage_quiet_, verbose_);
   Phase phase("transform");
   return project(X, "transform");
 }
 
+DistMatrix Estimator::transform(const SparseRows& X) const {
+  QuietScope scope(manage_quiet_, verbose_);
+  Phase phase("transform");
+  return project(X, "transform");
+}
+
+std::vector<int> Estimator::nearest_labeled(const DistMatrix& Y) const {
+  return evaluation::nearest_labels(Y, model_.labeled_embedding.v, model_.labeled_labels);
+}
+
+namespace {
+void require_labeled(const model::Model& m) {
+  SSDR_REQUIRE(m.format_version >= model::kFirstVersionWithLabeled && !m.labeled_labels.empty(),
+               "predict: the model (format version " + std::to_string(m.format_version) +
+                   ") keeps no labeled samples to predict from; refit it with this ssdr");
+}
+}  // namespace
+
 std::vector<int> Estimator::predict(const DistMatrix& X) const {
   QuietScope scope(manage_quiet_, verbose_);
   require_projection("predict");
-  SSDR_REQUIRE(model_.format_version >= model::kFirstVersionWithLabeled && !model_.labeled_labels.empty(),
-               "predict: the model (format version " + std::to_string(model_.format_version) +
-                   ") keeps no labeled samples to predict from; refit it with this ssdr");
+  require_labeled(model_);
   Phase phase("predict");
-  const DistMatrix Y = project(X, "predict");
-  return evaluation::nearest_labels(Y, model_.labeled_embedding.v, model_.labeled_labels);
+  return nearest_labeled(project(X, "predict"));
+}
+
+std::vector<int> Estimator::predict(const SparseRows& X) const {
+  QuietScope scope(manage_quiet_, verbose_);
+  require_projection("predict");
+  require_labeled(model_);
+  Phase phase("predict");
+  return nearest_labeled(project(X, "predict"));
 }
 
 double Estimator::score(const DistMatrix& X, const std::vector<int>& y) const {

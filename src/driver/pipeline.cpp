@@ -1,6 +1,7 @@
 #include "ssdr/driver/pipeline.hpp"
 
 #include <cstdio>
+#include <utility>
 
 
 #include "ssdr/core/error.hpp"

@@ -95,6 +95,20 @@ if NP=3 run fit --method ksoda --landmarks 0 --data "$bc" --labeled-per-class 5 
 else
   bad "an exact-kernel model saved on 3 ranks transforms on 1 and 2 ranks to the fit's embedding"; cat "$tmp/stderr"
 fi
+# The same for sparse data: fit reduces the LIBSVM rows by the truncated SVD; transform and
+# predict read them sparse too (no dense n x d matrix) and map each row as the fit did.
+if run fit --method soda --data "$DATA/iris.libsvm" --sparse yes --pca-dim 3 --labeled-per-class 3 \
+    --transductive-fraction 0.8 --seed 2 -q --report "$tmp/rs.json" --model "$tmp/s.model" --embedding "$tmp/es.csv" \
+    >"$tmp/stdout" 2>"$tmp/stderr" &&
+   run transform --model "$tmp/s.model" --data "$DATA/iris.libsvm" --sparse yes --embedding "$tmp/ts.csv" -q 2>>"$tmp/stderr" &&
+   cmp -s "$tmp/es.csv" "$tmp/ts.csv" && [ "$(wc -l <"$tmp/ts.csv")" -eq 150 ] &&
+   grep -q '"route": *"sparse-svd"' "$tmp/rs.json" &&
+   run predict --model "$tmp/s.model" --data "$DATA/iris.libsvm" --sparse yes --output "$tmp/ps.txt" -q >/dev/null 2>>"$tmp/stderr" &&
+   [ "$(wc -l <"$tmp/ps.txt")" -eq 150 ]; then
+  ok "transform of sparse LIBSVM data reproduces the sparse fit's embedding; predict reads it sparse"
+else
+  bad "transform of sparse LIBSVM data reproduces the sparse fit's embedding; predict reads it sparse"; cat "$tmp/stderr"
+fi
 if python3 - "$tmp/r.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))

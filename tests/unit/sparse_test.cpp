@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 #include <random>
+#include <utility>
 
 #include "reference.hpp"
 #include "ssdr/core/dense.hpp"
@@ -14,6 +15,7 @@
 #include "ssdr/core/sparse.hpp"
 #include "ssdr/data/preprocess.hpp"
 #include "ssdr/io/dataset.hpp"
+#include "ssdr/model/model.hpp"
 #include "support.hpp"
 
 using namespace ssdr;
@@ -37,16 +39,21 @@ void write_digits_libsvm(const std::string& path) {
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
-}  // namespace
-
-TEST(SparseRead, LibsvmReadSparseHoldsTheDenseReadsValuesInTheSameRowLayout) {
+/// digits written as LIBSVM, read once sparse and once dense (the same rows). Collective.
+std::pair<io::Dataset, io::Dataset> read_digits_sparse_and_dense() {
   test::TempDir dir("sparse");
   const std::string path = dir.file("digits.libsvm");
   write_digits_libsvm(path);
   io::ReadOptions ro;
   ro.sparse = io::Sparsity::sparse;
-  const io::Dataset s = io::read_dataset(path, io::Format::libsvm, MPI_COMM_WORLD, ro);
-  const io::Dataset dn = io::read_dataset(path, io::Format::libsvm, MPI_COMM_WORLD);
+  return {io::read_dataset(path, io::Format::libsvm, MPI_COMM_WORLD, ro),
+          io::read_dataset(path, io::Format::libsvm, MPI_COMM_WORLD)};
+}
+
+}  // namespace
+
+TEST(SparseRead, LibsvmReadSparseHoldsTheDenseReadsValuesInTheSameRowLayout) {
+  const auto [s, dn] = read_digits_sparse_and_dense();
   ASSERT_TRUE(s.sparse);
   ASSERT_FALSE(dn.sparse);
   EXPECT_EQ(s.labels, dn.labels);
@@ -86,13 +93,7 @@ TEST(SparsePca, ScoresAgreeWithTheDenseCovariancePcaWithinTheSvdTolerance) {
   // (largest |entry| positive), so columns are compared as they are; the test asserts the
   // largest entry is separated from the runner-up by more than the error bound, so the rule
   // cannot flip. The bounds get a factor 10 of slack for the unknown constants.
-  test::TempDir dir("sparse");
-  const std::string path = dir.file("digits.libsvm");
-  write_digits_libsvm(path);
-  io::ReadOptions ro;
-  ro.sparse = io::Sparsity::sparse;
-  const io::Dataset s = io::read_dataset(path, io::Format::libsvm, MPI_COMM_WORLD, ro);
-  const io::Dataset dn = io::read_dataset(path, io::Format::libsvm, MPI_COMM_WORLD);
+  const auto [s, dn] = read_digits_sparse_and_dense();
   const int64_t k = 10, n = dn.X.n_global;
   // The first 1500 rows are the fit rows (a split), the rest go through the map only.
   std::vector<char> fit(static_cast<size_t>(dn.X.n_local));
@@ -167,14 +168,61 @@ TEST(SparsePca, ScoresAgreeWithTheDenseCovariancePcaWithinTheSvdTolerance) {
   }
 }
 
+TEST(SparsePca, AModelProjectsSparseRowsWithTheFitsBitsAndAsItsDenseRowsWithinRounding) {
+  // transform/predict on sparse data: model::project(m, Xs) must give the bits of the fit's
+  // own path (data::apply on the sparse rows, then the preprocessed rows through W), on any
+  // rank count, and the dense raw rows' projection within rounding.
+  // Error analysis (sparse vs dense): both compute y = Wᵀ(Vᵀ(x∘s) − Vᵀc) from the same V, s,
+  // c; they differ only in summation order (sparse: over the stored values then minus Vᵀc;
+  // dense: the GEMM over all 64 centered entries). Each score differs by at most
+  // 2·d·ε·Σ_j |x_j s_j v_j| + |c_j v_j| ≤ 2·64·ε·(‖x∘s‖₁ + ‖c‖₁)·max|V| (|V| ≤ 1, orthonormal
+  // columns), and W (entries ≤ 1 in magnitude here, 10 rows) adds a factor 10 and its own
+  // rounding: bound 10·(2·64·ε·(‖x∘s‖₁ + ‖c‖₁)) + 1e-13, with a factor 10 of slack.
+  const auto [s, dn] = read_digits_sparse_and_dense();
+  std::vector<char> fit(static_cast<size_t>(s.Xs.n_local));
+  for (int64_t i = 0; i < s.Xs.n_local; ++i) fit[static_cast<size_t>(i)] = s.Xs.row_start + i < 1500;
+  data::PreprocessOptions po;
+  po.scaling = data::Scaling::standardize;
+  po.pca_dim = 10;
+  const data::Preprocessor pre = data::fit_preprocessor(s.Xs, fit, po);
+  model::Model m;
+  m.method = "soda";
+  m.d_input = 64;
+  m.classes = 10;
+  m.shift = pre.shift;
+  m.scale = pre.scale;
+  m.mean = pre.mean;
+  m.basis = pre.basis;
+  m.W = Dense(10, 3);
+  for (int64_t i = 0; i < 10; ++i)
+    for (int64_t j = 0; j < 3; ++j) m.W(i, j) = std::sin(1.0 + static_cast<double>(i * 3 + j));
+  const Dense Y = allgather(model::project(m, s.Xs));
+  const std::vector<char> all(static_cast<size_t>(s.Xs.n_local), 1);
+  const Dense Yfit = allgather(model::project_preprocessed(m, data::apply(pre, s.Xs, all)));
+  const Dense Yd = allgather(model::project(m, dn.X));
+  ASSERT_EQ(Y.rows, 1797);
+  ASSERT_EQ(Y.cols, 3);
+  EXPECT_EQ(Y.v, Yfit.v);  // the same bits as the fit's path
+  const Dense X = allgather(dn.X);
+  double c1 = 0;  // ‖c‖₁, c = shift∘scale + mean (standardize sets both)
+  for (int64_t j = 0; j < 64; ++j)
+    c1 += std::abs(pre.shift[static_cast<size_t>(j)] * pre.scale[static_cast<size_t>(j)] + pre.mean[static_cast<size_t>(j)]);
+  constexpr double eps = 2.2e-16;
+  double largest = 0;
+  for (int64_t i = 0; i < Y.rows; ++i) {
+    double x1 = 0;
+    for (int64_t j = 0; j < 64; ++j) x1 += std::abs(X(i, j) * pre.scale[static_cast<size_t>(j)]);
+    const double bound = 10 * (10 * 2 * 64 * eps * (x1 + c1) + 1e-13);
+    for (int64_t t = 0; t < 3; ++t) {
+      ASSERT_NEAR(Y(i, t), Yd(i, t), bound) << "row " << i << ", column " << t;
+      largest = std::max(largest, std::abs(Y(i, t)));
+    }
+  }
+  EXPECT_GT(largest, 1.0);  // the embedding is not trivially zero
+}
+
 TEST(SparsePca, EnergyRuleKeepsTheFewestComputedComponentsReachingTheFractionOfTheTotalVariance) {
-  test::TempDir dir("sparse");
-  const std::string path = dir.file("digits.libsvm");
-  write_digits_libsvm(path);
-  io::ReadOptions ro;
-  ro.sparse = io::Sparsity::sparse;
-  const io::Dataset s = io::read_dataset(path, io::Format::libsvm, MPI_COMM_WORLD, ro);
-  const io::Dataset dn = io::read_dataset(path, io::Format::libsvm, MPI_COMM_WORLD);
+  const auto [s, dn] = read_digits_sparse_and_dense();
   std::vector<char> fit(static_cast<size_t>(dn.X.n_local), 1);
   data::PreprocessOptions po;
   po.pca_energy = 0.5;

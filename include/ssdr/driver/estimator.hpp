@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "ssdr/core/dense.hpp"
+#include "ssdr/core/sparse.hpp"
 #include "ssdr/data/split.hpp"
 #include "ssdr/driver/pipeline.hpp"
 #include "ssdr/io/dataset.hpp"
@@ -106,11 +107,18 @@ class Estimator {
   /// Collective over X.comm (the checks). \throws ssdr::Error (collectively) when not fitted,
   ///   the method learns no projection, or X.cols ≠ d_input on some rank.
   DistMatrix transform(const DistMatrix& X) const;
+  /// The same for sparse rows (n×d_input in CSR, X's layout; model::project(m, SparseRows):
+  /// each row mapped through the model's PCA basis as the sparse fit did, never densified).
+  /// Collective over X.comm. \throws ssdr::Error (collectively) as transform, and when the
+  ///   model has no PCA basis (fitted with --no-pca on dense data).
+  DistMatrix transform(const SparseRows& X) const;
   /// The label of every local row of X by 1-NN in the embedding against the fit's labeled
   /// rows (a distance tie to the smaller labeled index, evaluation::nearest_labels).
   /// Collective over X.comm. \throws ssdr::Error (collectively) as transform, and when the
   ///   model keeps no labeled samples (loaded from a format before 5).
   std::vector<int> predict(const DistMatrix& X) const;
+  /// The same for sparse rows (CSR, as transform(const SparseRows&)). Collective over X.comm.
+  std::vector<int> predict(const SparseRows& X) const;
   /// The fraction of rows with y ≥ 0 that predict labels y (NaN when there is none); y one
   /// entry per local row. Collective over X.comm. \throws ssdr::Error as predict, and when y
   ///   has not one entry per local row.
@@ -139,6 +147,8 @@ class Estimator {
   void configure();
   void require_projection(const char* what) const;
   DistMatrix project(const DistMatrix& X, const char* what) const;
+  DistMatrix project(const SparseRows& X, const char* what) const;
+  std::vector<int> nearest_labeled(const DistMatrix& Y) const;  // predict's 1-NN of embedded rows
   nlohmann::json params_ = nlohmann::json::object();
   driver::FitConfig config_;
   /// Quiet unless `verbose` while it computes (the global set_quiet switch, restored after);

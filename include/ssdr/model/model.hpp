@@ -131,8 +131,10 @@ class Projector {
 
  private:
   void tail(int64_t b, double* y);  // P_ holds b preprocessed rows
+  const data::Preprocessor& map();  // pre_, copied from the model on first use
   const Model& m_;
-  data::Preprocessor pre_;
+  data::Preprocessor pre_;  ///< the model's map, copied by the first raw tile (map())
+  bool pre_copied_ = false;
   int64_t dp_ = 0, r_ = 0;
   std::vector<double> Z_, T_, P_, Phi_, Y_;
 };
@@ -145,6 +147,14 @@ class Projector {
 /// n_local×d', are kept for kernels::apply_exact). The same bits on any rank count either
 /// way. \throws ssdr::Error when X.cols != d_input or the model is inconsistent.
 DistMatrix project(const Model& m, const DistMatrix& X);
+
+/// The same for sparse raw rows (n×d_input CSR, rows distributed as X's): a model fitted on
+/// sparse data (a PCA basis from the truncated SVD) maps each row by data::apply(pre, X, ·),
+/// the summation the fit used, then as project_preprocessed, so `transform` of the fit's
+/// file gives its `--embedding` bit for bit. Holds a second copy of the d×d' basis while it
+/// runs. Not collective. \throws ssdr::Error when X.cols != d_input, the model has no PCA
+/// basis (sparse rows are only mapped through one) or is inconsistent.
+DistMatrix project(const Model& m, const SparseRows& X);
 
 /// The same for rows already through the model's preprocessing (n×d' → n×m): the fit's own
 /// rows. project(m, X) and project_preprocessed(m, data::apply(pre, X)) are the same bits.
