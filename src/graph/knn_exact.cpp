@@ -205,8 +205,8 @@ class TileKernel {
         const bool rows = A.d2 != nullptr, cols = B.d2 != nullptr && !diagonal;
         if (!rows && !cols) continue;
         mark(A, i0, ti, B, j0, tj, na_max, nb_max, rows, cols);
-        if (rows) rows_pass(A, i0, ti, B, j0, tj, nb_max);
-        if (cols) cols_pass(A, i0, ti, B, j0, tj, na_max);
+        if (rows) pass<true>(A, i0, ti, B, j0, tj, nb_max);
+        if (cols) pass<false>(A, i0, ti, B, j0, tj, na_max);
       }
       tick();
     }
@@ -220,12 +220,11 @@ class TileKernel {
   /// ny + |g|), and |g| = 2|fl(x̃ᵀỹ)| ≤ 2.01(nx + ny)/2 (Cauchy–Schwarz, the rounding of a dot
   /// product of d ≤ 10⁶ terms); the margin 16u(nx + ny_max + |t|) (+ underflow) covers both,
   /// t the shifted threshold, whose own rounding it also covers. Thresholds only fall while a
-  /// tile is processed, so flags taken before rows_pass stay supersets for cols_pass, which,
-  /// like rows_pass, applies its exact test with the current threshold: the candidates, and
+  /// tile is processed, so flags taken before the row pass stay supersets for the column pass, which,
+  /// like the row pass, applies its exact test with the current threshold: the candidates, and
   /// the lists, are those of the unflagged passes.
   void mark(const Block<Real>& A, int64_t i0, int64_t ti, const Block<Real>& B, int64_t j0,
             int64_t tj, double na_max, double nb_max, bool rows, bool cols) {
-    const int k = k_;
     const double u = std::numeric_limits<Real>::epsilon() / 2;
     const double tiny = 4.0 * static_cast<double>(std::numeric_limits<Real>::min());
     const Real never = -std::numeric_limits<Real>::infinity();
@@ -237,91 +236,70 @@ class TileKernel {
       if (static_cast<double>(r) < v) r = std::nextafter(r, std::numeric_limits<Real>::infinity());
       return r;
     };
-    for (int64_t i = 0; i < ti; ++i) {
-      const int64_t li = i0 + i;
-      const double nx = A.norm2[li];
-      nxR_[static_cast<size_t>(i)] = static_cast<Real>(nx);
-      row_thr_[static_cast<size_t>(i)] =
-          rows ? upper(A.d2[li * k + k - 1] * s2_ + (slack_ * (nx + nb_max) + err_abs_), nx, nb_max)
-               : never;
-    }
-    for (int64_t j = 0; j < tj; ++j) {
-      const int64_t lj = j0 + j;
-      const double ny = B.norm2[lj];
-      nyR_[static_cast<size_t>(j)] = static_cast<Real>(ny);
-      col_thr_[static_cast<size_t>(j)] =
-          cols ? upper(B.d2[lj * k + k - 1] * s2_ + (slack_ * (na_max + ny) + err_abs_), ny, na_max)
-               : never;
-    }
+    // One side of the tile (its rows: A's, its columns: B's): the norms in Real, the thresholds.
+    auto side = [&](const Block<Real>& S, int64_t s0, int64_t ts, double other_max, bool on, Real* norm_r,
+                    Real* thr) {
+      for (int64_t i = 0; i < ts; ++i) {
+        const int64_t l = s0 + i;
+        const double n = S.norm2[l];
+        norm_r[i] = static_cast<Real>(n);
+        thr[i] = on ? upper(threshold(S.d2 + l * k_, n, other_max), n, other_max) : never;
+      }
+    };
+    side(A, i0, ti, nb_max, rows, nxR_.data(), row_thr_.data());
+    side(B, j0, tj, na_max, cols, nyR_.data(), col_thr_.data());
     sweep_tile(G_.data(), ti, tj, nxR_.data(), nyR_.data(), row_thr_.data(), col_thr_.data(),
                row_hit_.data(), col_hit_.data());
   }
 
-  /// Candidates of row i of A among the tile's columns; each re-ranked exactly, entered into
-  /// i's list and, when B keeps lists, into the column's list too.
-  void rows_pass(const Block<Real>& A, int64_t i0, int64_t ti, const Block<Real>& B, int64_t j0,
-                 int64_t tj, double nb_max) {
-    const int k = k_;
-    for (int64_t i = 0; i < ti; ++i) {
-      if (row_hit_[static_cast<size_t>(i)] == 0) continue;
-      const int64_t li = i0 + i, gi = A.global(li);
-      double* bd = A.d2 + li * k;
-      int64_t* bi = A.idx + li * k;
-      const double nx = A.norm2[li];
-      const double err = slack_ * (nx + nb_max) + err_abs_;
-      const Real* g = G_.data() + i * tj;
-      const double* ny = B.norm2 + j0;
-      double thr = bd[k - 1] * s2_ + err;
-      int64_t m = 0;
-      for (int64_t j = 0; j < tj; ++j) {
-        const double approx = nx + ny[j] + static_cast<double>(g[j]);
-        if (approx <= thr && B.global(j0 + j) != gi) {
-          cand_[static_cast<size_t>(m)] = j;
-          cand_approx_[static_cast<size_t>(m)] = approx;
-          ++m;
-        }
-      }
-      if (m > k) thr = std::min(thr, kth(m) + 2.0 * err);
-      for (int64_t c = 0; c < m; ++c) {
-        if (cand_approx_[static_cast<size_t>(c)] > std::min(thr, bd[k - 1] * s2_ + err)) continue;
-        const int64_t lj = j0 + cand_[static_cast<size_t>(c)], gj = B.global(lj);
-        const double e = exact_dist2(A.x + li * d_, B.x + lj * d_, d_);
-        insert_unique(bd, bi, k, e, gj);
-        if (B.d2) insert_unique(B.d2 + lj * k, B.idx + lj * k, k, e, gi);
-      }
-    }
+  /// The rounding allowance of the approximate distance from a row of norm² `norm` to one of
+  /// norm² ≤ other_max (filter_slack and err_abs, see the analysis at the top of the file).
+  double error(double norm, double other_max) const { return slack_ * (norm + other_max) + err_abs_; }
+  /// The test's bound for a list d2 (k entries, ascending): its k-th distance, scaled as G.
+  double threshold(const double* d2, double norm, double other_max) const {
+    return d2[k_ - 1] * s2_ + error(norm, other_max);
   }
 
-  /// The same for the columns of the tile (G read with stride tj).
-  void cols_pass(const Block<Real>& A, int64_t i0, int64_t ti, const Block<Real>& B, int64_t j0,
-                 int64_t tj, double na_max) {
+  /// The flagged rows (kRows: of A, against the tile's columns) or columns (of B, against its
+  /// rows) of the tile: each candidate re-ranked exactly and entered into that side's list
+  /// and, when the other side keeps lists, into the other side's list too. Both orientations
+  /// add the same operands (commutative, so the same bits) and call exact_dist2(A row, B row).
+  template <bool kRows>
+  void pass(const Block<Real>& A, int64_t i0, int64_t ti, const Block<Real>& B, int64_t j0, int64_t tj,
+            double other_max) {
     const int k = k_;
-    const double* nx = A.norm2 + i0;
-    for (int64_t j = 0; j < tj; ++j) {
-      if (col_hit_[static_cast<size_t>(j)] == 0) continue;
-      const int64_t lj = j0 + j, gj = B.global(lj);
-      double* bd = B.d2 + lj * k;
-      int64_t* bi = B.idx + lj * k;
-      const double ny = B.norm2[lj];
-      const double err = slack_ * (na_max + ny) + err_abs_;
-      const Real* g = G_.data() + j;
-      double thr = bd[k - 1] * s2_ + err;
+    const Block<Real>& own = kRows ? A : B;
+    const Block<Real>& oth = kRows ? B : A;
+    const int64_t o0 = kRows ? i0 : j0, to = kRows ? ti : tj, p0 = kRows ? j0 : i0, tp = kRows ? tj : ti;
+    const int64_t step_o = kRows ? tj : 1, step_p = kRows ? 1 : tj;  // G[o·step_o + p·step_p]
+    const auto& hit = kRows ? row_hit_ : col_hit_;
+    const double* np = oth.norm2 + p0;
+    for (int64_t o = 0; o < to; ++o) {
+      if (hit[static_cast<size_t>(o)] == 0) continue;
+      const int64_t lo = o0 + o, go = own.global(lo);
+      double* bd = own.d2 + lo * k;
+      int64_t* bi = own.idx + lo * k;
+      const double no = own.norm2[lo];
+      const double err = error(no, other_max);
+      const Real* g = G_.data() + o * step_o;
+      double thr = threshold(bd, no, other_max);
       int64_t m = 0;
-      for (int64_t i = 0; i < ti; ++i) {
-        const double approx = nx[i] + ny + static_cast<double>(g[i * tj]);
-        if (approx <= thr && A.global(i0 + i) != gj) {
-          cand_[static_cast<size_t>(m)] = i;
+      for (int64_t p = 0; p < tp; ++p) {
+        const double approx = no + np[p] + static_cast<double>(g[p * step_p]);
+        if (approx <= thr && oth.global(p0 + p) != go) {
+          cand_[static_cast<size_t>(m)] = p;
           cand_approx_[static_cast<size_t>(m)] = approx;
           ++m;
         }
       }
       if (m > k) thr = std::min(thr, kth(m) + 2.0 * err);
       for (int64_t c = 0; c < m; ++c) {
-        if (cand_approx_[static_cast<size_t>(c)] > std::min(thr, bd[k - 1] * s2_ + err)) continue;
-        const int64_t li = i0 + cand_[static_cast<size_t>(c)], gi = A.global(li);
-        const double e = exact_dist2(A.x + li * d_, B.x + lj * d_, d_);
-        insert_unique(bd, bi, k, e, gi);
-        if (A.d2) insert_unique(A.d2 + li * k, A.idx + li * k, k, e, gj);
+        if (cand_approx_[static_cast<size_t>(c)] > std::min(thr, threshold(bd, no, other_max))) continue;
+        const int64_t lp = p0 + cand_[static_cast<size_t>(c)], gp = oth.global(lp);
+        const double e = kRows ? exact_dist2(A.x + lo * d_, B.x + lp * d_, d_)
+                               : exact_dist2(A.x + lp * d_, B.x + lo * d_, d_);
+        insert_unique(bd, bi, k, e, gp);
+        if (oth.d2) insert_unique(oth.d2 + lp * k, oth.idx + lp * k, k, e, go);
       }
     }
   }

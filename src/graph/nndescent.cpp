@@ -256,10 +256,12 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
     return static_cast<float>(s);
   };
   {
-    std::vector<float> y(static_cast<size_t>(d));
+    std::vector<float> y(xf.empty() ? static_cast<size_t>(d) : 0);
     for (int64_t i = 0; i < nl; ++i) {
-      to_float(i, y.data());
-      nrm[static_cast<size_t>(i)] = norm2(y.data());
+      const float* row = y.data();  // the float copy is read in place when there is one
+      if (xf.empty()) detail::center_to_float(X.row(i), mup, d, y.data());
+      else row = xf.data() + i * d;
+      nrm[static_cast<size_t>(i)] = norm2(row);
     }
   }
 
