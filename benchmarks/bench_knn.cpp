@@ -1,7 +1,8 @@
 // kNN graph stage benchmark (Google Benchmark under MPI).
 //
 //   mpiexec -n P bench_knn [--sizes=20000,70000] [--data=DIR] [--approx-sizes=280000]
-//                          [--approx-data=DIR2] [--k=8] [benchmark flags]
+//                          [--approx-data=DIR2] [--k=8] [--rho=R] [--delta=D] [--verbose]
+//                          [benchmark flags]   (--verbose: the searches' progress lines)
 //
 // DIR holds Fashion-MNIST's IDX files (train-images-idx3-ubyte[.gz], then t10k-…); the
 // first n images (d = 784, pixels 0..255 as doubles) are block-distributed over the ranks
@@ -203,6 +204,7 @@ int main(int argc, char** argv) {
     while (std::getline(ss, tok, ',')) v.push_back(std::stoll(tok));
     return v;
   };
+  bool verbose = false;
   for (int a = 1; a < argc; ++a) {
     std::string s = argv[a];
     if (s.rfind("--sizes=", 0) == 0) {
@@ -219,12 +221,14 @@ int main(int argc, char** argv) {
       g_nnd.delta = std::stod(s.substr(8));
     } else if (s.rfind("--k=", 0) == 0) {
       g_k = std::stoi(s.substr(4));
+    } else if (s == "--verbose") {
+      verbose = true;  // the searches' own progress (NN-descent's rounds)
     }
   }
   auto common = [](benchmark::internal::Benchmark* b) {
     b->Iterations(1)->UseManualTime()->Unit(benchmark::kSecond);
   };
-  ssdr::set_quiet(true);
+  ssdr::set_quiet(!verbose);
   common(benchmark::RegisterBenchmark("Sgemm/2000x2000x784", BM_Sgemm));
   for (int64_t n : sizes) {
     common(benchmark::RegisterBenchmark("KnnSearch", BM_KnnSearch)->Arg(n));

@@ -10,13 +10,15 @@
 //      per row by bottom-k hashing (the sample does not depend on the arrival order). The
 //      random choices come from (seed, round, global row): the same lists for the same seed
 //      and rank count.
-//   2. local join, in chunks of kChunk rows (so the fetched rows stay bounded): the candidate
-//      set C_v = N_v ∪ O_v of every row of the chunk; the remote rows that the chunk needs are
-//      fetched once (ids by MPI_Alltoallv to their owners, rows and the rows' current k-th
-//      distances back); per row one GEMM G = B_Nᵀ·B_C gives the distances of the pairs
-//      (a ∈ N, b ∈ N, a < b) and (a ∈ N, b ∈ O); a pair is proposed to a's list if it beats a's
-//      k-th distance (and to b's likewise), the proposals go to the lists' owners (Alltoallv)
-//      and are applied in arrival order (rank order: deterministic).
+//   2. local join, in fetch blocks (all local rows when the other ranks' rows fit in
+//      B_f (options.fetch_budget_bytes), else fewer): the candidate set C_v = N_v ∪ O_v of every row of the block
+//      with new candidates; the remote rows that the block needs are fetched once (ids by
+//      MPI_Alltoallv to their owners, rows with their current k-th distances and norms back);
+//      per row the dot products of the pairs (a ∈ N, b ∈ N, a < b) and (a ∈ N, b ∈ O), read in
+//      place from the rows (join_dots, 2×4 register tiles), give their distances; a pair is
+//      proposed to a's list if it beats a's k-th distance (and to b's likewise), the
+//      proposals of every kChunk rows go to the lists' owners (Alltoallv) and are applied in
+//      arrival order (rank order: deterministic).
 //   3. stop when fewer than δ·n·K entries changed in the round, or after max_iterations.
 // The first round has N_v = K random rows (distinct, ≠ v) and v itself joins them (the
 // distances of the initial entries). Build distances are single-precision GEMM values on the
@@ -25,11 +27,11 @@
 // from both ends of an edge) and the lists are re-sorted by (dist2, global index) and cut to k.
 //
 // Memory per rank (bytes; n_l local rows, K = 12, ρ = 1): X's block, plus its float copy only
-// when that is at most kFetchBudget (otherwise rows are converted to float as they are
+// when that is at most B_f (otherwise rows are converted to float as they are
 // gathered), the lists 13·K·n_l, the candidate sets 8·(2K + 2K)·n_l in flat arrays, the
 // reverse sampling 8·K·n_l during the sampling step, the fetched rows of one local-join chunk
-// and their reply (each at most kFetchBudget, chunks shrink to keep them so), the proposals of
-// one chunk: about 0.65 KB per row plus 3·kFetchBudget.
+// and their reply (each at most B_f, blocks shrink to keep them so), the proposals of
+// one join chunk: about 0.65 KB per row plus 3·B_f.
 #include "ssdr/graph/nndescent.hpp"
 
 #include "knn_internal.hpp"
@@ -54,8 +56,7 @@ using detail::exact_dist2;
 using detail::k_message;
 
 constexpr int kBuildMin = 12;      ///< list length during the build (K = max(k, 12): recall 0.98 at k = 8 on Fashion-MNIST; 10 gave 0.97 and more rounds)
-constexpr int64_t kChunk = 4096;   ///< rows per local-join chunk at most (1024 cost 20 % of the time at 70k rows, where the fetched rows stay small anyway)
-constexpr double kFetchBudget = 160.0 * (1 << 20);  ///< bytes of fetched rows per chunk (worst case) before chunks shrink
+constexpr int64_t kChunk = 4096;   ///< rows per local-join chunk (proposal exchange) at most (1024 cost 20 % of the time at 70k rows)
 constexpr int64_t kReverseChunk = 65536;  ///< source rows per reverse-candidate exchange (bounds its buffers)
 constexpr float kInfF = std::numeric_limits<float>::infinity();
 constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
@@ -84,6 +85,70 @@ void sample_to(std::vector<int64_t>& v, int64_t cap, Rng& rng) {
     v.resize(static_cast<size_t>(cap));
   }
   std::sort(v.begin(), v.end());
+}
+
+/// Eight floats in one vector register (AVX: ymm; the baseline clone splits it in two xmm).
+typedef float V8 __attribute__((vector_size(32)));
+
+// By reference, not by value: a V8 passed in registers would have a different ABI in the two
+// clones (-Wpsabi); both helpers are inlined.
+__attribute__((always_inline)) inline void load8(V8& v, const float* p) { std::memcpy(&v, p, sizeof v); }
+
+__attribute__((always_inline)) inline float sum8(const V8& v) { return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7])); }
+
+/// The local join's dot products straight from the rows (no gathered copy, no GEMM packing:
+/// those were a third of the build at 70 000 rows on 2 ranks): G[a·nc + b] = rows[a]·rows[b]
+/// for every a < nn and b > a (entries with b ≤ a are left undefined), rows[q] pointing to d
+/// floats. Register tiles of 2 × 4 rows; the summation order is fixed by d alone, so a pair's
+/// value does not depend on the group it is computed in. The AVX2/FMA clone and the baseline
+/// clone may differ in the last bits (FMA): the build's order, not the final lists' distances,
+/// which are recomputed exactly. The "fma" clone (AVX and FMA: 8-wide float registers need
+/// no AVX2) is chosen on every x86-64 CPU that has FMA, Intel or AMD ("arch=haswell" would
+/// match Intel Haswell only). Local.
+__attribute__((target_clones("fma", "default"))) void join_dots(const float* const* rows, int64_t nn, int64_t nc,
+                                                              int64_t d, float* G) {
+  const int64_t d8 = d - d % 8;
+  for (int64_t a = 0; a < nn; a += 2) {
+    const bool two = a + 1 < nn;
+    const float* x0 = rows[a];
+    const float* x1 = rows[two ? a + 1 : a];
+    for (int64_t b = a + 1; b < nc; b += 4) {
+      const int64_t nb = std::min<int64_t>(4, nc - b);
+      const float* y0 = rows[b];
+      const float* y1 = rows[b + std::min<int64_t>(1, nb - 1)];
+      const float* y2 = rows[b + std::min<int64_t>(2, nb - 1)];
+      const float* y3 = rows[b + std::min<int64_t>(3, nb - 1)];
+      V8 s00 = {}, s01 = {}, s02 = {}, s03 = {}, s10 = {}, s11 = {}, s12 = {}, s13 = {};
+      for (int64_t t = 0; t < d8; t += 8) {
+        V8 u0, u1, w;
+        load8(u0, x0 + t);
+        load8(u1, x1 + t);
+        load8(w, y0 + t);
+        s00 += u0 * w;
+        s10 += u1 * w;
+        load8(w, y1 + t);
+        s01 += u0 * w;
+        s11 += u1 * w;
+        load8(w, y2 + t);
+        s02 += u0 * w;
+        s12 += u1 * w;
+        load8(w, y3 + t);
+        s03 += u0 * w;
+        s13 += u1 * w;
+      }
+      float r[2][4] = {{sum8(s00), sum8(s01), sum8(s02), sum8(s03)}, {sum8(s10), sum8(s11), sum8(s12), sum8(s13)}};
+      const float* ys[4] = {y0, y1, y2, y3};
+      for (int64_t t = d8; t < d; ++t)
+        for (int q = 0; q < 4; ++q) {
+          r[0][q] += x0[t] * ys[q][t];
+          r[1][q] += x1[t] * ys[q][t];
+        }
+      for (int64_t q = 0; q < nb; ++q) {
+        G[a * nc + b + q] = r[0][q];
+        if (two) G[(a + 1) * nc + b + q] = r[1][q];
+      }
+    }
+  }
 }
 
 /// The staging and receive buffers of one kind of exchange. A caller that keeps one across
@@ -215,6 +280,9 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
                         "--nndescent-delta " + std::to_string(options.delta) + " must lie in [0, 1)");
   SSDR_CHECK_COLLECTIVE(comm, options.max_iterations >= 1,
                         "--nndescent-iterations " + std::to_string(options.max_iterations) + " must be at least 1");
+  SSDR_CHECK_COLLECTIVE(comm, options.fetch_budget_bytes >= double(1 << 20),
+                        "NN-descent fetch budget " + std::to_string(options.fetch_budget_bytes) +
+                            " bytes must be at least 1 MiB");
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
@@ -235,14 +303,15 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
     for (int64_t t = 0; t < d; ++t) mu[static_cast<size_t>(t)] += X(i, t);
   if (d > 0) MPI_Allreduce(MPI_IN_PLACE, mu.data(), static_cast<int>(d), MPI_DOUBLE, MPI_SUM, comm);
   for (double& m : mu) m /= static_cast<double>(n);
-  // A float copy of the block only when it costs at most kFetchBudget (half the block again
+  // A float copy of the block only when it costs at most B_f (half the block again
   // otherwise: at 10⁶ rows it would break the memory target); without it a row is converted
   // each time it is gathered for a join or sent to another rank, which costs about a third
   // of the build at n = 20 000. Either way the same float values, so the same lists.
   std::vector<float> nrm(static_cast<size_t>(nl));
   const double* mup = mu.data();
   std::vector<float> xf;
-  if (static_cast<double>(nl) * static_cast<double>(d) * sizeof(float) <= kFetchBudget) {
+  const double budget = options.fetch_budget_bytes;
+  if (static_cast<double>(nl) * static_cast<double>(d) * sizeof(float) <= budget) {
     xf.resize(static_cast<size_t>(nl * d));
     for (int64_t i = 0; i < nl; ++i) detail::center_to_float(X.row(i), mup, d, xf.data() + i * d);
   }
@@ -293,22 +362,31 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
     Nc[static_cast<size_t>(v)] = static_cast<uint16_t>(m);
   }
 
-  // Rows per local-join chunk: kChunk unless the remote rows one chunk may fetch (at most
-  // SN + SO per row, never more than the other ranks' rows) would pass kFetchBudget bytes
-  // in float; then fewer (the fetched rows and their reply both live during a chunk). A
-  // function of n, d and the rank count only, so every rank agrees.
-  int64_t chunk_rows = kChunk;
+  // The local join works in fetch blocks: the remote rows a block needs (at most SN + SO per
+  // row, never more than the other ranks' rows; d + 2 floats each) are fetched once, at most
+  // B_f bytes (the fetched rows and their reply both live during a block). When all
+  // the other ranks' rows fit, one block holds every local row and each remote row travels
+  // once per round (at 70 000 rows on 2 ranks, blocks of 4 096 rows had fetched most of the
+  // other rank's rows nine times). Within a block, proposals are exchanged every join_rows
+  // rows (their buffers stay bounded). Functions of n, d and the rank count: every rank agrees.
+  int64_t nl_max = nl;
+  MPI_Allreduce(MPI_IN_PLACE, &nl_max, 1, MPI_INT64_T, MPI_MAX, comm);
+  int64_t fetch_rows = std::max<int64_t>(1, nl_max);
   {
-    const double row_bytes = static_cast<double>(d + 1) * sizeof(float);
+    const double row_bytes = static_cast<double>(d + 2) * sizeof(float);
     const double others = static_cast<double>(n - n / size);
     auto fetch_bytes = [&](int64_t rows) { return std::min(static_cast<double>(rows * (SN + SO)), others) * row_bytes; };
-    if (fetch_bytes(kChunk) > kFetchBudget)
-      chunk_rows = std::clamp<int64_t>(static_cast<int64_t>(kFetchBudget / (static_cast<double>(SN + SO) * row_bytes)), 256, kChunk);
+    if (fetch_bytes(fetch_rows) > budget)
+      fetch_rows = std::max<int64_t>(256, static_cast<int64_t>(budget / (static_cast<double>(SN + SO) * row_bytes)));
   }
-  int64_t nchunks = (nl + chunk_rows - 1) / chunk_rows;
-  MPI_Allreduce(MPI_IN_PLACE, &nchunks, 1, MPI_INT64_T, MPI_MAX, comm);
+  const int64_t nfetch = (nl_max + fetch_rows - 1) / fetch_rows;
+  const int64_t join_rows = std::min(kChunk, fetch_rows);
+  const int64_t joins_per_fetch = (fetch_rows + join_rows - 1) / join_rows;
+  // The final exact distances fetch at most K double rows per local row, in chunks of join_rows.
+  const int64_t chunk_rows = join_rows;
+  const int64_t nchunks = (nl_max + chunk_rows - 1) / chunk_rows;
 
-  std::vector<float> B, G, fetched;     // one row's candidate rows, its Gram block, a chunk's rows
+  std::vector<float> B, G, fetched;     // one row's converted candidate rows (no float copy), its dots, a chunk's rows
   // Exchange buffers kept across rounds and chunks (outer vectors cleared, capacities kept):
   // reallocating them every round cost page faults and zeroing in the profile.
   std::vector<Reverse> rev_send, rev;  // reverse candidates, in destination order, and received
@@ -323,7 +401,6 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
   auto clear_all = [](auto& buckets) {
     for (auto& b : buckets) b.clear();
   };
-  std::vector<float> fetched_norm;
   std::vector<int64_t> fetched_ids;
   const double t_start = MPI_Wtime();
   int round = 0;
@@ -434,13 +511,14 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
       }
     }
 
-    // 2. Local joins, chunk by chunk.
+    // 2. Local joins: the remote rows of a fetch block fetched once, then its join chunks.
     int64_t changed = 0, computed = 0;
-    for (int64_t ch = 0; ch < nchunks; ++ch) {
-      const int64_t v0 = std::min(nl, ch * chunk_rows), v1 = std::min(nl, v0 + chunk_rows);
-      // Remote rows this chunk needs.
+    for (int64_t fb = 0; fb < nfetch; ++fb) {
+      const int64_t f0 = std::min(nl, fb * fetch_rows), f1 = std::min(nl, f0 + fetch_rows);
+      // Remote rows this block needs.
       std::vector<int64_t> need;
-      for (int64_t v = v0; v < v1; ++v) {
+      for (int64_t v = f0; v < f1; ++v) {
+        if (Nc[static_cast<size_t>(v)] == 0) continue;  // no join for v (its old rows are not needed)
         for (const int64_t* c = Nrow(v); c != Nrow(v) + Nc[static_cast<size_t>(v)]; ++c)
           if (*c < r0 || *c >= r0 + nl) need.push_back(*c);
         for (const int64_t* c = Orow(v); c != Orow(v) + Oc[static_cast<size_t>(v)]; ++c)
@@ -452,38 +530,45 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
       std::fill(sc.begin(), sc.end(), 0);
       for (int64_t c : need) ++sc[static_cast<size_t>(owner(c))];
       alltoallv_flat(need.data(), sc, comm, asked, rc);
-      // Replies: per asked row, its centered float values and its k-th distance (d + 1
-      // floats), in the order asked; they arrive in the order of `need`.
-      const int64_t w = d + 1;
+      // Replies: per asked row, its centered float values, its k-th distance and its squared
+      // norm (d + 2 floats), in the order asked; they arrive in the order of `need`.
+      const int64_t w = d + 2;
       reply.resize(static_cast<size_t>(static_cast<int64_t>(asked.size()) * w));
       for (size_t q = 0; q < asked.size(); ++q) {
         const int64_t li = asked[q] - r0;
         float* o = reply.data() + static_cast<int64_t>(q) * w;
         to_float(li, o);
         o[d] = L.worst(li);
+        o[d + 1] = nrm[static_cast<size_t>(li)];
       }
       for (int r = 0; r < size; ++r) rcw[static_cast<size_t>(r)] = rc[static_cast<size_t>(r)] * static_cast<int>(w);
       alltoallv_flat(reply.data(), rcw, comm, fetched, got_counts);
       fetched_ids.swap(need);
-      fetched_norm.resize(fetched_ids.size());
-      for (size_t q = 0; q < fetched_ids.size(); ++q) fetched_norm[q] = norm2(fetched.data() + static_cast<int64_t>(q) * w);
-      // Row g's centered float values into dst, its squared norm and k-th distance.
-      auto gather = [&](int64_t g, float* dst, float& norm, float& thr) {
+      // Row g's centered float values (a pointer to them: into the float copy, the fetched
+      // rows, or, without the copy, converted into scratch), its squared norm and k-th distance.
+      auto gather = [&](int64_t g, float* scratch, const float*& row, float& norm, float& thr) {
         if (g >= r0 && g < r0 + nl) {
-          to_float(g - r0, dst);
+          if (xf.empty()) {
+            detail::center_to_float(X.row(g - r0), mup, d, scratch);
+            row = scratch;
+          } else {
+            row = xf.data() + (g - r0) * d;
+          }
           norm = nrm[static_cast<size_t>(g - r0)];
           thr = L.worst(g - r0);
         } else {
           const size_t q = static_cast<size_t>(std::lower_bound(fetched_ids.begin(), fetched_ids.end(), g) - fetched_ids.begin());
-          const float* row = fetched.data() + static_cast<int64_t>(q) * (d + 1);
-          std::copy(row, row + d, dst);
-          norm = fetched_norm[q];
+          row = fetched.data() + static_cast<int64_t>(q) * w;
           thr = row[d];
+          norm = row[d + 1];
         }
       };
-      clear_all(prop);
       std::vector<int64_t> C;
+      std::vector<const float*> P;
       std::vector<float> cn, ct;
+      for (int64_t jc = 0; jc < joins_per_fetch; ++jc) {
+      const int64_t v0 = std::min(f1, f0 + jc * join_rows), v1 = std::min(f1, v0 + join_rows);
+      clear_all(prop);
       for (int64_t v = v0; v < v1; ++v) {
         const int64_t* nv = Nrow(v);
         const int64_t* ov = Orow(v);
@@ -494,15 +579,16 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
         const int64_t nn = static_cast<int64_t>(C.size());
         C.insert(C.end(), ov, ov + Oc[static_cast<size_t>(v)]);
         const int64_t nc = static_cast<int64_t>(C.size());
-        B.resize(static_cast<size_t>(nc * d));
+        if (xf.empty()) B.resize(static_cast<size_t>(nc * d));
+        P.resize(static_cast<size_t>(nc));
         cn.resize(static_cast<size_t>(nc));
         ct.resize(static_cast<size_t>(nc));
         for (int64_t q = 0; q < nc; ++q)
-          gather(C[static_cast<size_t>(q)], B.data() + q * d, cn[static_cast<size_t>(q)], ct[static_cast<size_t>(q)]);
-        // G (nc×nn, column-major): G[b + a·nc] = x_{C_b}·x_{C_a} for the nn new candidates a.
+          gather(C[static_cast<size_t>(q)], B.data() + (xf.empty() ? q * d : 0), P[static_cast<size_t>(q)],
+                 cn[static_cast<size_t>(q)], ct[static_cast<size_t>(q)]);
+        // G[b + a·nc] = x_{C_a}·x_{C_b} for the nn new candidates a and every b > a.
         G.resize(static_cast<size_t>(nc * nn));
-        if (d > 0) blas::gemm('T', 'N', nc, nn, d, 1.0f, B.data(), d, B.data(), d, 0.0f, G.data(), nc);
-        else std::fill(G.begin(), G.end(), 0.0f);
+        join_dots(P.data(), nn, nc, d, G.data());
         for (int64_t a = 0; a < nn; ++a)
           for (int64_t b = a + 1; b < nc; ++b) {
             const float dist = std::max(0.0f, cn[static_cast<size_t>(a)] + cn[static_cast<size_t>(b)] - 2.0f * G[static_cast<size_t>(b + a * nc)]);
@@ -516,6 +602,7 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
           }
       }
       for (const Proposal& p : alltoallv_records(prop, comm, prop_x)) changed += L.insert(p.target - r0, p.dist, p.candidate);
+      }
     }
     MPI_Allreduce(MPI_IN_PLACE, &changed, 1, MPI_INT64_T, MPI_SUM, comm);
     MPI_Allreduce(MPI_IN_PLACE, &computed, 1, MPI_INT64_T, MPI_SUM, comm);

@@ -108,3 +108,24 @@ TEST(NNDescent, ReachesARecallOfAtLeast95PercentOnAFashionMnistSubset) {
   const KnnLists L = nndescent_search(X, 8, NNDescentOptions{});
   EXPECT_GE(knn_recall(X, L, X.n_global, 1), 0.95);
 }
+
+TEST(NNDescent, ReachesTheRecallWithoutAFloatCopyAndWithSmallFetchBlocks) {
+  // The same 5 000 images with the smallest fetch budget (1 MiB): the block's float copy
+  // (5 000/P rows × 784 × 4 bytes ≥ 3.9 MB on 4 ranks) is not kept, so every row is
+  // converted as a join reads it, and on 2 or more ranks the remote rows (≥ 1 250 × 786 × 4
+  // bytes) do not fit, so the join runs in fetch blocks of 256 rows. The lists are not those
+  // of one block (remote k-th distances are fetched at each block's start), but the recall
+  // bar is the same.
+  const std::string path = "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz";
+  if (!std::ifstream(path).good()) GTEST_SKIP() << path << " not installed";
+  const io::Dataset ds = io::read_dataset(path, io::Format::idx, MPI_COMM_WORLD);
+  std::vector<char> keep(static_cast<size_t>(ds.X.n_local));
+  for (int64_t i = 0; i < ds.X.n_local; ++i) keep[static_cast<size_t>(i)] = ds.X.row_start + i < 5000;
+  const DistMatrix X = select_rows(ds.X, keep);
+  NNDescentOptions o;
+  o.fetch_budget_bytes = 1 << 20;
+  const KnnLists L = nndescent_search(X, 8, o);
+  EXPECT_GE(knn_recall(X, L, X.n_global, 1), 0.95);
+  o.fetch_budget_bytes = (1 << 20) - 1;
+  EXPECT_THROW(nndescent_search(X, 8, o), Error);
+}

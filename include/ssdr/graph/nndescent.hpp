@@ -16,20 +16,27 @@ struct NNDescentOptions {
   double rho = 1.0;          ///< sample rate ρ of Dong et al. §2.5 (ρk new candidates per row and round), (0, 1]
   double delta = 0.001;      ///< stop when fewer than δ·n·k list entries change in a round (§2.6), [0, 1)
   int max_iterations = 30;   ///< rounds at most, ≥ 1
+  /// B_f, bytes: the largest float copy of the rank's block kept for the joins, and the most
+  /// fetched remote rows a local-join block may hold (its reply as much again); smaller
+  /// values save memory and cost time (rows converted on every use, remote rows fetched once
+  /// per block instead of once per round). ≥ 1 MiB.
+  double fetch_budget_bytes = 160.0 * (1 << 20);
 };
 
 /// Approximate kNN lists of the rows of X (n×d, rows distributed, any layout), in the layout
 /// of knn_search: row i's k neighbours (self excluded) sorted by (dist2, global index), dist2
 /// the exact squared distance Σ_t (x_t − y_t)² summed in index order (so both endpoints of an
 /// edge see the same bits, as knn_search gives). Each rank owns its rows' lists; candidate
-/// pairs travel with MPI_Alltoallv; the local joins run in chunks of local rows, the
-/// remote rows a chunk needs fetched once (as floats), the distances through GEMM.
+/// pairs travel with MPI_Alltoallv; the local joins run in blocks of local rows, the remote
+/// rows a block needs fetched once (as floats), the dot products read in place from the rows.
 /// Deterministic for a given seed and rank count. Collective over X.comm. Memory per rank:
-/// its block (double; rows are converted to float as a join gathers them), about 0.65 KB per
-/// local row (lists and candidate sets, K = max(k, 12)), and the remote rows of one local-join
-/// chunk with their reply (at most 2 × 160 MiB: chunks of up to 4096 rows shrink to stay under
-/// it). Fashion-MNIST 10⁶ rows on 2 ranks: 1.2× the rank's share of X in all.
-/// \throws ssdr::Error (collectively) when k < 1, k ≥ n, or an option is out of range.
+/// its block (double), its float copy when that is at most B_f (else rows are converted as a
+/// join reads them), about 0.65 KB per local row (lists and candidate sets, K = max(k, 12)),
+/// and the remote rows of one local-join block with their reply (at most 2·B_f: all local
+/// rows form one block when the other ranks' rows fit, else blocks of at least 256 rows
+/// sized to B_f). Fashion-MNIST 10⁶ rows on 2 ranks: 1.2× the rank's share of X in all.
+/// \throws ssdr::Error (collectively) when k < 1, k ≥ n, or an option is out of range
+///   (naming it: ρ ∉ (0, 1], δ ∉ [0, 1), iterations < 1, B_f < 1 MiB).
 KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& options);
 
 }  // namespace ssdr::graph
