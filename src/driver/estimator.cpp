@@ -251,20 +251,25 @@ void Estimator::require_projection(const char* what) const {
                    " learns no projection (a transductive classifier of its fit's rows only)");
 }
 
+namespace {
+/// model::project of dense or sparse rows after the estimator's checks. Collective over X.comm.
+template <class Rows>
+DistMatrix checked_project(const model::Model& m, const Rows& X, const char* what) {
+  SSDR_CHECK_COLLECTIVE(X.comm, X.cols == m.d_input,
+                        std::string(what) + ": X has " + std::to_string(X.cols) + " features but the model expects " +
+                            std::to_string(m.d_input));
+  return model::project(m, X);
+}
+}  // namespace
+
 DistMatrix Estimator::project(const DistMatrix& X, const char* what) const {
   require_projection(what);
-  SSDR_CHECK_COLLECTIVE(X.comm, X.cols == model_.d_input,
-                        std::string(what) + ": X has " + std::to_string(X.cols) + " features but the model expects " +
-                            std::to_string(model_.d_input));
-  return model::project(model_, X);
+  return checked_project(model_, X, what);
 }
 
 DistMatrix Estimator::project(const SparseRows& X, const char* what) const {
   require_projection(what);
-  SSDR_CHECK_COLLECTIVE(X.comm, X.cols == model_.d_input,
-                        std::string(what) + ": X has " + std::to_string(X.cols) + " features but the model expects " +
-                            std::to_string(model_.d_input));
-  return model::project(model_, X);
+  return checked_project(model_, X, what);
 }
 
 DistMatrix Estimator::transform(const DistMatrix& X) const {

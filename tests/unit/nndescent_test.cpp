@@ -34,6 +34,19 @@ DistMatrix distribute(const Dense& X, MPI_Comm comm = MPI_COMM_WORLD) {
   return D;
 }
 
+/// Fashion-MNIST's test images (the Debian package); tests skip without it.
+const char* const kFashionTest = "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz";
+
+/// The first n images of kFashionTest (d = 784), distributed by blocks. Collective.
+DistMatrix fashion_subset(int64_t n) {
+  const io::Dataset ds = io::read_dataset(kFashionTest, io::Format::idx, MPI_COMM_WORLD);
+  std::vector<char> keep(static_cast<size_t>(ds.X.n_local));
+  for (int64_t i = 0; i < ds.X.n_local; ++i) keep[static_cast<size_t>(i)] = ds.X.row_start + i < n;
+  DistMatrix X = select_rows(ds.X, keep);
+  EXPECT_EQ(X.n_global, n);
+  return X;
+}
+
 }  // namespace
 
 TEST(NNDescent, ReachesARecallOfAtLeast95PercentOnDigits) {
@@ -98,13 +111,8 @@ TEST(NNDescent, RejectsBadKAndOptionsOnEveryRank) {
 TEST(NNDescent, ReachesARecallOfAtLeast95PercentOnAFashionMnistSubset) {
   // The first 5 000 images of Fashion-MNIST's test part (d = 784), when the Debian package is
   // installed; recall over all 5 000 rows.
-  const std::string path = "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz";
-  if (!std::ifstream(path).good()) GTEST_SKIP() << path << " not installed";
-  const io::Dataset ds = io::read_dataset(path, io::Format::idx, MPI_COMM_WORLD);
-  std::vector<char> keep(static_cast<size_t>(ds.X.n_local));
-  for (int64_t i = 0; i < ds.X.n_local; ++i) keep[static_cast<size_t>(i)] = ds.X.row_start + i < 5000;
-  const DistMatrix X = select_rows(ds.X, keep);
-  ASSERT_EQ(X.n_global, 5000);
+  if (!std::ifstream(kFashionTest).good()) GTEST_SKIP() << kFashionTest << " not installed";
+  const DistMatrix X = fashion_subset(5000);
   const KnnLists L = nndescent_search(X, 8, NNDescentOptions{});
   EXPECT_GE(knn_recall(X, L, X.n_global, 1), 0.95);
 }
@@ -116,12 +124,8 @@ TEST(NNDescent, ReachesTheRecallWithoutAFloatCopyAndWithSmallFetchBlocks) {
   // bytes) do not fit, so the join runs in fetch blocks of 256 rows. The lists are not those
   // of one block (remote k-th distances are fetched at each block's start), but the recall
   // bar is the same.
-  const std::string path = "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz";
-  if (!std::ifstream(path).good()) GTEST_SKIP() << path << " not installed";
-  const io::Dataset ds = io::read_dataset(path, io::Format::idx, MPI_COMM_WORLD);
-  std::vector<char> keep(static_cast<size_t>(ds.X.n_local));
-  for (int64_t i = 0; i < ds.X.n_local; ++i) keep[static_cast<size_t>(i)] = ds.X.row_start + i < 5000;
-  const DistMatrix X = select_rows(ds.X, keep);
+  if (!std::ifstream(kFashionTest).good()) GTEST_SKIP() << kFashionTest << " not installed";
+  const DistMatrix X = fashion_subset(5000);
   NNDescentOptions o;
   o.fetch_budget_bytes = 1 << 20;
   const KnnLists L = nndescent_search(X, 8, o);
