@@ -3,6 +3,7 @@
 // candidate filter as a parameter, so tests can check that the single-precision filter gives
 // the same lists as the double one.
 #include <string>
+#include <vector>
 
 #include "ssdr/graph/knn.hpp"
 
@@ -37,6 +38,16 @@ inline std::string k_message(int k, int64_t n) {
 /// and every candidate is re-ranked by its exact double distance). Collective over X.comm.
 template <class Real>
 KnnLists exact_knn(const DistMatrix& X, int k);
+
+/// A locality order of the n rows of xf (n×d, row-major, local): a permutation whose
+/// consecutive runs of `leaf` positions (from position 0) are the leaves of a random-projection
+/// tree (Dasgupta & Freund 2008), so rows in one run are often neighbours. Each node splits its
+/// rows by their projection onto x_a − x_b (two of its rows, ties by row number) at a size
+/// that is a multiple of `leaf`. The exact search visits its own block in this order, its
+/// diagonal tiles (= leaves) first; the order changes the work, never the lists.
+/// Deterministic for given rows (fixed seed). Local; O(n·d·log(n/leaf)) time, O(n + d) memory.
+template <class Real>
+std::vector<int64_t> locality_order(const Real* xf, int64_t n, int64_t d, int64_t leaf);
 
 /// Filter slack coefficient c of the exact search: |approx − exact| ≤ c·(‖x−μ‖² + ‖y−μ‖²)
 /// (plus an absolute underflow term), for the GEMM in `Real` over d features.
