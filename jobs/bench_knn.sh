@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # kNN graph benchmark: one table with ssdr's exact search and NN-descent on 1 and 2 ranks, the
-# exact search's bound n²d / (P · sgemm rate) (sgemm measured in the same run), and FAISS
+# exact search's bound n²d / (P · sgemm rate) (sgemm measured right before and after each search), and FAISS
 # IndexFlatL2, hnswlib and PyNNDescent with 2 threads on the same rows (jobs/bench_knn.py).
 #
 #   jobs/bench_knn.sh                                   # n = 20000,70000
@@ -62,7 +62,8 @@ for f in sorted(glob.glob(os.path.join(out, "ssdr_np*.json"))):
         t = b["real_time"]
         if name.startswith("KnnSearch"):
             rows.append((n, "ssdr exact", f"{P} rank(s)", t, 1.0,
-                         f"{b['GFLOPs']:.0f} GFLOP/s ({b['GFLOPs_per_rank']:.0f}/rank; sgemm {rate.get(P, 0):.0f}/core)"))
+                         f"{b['GFLOPs']:.0f} GFLOP/s ({b['GFLOPs_per_rank']:.0f}/rank; sgemm "
+                         f"{b.get('sgemm_before_GF', rate.get(P, 0)):.0f} before, {b.get('sgemm_after_GF', 0):.0f} after, /core)"))
             rows.append((n, "bound n²d/(P·sgemm)", f"{P} rank(s)", b["bound_s"], 1.0, f"measured/bound = {b['over_bound']:.2f}"))
         else:
             rows.append((n, "ssdr NN-descent", f"{P} rank(s)", t, b["recall"], f"{b['us_per_sample']:.0f} µs/sample"))
