@@ -383,8 +383,7 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
   const int64_t join_rows = std::min(kChunk, fetch_rows);
   const int64_t joins_per_fetch = (fetch_rows + join_rows - 1) / join_rows;
   // The final exact distances fetch at most K double rows per local row, in chunks of join_rows.
-  const int64_t chunk_rows = join_rows;
-  const int64_t nchunks = (nl_max + chunk_rows - 1) / chunk_rows;
+  const int64_t final_chunks = (nl_max + join_rows - 1) / join_rows;
 
   std::vector<float> B, G, fetched;     // one row's converted candidate rows (no float copy), its dots, a chunk's rows
   // Exchange buffers kept across rounds and chunks (outer vectors cleared, capacities kept):
@@ -567,41 +566,41 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
       std::vector<const float*> P;
       std::vector<float> cn, ct;
       for (int64_t jc = 0; jc < joins_per_fetch; ++jc) {
-      const int64_t v0 = std::min(f1, f0 + jc * join_rows), v1 = std::min(f1, v0 + join_rows);
-      clear_all(prop);
-      for (int64_t v = v0; v < v1; ++v) {
-        const int64_t* nv = Nrow(v);
-        const int64_t* ov = Orow(v);
-        if (Nc[static_cast<size_t>(v)] == 0) continue;
-        C.clear();
-        if (round == 1) C.push_back(r0 + v);  // the initial entries' own distances
-        C.insert(C.end(), nv, nv + Nc[static_cast<size_t>(v)]);
-        const int64_t nn = static_cast<int64_t>(C.size());
-        C.insert(C.end(), ov, ov + Oc[static_cast<size_t>(v)]);
-        const int64_t nc = static_cast<int64_t>(C.size());
-        if (xf.empty()) B.resize(static_cast<size_t>(nc * d));
-        P.resize(static_cast<size_t>(nc));
-        cn.resize(static_cast<size_t>(nc));
-        ct.resize(static_cast<size_t>(nc));
-        for (int64_t q = 0; q < nc; ++q)
-          gather(C[static_cast<size_t>(q)], B.data() + (xf.empty() ? q * d : 0), P[static_cast<size_t>(q)],
-                 cn[static_cast<size_t>(q)], ct[static_cast<size_t>(q)]);
-        // G[b + a·nc] = x_{C_a}·x_{C_b} for the nn new candidates a and every b > a.
-        G.resize(static_cast<size_t>(nc * nn));
-        join_dots(P.data(), nn, nc, d, G.data());
-        for (int64_t a = 0; a < nn; ++a)
-          for (int64_t b = a + 1; b < nc; ++b) {
-            const float dist = std::max(0.0f, cn[static_cast<size_t>(a)] + cn[static_cast<size_t>(b)] - 2.0f * G[static_cast<size_t>(b + a * nc)]);
-            ++computed;
-            const int64_t ga = C[static_cast<size_t>(a)], gb = C[static_cast<size_t>(b)];
-            if (ga == gb) continue;
-            if (dist < ct[static_cast<size_t>(a)] || std::isinf(ct[static_cast<size_t>(a)]))
-              prop[static_cast<size_t>(owner(ga))].push_back(Proposal{ga, gb, dist, 0});
-            if (dist < ct[static_cast<size_t>(b)] || std::isinf(ct[static_cast<size_t>(b)]))
-              prop[static_cast<size_t>(owner(gb))].push_back(Proposal{gb, ga, dist, 0});
-          }
-      }
-      for (const Proposal& p : alltoallv_records(prop, comm, prop_x)) changed += L.insert(p.target - r0, p.dist, p.candidate);
+        const int64_t v0 = std::min(f1, f0 + jc * join_rows), v1 = std::min(f1, v0 + join_rows);
+        clear_all(prop);
+        for (int64_t v = v0; v < v1; ++v) {
+          const int64_t* nv = Nrow(v);
+          const int64_t* ov = Orow(v);
+          if (Nc[static_cast<size_t>(v)] == 0) continue;
+          C.clear();
+          if (round == 1) C.push_back(r0 + v);  // the initial entries' own distances
+          C.insert(C.end(), nv, nv + Nc[static_cast<size_t>(v)]);
+          const int64_t nn = static_cast<int64_t>(C.size());
+          C.insert(C.end(), ov, ov + Oc[static_cast<size_t>(v)]);
+          const int64_t nc = static_cast<int64_t>(C.size());
+          if (xf.empty()) B.resize(static_cast<size_t>(nc * d));
+          P.resize(static_cast<size_t>(nc));
+          cn.resize(static_cast<size_t>(nc));
+          ct.resize(static_cast<size_t>(nc));
+          for (int64_t q = 0; q < nc; ++q)
+            gather(C[static_cast<size_t>(q)], B.data() + (xf.empty() ? q * d : 0), P[static_cast<size_t>(q)],
+                   cn[static_cast<size_t>(q)], ct[static_cast<size_t>(q)]);
+          // G[b + a·nc] = x_{C_a}·x_{C_b} for the nn new candidates a and every b > a.
+          G.resize(static_cast<size_t>(nc * nn));
+          join_dots(P.data(), nn, nc, d, G.data());
+          for (int64_t a = 0; a < nn; ++a)
+            for (int64_t b = a + 1; b < nc; ++b) {
+              const float dist = std::max(0.0f, cn[static_cast<size_t>(a)] + cn[static_cast<size_t>(b)] - 2.0f * G[static_cast<size_t>(b + a * nc)]);
+              ++computed;
+              const int64_t ga = C[static_cast<size_t>(a)], gb = C[static_cast<size_t>(b)];
+              if (ga == gb) continue;
+              if (dist < ct[static_cast<size_t>(a)] || std::isinf(ct[static_cast<size_t>(a)]))
+                prop[static_cast<size_t>(owner(ga))].push_back(Proposal{ga, gb, dist, 0});
+              if (dist < ct[static_cast<size_t>(b)] || std::isinf(ct[static_cast<size_t>(b)]))
+                prop[static_cast<size_t>(owner(gb))].push_back(Proposal{gb, ga, dist, 0});
+            }
+        }
+        for (const Proposal& p : alltoallv_records(prop, comm, prop_x)) changed += L.insert(p.target - r0, p.dist, p.candidate);
       }
     }
     MPI_Allreduce(MPI_IN_PLACE, &changed, 1, MPI_INT64_T, MPI_SUM, comm);
@@ -628,8 +627,8 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
   out.dist2.assign(static_cast<size_t>(nl * k), std::numeric_limits<double>::infinity());
   std::vector<std::pair<double, int64_t>> row;
   std::vector<double> dreply, dgot;
-  for (int64_t ch = 0; ch < nchunks; ++ch) {
-    const int64_t v0 = std::min(nl, ch * chunk_rows), v1 = std::min(nl, v0 + chunk_rows);
+  for (int64_t ch = 0; ch < final_chunks; ++ch) {
+    const int64_t v0 = std::min(nl, ch * join_rows), v1 = std::min(nl, v0 + join_rows);
     std::vector<int64_t> need;
     for (int64_t e = v0 * K; e < v1 * K; ++e) {
       const int64_t c = L.j[static_cast<size_t>(e)];
