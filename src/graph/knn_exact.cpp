@@ -19,7 +19,8 @@
 //     Irecv of double rows); the travelling lists (k entries per row: 16k bytes against 8d of
 //     data) follow once the step's updates are done.
 //   Memory per rank: its block (double and Real copies), two visiting double blocks and one
-//   Real copy, the visitor's lists, one tile of G.
+//   Real copy, the visitor's lists, one tile of G, and while step 0 runs the locality order
+//   (8 bytes per row; 17 more while it is built or applied).
 //
 // Candidate filter in single precision, exact ranking in double. The rows are centered by a
 // column mean μ (any vector works: distances do not change) and scaled by a power of two 2^-e
@@ -31,6 +32,7 @@
 //   |fl(x̃ᵀỹ) − xᵀy| ≤ (2u + u² + γ_d(1+u)²)‖x‖‖y‖ + 3dη,  γ_d = du/(1 − du) ≤ 1.01du
 //   |approx − ‖x − y‖²| ≤ 2|fl(x̃ᵀỹ) − xᵀy| + 1.01dε(‖x‖² + ‖y‖²) + 3ε(‖x‖² + ‖y‖² + 2|xᵀy|)
 //   |exact − ‖x − y‖²| ≤ 1.01(d + 2)ε·‖x − y‖² ≤ 2.02(d + 2)ε(‖x‖² + ‖y‖²)
+//     (+ (d + 2)·2^-1074 in the data's units where squares underflow: see TileKernel's err_abs)
 //   (and centering the double rows moves ‖x − y‖² by at most 6ε(‖x‖² + ‖y‖²)); with
 //   ‖x‖‖y‖ ≤ (‖x‖² + ‖y‖²)/2:
 //   |approx − exact·4^-e| ≤ c·(‖x‖² + ‖y‖²) + 6dη   (scaled units; the lists keep the
@@ -164,14 +166,14 @@ struct Block {
   const double* norm2 = nullptr;  ///< n squared norms of the centered, scaled rows
   int64_t n = 0;
   int64_t gstart = 0;               ///< global index of row 0 (when gindex is null)
-  const int64_t* gindex = nullptr;  ///< global index per row (a sample), or null
+  const int64_t* gindex = nullptr;  ///< global index per data row (a sample), or null
   double* d2 = nullptr;             ///< n·k list distances, or null: lists not updated
   int64_t* idx = nullptr;           ///< n·k list indices
   /// Row i of xf and norm2 is row perm[i] of x, d2, idx and the global numbering (a locality
   /// order, see locality_order), or null: row i.
   const int64_t* perm = nullptr;
   int64_t at(int64_t i) const { return perm ? perm[i] : i; }
-  int64_t global(int64_t i) const { return gindex ? gindex[i] : gstart + at(i); }
+  int64_t global(int64_t i) const { return gindex ? gindex[at(i)] : gstart + at(i); }
   const double* row(int64_t i) const { return x + at(i) * xd; }
   double* list_d2(int64_t i, int k) const { return d2 + at(i) * k; }
   int64_t* list_idx(int64_t i, int k) const { return idx + at(i) * k; }
@@ -182,10 +184,19 @@ struct Block {
 template <class Real>
 class TileKernel {
  public:
-  /// s2 = scale²: the lists hold exact distances in the data's units, the GEMM works on rows
-  /// scaled by `scale`, so a list distance is compared as dist2·s2 (exact: a power of 4).
-  TileKernel(int k, int64_t d, double slack, double err_abs, double s2)
-      : k_(k), d_(d), slack_(slack), err_abs_(err_abs), s2_(s2),
+  /// The GEMM works on rows scaled by 2^scale_exp, the lists hold exact distances in the data's
+  /// units, so a list distance is compared as dist2·4^scale_exp (exact but for underflow; by
+  /// ldexp when 4^scale_exp itself is not a normal double, |scale_exp| > 511). eta: the
+  /// filter's underflow unit (2^-126 for float, 0 for double). The absolute allowance err_abs
+  /// is 6·d·eta (the filter's underflow), DBL_MIN (the scaled list distance's underflow) and
+  /// (d + 2)·2^-1074·4^scale_exp: exact_dist2's squares that underflow, each off by at most
+  /// half the smallest subnormal, in scaled units (negligible unless the data's spread is
+  /// below about 2^-480, where it lets every pair through: exact, only slower).
+  TileKernel(int k, int64_t d, double slack, double eta, int scale_exp)
+      : k_(k), d_(d), slack_(slack),
+        err_abs_(6.0 * static_cast<double>(d) * eta + std::numeric_limits<double>::min() +
+                 std::ldexp(static_cast<double>(d + 2), 2 * scale_exp - 1074)),
+        s2_(std::ldexp(1.0, 2 * scale_exp)), s2_normal_(std::isnormal(s2_)), scale_exp_(scale_exp),
         G_(static_cast<size_t>(kTile * kTile)), cand_(static_cast<size_t>(kTile)),
         cand_approx_(static_cast<size_t>(kTile)), scratch_(static_cast<size_t>(kTile)),
         nxR_(static_cast<size_t>(kTile)), nyR_(static_cast<size_t>(kTile)),
@@ -284,7 +295,8 @@ class TileKernel {
   double error(double norm, double other_max) const { return slack_ * (norm + other_max) + err_abs_; }
   /// The test's bound for a list d2 (k entries, ascending): its k-th distance, scaled as G.
   double threshold(const double* d2, double norm, double other_max) const {
-    return d2[k_ - 1] * s2_ + error(norm, other_max);
+    const double kth = d2[k_ - 1];
+    return (s2_normal_ ? kth * s2_ : std::ldexp(kth, 2 * scale_exp_)) + error(norm, other_max);
   }
 
   /// The flagged rows (kRows: of A, against the tile's columns) or columns (of B, against its
@@ -340,6 +352,8 @@ class TileKernel {
   int k_;
   int64_t d_;
   double slack_, err_abs_, s2_;
+  bool s2_normal_;
+  int scale_exp_;
   std::vector<Real> G_;
   std::vector<int64_t> cand_;
   std::vector<double> cand_approx_, scratch_;
@@ -352,12 +366,13 @@ class TileKernel {
 /// Centering and scaling shared by every block of one search: x ↦ (x − μ)·2^-e.
 struct Shift {
   std::vector<double> mu;
-  double scale = 1;  ///< 2^-e (1 for a double filter)
+  double scale = 1;  ///< 2^exponent
+  int exponent = 0;  ///< −e
 };
 
-/// μ = column mean of X and the power of two that brings max |x − μ| into [1/2, 1) (float
-/// filter only). Collective.
-template <class Real>
+/// μ = column mean of X and the power of two that brings max |x − μ| into [1/2, 1), for
+/// either filter precision (a double GEMM on rows near 1e162 overflows as surely as a float
+/// one near 1e20). Collective.
 Shift make_shift(const DistMatrix& X) {
   const int64_t d = X.cols;
   Shift s;
@@ -366,7 +381,7 @@ Shift make_shift(const DistMatrix& X) {
     for (int64_t t = 0; t < d; ++t) s.mu[static_cast<size_t>(t)] += X(i, t);
   if (d > 0) MPI_Allreduce(MPI_IN_PLACE, s.mu.data(), static_cast<int>(d), MPI_DOUBLE, MPI_SUM, X.comm);
   for (double& m : s.mu) m /= static_cast<double>(std::max<int64_t>(X.n_global, 1));
-  if (std::is_same<Real, float>::value) {
+  {
     double amax = 0;
     for (int64_t i = 0; i < X.n_local; ++i)
       for (int64_t t = 0; t < d; ++t) amax = std::max(amax, std::fabs(X(i, t) - s.mu[static_cast<size_t>(t)]));
@@ -374,6 +389,7 @@ Shift make_shift(const DistMatrix& X) {
     if (amax > 0 && std::isfinite(amax)) {
       int e = 0;
       std::frexp(amax, &e);  // amax = f·2^e, f ∈ [1/2, 1)
+      s.exponent = -e;
       s.scale = std::ldexp(1.0, -e);
     }
   }
@@ -445,8 +461,8 @@ struct RowType {
 /// an index listed in both kept once (same exact distance bits from either side).
 void merge_lists(int k, const double* ad, const int64_t* ai, const double* bd, const int64_t* bi,
                  double* od, int64_t* oi) {
-  int a = 0, b = 0;
-  for (int m = 0; m < k && (a < k || b < k);) {
+  int a = 0, b = 0, m = 0;
+  while (m < k && (a < k || b < k)) {
     const bool take_a = b >= k || (a < k && !before(bd[b], bi[b], ad[a], ai[a]));
     const double dv = take_a ? ad[a] : bd[b];
     const int64_t iv = take_a ? ai[a] : bi[b];
@@ -455,6 +471,11 @@ void merge_lists(int k, const double* ad, const int64_t* ai, const double* bd, c
     od[m] = dv;
     oi[m] = iv;
     ++m;
+  }
+  // Fewer than k distinct entries (only placeholders left): the rest are placeholders too.
+  for (; m < k; ++m) {
+    od[m] = std::numeric_limits<double>::infinity();
+    oi[m] = std::numeric_limits<int64_t>::max();
   }
 }
 
@@ -539,12 +560,10 @@ KnnLists exact_knn(const DistMatrix& X, int k) {
   int64_t max_rows = 0;
   for (int64_t c : counts) max_rows = std::max(max_rows, c);
 
-  const Shift shift = make_shift<Real>(X);
-  // Underflow term of the analysis above (scaled units), and DBL_MIN for the rounding of a
-  // list distance times scale² when it underflows.
-  const double eta = std::is_same<Real, float>::value ? std::ldexp(1.0, -126) : 0.0;
-  const double err_abs = 6.0 * static_cast<double>(d) * eta + std::numeric_limits<double>::min();
-  TileKernel<Real> kernel(k, d, filter_slack<Real>(d), err_abs, shift.scale * shift.scale);
+  const Shift shift = make_shift(X);
+  // The filter's underflow unit of the analysis above (scaled units): Real's smallest normal.
+  const double eta = static_cast<double>(std::numeric_limits<Real>::min());
+  TileKernel<Real> kernel(k, d, filter_slack<Real>(d), eta, shift.exponent);
 
   KnnLists out;
   out.k = k;
@@ -743,11 +762,9 @@ double knn_recall(const DistMatrix& X, const KnnLists& lists, int64_t sample, ui
   }
   const std::vector<double> Q = allgatherv(mine, comm);
 
-  const Shift shift = make_shift<float>(X);
+  const Shift shift = make_shift(X);
   const double eta = std::ldexp(1.0, -126);
-  TileKernel<float> kernel(k, d, filter_slack<float>(d),
-                           6.0 * static_cast<double>(d) * eta + std::numeric_limits<double>::min(),
-                           shift.scale * shift.scale);
+  TileKernel<float> kernel(k, d, filter_slack<float>(d), eta, shift.exponent);
   std::vector<float> qf, xf;
   std::vector<double> qn, xn;
   prepare(Q.data(), S, d, shift, qf, qn);

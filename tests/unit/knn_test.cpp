@@ -447,6 +447,30 @@ TEST(KnnLists, StayExactForDataFarFromUnitScaleOrFarFromTheOrigin) {
   }
 }
 
+TEST(KnnLists, StayExactWhenTheDataSpreadIsBeyondTheSquaredScaleOfADouble) {
+  // The float filter scales the rows by 2^-e and compares list distances times 4^-e, which is
+  // not a normal double when |e| > 511. 300 rows (more than one tile, so the locality order
+  // runs) on a line: (i, 0) with one row at 1e162 (its squared distances overflow to inf,
+  // e = 539), and (1e-170·i, 0) (e = −564; every squared distance underflows to 0, so the
+  // lists are the smallest indices, ties broken by index). Before the fix the first gave
+  // empty lists (inf·0 = NaN thresholds) and the second the wrong rows.
+  const int64_t n = 300;
+  const int k = 3;
+  for (const std::string& which : {"huge", "tiny"}) {
+    Dense Xs(n, 2);
+    for (int64_t i = 0; i < n; ++i) Xs(i, 0) = which == "huge" ? static_cast<double>(i) : 1e-170 * static_cast<double>(i);
+    if (which == "huge") Xs(n / 2, 0) = 1e162;
+    const Reference R = brute_force(Xs, k);
+    for (bool single : {true, false}) {
+      KnnLists L = single ? detail::exact_knn<float>(distribute(Xs), k) : detail::exact_knn<double>(distribute(Xs), k);
+      std::vector<int64_t> index;
+      std::vector<double> d2;
+      gather_lists(L, MPI_COMM_WORLD, index, d2);
+      expect_lists_equal(R, index, d2, which + (single ? ", float filter" : ", double filter"));
+    }
+  }
+}
+
 TEST(FilterSlack, GrowsLinearlyWithTheDimensionAndCoversFloatRounding) {
   // 1.25·(1.1(d+2)u + 4(d+4)ε + 15ε): for d = 784 about 6.5e-5, above the d·u = 4.7e-5 of the
   // classical dot-product bound; the double filter's is ~2e9 times smaller.
