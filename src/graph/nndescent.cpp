@@ -305,8 +305,8 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
   for (double& m : mu) m /= static_cast<double>(n);
   // A float copy of the block only when it costs at most B_f (half the block again
   // otherwise: at 10⁶ rows it would break the memory target); without it a row is converted
-  // each time it is gathered for a join or sent to another rank, which costs about a third
-  // of the build at n = 20 000. Either way the same float values, so the same lists.
+  // when it is gathered for a join (unless the cache of converted rows below holds it) or
+  // sent to another rank. Either way the same float values, so the same lists.
   std::vector<float> nrm(static_cast<size_t>(nl));
   const double* mup = mu.data();
   std::vector<float> xf;
@@ -384,6 +384,29 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
   const int64_t joins_per_fetch = (fetch_rows + join_rows - 1) / join_rows;
   // The final exact distances fetch at most K double rows per local row, in chunks of join_rows.
   const int64_t final_chunks = (nl_max + join_rows - 1) / join_rows;
+
+  // Without the float copy, or with several fetch blocks, the joins visit the rows in a
+  // locality order (the leaves of a random-projection tree, as the exact search's own block):
+  // once the lists are near their neighbours, consecutive rows' candidates overlap, so a
+  // fetch block asks for fewer distinct remote rows and a small cache of converted rows (a
+  // quarter of B_f, direct-mapped by local row) serves most local gathers. Only the visiting
+  // order and where a float row is kept change; the float values are the same. 280 000 rows on
+  // 2 ranks: 41.4 s with neither, 39.1 s with the order, 31.7 s with both (67 % of the local
+  // gathers from the cache; the remote rows fetched per round fall by up to 45 %).
+  std::vector<int64_t> join_order(static_cast<size_t>(nl));
+  if (xf.empty() || nfetch > 1) {
+    join_order = xf.empty() ? detail::locality_order(X.v.data(), nl, d, 256) : detail::locality_order(xf.data(), nl, d, 256);
+  } else {
+    for (int64_t i = 0; i < nl; ++i) join_order[static_cast<size_t>(i)] = i;
+  }
+  const int64_t cache_rows =
+      xf.empty() ? std::min<int64_t>(nl, static_cast<int64_t>(budget / 4 / static_cast<double>(d * sizeof(float) + 2 * sizeof(int64_t))))
+                 : 0;
+  std::vector<float> cache(static_cast<size_t>(cache_rows * d));
+  // Per slot: the local row it holds (−1: none) and the last join group that used it (a slot
+  // in use by the current group is never overwritten: the group's row pointers stay valid).
+  std::vector<int64_t> cache_tag(static_cast<size_t>(cache_rows), -1), cache_group(static_cast<size_t>(cache_rows), -1);
+  int64_t group = 0;
 
   std::vector<float> B, G, fetched;     // one row's converted candidate rows (no float copy), its dots, a chunk's rows
   // Exchange buffers kept across rounds and chunks (outer vectors cleared, capacities kept):
@@ -516,7 +539,8 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
       const int64_t f0 = std::min(nl, fb * fetch_rows), f1 = std::min(nl, f0 + fetch_rows);
       // Remote rows this block needs.
       std::vector<int64_t> need;
-      for (int64_t v = f0; v < f1; ++v) {
+      for (int64_t pos = f0; pos < f1; ++pos) {
+        const int64_t v = join_order[static_cast<size_t>(pos)];
         if (Nc[static_cast<size_t>(v)] == 0) continue;  // no join for v (its old rows are not needed)
         for (const int64_t* c = Nrow(v); c != Nrow(v) + Nc[static_cast<size_t>(v)]; ++c)
           if (*c < r0 || *c >= r0 + nl) need.push_back(*c);
@@ -548,8 +572,21 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
       auto gather = [&](int64_t g, float* scratch, const float*& row, float& norm, float& thr) {
         if (g >= r0 && g < r0 + nl) {
           if (xf.empty()) {
-            detail::center_to_float(X.row(g - r0), mup, d, scratch);
-            row = scratch;
+            const int64_t li = g - r0;
+            const size_t slot = cache_rows > 0 ? static_cast<size_t>(li % cache_rows) : 0;
+            if (cache_rows > 0 && cache_tag[slot] == li) {
+              row = cache.data() + static_cast<int64_t>(slot) * d;
+              cache_group[slot] = group;
+            } else if (cache_rows > 0 && cache_group[slot] != group) {
+              float* dst = cache.data() + static_cast<int64_t>(slot) * d;
+              detail::center_to_float(X.row(li), mup, d, dst);
+              cache_tag[slot] = li;
+              cache_group[slot] = group;
+              row = dst;
+            } else {
+              detail::center_to_float(X.row(li), mup, d, scratch);
+              row = scratch;
+            }
           } else {
             row = xf.data() + (g - r0) * d;
           }
@@ -568,7 +605,8 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
       for (int64_t jc = 0; jc < joins_per_fetch; ++jc) {
         const int64_t v0 = std::min(f1, f0 + jc * join_rows), v1 = std::min(f1, v0 + join_rows);
         clear_all(prop);
-        for (int64_t v = v0; v < v1; ++v) {
+        for (int64_t pos = v0; pos < v1; ++pos) {
+          const int64_t v = join_order[static_cast<size_t>(pos)];
           const int64_t* nv = Nrow(v);
           const int64_t* ov = Orow(v);
           if (Nc[static_cast<size_t>(v)] == 0) continue;
@@ -582,6 +620,7 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
           P.resize(static_cast<size_t>(nc));
           cn.resize(static_cast<size_t>(nc));
           ct.resize(static_cast<size_t>(nc));
+          ++group;
           for (int64_t q = 0; q < nc; ++q)
             gather(C[static_cast<size_t>(q)], B.data() + (xf.empty() ? q * d : 0), P[static_cast<size_t>(q)],
                    cn[static_cast<size_t>(q)], ct[static_cast<size_t>(q)]);

@@ -16,10 +16,10 @@ struct NNDescentOptions {
   double rho = 1.0;          ///< sample rate ρ of Dong et al. §2.5 (ρk new candidates per row and round), (0, 1]
   double delta = 0.001;      ///< stop when fewer than δ·n·k list entries change in a round (§2.6), [0, 1)
   int max_iterations = 30;   ///< rounds at most, ≥ 1
-  /// B_f, bytes: the largest float copy of the rank's block kept for the joins, and the most
-  /// fetched remote rows a local-join block may hold (its reply as much again); smaller
-  /// values save memory and cost time (rows converted on every use, remote rows fetched once
-  /// per block instead of once per round). ≥ 1 MiB.
+  /// B_f, bytes: the largest float copy of the rank's block kept for the joins (without it,
+  /// a cache of converted rows of B_f/4), and the most fetched remote rows a local-join block
+  /// may hold (its reply as much again); smaller values save memory and cost time (rows
+  /// converted on use, remote rows fetched once per block instead of once per round). ≥ 1 MiB.
   double fetch_budget_bytes = 160.0 * (1 << 20);
 };
 
