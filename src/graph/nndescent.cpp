@@ -27,8 +27,9 @@
 // from both ends of an edge) and the lists are re-sorted by (dist2, global index) and cut to k.
 //
 // Memory per rank (bytes; n_l local rows, K = 12, ρ = 1): X's block, plus its float copy only
-// when that is at most B_f (otherwise rows are converted to float as they are
-// gathered), the lists 13·K·n_l, the candidate sets 8·(2K + 2K)·n_l in flat arrays, the
+// when that is at most B_f (otherwise rows are converted to float as they are gathered, with
+// a cache of converted rows of at most B_f/4), the join order 8·n_l (24·n_l while it is
+// built), the lists 13·K·n_l, the candidate sets 8·(2K + 2K)·n_l in flat arrays, the
 // reverse sampling 8·K·n_l during the sampling step, the fetched rows of one local-join chunk
 // and their reply (each at most B_f, blocks shrink to keep them so), the proposals of
 // one join chunk: about 0.65 KB per row plus 3·B_f.
@@ -306,7 +307,8 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
   // A float copy of the block only when it costs at most B_f (half the block again
   // otherwise: at 10⁶ rows it would break the memory target); without it a row is converted
   // when it is gathered for a join (unless the cache of converted rows below holds it) or
-  // sent to another rank. Either way the same float values, so the same lists.
+  // sent to another rank: the same float values either way (the join order, below, may
+  // differ).
   std::vector<float> nrm(static_cast<size_t>(nl));
   const double* mup = mu.data();
   std::vector<float> xf;
@@ -386,22 +388,29 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
   const int64_t final_chunks = (nl_max + join_rows - 1) / join_rows;
 
   // Without the float copy, or with several fetch blocks, the joins visit the rows in a
-  // locality order (the leaves of a random-projection tree, as the exact search's own block):
-  // once the lists are near their neighbours, consecutive rows' candidates overlap, so a
-  // fetch block asks for fewer distinct remote rows and a small cache of converted rows (a
-  // quarter of B_f, direct-mapped by local row) serves most local gathers. Only the visiting
-  // order and where a float row is kept change; the float values are the same. 280 000 rows on
-  // 2 ranks: 41.4 s with neither, 39.1 s with the order, 31.7 s with both (67 % of the local
-  // gathers from the cache; the remote rows fetched per round fall by up to 45 %).
-  std::vector<int64_t> join_order(static_cast<size_t>(nl));
+  // locality order (locality_order, the exact search's random-projection tree with its leaves
+  // of 256 rows, here on the rank's double rows or its float copy): once the lists are near
+  // their neighbours, consecutive rows' candidates overlap, so a fetch block asks for fewer
+  // distinct remote rows and a small cache of converted rows (at most a quarter of B_f,
+  // direct-mapped by local row) serves most local gathers. A cached row holds the same float
+  // values as a fresh conversion; the visiting order changes the lists (proposals are applied
+  // chunk by chunk), so they depend on the seed, the rank count and whether the copy is kept
+  // and blocks are needed, i.e. on B_f. 280 000 rows on 2 ranks: 41.4 s with neither, 38.7–39.1 s
+  // with the order alone, 33.8–36.9 s with both (a 13 300-row cache; in a run with a
+  // 16 384-row one, 67 % of the local gathers came from it and the remote rows fetched per
+  // round fell by up to 45 %).
+  std::vector<int64_t> join_order;
   if (xf.empty() || nfetch > 1) {
     join_order = xf.empty() ? detail::locality_order(X.v.data(), nl, d, 256) : detail::locality_order(xf.data(), nl, d, 256);
   } else {
+    join_order.resize(static_cast<size_t>(nl));
     for (int64_t i = 0; i < nl; ++i) join_order[static_cast<size_t>(i)] = i;
   }
+  // Clamped in double before the conversion (B_f may be any finite or infinite value ≥ 1 MiB).
   const int64_t cache_rows =
-      xf.empty() ? std::min<int64_t>(nl, static_cast<int64_t>(budget / 4 / static_cast<double>(d * sizeof(float) + 2 * sizeof(int64_t))))
-                 : 0;
+      xf.empty() && nl > 0 && d > 0
+          ? static_cast<int64_t>(std::min(static_cast<double>(nl), std::floor(budget / 4 / (4.0 * static_cast<double>(d) + 16.0))))
+          : 0;
   std::vector<float> cache(static_cast<size_t>(cache_rows * d));
   // Per slot: the local row it holds (−1: none) and the last join group that used it (a slot
   // in use by the current group is never overwritten: the group's row pointers stay valid).

@@ -119,8 +119,9 @@ TEST(NNDescent, ReachesARecallOfAtLeast95PercentOnAFashionMnistSubset) {
 
 TEST(NNDescent, ReachesTheRecallWithoutAFloatCopyAndWithSmallFetchBlocks) {
   // The same 5 000 images with the smallest fetch budget (1 MiB): the block's float copy
-  // (5 000/P rows × 784 × 4 bytes ≥ 3.9 MB on 4 ranks) is not kept, so every row is
-  // converted as a join reads it, and on 2 or more ranks the remote rows (≥ 1 250 × 786 × 4
+  // (5 000/P rows × 784 × 4 bytes ≥ 3.9 MB on 4 ranks) is not kept, so rows are converted
+  // as a join reads them (through a cache of 83 converted rows, whose slots collide: the
+  // in-use path runs too) in a locality order, and on 2 or more ranks the remote rows (≥ 1 250 × 786 × 4
   // bytes) do not fit, so the join runs in fetch blocks of 256 rows. The lists are not those
   // of one block (remote k-th distances are fetched at each block's start), but the recall
   // bar is the same.
