@@ -138,7 +138,7 @@ double g_sgemm_rate = 0;  ///< flop/s per rank, measured by BM_Sgemm (run first)
 /// The machine's sgemm rate per rank (flop/s): the median of calls of a 2000×2000×784 sgemm
 /// (the search's inner dimension) repeated for at least 1.5 s. Single calls (0.1-0.2 s) varied
 /// from 60 to 91 GFLOP/s/core on this VM within one afternoon; a median over 1.5 s, taken
-/// right before each timed search, keeps the bound from riding on one sample.
+/// right before and right after each timed search, keeps the bound from riding on one sample.
 double sgemm_rate() {
   const int64_t m = 2000, n = 2000, k = 784;
   std::vector<float> A(m * k, 1.0f), B(k * n, 0.5f), C(m * n);

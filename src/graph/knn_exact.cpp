@@ -28,7 +28,8 @@
 // float. G = X̃_tile·Ỹ_tileᵀ by sgemm on the rows rounded to float; approx = ‖x‖² + ‖y‖² − 2g
 // with the norms of the centered rows in double. Rounding analysis (u = 2^-24, ε = 2^-53,
 // Higham, Accuracy and Stability, §3.1; any summation order, FMA included):
-//   |x̃_t − x_t| ≤ u|x_t| + η (η = 2^-126 scaled units: underflow, even with flush-to-zero)
+//   |x̃_t − x_t| ≤ u|x_t| + η (η: the filter precision's smallest normal, 2^-126 for float,
+//     in scaled units: underflow, even with flush-to-zero)
 //   |fl(x̃ᵀỹ) − xᵀy| ≤ (2u + u² + γ_d(1+u)²)‖x‖‖y‖ + 3dη,  γ_d = du/(1 − du) ≤ 1.01du
 //   |approx − ‖x − y‖²| ≤ 2|fl(x̃ᵀỹ) − xᵀy| + 1.01dε(‖x‖² + ‖y‖²) + 3ε(‖x‖² + ‖y‖² + 2|xᵀy|)
 //   |exact − ‖x − y‖²| ≤ 1.01(d + 2)ε·‖x − y‖² ≤ 2.02(d + 2)ε(‖x‖² + ‖y‖²)
@@ -186,15 +187,16 @@ class TileKernel {
  public:
   /// The GEMM works on rows scaled by 2^scale_exp, the lists hold exact distances in the data's
   /// units, so a list distance is compared as dist2·4^scale_exp (exact but for underflow; by
-  /// ldexp when 4^scale_exp itself is not a normal double, |scale_exp| > 511). eta: the
-  /// filter's underflow unit (2^-126 for float, 0 for double). The absolute allowance err_abs
-  /// is 6·d·eta (the filter's underflow), DBL_MIN (the scaled list distance's underflow) and
+  /// ldexp when 4^scale_exp itself is not a normal double, |scale_exp| > 511). With η the
+  /// filter's underflow unit (Real's smallest normal, scaled units), the absolute allowance
+  /// err_abs is 6·d·η (the filter's underflow), DBL_MIN (the scaled list distance's underflow) and
   /// (d + 2)·2^-1074·4^scale_exp: exact_dist2's squares that underflow, each off by at most
   /// half the smallest subnormal, in scaled units (negligible unless the data's spread is
   /// below about 2^-480, where it lets every pair through: exact, only slower).
-  TileKernel(int k, int64_t d, double slack, double eta, int scale_exp)
+  TileKernel(int k, int64_t d, double slack, int scale_exp)
       : k_(k), d_(d), slack_(slack),
-        err_abs_(6.0 * static_cast<double>(d) * eta + std::numeric_limits<double>::min() +
+        err_abs_(6.0 * static_cast<double>(d) * static_cast<double>(std::numeric_limits<Real>::min()) +
+                 std::numeric_limits<double>::min() +
                  std::ldexp(static_cast<double>(d + 2), 2 * scale_exp - 1074)),
         s2_(std::ldexp(1.0, 2 * scale_exp)), s2_normal_(std::isnormal(s2_)), scale_exp_(scale_exp),
         G_(static_cast<size_t>(kTile * kTile)), cand_(static_cast<size_t>(kTile)),
@@ -366,8 +368,7 @@ class TileKernel {
 /// Centering and scaling shared by every block of one search: x ↦ (x − μ)·2^-e.
 struct Shift {
   std::vector<double> mu;
-  double scale = 1;  ///< 2^exponent
-  int exponent = 0;  ///< −e
+  int exponent = 0;  ///< −e: the rows are scaled by 2^exponent
 };
 
 /// μ = column mean of X and the power of two that brings max |x − μ| into [1/2, 1), for
@@ -390,7 +391,6 @@ Shift make_shift(const DistMatrix& X) {
       int e = 0;
       std::frexp(amax, &e);  // amax = f·2^e, f ∈ [1/2, 1)
       s.exponent = -e;
-      s.scale = std::ldexp(1.0, -e);
     }
   }
   return s;
@@ -402,10 +402,11 @@ void prepare(const double* x, int64_t n, int64_t d, const Shift& s, std::vector<
              std::vector<double>& norm2) {
   xf.resize(static_cast<size_t>(n * d));
   norm2.resize(static_cast<size_t>(n));
+  const double scale = std::ldexp(1.0, s.exponent);
   for (int64_t i = 0; i < n; ++i) {
     double acc = 0;
     for (int64_t t = 0; t < d; ++t) {
-      const double c = (x[i * d + t] - s.mu[static_cast<size_t>(t)]) * s.scale;
+      const double c = (x[i * d + t] - s.mu[static_cast<size_t>(t)]) * scale;
       xf[static_cast<size_t>(i * d + t)] = static_cast<Real>(c);
       acc += c * c;
     }
@@ -561,9 +562,7 @@ KnnLists exact_knn(const DistMatrix& X, int k) {
   for (int64_t c : counts) max_rows = std::max(max_rows, c);
 
   const Shift shift = make_shift(X);
-  // The filter's underflow unit of the analysis above (scaled units): Real's smallest normal.
-  const double eta = static_cast<double>(std::numeric_limits<Real>::min());
-  TileKernel<Real> kernel(k, d, filter_slack<Real>(d), eta, shift.exponent);
+  TileKernel<Real> kernel(k, d, filter_slack<Real>(d), shift.exponent);
 
   KnnLists out;
   out.k = k;
@@ -763,8 +762,7 @@ double knn_recall(const DistMatrix& X, const KnnLists& lists, int64_t sample, ui
   const std::vector<double> Q = allgatherv(mine, comm);
 
   const Shift shift = make_shift(X);
-  const double eta = std::ldexp(1.0, -126);
-  TileKernel<float> kernel(k, d, filter_slack<float>(d), eta, shift.exponent);
+  TileKernel<float> kernel(k, d, filter_slack<float>(d), shift.exponent);
   std::vector<float> qf, xf;
   std::vector<double> qn, xn;
   prepare(Q.data(), S, d, shift, qf, qn);

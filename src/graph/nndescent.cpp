@@ -41,6 +41,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -115,30 +116,25 @@ __attribute__((target_clones("fma", "default"))) void join_dots(const float* con
     const float* x1 = rows[two ? a + 1 : a];
     for (int64_t b = a + 1; b < nc; b += 4) {
       const int64_t nb = std::min<int64_t>(4, nc - b);
-      const float* y0 = rows[b];
-      const float* y1 = rows[b + std::min<int64_t>(1, nb - 1)];
-      const float* y2 = rows[b + std::min<int64_t>(2, nb - 1)];
-      const float* y3 = rows[b + std::min<int64_t>(3, nb - 1)];
-      V8 s00 = {}, s01 = {}, s02 = {}, s03 = {}, s10 = {}, s11 = {}, s12 = {}, s13 = {};
+      const float* ys[4];
+      for (int q = 0; q < 4; ++q) ys[q] = rows[b + std::min<int64_t>(q, nb - 1)];
+      V8 s[2][4] = {};
       for (int64_t t = 0; t < d8; t += 8) {
-        V8 u0, u1, w;
+        V8 u0, u1;
         load8(u0, x0 + t);
         load8(u1, x1 + t);
-        load8(w, y0 + t);
-        s00 += u0 * w;
-        s10 += u1 * w;
-        load8(w, y1 + t);
-        s01 += u0 * w;
-        s11 += u1 * w;
-        load8(w, y2 + t);
-        s02 += u0 * w;
-        s12 += u1 * w;
-        load8(w, y3 + t);
-        s03 += u0 * w;
-        s13 += u1 * w;
+        for (int q = 0; q < 4; ++q) {
+          V8 w;
+          load8(w, ys[q] + t);
+          s[0][q] += u0 * w;
+          s[1][q] += u1 * w;
+        }
       }
-      float r[2][4] = {{sum8(s00), sum8(s01), sum8(s02), sum8(s03)}, {sum8(s10), sum8(s11), sum8(s12), sum8(s13)}};
-      const float* ys[4] = {y0, y1, y2, y3};
+      float r[2][4];
+      for (int q = 0; q < 4; ++q) {
+        r[0][q] = sum8(s[0][q]);
+        r[1][q] = sum8(s[1][q]);
+      }
       for (int64_t t = d8; t < d; ++t)
         for (int q = 0; q < 4; ++q) {
           r[0][q] += x0[t] * ys[q][t];
@@ -404,7 +400,7 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
     join_order = xf.empty() ? detail::locality_order(X.v.data(), nl, d, 256) : detail::locality_order(xf.data(), nl, d, 256);
   } else {
     join_order.resize(static_cast<size_t>(nl));
-    for (int64_t i = 0; i < nl; ++i) join_order[static_cast<size_t>(i)] = i;
+    std::iota(join_order.begin(), join_order.end(), int64_t{0});
   }
   // Clamped in double before the conversion (B_f may be any finite or infinite value ≥ 1 MiB).
   const int64_t cache_rows =
