@@ -30,11 +30,17 @@ namespace {
 using Rows = py::array_t<double, py::array::c_style | py::array::forcecast>;
 using Labels = py::array_t<int, py::array::c_style | py::array::forcecast>;
 
-/// The MPI_Comm of an mpi4py communicator (None: MPI_COMM_WORLD).
+/// The MPI_Comm of an mpi4py communicator (None: MPI_COMM_WORLD). A null communicator or an
+/// intercommunicator has no ranks to agree with: a ValueError on the ranks that passed it.
 MPI_Comm to_comm(const py::object& comm) {
   if (comm.is_none()) return MPI_COMM_WORLD;
   MPI_Comm* c = PyMPIComm_Get(comm.ptr());
   if (c == nullptr) throw py::error_already_set();
+  if (*c == MPI_COMM_NULL)
+    throw py::value_error("comm: MPI.COMM_NULL; expected the communicator of the ranks that hold the rows");
+  int inter = 0;
+  MPI_Comm_test_inter(*c, &inter);
+  if (inter) throw py::value_error("comm: an intercommunicator; expected an intracommunicator");
   return *c;
 }
 
@@ -66,10 +72,19 @@ std::vector<int> to_labels(const Labels& y) {
   return std::vector<int>(y.data(), y.data() + y.shape(0));
 }
 
+/// The parameters' JSON text (the package builds it; a parse error is ssdr's own error).
+nlohmann::json parse(const std::string& text) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    SSDR_REQUIRE(false, std::string("parameters: not valid JSON (") + e.what() + ")");
+  }
+  return {};
+}
+
 class PyEstimator {
  public:
-  PyEstimator(const std::string& method, const std::string& params_json)
-      : e_(method, nlohmann::json::parse(params_json)) {}
+  PyEstimator(const std::string& method, const std::string& params_json) : e_(method, parse(params_json)) {}
   explicit PyEstimator(ssdr::Estimator e) : e_(std::move(e)) {}
 
   void fit(const Rows& X, const Labels& y, const py::object& comm) {
@@ -108,7 +123,7 @@ class PyEstimator {
   }
   static PyEstimator load(const std::string& path, const std::string& params_json, const py::object& comm) {
     const MPI_Comm c = to_comm(comm);
-    return guarded(c, [&] { return PyEstimator(ssdr::Estimator::load(path, c, nlohmann::json::parse(params_json))); });
+    return guarded(c, [&] { return PyEstimator(ssdr::Estimator::load(path, c, parse(params_json))); });
   }
   std::string method() const { return e_.method(); }
   bool fitted() const { return e_.fitted(); }
@@ -138,7 +153,33 @@ class PyEstimator {
 PYBIND11_MODULE(_ssdr, m) {
   m.doc() = "ssdr's C++ core (use the ssdr package: ssdr.Estimator, ssdr.SODA, ...)";
   if (import_mpi4py() < 0) throw py::error_already_set();
-  py::register_exception<ssdr::Error>(m, "Error", PyExc_RuntimeError);
+  // ssdr.Error: a ValueError (scikit-learn's type for bad input) and, as before, a RuntimeError.
+  static PyObject* error_type = nullptr;
+  {
+    py::tuple bases = py::make_tuple(py::reinterpret_borrow<py::object>(PyExc_ValueError),
+                                     py::reinterpret_borrow<py::object>(PyExc_RuntimeError));
+    error_type = PyErr_NewExceptionWithDoc("ssdr._ssdr.Error",
+                                           "ssdr's error: one line, raised on every rank of the call's communicator.",
+                                           bases.ptr(), nullptr);
+    if (error_type == nullptr) throw py::error_already_set();
+    m.attr("Error") = py::handle(error_type);
+  }
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const ssdr::Error& e) {
+      PyErr_SetString(error_type, e.what());
+    }
+  });
+  m.def(
+      "agree",
+      [](const py::object& comm, const std::string& problem) {
+        const MPI_Comm c = to_comm(comm);
+        ssdr::check_collective(c, problem.empty(), problem, __FILE__, __LINE__);
+      },
+      py::arg("comm"), py::arg("problem"),
+      "Collective over comm: raises ssdr.Error on every rank with the lowest rank's problem when any rank "
+      "passed a non-empty one (the Python layer's local checks, agreed before the C++ core runs).");
   m.def(
       "initialize",
       [] {

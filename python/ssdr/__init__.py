@@ -1,7 +1,7 @@
 """ssdr: semi-supervised dimensionality reduction on MPI ranks, from Python.
 
 Every rank passes its own block of rows (the rows of rank 0, then rank 1, ... form the data
-set) as a NumPy array, with y = -1 for the unlabeled rows::
+set) as a NumPy array, with -1 (or None in an object array) for the unlabeled rows::
 
     from mpi4py import MPI
     import ssdr
@@ -10,15 +10,22 @@ set) as a NumPy array, with y = -1 for the unlabeled rows::
     labels_local = est.predict(X_local)      # 1-NN against the fit's labeled rows
     est.save("soda.model")                   # the file of `ssdr fit --model`
 
-Every method of `ssdr methods` is reachable as ``ssdr.Estimator(name, **params)`` and as a
-class (``ssdr.SODA``, ``ssdr.SL_LDA``, ``ssdr.M_SSGDA``, ``ssdr.ONE_NN`` for ``1nn``, ...).
+Every method of `ssdr methods` is a class (``ssdr.SODA``, ``ssdr.SL_LDA``, ``ssdr.M_SSGDA``,
+``ssdr.ONE_NN`` for ``1nn``, ...) and is reachable as ``ssdr.Estimator(name, **params)``.
 Parameters are the method's (names as in `ssdr methods` and `ssdr fit --help`, with '_':
-``alpha_u``, ``mu_scale``, ``kernel``, ``pca_energy``, ...) plus ``dim``, ``seed``,
-``max_kernel_memory`` and ``verbose`` (False: quiet). Every call is collective over ``comm``
-(default: the fit's communicator, else MPI.COMM_WORLD); results do not depend on the number
-of ranks. The estimators follow scikit-learn's conventions (get_params/set_params, fit returns
-self) so ``sklearn.base.clone`` and ``sklearn.pipeline.Pipeline`` work (on one rank: other
-scikit-learn steps do not know about the other ranks' rows).
+``alpha_u``, ``mu_scale``, ``kernel``, ``pca_energy``, ...; M-SSGDA's lambda is ``lambda_``)
+plus ``dim``, ``seed``, ``max_kernel_memory`` and ``verbose`` (False: quiet); None takes the
+method's paper default. Class labels may be any sortable values (ints, strings, ...):
+``classes_`` holds them in sorted order, agreed over the communicator.
+
+Every call is collective over ``comm`` (default: the fit's communicator, else
+MPI.COMM_WORLD), and checks its input on every rank before the C++ core runs: a mistake on
+one rank (a NaN, a missing label, a wrong shape) raises the same ``ssdr.Error`` (a
+ValueError; also a TypeError where the mistake is a type) on every rank, so no rank is left
+waiting. Results do not depend on the number of ranks. With scikit-learn installed the
+classes are scikit-learn estimators (BaseEstimator, ClassifierMixin, TransformerMixin), so
+``clone``, ``Pipeline`` and ``GridSearchCV`` work (on one rank: scikit-learn's own steps do
+not see the other ranks' rows).
 
 Importing ssdr initializes MPI (through mpi4py), PETSc and SLEPc unless they are already, and
 finalizes PETSc and SLEPc at exit. PETSc options come from the PETSC_OPTIONS environment
@@ -26,16 +33,56 @@ variable (e.g. PETSC_OPTIONS="-log_view").
 """
 import atexit as _atexit
 import json as _json
+import keyword as _keyword
 import numbers as _numbers
+import warnings as _warnings
 
 import numpy as _np
 from mpi4py import MPI as _MPI  # initializes MPI before PETSc
 
 from . import _ssdr
-from ._ssdr import Error
 
+try:  # scikit-learn's base classes where it is installed
+    from sklearn.base import BaseEstimator as _BaseEstimator
+    from sklearn.base import ClassifierMixin as _ClassifierMixin
+    from sklearn.base import TransformerMixin as _TransformerMixin
+    from sklearn.exceptions import DataConversionWarning as _DataConversionWarning
+    from sklearn.exceptions import NotFittedError
+except ImportError:  # pragma: no cover - the same conventions without scikit-learn
+    _DataConversionWarning = UserWarning
+
+    class NotFittedError(ValueError, AttributeError):
+        """Raised by transform/predict/score/save before fit (scikit-learn's type)."""
+
+    class _BaseEstimator:
+        """get_params/set_params from the __init__ signature, as scikit-learn's."""
+
+        @classmethod
+        def _get_param_names(cls):
+            import inspect
+            return sorted(p for p in inspect.signature(cls.__init__).parameters if p != "self")
+
+        def get_params(self, deep=True):
+            return {name: getattr(self, name) for name in self._get_param_names()}
+
+        def set_params(self, **params):
+            valid = self._get_param_names()
+            for name, value in params.items():
+                if name not in valid:
+                    raise ValueError("Invalid parameter %r for estimator %s. Valid parameters are: %s."
+                                     % (name, type(self).__name__, valid))
+                setattr(self, name, value)
+            return self
+
+    class _ClassifierMixin:
+        _estimator_type = "classifier"
+
+    class _TransformerMixin:
+        pass
+
+Error = _ssdr.Error
 __version__ = _ssdr.version()
-__all__ = ["Error", "Estimator", "methods"]
+__all__ = ["Error", "Estimator", "NotFittedError", "methods"]
 
 _ssdr.initialize()
 _atexit.register(_ssdr.finalize)
@@ -50,6 +97,326 @@ def _method_names():
     return [m[0] for m in _ssdr.methods()]
 
 
+def _python_name(name):
+    """A parameter's name as a Python identifier: lambda -> lambda_."""
+    return name + "_" if _keyword.iskeyword(name) else name
+
+
+# -------------------------------------------------------------------------------------------
+# Agreement over the communicator: every local check's verdict is shared before any rank
+# enters the C++ core, so a mistake on one rank raises on every rank.
+# -------------------------------------------------------------------------------------------
+_error_types = {}
+
+
+def _error_type(base):
+    """ssdr.Error, or a subclass of ssdr.Error and `base` (TypeError, ...) for scikit-learn."""
+    if base is None or issubclass(Error, base):
+        return Error
+    if base not in _error_types:
+        _error_types[base] = type("Error", (Error, base), {"__module__": __name__})
+    return _error_types[base]
+
+
+def _checked_comm(comm):
+    """The call's communicator: an mpi4py intracommunicator (None: MPI.COMM_WORLD). A null or
+    wrong communicator has no ranks to agree with, so it raises on the ranks that passed it."""
+    if comm is None:
+        return _MPI.COMM_WORLD
+    if not isinstance(comm, _MPI.Comm):
+        raise TypeError("comm: expected an mpi4py communicator (e.g. MPI.COMM_WORLD), got %s" % type(comm).__name__)
+    if comm == _MPI.COMM_NULL:
+        raise ValueError("comm: MPI.COMM_NULL; expected the communicator of the ranks that hold the rows")
+    if comm.Is_inter():
+        raise ValueError("comm: an intercommunicator; expected an intracommunicator")
+    return comm
+
+
+def _agreed(comm, step):
+    """Runs step() on this rank, then agrees over comm (one allgather): when step raised a
+    ValueError or TypeError on any rank, every rank raises ssdr.Error (of the same type too)
+    with the lowest such rank's message. Returns step()'s result."""
+    result, problem = None, None
+    try:
+        result = step()
+    except (ValueError, TypeError, OverflowError) as e:
+        kind = TypeError if isinstance(e, TypeError) else None
+        problem = (kind, str(e))
+    problems = comm.allgather(problem)
+    for rank, p in enumerate(problems):
+        if p is not None:
+            kind, text = p
+            if comm.size > 1 and rank != comm.rank:
+                text = "%s (rank %d)" % (text, rank)
+            raise _error_type(kind)(text)
+    return result
+
+
+# -------------------------------------------------------------------------------------------
+# Rows and labels (local checks; the C++ core then checks values and layout collectively)
+# -------------------------------------------------------------------------------------------
+def _rows(X):
+    """This rank's rows as a C-contiguous float64 n_local x d array (scikit-learn's
+    check_array conventions and messages). Local."""
+    if hasattr(X, "iloc") and hasattr(X, "columns"):  # pandas DataFrame
+        X = X.to_numpy()
+    if hasattr(X, "tocsr") and hasattr(X, "nnz"):
+        raise TypeError("X: a scipy.sparse matrix; this ssdr takes dense arrays here (ssdr fit reads sparse LIBSVM)")
+    X = _np.asarray(X)
+    if X.dtype.kind == "c":
+        raise ValueError("Complex data not supported: X has dtype %s" % X.dtype)
+    if X.dtype.kind not in "biuf":
+        X = X.astype(_np.float64)  # object arrays of numbers; anything else raises TypeError/ValueError
+    if X.ndim == 1:
+        raise ValueError("Expected 2D array, got 1D array instead: X has shape %s. Reshape your data either "
+                         "using array.reshape(-1, 1) if your data has a single feature or array.reshape(1, -1) "
+                         "if it contains a single sample." % (X.shape,))
+    if X.ndim != 2:
+        raise ValueError("X: expected a 2-D array (this rank's rows x features), got %d dimensions" % X.ndim)
+    if X.shape[1] == 0:
+        raise ValueError("0 feature(s) (shape=%s) while a minimum of 1 is required." % (X.shape,))
+    return _np.ascontiguousarray(X, dtype=_np.float64)
+
+
+def _unlabeled(y):
+    """The mask of unlabeled entries: -1 in an integer or float array; None or -1 in an object
+    array. Local."""
+    if y.dtype.kind in "if":
+        return y == -1
+    if y.dtype.kind == "O":
+        return _np.fromiter((v is None or (isinstance(v, _numbers.Integral) and not isinstance(v, bool) and v == -1)
+                             for v in y), dtype=bool, count=len(y))
+    return _np.zeros(len(y), dtype=bool)
+
+
+def _label_array(y, n, what="y"):
+    """y as a 1-D array of n labels (a column vector is raveled with scikit-learn's warning).
+    Local. \\raises ValueError naming the problem."""
+    if hasattr(y, "to_numpy"):
+        y = y.to_numpy()
+    y = _np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        _warnings.warn("A column-vector y was passed when a 1d array was expected. Please change the shape of y "
+                       "to (n_samples, ), for example using ravel().", _DataConversionWarning, stacklevel=2)
+        y = y.ravel()
+    if y.ndim != 1 or y.shape[0] != n:
+        raise ValueError("%s: expected one label per row of X (%d on this rank), got shape %s" % (what, n, y.shape))
+    if y.dtype.kind == "c":
+        raise ValueError("Unknown label type: complex labels in %s" % what)
+    if y.dtype.kind == "f":
+        bad = ~_np.isfinite(y)
+        if bad.any():
+            i = int(_np.flatnonzero(bad)[0])
+            raise ValueError("%s[%d] = %r on this rank; expected a class label or -1 (unlabeled)" % (what, i, y[i]))
+        if (y != _np.floor(y)).any():
+            raise ValueError("Unknown label type: continuous values in %s; expected class labels" % what)
+    if y.dtype.kind not in "biufUSO":
+        raise ValueError("Unknown label type: %s has dtype %s; expected class labels" % (what, y.dtype))
+    return y
+
+
+def _local_classes(y, unlabeled):
+    """The distinct labels among this rank's labeled entries, sorted. Local. \\raises
+    ValueError for labels that cannot be ordered or are NaN."""
+    values = y[~unlabeled]
+    if y.dtype.kind != "O":
+        return _np.unique(values)
+    for v in values:
+        if isinstance(v, float) and v != v:
+            raise ValueError("Unknown label type: NaN among the labels of y")
+        if isinstance(v, (list, dict, set, _np.ndarray)):
+            raise ValueError("Unknown label type: y holds %s values; expected class labels" % type(v).__name__)
+    try:
+        return _np.array(sorted(set(values.tolist())), dtype=object)
+    except TypeError:
+        raise ValueError("Unknown label type: y mixes labels that cannot be ordered (%s)"
+                         % ", ".join(sorted({type(v).__name__ for v in values.tolist()})))
+
+
+def _union_classes(parts):
+    """The sorted union of every rank's classes (the same on every rank). \\raises ValueError
+    when the ranks' labels are of different kinds (numbers on one, strings on another)."""
+    kinds = {("O" if p.dtype.kind == "O" else "U" if p.dtype.kind in "US" else "n") for p in parts if len(p)}
+    if len(kinds) > 1:
+        raise ValueError("Unknown label type: the ranks' labels differ in kind (numbers and strings)")
+    if not kinds:
+        return _np.array([], dtype=_np.int64)
+    if kinds == {"O"}:
+        try:
+            return _np.array(sorted(set(v for p in parts for v in p.tolist())), dtype=object)
+        except TypeError:
+            raise ValueError("Unknown label type: the ranks' labels cannot be ordered together")
+    return _np.unique(_np.concatenate([p for p in parts if len(p)]))
+
+
+def _encode(y, unlabeled, classes):
+    """Each label's index in classes (int32), -1 for the unlabeled entries and len(classes) for
+    a label the fit did not see. Local."""
+    codes = _np.full(len(y), -1, dtype=_np.int32)
+    labeled = ~unlabeled
+    if not labeled.any():
+        return codes
+    if classes.dtype.kind == "O" or y.dtype.kind == "O":
+        index = {v: k for k, v in enumerate(classes.tolist())}
+        codes[labeled] = [index.get(v, len(classes)) for v in y[labeled].tolist()]
+        return codes
+    values = y[labeled]
+    pos = _np.searchsorted(classes, values)
+    pos = _np.minimum(pos, len(classes) - 1) if len(classes) else pos
+    found = len(classes) > 0
+    known = (classes[pos] == values) if found else _np.zeros(len(values), dtype=bool)
+    codes[labeled] = _np.where(known, pos, len(classes)).astype(_np.int32)
+    return codes
+
+
+# -------------------------------------------------------------------------------------------
+# The estimators
+# -------------------------------------------------------------------------------------------
+class _Core:
+    """What every ssdr estimator does: fit, transform, predict, score, save and load, each
+    collective over its communicator. Subclasses say which method (_method()) and parameters
+    (_given(): name -> value, only the ones set)."""
+
+    def _fitted(self):
+        core = getattr(self, "_core", None)
+        if core is None:
+            raise NotFittedError("This %s instance is not fitted yet. Call 'fit' with appropriate arguments before "
+                                 "using this estimator." % type(self).__name__)
+        return core
+
+    def _given_json(self):
+        out = {}
+        for name, value in self._given().items():
+            out[name] = _plain(name, value)
+        return _json.dumps(out, sort_keys=True)
+
+    def _comm_or_default(self, comm):
+        if comm is not None:
+            return _checked_comm(comm)
+        return getattr(self, "_comm", None) or _MPI.COMM_WORLD
+
+    def _check_width(self, X):
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError("X has %d features, but %s is expecting %d features as input."
+                             % (X.shape[1], type(self).__name__, self.n_features_in_))
+
+    def fit(self, X, y, comm=None):
+        """Learns the projection from this rank's rows X (n_local x d) and labels y (n_local:
+        any class label, or -1 / None for an unlabeled row). The classes (classes_) are the
+        sorted labels of every rank; at least two must be labeled. Collective over comm.
+        Returns self."""
+        comm = _checked_comm(comm)
+        method = self._method()
+        names = getattr(X, "columns", None)
+
+        def local():
+            X_ = _rows(X)
+            y_ = _label_array(y, X_.shape[0])
+            unl = _unlabeled(y_)
+            return X_, y_, unl, _local_classes(y_, unl)
+        X, y, unlabeled, mine = _agreed(comm, local)
+        parts = comm.allgather((mine, X.shape[0]))
+        if sum(rows for _, rows in parts) == 0:
+            raise Error("Found array with 0 sample(s) (shape=%s) while a minimum of 1 is required: X has no rows on "
+                        "any rank" % (X.shape,))
+        classes = _agreed(comm, lambda: _union_classes([p for p, _ in parts]))
+
+        def encoded():
+            if len(classes) == 0:
+                raise Error("y: no row is labeled (every label is -1 or None); expected at least two labeled "
+                                 "classes")
+            if len(classes) == 1:
+                raise Error("y: only one class (%r) is labeled; expected at least two labeled classes"
+                                 % (classes[0],))
+            return _encode(y, unlabeled, classes)
+        codes = encoded()  # replicated: every rank has the same classes
+        core = _ssdr.Estimator(method, self._given_json())
+        core.fit(X, codes, comm)
+        self._core, self._comm = core, comm
+        model = core.model()
+        self.n_features_in_ = model["d_input"]
+        if names is not None and all(isinstance(c, str) for c in names):
+            self.feature_names_in_ = _np.asarray(names, dtype=object)
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        self.classes_ = classes
+        self.trace_ratio_ = core.trace_ratio
+        self.info_ = _json.loads(core.info)
+        return self
+
+    def _prepared(self, X, comm):
+        """X checked on this rank against the fit (agreed over comm). Collective."""
+        core = self._fitted()
+
+        def local():
+            X_ = _rows(X)
+            self._check_width(X_)
+            return X_
+        return core, _agreed(comm, local)
+
+    def transform(self, X, comm=None):
+        """This rank's rows of the embedding (n_local x m, float64). Collective over comm."""
+        comm = self._comm_or_default(comm)
+        core, X = self._prepared(X, comm)
+        return core.transform(X, comm)
+
+    def fit_transform(self, X, y, comm=None):
+        """fit(X, y) then transform(X). Collective over comm."""
+        return self.fit(X, y, comm).transform(X, comm)
+
+    def predict(self, X, comm=None):
+        """The class of each of this rank's rows by 1-NN in the embedding against the fit's
+        labeled rows (values of classes_). Collective over comm."""
+        comm = self._comm_or_default(comm)
+        core, X = self._prepared(X, comm)
+        return self.classes_[core.predict(X, comm)]
+
+    def score(self, X, y, comm=None):
+        """The fraction of the labeled rows of every rank (y not -1 / None) that predict labels
+        right; a label the fit did not see counts as wrong. Collective over comm."""
+        comm = self._comm_or_default(comm)
+        core = self._fitted()
+
+        def local():
+            X_ = _rows(X)
+            self._check_width(X_)
+            y_ = _label_array(y, X_.shape[0])
+            return X_, _encode(y_, _unlabeled(y_), self.classes_)
+        X, codes = _agreed(comm, local)
+        return core.score(X, codes, comm)
+
+    def save(self, path, comm=None):
+        """Writes the model file (as `ssdr fit --model`). Collective over comm."""
+        comm = self._comm_or_default(comm)
+        core = self._fitted()
+        path = _agreed(comm, lambda: _path(path))
+        core.save(path, comm)
+
+    @property
+    def model_(self):
+        """What the fitted model holds: method, d_input, dim, classes, format_version, n_labeled
+        and the fit's parameters (JSON text)."""
+        return self._fitted().model()
+
+    def _adopt(self, core, comm, classes=None):
+        """Takes a loaded core (load)."""
+        self._core, self._comm = core, comm
+        model = core.model()
+        self.n_features_in_ = model["d_input"]
+        self.classes_ = classes if classes is not None else _np.arange(model["classes"])
+        return self
+
+
+def _path(path):
+    import os
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        raise TypeError("path: expected a file name, got %s" % type(path).__name__)
+    path = os.fsdecode(os.fspath(path))
+    if not path:
+        raise ValueError("path: empty; expected a file name")
+    return path
+
+
 def _plain(name, value):
     """value as a JSON-ready Python value (NumPy scalars become Python numbers)."""
     if value is None or isinstance(value, (bool, str)):
@@ -61,19 +428,21 @@ def _plain(name, value):
     if isinstance(value, _numbers.Integral):
         return int(value)
     if isinstance(value, _numbers.Real):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise Error("parameter %s: expected a finite number, got %r" % (name, value))
         return float(value)
-    raise ValueError("parameter %s: expected a number, a string or a bool, got %r" % (name, value))
+    raise Error("parameter %s: expected a number, a string or a bool, got %r" % (name, value))
 
 
-class Estimator:
+class Estimator(_Core):
     """A method of the table with its parameters: ``ssdr.Estimator("sl-lda", alpha_u=0.9)``.
 
     Unknown parameter names raise ValueError naming the parameter and listing the method's;
     values are checked (range, choices) at fit, raising ssdr.Error with ssdr's one-line
     message. Unset parameters (None) take the method's paper defaults, as `ssdr fit` does.
+    The per-method classes (ssdr.SODA, ...) are scikit-learn estimators with explicit
+    parameters; this generic one keeps ``method`` as a parameter.
     """
-
-    _fixed_method = None  # the method of a generated subclass (ssdr.SODA: "soda")
 
     def __init__(self, method, **params):
         self._setup(method, params)
@@ -82,11 +451,10 @@ class Estimator:
         if method not in _method_names():
             raise ValueError("unknown method %r; expected one of %s" % (method, ", ".join(_method_names())))
         self.method = method
-        self._names = list(_ssdr.parameter_names(method))
+        self._names = [_python_name(n) for n in _ssdr.parameter_names(method)]
         self._check_names(params)
         self._params = {name: params.get(name) for name in self._names}
         self._core = None
-        self._comm = None
 
     def _check_names(self, params):
         for name in params:
@@ -94,22 +462,26 @@ class Estimator:
                 raise ValueError("%r is not a parameter of %s (its parameters: %s)"
                                  % (name, self.method, ", ".join(self._names)))
 
-    # scikit-learn's estimator conventions ------------------------------------------------
+    def _method(self):
+        return self.method
+
+    def _given(self):
+        return {n.rstrip("_") if _keyword.iskeyword(n.rstrip("_")) else n: v
+                for n, v in self._params.items() if v is not None}
+
     def get_params(self, deep=True):
-        """Every parameter of the method (None: its default), and ``method`` for ssdr.Estimator."""
-        out = {} if self._fixed_method else {"method": self.method}
+        """``method`` and every parameter of the method (None: its default)."""
+        out = {"method": self.method}
         out.update(self._params)
         return out
 
     def set_params(self, **params):
         """Sets parameters by name (None: back to the default); forgets the fit. Returns self."""
         if "method" in params:
-            if self._fixed_method:
-                raise ValueError("%s's method is %s: it has no parameter 'method'"
-                                 % (type(self).__name__, self._fixed_method))
             rest = dict(self._params)
             rest.update({k: v for k, v in params.items() if k != "method"})
-            self._setup(params["method"], {k: v for k, v in rest.items() if v is not None})
+            self._setup(params["method"], {k: v for k, v in rest.items() if v is not None and
+                                           k in [_python_name(n) for n in _ssdr.parameter_names(params["method"])]})
             return self
         self._check_names(params)
         self._params.update(params)
@@ -118,102 +490,45 @@ class Estimator:
 
     def __repr__(self):
         given = ["%s=%r" % (k, v) for k, v in self._params.items() if v is not None]
-        if self._fixed_method:
-            return "%s(%s)" % (type(self).__name__, ", ".join(given))
         return "Estimator(%s)" % ", ".join([repr(self.method)] + given)
-
-    # the work ---------------------------------------------------------------------------
-    def _given_json(self):
-        return _json.dumps({k: _plain(k, v) for k, v in self._params.items() if v is not None})
-
-    def _comm_or_default(self, comm):
-        if comm is not None:
-            return comm
-        return self._comm if self._comm is not None else _MPI.COMM_WORLD
-
-    def _fitted(self):
-        if self._core is None:
-            raise Error("the %s estimator is not fitted: call fit (or load) first" % self.method)
-        return self._core
-
-    @staticmethod
-    def _rows(X):
-        X = _np.ascontiguousarray(X, dtype=_np.float64)
-        if X.ndim != 2:
-            raise ValueError("X: expected a 2-D array (this rank's rows x features), got shape %s" % (X.shape,))
-        return X
-
-    @staticmethod
-    def _labels(y, n):
-        y = _np.asarray(y)
-        if y.ndim != 1 or y.shape[0] != n:
-            raise ValueError("y: expected one label per row of X (%d), got shape %s" % (n, y.shape))
-        if y.size and not _np.issubdtype(y.dtype, _np.integer):
-            if not _np.all(_np.equal(_np.mod(y, 1), 0)):
-                raise ValueError("y: expected integer classes 0, 1, ... and -1 for unlabeled rows")
-        return _np.ascontiguousarray(y, dtype=_np.int32)
-
-    def fit(self, X, y, comm=None):
-        """Learns the projection from this rank's rows X (n_local x d) and labels y (n_local:
-        class 0..c-1, or -1 for an unlabeled row). Collective over comm. Returns self."""
-        comm = comm if comm is not None else _MPI.COMM_WORLD
-        X = self._rows(X)
-        y = self._labels(y, X.shape[0])
-        core = _ssdr.Estimator(self.method, self._given_json())
-        core.fit(X, y, comm)
-        self._core, self._comm = core, comm
-        model = core.model()
-        self.n_features_in_ = model["d_input"]
-        self.classes_ = _np.arange(model["classes"])
-        self.trace_ratio_ = core.trace_ratio
-        self.info_ = _json.loads(core.info)
-        return self
-
-    def transform(self, X, comm=None):
-        """This rank's rows of the embedding (n_local x m). Collective over comm."""
-        return self._fitted().transform(self._rows(X), self._comm_or_default(comm))
-
-    def fit_transform(self, X, y, comm=None):
-        return self.fit(X, y, comm).transform(X, comm)
-
-    def predict(self, X, comm=None):
-        """The label of each of this rank's rows by 1-NN in the embedding against the fit's
-        labeled rows (int64, n_local). Collective over comm."""
-        return self._fitted().predict(self._rows(X), self._comm_or_default(comm))
-
-    def score(self, X, y, comm=None):
-        """The fraction of rows with y >= 0 (on every rank) that predict labels right.
-        Collective over comm."""
-        X = self._rows(X)
-        return self._fitted().score(X, self._labels(y, X.shape[0]), self._comm_or_default(comm))
-
-    def save(self, path, comm=None):
-        """Writes the model file (as `ssdr fit --model`; rank 0 writes). Collective over comm."""
-        self._fitted().save(str(path), self._comm_or_default(comm))
 
     @classmethod
     def load(cls, path, comm=None, **params):
         """An estimator with the model of `path` (`ssdr fit --model` or save). Collective."""
-        comm = comm if comm is not None else _MPI.COMM_WORLD
+        comm = _checked_comm(comm)
+        path = _agreed(comm, lambda: _path(path))
         plain = {k: _plain(k, v) for k, v in params.items() if v is not None}
-        core = _ssdr.Estimator.load(str(path), _json.dumps(plain), comm)
-        if cls._fixed_method is not None:
-            if core.method != cls._fixed_method:
-                raise ValueError("%s: the model's method is %s, not %s" % (path, core.method, cls._fixed_method))
-            est = cls(**params)
-        else:
-            est = Estimator(core.method, **params)
-        est._core, est._comm = core, comm
-        model = core.model()
-        est.n_features_in_ = model["d_input"]
-        est.classes_ = _np.arange(model["classes"])
-        return est
+        core = _ssdr.Estimator.load(path, _json.dumps(plain), comm)
+        return Estimator(core.method, **params)._adopt(core, comm)
 
-    @property
-    def model_(self):
-        """What the fitted model holds: method, d_input, dim, classes, format_version, n_labeled
-        and the fit's parameters (JSON text)."""
-        return self._fitted().model()
+
+class _MethodEstimator(_Core):
+    """Base of the per-method classes: the parameters are the __init__ arguments."""
+
+    _fixed_method = None  # "soda" for ssdr.SODA
+
+    def _method(self):
+        return self._fixed_method
+
+    def _given(self):
+        out = {}
+        for name in _ssdr.parameter_names(self._fixed_method):
+            value = getattr(self, _python_name(name))
+            if value is not None and not (name == "verbose" and value is False):
+                out[name] = value
+        return out
+
+    @classmethod
+    def load(cls, path, comm=None, **params):
+        """An estimator of this class with the model of `path`. Collective.
+        \\raises ValueError when the model is of another method."""
+        comm = _checked_comm(comm)
+        path = _agreed(comm, lambda: _path(path))
+        plain = {k: _plain(k, v) for k, v in params.items() if v is not None}
+        core = _ssdr.Estimator.load(path, _json.dumps(plain), comm)
+        if core.method != cls._fixed_method:
+            raise Error("%s: the model's method is %s, not %s" % (path, core.method, cls._fixed_method))
+        return cls(**params)._adopt(core, comm)
 
 
 def _class_name(method):
@@ -221,16 +536,25 @@ def _class_name(method):
     return special.get(method, method.upper().replace("-", "_"))
 
 
-def _make_class(method, summary, source):
-    def __init__(self, **params):
-        self._setup(method, params)
-
-    doc = "%s: %s [%s]\n\nParameters: %s." % (method, summary, source, ", ".join(_ssdr.parameter_names(method)))
-    return type(_class_name(method), (Estimator,), {"__init__": __init__, "__doc__": doc, "_fixed_method": method})
+def _make_class(method, summary, source, projects):
+    """The class of one method: an explicit __init__ signature from the method's parameters
+    (scikit-learn reads it), storing each argument unchanged."""
+    names = [_python_name(n) for n in _ssdr.parameter_names(method)]
+    defaults = {"verbose": False}
+    args = ", ".join("%s=%r" % (n, defaults.get(n)) for n in names)
+    body = "\n".join("    self.%s = %s" % (n, n) for n in names) or "    pass"
+    namespace = {}
+    exec("def __init__(self, *, %s):\n%s\n" % (args, body), namespace)
+    init = namespace["__init__"]
+    init.__doc__ = "%s: %s [%s]. None takes the method's paper default." % (method, summary, source)
+    bases = (_MethodEstimator, _ClassifierMixin) + ((_TransformerMixin,) if projects else ()) + (_BaseEstimator,)
+    doc = "%s: %s [%s]\n\nParameters: %s." % (method, summary, source, ", ".join(names))
+    return type(_class_name(method), bases, {"__init__": init, "__doc__": doc, "_fixed_method": method,
+                                             "__module__": __name__})
 
 
 for _name, _summary, _source, _projects in _ssdr.methods():
-    _cls = _make_class(_name, _summary, _source)
+    _cls = _make_class(_name, _summary, _source, _projects)
     globals()[_cls.__name__] = _cls
     __all__.append(_cls.__name__)
 del _name, _summary, _source, _projects, _cls

@@ -11,6 +11,27 @@
 
 namespace ssdr {
 
+uint64_t fnv1a64(const char* data, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; ++i) {
+    h ^= static_cast<unsigned char>(data[i]);
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::string bcast_string(const std::string& text, int root, MPI_Comm comm) {
+  uint64_t len = text.size();
+  MPI_Bcast(&len, 1, MPI_UINT64_T, root, comm);
+  std::string out = comm_rank(comm) == root ? text : std::string(static_cast<size_t>(len), '\0');
+  for (uint64_t off = 0; off < len;) {  // MPI counts are int
+    const int step = static_cast<int>(std::min<uint64_t>(len - off, uint64_t{1} << 30));
+    MPI_Bcast(out.data() + off, step, MPI_CHAR, root, comm);
+    off += static_cast<uint64_t>(step);
+  }
+  return out;
+}
+
 GatherCounts allgather_counts(int64_t local_count, MPI_Comm comm) {
   int size = 1;
   MPI_Comm_size(comm, &size);

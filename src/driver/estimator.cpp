@@ -6,6 +6,7 @@
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/mpi_util.hpp"
 #include "ssdr/core/progress.hpp"
+#include "ssdr/core/values.hpp"
 #include "ssdr/evaluation/one_nn.hpp"
 #include "ssdr/kernels/feature_map.hpp"
 #include "ssdr/methods/parameters.hpp"
@@ -106,6 +107,64 @@ void check_layout(const DistMatrix& X, const char* what) {
                                         std::to_string(-cols[1]) + " to " + std::to_string(cols[0]) + " columns)");
 }
 
+/// The communicator of a call: a valid intracommunicator. Local: a null communicator has no
+/// ranks to agree with, so each rank that holds one raises alone (replicated).
+void check_comm(MPI_Comm comm, const char* what) {
+  SSDR_REQUIRE(comm != MPI_COMM_NULL, std::string(what) + ": the communicator is MPI_COMM_NULL; expected the "
+                                                          "communicator of the ranks that hold the rows");
+  int inter = 0;
+  MPI_Comm_test_inter(comm, &inter);
+  SSDR_REQUIRE(!inter, std::string(what) + ": the communicator is an intercommunicator; expected an intracommunicator");
+}
+
+/// The rows a call receives, checked before any numerics, every verdict agreed over X.comm:
+/// a valid communicator, the prefix-sum layout with the same d on every rank, and every value
+/// finite within ±kMaxAbsValue (check_values, naming `what`[i, j]). Collective over X.comm.
+void check_rows(const DistMatrix& X, const char* what) {
+  check_comm(X.comm, what);
+  check_layout(X, what);
+  check_values(X, what);
+}
+void check_rows(const SparseRows& X, const char* what) {
+  check_comm(X.comm, what);
+  int64_t local = X.n_local, n = 0, start = 0;
+  MPI_Exscan(&local, &start, 1, MPI_INT64_T, MPI_SUM, X.comm);
+  if (comm_rank(X.comm) == 0) start = 0;
+  MPI_Allreduce(&local, &n, 1, MPI_INT64_T, MPI_SUM, X.comm);
+  const bool ok = X.n_local >= 0 && X.row_start == start && X.n_global == n &&
+                  static_cast<int64_t>(X.row_ptr.size()) == X.n_local + 1 &&
+                  X.col.size() == X.val.size() && static_cast<int64_t>(X.val.size()) == X.nnz_local();
+  SSDR_CHECK_COLLECTIVE(X.comm, ok, std::string(what) + ": the sparse rows' layout is not the ranks' blocks in rank order");
+  int64_t cols[2] = {X.cols, -X.cols};
+  MPI_Allreduce(MPI_IN_PLACE, cols, 2, MPI_INT64_T, MPI_MAX, X.comm);
+  SSDR_REQUIRE(cols[0] == -cols[1], std::string(what) + ": the ranks' rows differ in width (" +
+                                        std::to_string(-cols[1]) + " to " + std::to_string(cols[0]) + " columns)");
+  check_values(X, what);
+}
+
+/// The method and parameters are rank 0's on every rank: a parameter set on some ranks only
+/// would send the ranks down different code paths. Collective over comm (one broadcast).
+/// \throws ssdr::Error (collectively) naming the first parameter that differs.
+void check_same_parameters(const driver::FitConfig& config, MPI_Comm comm) {
+  const nlohmann::json mine = {{"method", config.method}, {"parameters", config.parameters}};
+  const nlohmann::json root = nlohmann::json::parse(bcast_string(mine.dump(), 0, comm));
+  std::string differs;
+  if (root != mine) {
+    differs = "method";
+    if (root["method"] == mine["method"])
+      for (const auto& [name, value] : mine["parameters"].items())
+        if (!root["parameters"].contains(name) || root["parameters"][name] != value) {
+          differs = name;
+          break;
+        }
+  }
+  SSDR_CHECK_COLLECTIVE(comm, differs.empty(),
+                        "fit: " + differs + " is " + (differs == "method" ? mine["method"] : mine["parameters"][differs]).dump() +
+                            " on this rank but " +
+                            (differs == "method" ? root["method"] : root["parameters"].value(differs, nlohmann::json())).dump() +
+                            " on rank 0; expected the same method and parameters on every rank");
+}
+
 /// The fit's labeled samples into its model, for predict: the rows of the embedding Y (n×m,
 /// every sample) whose role is labeled, gathered in increasing global index (so the model
 /// has the same bytes on any rank count), and their labels. Collective over Y.comm.
@@ -195,29 +254,40 @@ void Estimator::configure() {
 
 Estimator& Estimator::fit(DistMatrix X, const std::vector<int>& y) {
   QuietScope scope(manage_quiet_, verbose_);
+  check_rows(X, "fit: X");
   const MPI_Comm comm = X.comm;
-  check_layout(X, "fit: X");
   SSDR_CHECK_COLLECTIVE(comm, static_cast<int64_t>(y.size()) == X.n_local,
                         "fit: y has " + std::to_string(y.size()) + " labels for " + std::to_string(X.n_local) +
                             " rows on this rank; expected one per row (-1: unlabeled)");
+  SSDR_REQUIRE(X.n_global > 0, "fit: X has no rows on any rank; expected at least one labeled row per class");
+  SSDR_REQUIRE(X.cols > 0, "fit: X has no features (d = 0); expected n x d rows with d >= 1");
   io::Dataset ds;
   // Replicated labels and roles, n entries, as the readers and the split give them: an
   // unlabeled row's label is hidden from the method (role unlabeled) and stands as class 0
   // in the data set (the fit's evaluation of it means nothing and is not kept).
   const std::vector<int> all = allgatherv(y, comm);
   std::vector<data::Role> roles(all.size(), data::Role::unlabeled);
-  int c = 0;
   ds.labels.assign(all.size(), 0);
+  std::vector<int> classes;  // the labeled classes, sorted
   for (size_t i = 0; i < all.size(); ++i) {
     SSDR_REQUIRE(all[i] >= -1, "fit: y[" + std::to_string(i) + "] = " + std::to_string(all[i]) +
                                    "; expected a class 0, 1, ... or -1 (unlabeled)");
     if (all[i] < 0) continue;
     roles[i] = data::Role::labeled;
     ds.labels[i] = all[i];
-    c = std::max(c, all[i] + 1);
+    classes.push_back(all[i]);
   }
-  SSDR_REQUIRE(c > 0, "fit: no row is labeled (every y is -1)");
-  ds.classes = c;
+  std::sort(classes.begin(), classes.end());
+  classes.erase(std::unique(classes.begin(), classes.end()), classes.end());
+  SSDR_REQUIRE(!classes.empty(), "fit: no row is labeled (every y is -1); expected at least two labeled classes");
+  // Classes 0..c−1, c = the largest label + 1 (no wrap-around: at most n classes), each labeled.
+  for (size_t k = 0; k < classes.size(); ++k)
+    SSDR_REQUIRE(classes[k] == static_cast<int>(k),
+                 "fit: class " + std::to_string(k) + " has no labeled row, but the largest label is " +
+                     std::to_string(classes.back()) + "; expected every class 0.." + std::to_string(classes.back()) +
+                     " labeled at least once");
+  SSDR_REQUIRE(classes.size() >= 2, "fit: only class 0 is labeled; expected at least two labeled classes");
+  ds.classes = static_cast<int>(classes.size());
   ds.X = std::move(X);
   fit_split(ds, roles, false);
   return *this;
@@ -226,6 +296,11 @@ Estimator& Estimator::fit(DistMatrix X, const std::vector<int>& y) {
 driver::FitOutcome Estimator::fit_split(io::Dataset& ds, const std::vector<data::Role>& roles, bool keep_embedding) {
   QuietScope scope(manage_quiet_, verbose_);
   fitted_ = false;
+  const MPI_Comm comm = ds.X.comm;
+  check_comm(comm, "fit");
+  check_same_parameters(config_, comm);
+  if (ds.sparse) check_values(ds.Xs, ds.source.empty() ? "fit: X" : ds.source);
+  else check_values(ds.X, ds.source.empty() ? "fit: X" : ds.source);
   const bool projects = methods::find_method(config_.method).projects;
   // The embedding (n×m, small) is needed for the model's labeled samples.
   driver::FitOutcome out = driver::fit_and_evaluate_consuming(ds, roles, config_, keep_embedding || projects);
@@ -243,9 +318,9 @@ const model::Model& Estimator::model() const {
   return model_;
 }
 
-void Estimator::require_projection(const char* what) const {
-  SSDR_REQUIRE(fitted_, std::string(what) + ": the " + config_.method +
-                            " estimator is not fitted: call fit (or load) first");
+void Estimator::require_projection(const char* what, MPI_Comm comm) const {
+  SSDR_CHECK_COLLECTIVE(comm, fitted_, std::string(what) + ": the " + config_.method +
+                                           " estimator is not fitted: call fit (or load) first");
   SSDR_REQUIRE(methods::find_method(config_.method).projects,
                std::string(what) + ": method " + config_.method +
                    " learns no projection (a transductive classifier of its fit's rows only)");
@@ -258,17 +333,29 @@ DistMatrix checked_project(const model::Model& m, const Rows& X, const char* wha
   SSDR_CHECK_COLLECTIVE(X.comm, X.cols == m.d_input,
                         std::string(what) + ": X has " + std::to_string(X.cols) + " features but the model expects " +
                             std::to_string(m.d_input));
-  return model::project(m, X);
+  DistMatrix Y = model::project(m, X);
+  // Rows within ±kMaxAbsValue can still map beyond it (a polynomial kernel of rows far
+  // larger than the fit's): refused, never returned as infinities.
+  int64_t bad = -1;
+  for (int64_t k = 0; k < Y.n_local * Y.cols && bad < 0; ++k)
+    if (!value_problem(Y.v[static_cast<size_t>(k)]).empty()) bad = k;
+  SSDR_CHECK_COLLECTIVE(X.comm, bad < 0,
+                        std::string(what) + ": the embedding of row " + std::to_string(X.row_start + bad / std::max<int64_t>(Y.cols, 1)) +
+                            " of X overflows (" + value_problem(Y.v[static_cast<size_t>(std::max<int64_t>(bad, 0))]) +
+                            "); expected rows on the scale of the fit's data");
+  return Y;
 }
 }  // namespace
 
 DistMatrix Estimator::project(const DistMatrix& X, const char* what) const {
-  require_projection(what);
+  check_rows(X, (std::string(what) + ": X").c_str());
+  require_projection(what, X.comm);
   return checked_project(model_, X, what);
 }
 
 DistMatrix Estimator::project(const SparseRows& X, const char* what) const {
-  require_projection(what);
+  check_rows(X, (std::string(what) + ": X").c_str());
+  require_projection(what, X.comm);
   return checked_project(model_, X, what);
 }
 
@@ -298,7 +385,8 @@ void require_labeled(const model::Model& m) {
 
 std::vector<int> Estimator::predict(const DistMatrix& X) const {
   QuietScope scope(manage_quiet_, verbose_);
-  require_projection("predict");
+  check_rows(X, "predict: X");
+  require_projection("predict", X.comm);
   require_labeled(model_);
   Phase phase("predict");
   return nearest_labeled(project(X, "predict"));
@@ -306,16 +394,22 @@ std::vector<int> Estimator::predict(const DistMatrix& X) const {
 
 std::vector<int> Estimator::predict(const SparseRows& X) const {
   QuietScope scope(manage_quiet_, verbose_);
-  require_projection("predict");
+  check_rows(X, "predict: X");
+  require_projection("predict", X.comm);
   require_labeled(model_);
   Phase phase("predict");
   return nearest_labeled(project(X, "predict"));
 }
 
 double Estimator::score(const DistMatrix& X, const std::vector<int>& y) const {
+  check_comm(X.comm, "score");
   SSDR_CHECK_COLLECTIVE(X.comm, static_cast<int64_t>(y.size()) == X.n_local,
                         "score: y has " + std::to_string(y.size()) + " labels for " + std::to_string(X.n_local) +
                             " rows on this rank; expected one per row");
+  const auto below = std::find_if(y.begin(), y.end(), [](int v) { return v < -1; });
+  SSDR_CHECK_COLLECTIVE(X.comm, below == y.end(),
+                        "score: y[" + std::to_string(below - y.begin()) + "] = " + std::to_string(*below) +
+                            " on this rank; expected a class 0, 1, ... or -1 (not counted)");
   const std::vector<int> predicted = predict(X);
   int64_t counts[2] = {0, 0};  // rows with a label, right predictions
   for (size_t i = 0; i < y.size(); ++i)
@@ -329,11 +423,14 @@ double Estimator::score(const DistMatrix& X, const std::vector<int>& y) const {
 }
 
 void Estimator::save(const std::string& path, MPI_Comm comm) const {
-  require_projection("save");
+  check_comm(comm, "save");
+  require_projection("save", comm);
+  SSDR_CHECK_COLLECTIVE(comm, !path.empty(), "save: the path is empty; expected a file name");
   model::save_collective(model_, path, comm);
 }
 
 Estimator Estimator::load(const std::string& path, MPI_Comm comm, const nlohmann::json& params) {
+  check_comm(comm, "load");
   model::Model m = model::load_collective(path, comm);
   Estimator e(m.method, params);
   e.model_ = std::move(m);

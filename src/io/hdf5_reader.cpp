@@ -91,7 +91,7 @@ Dataset read_hdf5(const std::string& path, const std::string& data_name, const s
     const herr_t rc = H5Dread(data.get(), H5T_NATIVE_DOUBLE, mspace.get(), fspace.get(), dxpl.get(), ds.X.v.data());
     SSDR_CHECK_COLLECTIVE(comm, rc >= 0, "cannot read " + path + ":" + data_name + " (HDF5 read error)");
   }
-  check_finite(ds.X, path + ":" + data_name);
+  check_values(ds.X, path + ":" + data_name);
 
   // Labels: a 1-D (or n×1) integer data set of n values in 0..n−1.
   const htri_t has_labels = H5Lexists(file.get(), labels_name.c_str(), H5P_DEFAULT);

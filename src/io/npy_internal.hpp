@@ -32,8 +32,5 @@ void to_double(const unsigned char* src, int64_t count, const NpyHeader& h, doub
 /// 0..n−1. Collective over comm. \throws ssdr::Error (collectively) naming the file.
 std::vector<int> read_npy_labels(const std::string& path, int64_t n, MPI_Comm comm);
 
-/// Fails collectively, naming `path`, the sample and the feature, when X holds a NaN or an
-/// infinity (binary formats can; the text readers check while parsing). Collective over X.comm.
-void check_finite(const DistMatrix& X, const std::string& path);
 
 }  // namespace ssdr::io::detail

@@ -251,24 +251,12 @@ Dataset read_npy(const std::string& path, const std::string& labels_path, bool l
   ds.source = path;
   ds.X = make_dist(comm, n, d);
   read_array(path, h, ds.X.row_start * d, ds.X.n_local * d, ds.X.v.data(), comm);
-  check_finite(ds.X, path);
+  check_values(ds.X, path);
   if (!labels_path.empty()) {
     ds.labels = read_npy_labels(labels_path, n, comm);
     ds.classes = *std::max_element(ds.labels.begin(), ds.labels.end()) + 1;
   }
   return ds;
-}
-
-void check_finite(const DistMatrix& X, const std::string& path) {
-  int64_t bad = -1;
-  for (int64_t k = 0; k < X.n_local * X.cols && bad < 0; ++k)
-    if (!std::isfinite(X.v[static_cast<size_t>(k)])) bad = k;
-  std::string message;
-  if (bad >= 0) {
-    const int64_t i = X.row_start + bad / X.cols, j = bad % X.cols;
-    message = path + ": NaN/Inf value at [" + std::to_string(i) + ", " + std::to_string(j) + "] (sample, feature; 0-based)";
-  }
-  SSDR_CHECK_COLLECTIVE(X.comm, bad < 0, message);
 }
 
 }  // namespace ssdr::io::detail

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "ssdr/core/error.hpp"
+#include "ssdr/core/values.hpp"
 #include "ssdr/io/dataset.hpp"
 
 namespace ssdr::io::detail {
@@ -272,8 +273,8 @@ struct Where {
   std::string str() const { return *path + ":" + std::to_string(line); }
 };
 
-/// Parses one finite double (surrounding blanks and a leading '+' allowed).
-/// `what` and `pos` describe the position for the NaN/Inf message ("column 4", "feature 12").
+/// Parses one finite double within ±kMaxAbsValue (surrounding blanks and a leading '+'
+/// allowed). `what` and `pos` describe the position for the message ("column 4", "feature 12").
 inline double parse_value(std::string_view tok, const Where& at, const char* what, int64_t pos) {
   std::string_view t = trim(tok);
   std::string_view num = t;
@@ -288,6 +289,7 @@ inline double parse_value(std::string_view tok, const Where& at, const char* wha
     v = std::strtod(std::string(num).c_str(), nullptr);
   }
   if (!std::isfinite(v)) fail(at.str() + ": NaN/Inf value in " + what + " " + std::to_string(pos));
+  if (std::fabs(v) > kMaxAbsValue) fail(at.str() + ": value in " + what + " " + std::to_string(pos) + " = " + value_problem(v));
   return v;
 }
 

@@ -21,6 +21,7 @@
 #include "ssdr/core/mpi_util.hpp"
 #include "ssdr/core/petsc.hpp"
 #include "ssdr/core/progress.hpp"
+#include "ssdr/core/values.hpp"
 
 namespace ssdr::kernels {
 
@@ -497,6 +498,30 @@ double mean_pairwise_distance(const DistMatrix& X) {
   return sum / (static_cast<double>(n) * static_cast<double>(n - 1));
 }
 
+void check_kernel_range(const DistMatrix& X, const KernelOptions& o) {
+  if (o.type != KernelType::linear && o.type != KernelType::polynomial) return;  // RBF values lie in (0, 1]
+  // |xᵀz| ≤ R² (Cauchy–Schwarz) with R the largest row norm, so |k(x, z)| ≤ (R² + 1)^p for
+  // the polynomial kernel (1 + xᵀz)^p and ≤ R² for the linear one; compared in log2.
+  double r2 = 0;
+  for (int64_t i = 0; i < X.n_local; ++i) {
+    double s = 0;
+    for (int64_t j = 0; j < X.cols; ++j) s += X(i, j) * X(i, j);
+    r2 = std::max(r2, s);
+  }
+  MPI_Allreduce(MPI_IN_PLACE, &r2, 1, MPI_DOUBLE, MPI_MAX, X.comm);
+  const bool poly = o.type == KernelType::polynomial;
+  const double log2_bound = poly ? o.degree * std::log2(r2 + 1.0) : std::log2(r2);
+  const double limit = std::log2(kMaxAbsValue);
+  char buf[64], degree[32];
+  std::snprintf(buf, sizeof buf, "2^%.0f", log2_bound);
+  std::snprintf(degree, sizeof degree, "%g", o.degree);
+  SSDR_REQUIRE(log2_bound <= limit,
+               std::string("the ") + (poly ? "polynomial kernel (degree " + std::string(degree) + ")" : "linear kernel") +
+                   " reaches " + (poly ? "(1 + max |x|^2)^degree" : "max |x|^2") + " = " + buf +
+                   " on these training samples, beyond 2^448 (its sums would overflow); " +
+                   (poly ? "lower --degree or " : "") + "scale the data (--scaling standardize)");
+}
+
 double exact_map_bytes_per_rank(int64_t n, int64_t d, int p) {
   const double nn = static_cast<double>(n) * static_cast<double>(n);
   return 8.0 * (static_cast<double>(n) * static_cast<double>(d) + 5.0 * nn) / std::max(p, 1);
@@ -511,6 +536,7 @@ FeatureMap fit_feature_map(const DistMatrix& X, const KernelOptions& o, nlohmann
   SSDR_REQUIRE(o.landmarks >= 0, "--landmarks must be >= 0 (0: exact kernel map)");
   SSDR_REQUIRE(o.landmark_seeding == "uniform" || o.landmark_seeding == "kmeans++",
                "--landmark-seeding: expected uniform or kmeans++, got '" + o.landmark_seeding + "'");
+  check_kernel_range(X, o);
   FeatureMap f;
   f.type = o.type;
   f.degree = o.degree;

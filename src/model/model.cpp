@@ -164,16 +164,6 @@ constexpr size_t kMagicLen = 10;  // std::strlen(kMagic)
 
 std::string corrupt(const std::string& path) { return "'" + path + "': truncated or corrupt model file"; }
 
-/// FNV-1a 64 of a byte range (the format-4 checksum: any flipped byte changes it).
-uint64_t fnv1a64(const char* data, size_t n) {
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < n; ++i) {
-    h ^= static_cast<unsigned char>(data[i]);
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
 /// Name of the first non-finite entry among the model's numbers, or "".
 std::string non_finite(const Model& m) {
   auto bad = [](const std::vector<double>& v) {

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -227,6 +228,78 @@ TEST(Estimator, RefusesBadLabelsAndUseBeforeFitOnEveryRank) {
   if (!bad.empty() && test::rank() == 0) bad[0] = -2;  // a label below −1 on rank 0 only
   EXPECT_THROW(e.fit(X, bad), Error);
   EXPECT_FALSE(e.fitted());
+}
+
+/// Runs f on every rank and expects ssdr::Error raised on every rank of the world with the same
+/// message, holding `expected`. Collective.
+void expect_same_error_on_every_rank(const std::function<void()>& f, const std::string& expected,
+                                     const std::string& what) {
+  std::string message = "(no error)";
+  bool collective = false;
+  try {
+    f();
+  } catch (const Error& e) {
+    message = e.what();
+    collective = e.collective_over(MPI_COMM_WORLD);
+  }
+  SCOPED_TRACE(what);
+  EXPECT_NE(message.find(expected), std::string::npos) << message;
+  EXPECT_TRUE(collective) << message;
+  EXPECT_EQ(bcast_string(message, 0, MPI_COMM_WORLD), message) << "rank 0 raised another message";
+}
+
+TEST(Estimator, RaisesAMistakeOnTheLastRankOnlyAsTheSameErrorOnEveryRank) {
+  // Each mistake is made on the last rank alone (on one rank: on the only one); the checks run
+  // before any numerics and agree over the communicator, so no rank is left in a collective.
+  const test::Problem p = test::load_problem("wine.csv", 5, false);
+  const DistMatrix X = ref::distribute(p.X, MPI_COMM_WORLD);
+  const std::vector<int> y = test::local_part(p.semi, X);
+  const bool last = test::rank() == comm_size(MPI_COMM_WORLD) - 1;
+  auto fit_with = [&](auto change_X, auto change_y) {
+    return [&, change_X, change_y] {
+      DistMatrix Xc = X;
+      std::vector<int> yc = y;
+      if (last) change_X(Xc), change_y(yc);
+      Estimator("soda", {{"dim", 2}}).fit(std::move(Xc), yc);
+    };
+  };
+  auto same = [](auto&) {};
+  auto first_value = [](double v) { return [v](DistMatrix& Xc) { if (!Xc.v.empty()) Xc.v[0] = v; }; };
+  expect_same_error_on_every_rank(fit_with(first_value(std::nan("")), same), "(sample, feature; 0-based) = NaN", "NaN");
+  expect_same_error_on_every_rank(fit_with(first_value(-INFINITY), same), "= -inf; expected finite values", "-inf");
+  // Finite, but its square overflows the sums of the fit (kMaxAbsValue = 2^448).
+  expect_same_error_on_every_rank(fit_with(first_value(1e308), same), "= 1e+308; expected |x| <= 7.3e+134", "1e308");
+  expect_same_error_on_every_rank(fit_with(same, [](std::vector<int>& v) { v.pop_back(); }),
+                                  "labels for", "y one label short");
+  expect_same_error_on_every_rank(fit_with(same, [](std::vector<int>& v) { v[0] = -2; }),
+                                  "expected a class 0, 1, ... or -1", "a label below -1");
+  if (comm_size(MPI_COMM_WORLD) > 1) {  // what can differ between ranks
+    expect_same_error_on_every_rank(fit_with(
+                                        [](DistMatrix& Xc) {
+                                          Xc.cols -= 1;
+                                          Xc.v.resize(static_cast<size_t>(Xc.n_local * Xc.cols));
+                                        },
+                                        same),
+                                    "the ranks' rows differ in width (12 to 13 columns)", "one feature fewer");
+    expect_same_error_on_every_rank([&] { Estimator("soda", {{"dim", last ? 1 : 2}}).fit(X, y); },
+                                    "dim is 1 on this rank but 2 on rank 0", "dim differs");
+  }
+  // Labels the core refuses on every rank alike: a class without a labeled row (a label of
+  // 2^31 - 1 would otherwise mean 2^31 classes), and a single labeled class.
+  std::vector<int> big = y;
+  for (int& v : big) if (v == 2) v = std::numeric_limits<int>::max();
+  expect_same_error_on_every_rank([&] { Estimator("soda").fit(X, big); }, "class 2 has no labeled row", "2^31 - 1");
+  std::vector<int> one = y;
+  for (int& v : one) if (v > 0) v = -1;
+  expect_same_error_on_every_rank([&] { Estimator("soda").fit(X, one); }, "only class 0 is labeled", "one class");
+  // Used before fit on the last rank only, and on an emptied communicator.
+  Estimator fitted("lda");
+  fitted.fit(X, y);
+  expect_same_error_on_every_rank(
+      [&] { (last ? Estimator("lda") : fitted).transform(X); }, "not fitted", "transform before fit on one rank");
+  DistMatrix null_comm = X;
+  null_comm.comm = MPI_COMM_NULL;
+  EXPECT_THROW(fitted.transform(null_comm), Error);
 }
 
 TEST(Estimator, IsQuietWhileItWorksAndLeavesTheSwitchAsItFoundIt) {

@@ -274,6 +274,9 @@ TEST(CsvReader, RejectsNanAndInfValuesNamingTheColumn) {
   expect_file_error(dir, "nan.csv", "0,1,2,3\n1,1,2,nan\n", io::Format::csv, ":2: NaN/Inf value in column 4");
   expect_file_error(dir, "inf.csv", "0,1,2,3\n1,-inf,2,3\n", io::Format::csv, ":2: NaN/Inf value in column 2");
   expect_file_error(dir, "overflow.csv", "0,1,2,3\n1,1,1e999,3\n", io::Format::csv, ":2: NaN/Inf value in column 3");
+  // Finite, but its square overflows the fit's sums (kMaxAbsValue = 2^448).
+  expect_file_error(dir, "huge.csv", "0,1,2,3\n1,1,-1e308,3\n", io::Format::csv,
+                    ":2: value in column 3 = -1e+308; expected |x| <= 7.3e+134");
 }
 
 TEST(CsvReader, RejectsLabelsThatAreNotNonNegativeIntegers) {

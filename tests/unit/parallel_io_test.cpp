@@ -234,8 +234,9 @@ TEST(NpyReader, RejectsWhatItCannotReadWithTheFileAndTheReason) {
   const std::string y = dir.write("y.npy", npy("<i8", "(3,)", raw_bytes(labels)));
   const std::string y2 = dir.write("y2.npy", npy("<i8", "(2,)", raw_bytes(std::vector<int64_t>{0, 1})));
   const std::string yf = dir.write("yf.npy", npy("<f8", "(3,)", raw_bytes(std::vector<double>{0, 1, 0})));
-  std::vector<double> nan = v;
+  std::vector<double> nan = v, huge = v;
   nan[4] = std::numeric_limits<double>::quiet_NaN();
+  huge[3] = 1e308;  // finite, but its square is not: beyond kMaxAbsValue
   struct Case {
     std::string name, bytes, labels, expected;
   };
@@ -243,7 +244,8 @@ TEST(NpyReader, RejectsWhatItCannotReadWithTheFileAndTheReason) {
       {"fortran.npy", npy("<f8", "(3, 2)", raw_bytes(v), "True"), y, "Fortran-order NPY array is not supported"},
       {"three.npy", npy("<f8", "(1, 3, 2)", raw_bytes(v)), y, "expected a 2-D array"},
       {"short.npy", npy("<f8", "(3, 2)", raw_bytes(v).substr(0, 40)), y, "truncated NPY file"},
-      {"nan.npy", npy("<f8", "(3, 2)", raw_bytes(nan)), y, "NaN/Inf value at [2, 0]"},
+      {"nan.npy", npy("<f8", "(3, 2)", raw_bytes(nan)), y, "nan.npy[2, 0] (sample, feature; 0-based) = NaN"},
+      {"huge.npy", npy("<f8", "(3, 2)", raw_bytes(huge)), y, "huge.npy[1, 1] (sample, feature; 0-based) = 1e+308; expected |x| <= 7.3e+134"},
       {"complex.npy", npy("<c16", "(3, 2)", raw_bytes(v)), y, "NPY dtype '<c16' is not supported"},
       {"count.npy", npy("<f8", "(3, 2)", raw_bytes(v)), y2, "2 labels for 3 samples"},
       {"float.npy", npy("<f8", "(3, 2)", raw_bytes(v)), yf, "labels must have an integer dtype"},

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -22,6 +23,12 @@ inline int comm_size(MPI_Comm comm) {
   MPI_Comm_size(comm, &p);
   return p;
 }
+
+/// FNV-1a 64 of a byte range (any flipped byte changes it). Local.
+uint64_t fnv1a64(const char* data, size_t n);
+
+/// `text` of rank `root` on every rank of comm (its length, then its bytes). Collective over comm.
+std::string bcast_string(const std::string& text, int root, MPI_Comm comm);
 
 /// The MPI datatype of T (double, int, int64_t). Not collective.
 template <class T>

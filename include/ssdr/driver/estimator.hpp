@@ -145,7 +145,7 @@ class Estimator {
 
  private:
   void configure();
-  void require_projection(const char* what) const;
+  void require_projection(const char* what, MPI_Comm comm) const;
   DistMatrix project(const DistMatrix& X, const char* what) const;
   DistMatrix project(const SparseRows& X, const char* what) const;
   std::vector<int> nearest_labeled(const DistMatrix& Y) const;  // predict's 1-NN of embedded rows

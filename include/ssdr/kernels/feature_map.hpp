@@ -141,6 +141,14 @@ double mean_pairwise_distance(const DistMatrix& X);
 /// (2n²/p) and the eigen-solver's workspace (n²/p): 8·(n·d + 5n²)/p. Not collective.
 double exact_map_bytes_per_rank(int64_t n, int64_t d, int p);
 
+/// Refuses kernel values that could exceed kMaxAbsValue (core/values.hpp), the bound every data
+/// value keeps so that the fit's sums cannot overflow: for the linear kernel max‖x‖², for the
+/// polynomial kernel (1 + max‖x‖²)^p bound |k(x, z)| over the training rows X (n×d', rows
+/// distributed); the RBF kernel always passes. Called by fit_feature_map. Collective over
+/// X.comm. \throws ssdr::Error (replicated: the bound is agreed) naming the kernel, its degree
+/// and the bound reached, e.g. a degree-20 kernel on values of 10^4.
+void check_kernel_range(const DistMatrix& X, const KernelOptions& o);
+
 /// Fits the map on the training samples X (n×d', rows distributed, any layout): RBF σ², then
 /// - exact (o.landmarks == 0): K_raw rows of the local samples computed against every
 ///   sample, the samples travelling in fixed blocks (for_each_row_block; no rank gathers
