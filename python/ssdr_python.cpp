@@ -67,6 +67,28 @@ ssdr::DistMatrix to_rows(const Rows& X, MPI_Comm comm) {
   return D;
 }
 
+using Index64 = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
+using Index32 = py::array_t<int32_t, py::array::c_style | py::array::forcecast>;
+
+/// This rank's rows in CSR (scipy.sparse's indptr, indices, data; duplicates summed, zeros
+/// dropped and indices sorted by the package) as SparseRows over comm with the prefix-sum
+/// layout. Collective (the layout).
+ssdr::SparseRows to_sparse_rows(const Index64& indptr, const Index32& indices, const Rows& data, int64_t cols,
+                                MPI_Comm comm) {
+  const int64_t n = indptr.shape(0) - 1, nnz = data.shape(0);
+  const ssdr::DistMatrix layout = ssdr::make_dist_local(comm, n, 0);
+  ssdr::SparseRows S;
+  S.comm = comm;
+  S.n_global = layout.n_global;
+  S.row_start = layout.row_start;
+  S.n_local = n;
+  S.cols = cols;
+  S.row_ptr.assign(indptr.data(), indptr.data() + indptr.shape(0));
+  S.col.assign(indices.data(), indices.data() + indices.shape(0));
+  S.val.assign(data.data(), data.data() + nnz);
+  return S;
+}
+
 std::vector<int> to_labels(const Labels& y) {
   if (y.ndim() != 1) throw py::value_error("y: expected a 1-D array of labels, got " + std::to_string(y.ndim()) + " dimensions");
   return std::vector<int>(y.data(), y.data() + y.shape(0));
@@ -82,6 +104,19 @@ nlohmann::json parse(const std::string& text) {
   return {};
 }
 
+/// A DistMatrix's local rows as an n_local × cols NumPy array (a copy).
+py::array_t<double> rows_array(const ssdr::DistMatrix& Y) {
+  py::array_t<double> out({Y.n_local, Y.cols});
+  if (!Y.v.empty()) std::memcpy(out.mutable_data(), Y.v.data(), Y.v.size() * sizeof(double));
+  return out;
+}
+
+py::array_t<int64_t> labels_array(const std::vector<int>& p) {
+  py::array_t<int64_t> out(static_cast<py::ssize_t>(p.size()));
+  for (size_t i = 0; i < p.size(); ++i) out.mutable_data()[i] = p[i];
+  return out;
+}
+
 class PyEstimator {
  public:
   PyEstimator(const std::string& method, const std::string& params_json) : e_(method, parse(params_json)) {}
@@ -95,19 +130,41 @@ class PyEstimator {
       return 0;
     });
   }
+  void fit_sparse(const Index64& indptr, const Index32& indices, const Rows& data, int64_t cols, const Labels& y,
+                  const py::object& comm) {
+    const MPI_Comm c = to_comm(comm);
+    std::vector<int> labels = to_labels(y);
+    guarded(c, [&] {
+      e_.fit(to_sparse_rows(indptr, indices, data, cols, c), labels);
+      return 0;
+    });
+  }
+  py::array_t<double> transform_sparse(const Index64& indptr, const Index32& indices, const Rows& data, int64_t cols,
+                                       const py::object& comm) const {
+    const MPI_Comm c = to_comm(comm);
+    return rows_array(guarded(c, [&] { return e_.transform(to_sparse_rows(indptr, indices, data, cols, c)); }));
+  }
+  py::array_t<int64_t> predict_sparse(const Index64& indptr, const Index32& indices, const Rows& data, int64_t cols,
+                                      const py::object& comm) const {
+    const MPI_Comm c = to_comm(comm);
+    return labels_array(guarded(c, [&] { return e_.predict(to_sparse_rows(indptr, indices, data, cols, c)); }));
+  }
+  /// The soft labels of this rank's rows (n_local × (c+1), the outlier class last).
+  py::array_t<double> soft_labels() const { return rows_array(e_.soft_labels()); }
+  py::bytes to_bytes() const { return py::bytes(e_.to_bytes()); }
+  static PyEstimator from_bytes(const py::bytes& bytes, const std::string& params_json, const py::object& comm) {
+    const MPI_Comm c = to_comm(comm);
+    const std::string b = bytes;
+    return guarded(c, [&] { return PyEstimator(ssdr::Estimator::from_bytes(b, c, parse(params_json))); });
+  }
+  void set_class_names(const std::string& names_json) { e_.set_class_names(parse(names_json)); }
   py::array_t<double> transform(const Rows& X, const py::object& comm) const {
     const MPI_Comm c = to_comm(comm);
-    const ssdr::DistMatrix Y = guarded(c, [&] { return e_.transform(to_rows(X, c)); });
-    py::array_t<double> out({Y.n_local, Y.cols});
-    std::memcpy(out.mutable_data(), Y.v.data(), Y.v.size() * sizeof(double));
-    return out;
+    return rows_array(guarded(c, [&] { return e_.transform(to_rows(X, c)); }));
   }
   py::array_t<int64_t> predict(const Rows& X, const py::object& comm) const {
     const MPI_Comm c = to_comm(comm);
-    const std::vector<int> p = guarded(c, [&] { return e_.predict(to_rows(X, c)); });
-    py::array_t<int64_t> out(static_cast<py::ssize_t>(p.size()));
-    for (size_t i = 0; i < p.size(); ++i) out.mutable_data()[i] = p[i];
-    return out;
+    return labels_array(guarded(c, [&] { return e_.predict(to_rows(X, c)); }));
   }
   double score(const Rows& X, const Labels& y, const py::object& comm) const {
     const MPI_Comm c = to_comm(comm);
@@ -195,11 +252,27 @@ PYBIND11_MODULE(_ssdr, m) {
       out.append(py::make_tuple(info.name, info.summary, info.source, info.projects));
     return out;
   }, "The method table: (name, summary, paper, projects) per method.");
+  m.def("propagating_methods", [] {
+    py::list out;
+    for (const auto& info : ssdr::methods::method_table())
+      if (ssdr::methods::propagates_labels(info)) out.append(info.name);
+    return out;
+  }, "The methods whose fit propagates labels (soft labels: transduction_, label_distributions_).");
   m.def("parameter_names", &ssdr::Estimator::parameter_names, py::arg("method"),
         "Every parameter the method accepts (dim, seed, max_kernel_memory, verbose, then its own).");
   py::class_<PyEstimator>(m, "Estimator")
       .def(py::init<const std::string&, const std::string&>(), py::arg("method"), py::arg("params_json"))
       .def("fit", &PyEstimator::fit, py::arg("X"), py::arg("y"), py::arg("comm"))
+      .def("fit_sparse", &PyEstimator::fit_sparse, py::arg("indptr"), py::arg("indices"), py::arg("data"),
+           py::arg("cols"), py::arg("y"), py::arg("comm"))
+      .def("transform_sparse", &PyEstimator::transform_sparse, py::arg("indptr"), py::arg("indices"), py::arg("data"),
+           py::arg("cols"), py::arg("comm"))
+      .def("predict_sparse", &PyEstimator::predict_sparse, py::arg("indptr"), py::arg("indices"), py::arg("data"),
+           py::arg("cols"), py::arg("comm"))
+      .def("soft_labels", &PyEstimator::soft_labels)
+      .def("to_bytes", &PyEstimator::to_bytes)
+      .def_static("from_bytes", &PyEstimator::from_bytes, py::arg("bytes"), py::arg("params_json"), py::arg("comm"))
+      .def("set_class_names", &PyEstimator::set_class_names, py::arg("names_json"))
       .def("transform", &PyEstimator::transform, py::arg("X"), py::arg("comm"))
       .def("predict", &PyEstimator::predict, py::arg("X"), py::arg("comm"))
       .def("score", &PyEstimator::score, py::arg("X"), py::arg("y"), py::arg("comm"))

@@ -33,12 +33,32 @@ variable (e.g. PETSC_OPTIONS="-log_view").
 """
 import atexit as _atexit
 import json as _json
-import keyword as _keyword
+import os as _os
 import numbers as _numbers
 import warnings as _warnings
 
 import numpy as _np
-from mpi4py import MPI as _MPI  # initializes MPI before PETSc
+
+
+def _detach_from_launcher():
+    """A child process of an MPI rank that imports ssdr (joblib's workers for
+    GridSearchCV(n_jobs=2), multiprocessing) inherits the launcher's variables and would try to
+    join the job as that rank again, and fail; it starts as its own one-process MPI job instead
+    (MPI's singleton start). SSDR_MPI_PID marks the process that imported ssdr first."""
+    owner = _os.environ.get("SSDR_MPI_PID")
+    if owner is not None and owner != str(_os.getpid()):
+        launcher = ("PMIX_", "PMI_", "OMPI_COMM_WORLD", "OMPI_UNIVERSE", "OMPI_FILE_LOCATION", "OMPI_APP_CTX",
+                    "OMPI_NUM_APP_CTX", "OMPI_FIRST_RANKS", "OMPI_ARGV", "OMPI_COMMAND", "OMPI_MCA_ess",
+                    "OMPI_MCA_orte_", "OMPI_MCA_pmix", "OMPI_MCA_initial_wdir", "OMPI_MCA_shmem")
+        keep = ("OMPI_MCA_orte_execute_quiet",)
+        for key in list(_os.environ):
+            if key.startswith(launcher) and key not in keep:
+                del _os.environ[key]
+    _os.environ["SSDR_MPI_PID"] = str(_os.getpid())
+
+
+_detach_from_launcher()
+from mpi4py import MPI as _MPI  # noqa: E402 - initializes MPI before PETSc
 
 from . import _ssdr
 
@@ -97,9 +117,19 @@ def _method_names():
     return [m[0] for m in _ssdr.methods()]
 
 
+# Parameters whose table name is a Python keyword, and their Python spelling (numpy's `lam`
+# for lambda: a trailing underscore would mark a fitted attribute for scikit-learn).
+_PYTHON_NAMES = {"lambda": "lam"}
+_TABLE_NAMES = {v: k for k, v in _PYTHON_NAMES.items()}
+
+
 def _python_name(name):
-    """A parameter's name as a Python identifier: lambda -> lambda_."""
-    return name + "_" if _keyword.iskeyword(name) else name
+    """A parameter's name as a Python identifier: lambda -> lam."""
+    return _PYTHON_NAMES.get(name, name)
+
+
+def _table_name(name):
+    return _TABLE_NAMES.get(name, name)
 
 
 # -------------------------------------------------------------------------------------------
@@ -155,13 +185,44 @@ def _agreed(comm, step):
 # -------------------------------------------------------------------------------------------
 # Rows and labels (local checks; the C++ core then checks values and layout collectively)
 # -------------------------------------------------------------------------------------------
+class _SparseRows:
+    """This rank's rows of a scipy.sparse matrix in canonical CSR (indices sorted, duplicates
+    summed, explicit zeros dropped), as the core's SparseRows takes them."""
+
+    def __init__(self, X):
+        X = X.tocsr(copy=True)
+        if X.dtype.kind == "c":
+            raise ValueError("Complex data not supported: X has dtype %s" % X.dtype)
+        if X.dtype.kind not in "biuf":
+            raise TypeError("X: a sparse matrix of dtype %s; expected numbers" % X.dtype)
+        X.sum_duplicates()
+        X.eliminate_zeros()
+        X.sort_indices()
+        if X.shape[1] == 0:
+            raise ValueError("0 feature(s) (shape=%s) while a minimum of 1 is required." % (X.shape,))
+        if X.shape[1] >= 2**31:
+            raise ValueError("X: %d features; sparse rows take at most 2^31 - 1" % X.shape[1])
+        self.shape = X.shape
+        self.indptr = _np.ascontiguousarray(X.indptr, dtype=_np.int64)
+        self.indices = _np.ascontiguousarray(X.indices, dtype=_np.int32)
+        self.data = _np.ascontiguousarray(X.data, dtype=_np.float64)
+
+    def args(self):
+        return self.indptr, self.indices, self.data, self.shape[1]
+
+
+def _is_sparse(X):
+    return hasattr(X, "tocsr") and hasattr(X, "nnz")
+
+
 def _rows(X):
-    """This rank's rows as a C-contiguous float64 n_local x d array (scikit-learn's
-    check_array conventions and messages). Local."""
+    """This rank's rows as a C-contiguous float64 n_local x d array, or _SparseRows for a
+    scipy.sparse matrix (scikit-learn's check_array conventions and messages). Local.
+    float32 and integer rows are converted to float64 (the core computes in double)."""
+    if _is_sparse(X):
+        return _SparseRows(X)
     if hasattr(X, "iloc") and hasattr(X, "columns"):  # pandas DataFrame
         X = X.to_numpy()
-    if hasattr(X, "tocsr") and hasattr(X, "nnz"):
-        raise TypeError("X: a scipy.sparse matrix; this ssdr takes dense arrays here (ssdr fit reads sparse LIBSVM)")
     X = _np.asarray(X)
     if X.dtype.kind == "c":
         raise ValueError("Complex data not supported: X has dtype %s" % X.dtype)
@@ -272,13 +333,23 @@ def _encode(y, unlabeled, classes):
 # -------------------------------------------------------------------------------------------
 # The estimators
 # -------------------------------------------------------------------------------------------
+# The methods whose fit propagates labels (their soft labels F become transduction_,
+# label_distributions_ and outlier_distribution_), from the method table.
+_PROPAGATING = set(_ssdr.propagating_methods())
+
+
 class _Core:
     """What every ssdr estimator does: fit, transform, predict, score, save and load, each
-    collective over its communicator. Subclasses say which method (_method()) and parameters
-    (_given(): name -> value, only the ones set)."""
+    collective over its communicator, and pickling through the model's bytes. Subclasses say
+    which method (_method()) and parameters (_given(): name -> value, only the ones set)."""
 
-    def _fitted(self):
+    def _fitted(self, comm=None):
         core = getattr(self, "_core", None)
+        if core is None and getattr(self, "_model_bytes", None) is not None:
+            # Unpickled: the model is rebuilt from its bytes on the first collective call.
+            comm = comm or _MPI.COMM_WORLD
+            core = _ssdr.Estimator.from_bytes(self._model_bytes, self._given_json(), comm)
+            self._core, self._comm, self._model_bytes = core, comm, None
         if core is None:
             raise NotFittedError("This %s instance is not fitted yet. Call 'fit' with appropriate arguments before "
                                  "using this estimator." % type(self).__name__)
@@ -300,16 +371,27 @@ class _Core:
             raise ValueError("X has %d features, but %s is expecting %d features as input."
                              % (X.shape[1], type(self).__name__, self.n_features_in_))
 
+    def _check_names(self, X, reset):
+        """scikit-learn's feature-name bookkeeping (feature_names_in_ for pandas input)."""
+        if hasattr(self, "_check_feature_names"):
+            self._check_feature_names(X, reset=reset)
+        elif reset and hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+
     def fit(self, X, y, comm=None):
-        """Learns the projection from this rank's rows X (n_local x d) and labels y (n_local:
-        any class label, or -1 / None for an unlabeled row). The classes (classes_) are the
-        sorted labels of every rank; at least two must be labeled. Collective over comm.
-        Returns self."""
+        """Learns the projection from this rank's rows X (n_local x d; a NumPy array, anything
+        NumPy converts, a pandas DataFrame or a scipy.sparse matrix, whose fit needs pca_dim)
+        and labels y (n_local: any class label, or -1 / None for an unlabeled row). The
+        classes (classes_) are the sorted labels of every rank; at least two must be labeled.
+        Collective over comm. Returns self."""
         comm = _checked_comm(comm)
         method = self._method()
-        names = getattr(X, "columns", None)
+        original = X
 
         def local():
+            if y is None:
+                raise ValueError("%s requires y to be passed, but the target y is None (-1 marks an unlabeled row)"
+                                 % type(self).__name__)
             X_ = _rows(X)
             y_ = _label_array(y, X_.shape[0])
             unl = _unlabeled(y_)
@@ -320,44 +402,102 @@ class _Core:
             raise Error("Found array with 0 sample(s) (shape=%s) while a minimum of 1 is required: X has no rows on "
                         "any rank" % (X.shape,))
         classes = _agreed(comm, lambda: _union_classes([p for p, _ in parts]))
-
-        def encoded():
-            if len(classes) == 0:
-                raise Error("y: no row is labeled (every label is -1 or None); expected at least two labeled "
-                                 "classes")
-            if len(classes) == 1:
-                raise Error("y: only one class (%r) is labeled; expected at least two labeled classes"
-                                 % (classes[0],))
-            return _encode(y, unlabeled, classes)
-        codes = encoded()  # replicated: every rank has the same classes
+        if len(classes) == 0:
+            raise Error("y: no row is labeled (every label is -1 or None); expected at least two labeled classes")
+        if len(classes) == 1:
+            raise Error("y: only one class (%r) is labeled; expected at least two labeled classes" % (classes[0],))
+        codes = _encode(y, unlabeled, classes)  # replicated classes: every rank encodes alike
         core = _ssdr.Estimator(method, self._given_json())
-        core.fit(X, codes, comm)
-        self._core, self._comm = core, comm
-        model = core.model()
-        self.n_features_in_ = model["d_input"]
-        if names is not None and all(isinstance(c, str) for c in names):
-            self.feature_names_in_ = _np.asarray(names, dtype=object)
-        elif hasattr(self, "feature_names_in_"):
-            del self.feature_names_in_
+        if isinstance(X, _SparseRows):
+            core.fit_sparse(*X.args(), codes, comm)
+        else:
+            core.fit(X, codes, comm)
+        names = classes.tolist()
+        if classes.dtype.kind != "O" and classes.dtype.kind != "U" and names != list(range(len(classes))):
+            core.set_class_names(_json.dumps(names))
+        elif classes.dtype.kind in "OU" and all(isinstance(v, (str, int, float, bool)) for v in names):
+            core.set_class_names(_json.dumps(names))
+        self._core, self._comm, self._model_bytes = core, comm, None
+        self._check_names(original, reset=True)
+        self.n_features_in_ = core.model()["d_input"]
         self.classes_ = classes
         self.trace_ratio_ = core.trace_ratio
         self.info_ = _json.loads(core.info)
+        for name in ("transduction_", "label_distributions_", "outlier_distribution_"):
+            self.__dict__.pop(name, None)
+        if method in _PROPAGATING:
+            F = core.soft_labels()
+            c = len(classes)
+            self.transduction_ = classes[_np.argmax(F[:, :c], axis=1)] if len(F) else classes[:0]
+            mass = F[:, :c].sum(axis=1, keepdims=True)
+            self.label_distributions_ = _np.divide(F[:, :c], mass, out=_np.full_like(F[:, :c], 1.0 / c),
+                                                   where=mass > 0)
+            self.outlier_distribution_ = F[:, c].copy()
         return self
 
     def _prepared(self, X, comm):
         """X checked on this rank against the fit (agreed over comm). Collective."""
-        core = self._fitted()
+        core = self._fitted(comm)
 
         def local():
+            self._check_names(X, reset=False)
             X_ = _rows(X)
             self._check_width(X_)
             return X_
         return core, _agreed(comm, local)
 
+    def save(self, path, comm=None):
+        """Writes the model file (as `ssdr fit --model`), with the class labels. Collective over
+        comm."""
+        comm = self._comm_or_default(comm)
+        core = self._fitted(comm)
+        path = _agreed(comm, lambda: _path(path))
+        core.save(path, comm)
+
+    @property
+    def model_(self):
+        """What the fitted model holds: method, d_input, dim, classes, format_version, n_labeled
+        and the fit's parameters (JSON text)."""
+        return self._fitted().model()
+
+    def _adopt(self, core, comm):
+        """Takes a loaded core (load): the classes from the model's class names if it has them."""
+        self._core, self._comm, self._model_bytes = core, comm, None
+        model = core.model()
+        self.n_features_in_ = model["d_input"]
+        names = _json.loads(model["parameters"]).get("class_names")
+        self.classes_ = _np.asarray(names) if names is not None else _np.arange(model["classes"])
+        return self
+
+    # pickling: the model's bytes (the --model format), rebuilt on first use ------------------
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        core = state.pop("_core", None)
+        state.pop("_comm", None)
+        if core is not None and isinstance(self, _Projecting):  # lp keeps no model to predict with
+            state["_model_bytes"] = core.to_bytes()
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._core, self._comm = None, None
+
+    def _more_tags(self):
+        return {"requires_y": True,
+                "_xfail_checks": {"check_classifiers_classes":
+                                  "y = -1 marks an unlabeled sample (LabelSpreading's convention), so the check's "
+                                  "binary labels [-1, 1] leave one labeled class"}}
+
+
+class _Projecting:
+    """transform, predict and score of the methods that learn a projection (all but lp)."""
+
     def transform(self, X, comm=None):
         """This rank's rows of the embedding (n_local x m, float64). Collective over comm."""
         comm = self._comm_or_default(comm)
         core, X = self._prepared(X, comm)
+        if isinstance(X, _SparseRows):
+            return core.transform_sparse(*X.args(), comm)
         return core.transform(X, comm)
 
     def fit_transform(self, X, y, comm=None):
@@ -369,42 +509,36 @@ class _Core:
         labeled rows (values of classes_). Collective over comm."""
         comm = self._comm_or_default(comm)
         core, X = self._prepared(X, comm)
+        if isinstance(X, _SparseRows):
+            return self.classes_[core.predict_sparse(*X.args(), comm)]
         return self.classes_[core.predict(X, comm)]
 
     def score(self, X, y, comm=None):
         """The fraction of the labeled rows of every rank (y not -1 / None) that predict labels
         right; a label the fit did not see counts as wrong. Collective over comm."""
         comm = self._comm_or_default(comm)
-        core = self._fitted()
+        core = self._fitted(comm)
 
         def local():
+            self._check_names(X, reset=False)
             X_ = _rows(X)
+            if isinstance(X_, _SparseRows):
+                raise TypeError("score: X is sparse; use predict and compare")
             self._check_width(X_)
             y_ = _label_array(y, X_.shape[0])
             return X_, _encode(y_, _unlabeled(y_), self.classes_)
         X, codes = _agreed(comm, local)
         return core.score(X, codes, comm)
 
-    def save(self, path, comm=None):
-        """Writes the model file (as `ssdr fit --model`). Collective over comm."""
-        comm = self._comm_or_default(comm)
-        core = self._fitted()
-        path = _agreed(comm, lambda: _path(path))
-        core.save(path, comm)
 
-    @property
-    def model_(self):
-        """What the fitted model holds: method, d_input, dim, classes, format_version, n_labeled
-        and the fit's parameters (JSON text)."""
-        return self._fitted().model()
+class _Transductive:
+    """lp: a transductive classifier. It labels the rows it was fitted on (transduction_,
+    label_distributions_) and learns no projection for new rows, so it has no transform or
+    predict (scikit-learn then treats it as a plain estimator)."""
 
-    def _adopt(self, core, comm, classes=None):
-        """Takes a loaded core (load)."""
-        self._core, self._comm = core, comm
-        model = core.model()
-        self.n_features_in_ = model["d_input"]
-        self.classes_ = classes if classes is not None else _np.arange(model["classes"])
-        return self
+    def fit_predict(self, X, y, comm=None):
+        """fit(X, y), then the label of each of this rank's rows (transduction_). Collective."""
+        return self.fit(X, y, comm).transduction_
 
 
 def _path(path):
@@ -434,7 +568,7 @@ def _plain(name, value):
     raise Error("parameter %s: expected a number, a string or a bool, got %r" % (name, value))
 
 
-class Estimator(_Core):
+class Estimator(_Core, _Projecting):
     """A method of the table with its parameters: ``ssdr.Estimator("sl-lda", alpha_u=0.9)``.
 
     Unknown parameter names raise ValueError naming the parameter and listing the method's;
@@ -452,11 +586,11 @@ class Estimator(_Core):
             raise ValueError("unknown method %r; expected one of %s" % (method, ", ".join(_method_names())))
         self.method = method
         self._names = [_python_name(n) for n in _ssdr.parameter_names(method)]
-        self._check_names(params)
+        self._check_params(params)
         self._params = {name: params.get(name) for name in self._names}
-        self._core = None
+        self._core, self._comm, self._model_bytes = None, None, None
 
-    def _check_names(self, params):
+    def _check_params(self, params):
         for name in params:
             if name not in self._names:
                 raise ValueError("%r is not a parameter of %s (its parameters: %s)"
@@ -466,8 +600,7 @@ class Estimator(_Core):
         return self.method
 
     def _given(self):
-        return {n.rstrip("_") if _keyword.iskeyword(n.rstrip("_")) else n: v
-                for n, v in self._params.items() if v is not None}
+        return {_table_name(n): v for n, v in self._params.items() if v is not None}
 
     def get_params(self, deep=True):
         """``method`` and every parameter of the method (None: its default)."""
@@ -483,9 +616,9 @@ class Estimator(_Core):
             self._setup(params["method"], {k: v for k, v in rest.items() if v is not None and
                                            k in [_python_name(n) for n in _ssdr.parameter_names(params["method"])]})
             return self
-        self._check_names(params)
+        self._check_params(params)
         self._params.update(params)
-        self._core = None
+        self._core, self._model_bytes = None, None
         return self
 
     def __repr__(self):
@@ -547,7 +680,10 @@ def _make_class(method, summary, source, projects):
     exec("def __init__(self, *, %s):\n%s\n" % (args, body), namespace)
     init = namespace["__init__"]
     init.__doc__ = "%s: %s [%s]. None takes the method's paper default." % (method, summary, source)
-    bases = (_MethodEstimator, _ClassifierMixin) + ((_TransformerMixin,) if projects else ()) + (_BaseEstimator,)
+    if projects:
+        bases = (_MethodEstimator, _Projecting, _ClassifierMixin, _TransformerMixin, _BaseEstimator)
+    else:
+        bases = (_MethodEstimator, _Transductive, _BaseEstimator)
     doc = "%s: %s [%s]\n\nParameters: %s." % (method, summary, source, ", ".join(names))
     return type(_class_name(method), bases, {"__init__": init, "__doc__": doc, "_fixed_method": method,
                                              "__module__": __name__})

@@ -225,7 +225,8 @@ po::options_description fit_options(driver::FitCommand& c, std::string& format, 
   else
     d.add_options()
       ("model", po::value(&c.model), "model file to write (Boost archive)")
-      ("embedding", po::value(&c.embedding), "embedding of every sample: .csv, .npy (parallel MPI-IO) or .h5 (parallel HDF5, data set /embedding)");
+      ("embedding", po::value(&c.embedding), "embedding of every sample: .csv, .npy (parallel MPI-IO) or .h5 (parallel HDF5, data set /embedding)")
+      ("soft-labels", po::value(&c.soft_labels), "propagated soft labels F of the transductive samples in file order (c columns, then the outlier class): .csv, .npy or .h5 (data set /soft_labels); soda, ksoda, lp, sl-lda, sl-lda-wls");
   // clang-format on
   return d;
 }
@@ -315,7 +316,7 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
   const int64_t seed = vm["seed"].as<int64_t>();  // an unsigned option would take -1 as 2^64 - 1
   SSDR_REQUIRE(seed >= 0, "--seed: expected an integer >= 0, got " + std::to_string(seed));
   c.split.seed = static_cast<uint64_t>(seed);
-  for (const char* option : {"report", "model", "embedding", "split", "data"})
+  for (const char* option : {"report", "model", "embedding", "soft-labels", "split", "data"})
     SSDR_REQUIRE(!vm.count(option) || !vm[option].as<std::string>().empty(),
                  std::string("--") + option + ": expected a file name, got an empty string");
   const auto& info = methods::find_method(c.config.method);

@@ -118,12 +118,16 @@ FitConfig selected_config(const FitCommand& cmd, const io::Dataset& ds, const st
 }  // namespace
 
 void check_outputs(const FitCommand& cmd, MPI_Comm comm) {
-  io::check_outputs({{"--report", cmd.report}, {"--model", cmd.model}, {"--embedding", cmd.embedding}},
+  io::check_outputs({{"--report", cmd.report}, {"--model", cmd.model}, {"--embedding", cmd.embedding},
+                     {"--soft-labels", cmd.soft_labels}},
                     {{"--data", cmd.data}, {"--split", cmd.split_file}, {"--labels", cmd.read.labels}}, comm);
 }
 
 int run_fit(const FitCommand& cmd, MPI_Comm comm) {
   const double t0 = MPI_Wtime();
+  SSDR_REQUIRE(cmd.soft_labels.empty() || methods::propagates_labels(methods::find_method(cmd.config.method)),
+               "--soft-labels: method " + cmd.config.method +
+                   " propagates no labels; expected soda, ksoda, lp, sl-lda or sl-lda-wls");
   check_outputs(cmd, comm);
   methods::Timings timings;
   io::Dataset ds = read_data(cmd.data, cmd.format, cmd.read, comm, timings);
@@ -166,6 +170,11 @@ int run_fit(const FitCommand& cmd, MPI_Comm comm) {
       Phase phase("write embedding");
       io::write_embedding(out.embedding, cmd.embedding);
       written.push_back(cmd.embedding);
+    }
+    if (!cmd.soft_labels.empty()) {
+      Phase phase("write soft labels");
+      io::write_embedding(out.soft_labels, cmd.soft_labels, "/soft_labels");
+      written.push_back(cmd.soft_labels);
     }
     if (!cmd.model.empty()) {
       estimator.save(cmd.model, comm);

@@ -220,7 +220,9 @@ Estimator& Estimator::set_params(const nlohmann::json& params) {
     throw;
   }
   fitted_ = false;
+  loaded_ = false;
   model_ = model::Model();
+  soft_labels_ = DistMatrix();
   info_ = nlohmann::json::object();
   trace_ratio_ = std::numeric_limits<double>::quiet_NaN();
   return *this;
@@ -252,19 +254,18 @@ void Estimator::configure() {
   verbose_ = verbose;
 }
 
-Estimator& Estimator::fit(DistMatrix X, const std::vector<int>& y) {
-  QuietScope scope(manage_quiet_, verbose_);
-  check_rows(X, "fit: X");
-  const MPI_Comm comm = X.comm;
-  SSDR_CHECK_COLLECTIVE(comm, static_cast<int64_t>(y.size()) == X.n_local,
-                        "fit: y has " + std::to_string(y.size()) + " labels for " + std::to_string(X.n_local) +
+namespace {
+/// The data set and roles of Estimator::fit from every rank's y (one entry per local row:
+/// class 0..c−1 or −1): replicated labels and roles (an unlabeled row stands as class 0 in
+/// the data set; its evaluation means nothing and is not kept) and c. Collective over comm.
+/// \throws ssdr::Error (collectively) as Estimator::fit.
+std::vector<data::Role> labeled_roles(const std::vector<int>& y, int64_t n_local, int64_t n_global, int64_t d,
+                                      MPI_Comm comm, io::Dataset& ds) {
+  SSDR_CHECK_COLLECTIVE(comm, static_cast<int64_t>(y.size()) == n_local,
+                        "fit: y has " + std::to_string(y.size()) + " labels for " + std::to_string(n_local) +
                             " rows on this rank; expected one per row (-1: unlabeled)");
-  SSDR_REQUIRE(X.n_global > 0, "fit: X has no rows on any rank; expected at least one labeled row per class");
-  SSDR_REQUIRE(X.cols > 0, "fit: X has no features (d = 0); expected n x d rows with d >= 1");
-  io::Dataset ds;
-  // Replicated labels and roles, n entries, as the readers and the split give them: an
-  // unlabeled row's label is hidden from the method (role unlabeled) and stands as class 0
-  // in the data set (the fit's evaluation of it means nothing and is not kept).
+  SSDR_REQUIRE(n_global > 0, "fit: X has no rows on any rank; expected at least one labeled row per class");
+  SSDR_REQUIRE(d > 0, "fit: X has no features (d = 0); expected n x d rows with d >= 1");
   const std::vector<int> all = allgatherv(y, comm);
   std::vector<data::Role> roles(all.size(), data::Role::unlabeled);
   ds.labels.assign(all.size(), 0);
@@ -288,7 +289,33 @@ Estimator& Estimator::fit(DistMatrix X, const std::vector<int>& y) {
                      " labeled at least once");
   SSDR_REQUIRE(classes.size() >= 2, "fit: only class 0 is labeled; expected at least two labeled classes");
   ds.classes = static_cast<int>(classes.size());
+  return roles;
+}
+}  // namespace
+
+Estimator& Estimator::fit(DistMatrix X, const std::vector<int>& y) {
+  QuietScope scope(manage_quiet_, verbose_);
+  check_rows(X, "fit: X");
+  io::Dataset ds;
+  const std::vector<data::Role> roles = labeled_roles(y, X.n_local, X.n_global, X.cols, X.comm, ds);
   ds.X = std::move(X);
+  fit_split(ds, roles, false);
+  return *this;
+}
+
+Estimator& Estimator::fit(SparseRows X, const std::vector<int>& y) {
+  QuietScope scope(manage_quiet_, verbose_);
+  check_rows(X, "fit: X");
+  io::Dataset ds;
+  const std::vector<data::Role> roles = labeled_roles(y, X.n_local, X.n_global, X.cols, X.comm, ds);
+  // The dense matrix's shape and layout without its values, as the LIBSVM reader keeps it.
+  ds.X.comm = X.comm;
+  ds.X.n_global = X.n_global;
+  ds.X.row_start = X.row_start;
+  ds.X.n_local = X.n_local;
+  ds.X.cols = X.cols;
+  ds.sparse = true;
+  ds.Xs = std::move(X);
   fit_split(ds, roles, false);
   return *this;
 }
@@ -296,6 +323,7 @@ Estimator& Estimator::fit(DistMatrix X, const std::vector<int>& y) {
 driver::FitOutcome Estimator::fit_split(io::Dataset& ds, const std::vector<data::Role>& roles, bool keep_embedding) {
   QuietScope scope(manage_quiet_, verbose_);
   fitted_ = false;
+  loaded_ = false;
   const MPI_Comm comm = ds.X.comm;
   check_comm(comm, "fit");
   check_same_parameters(config_, comm);
@@ -309,8 +337,43 @@ driver::FitOutcome Estimator::fit_split(io::Dataset& ds, const std::vector<data:
   model_ = out.model;
   info_ = out.info;
   trace_ratio_ = out.trace_ratio;
+  soft_labels_ = out.soft_labels;  // n_t×(c+1): small beside the data
   fitted_ = true;
   return out;
+}
+
+const DistMatrix& Estimator::soft_labels() const {
+  SSDR_REQUIRE(fitted_ && !loaded_, "soft_labels: the " + config_.method +
+                                        " estimator has no fit of its own: call fit first (a loaded model keeps none)");
+  SSDR_REQUIRE(soft_labels_.cols > 0, "soft_labels: method " + config_.method +
+                                          " propagates no labels (soda, ksoda, lp, sl-lda and sl-lda-wls do)");
+  return soft_labels_;
+}
+
+std::string Estimator::to_bytes() const {
+  SSDR_REQUIRE(fitted_, "to_bytes: the " + config_.method + " estimator is not fitted: call fit (or load) first");
+  return model::to_bytes(model_);
+}
+
+Estimator Estimator::from_bytes(const std::string& bytes, MPI_Comm comm, const nlohmann::json& params) {
+  check_comm(comm, "from_bytes");
+  model::Model m = model::from_bytes_collective(bytes, "the pickled model", comm);
+  Estimator e(m.method, params);
+  e.model_ = std::move(m);
+  e.fitted_ = true;
+  e.loaded_ = true;
+  return e;
+}
+
+Estimator& Estimator::set_class_names(const nlohmann::json& names) {
+  SSDR_REQUIRE(fitted_, "set_class_names: the " + config_.method + " estimator is not fitted");
+  SSDR_REQUIRE(names.is_array() && static_cast<int64_t>(names.size()) == model_.classes,
+               "set_class_names: expected a list of " + std::to_string(model_.classes) + " names, got " +
+                   std::to_string(names.is_array() ? names.size() : 0));
+  nlohmann::json p = nlohmann::json::parse(model_.parameters_json);
+  p["class_names"] = names;
+  model_.parameters_json = p.dump();
+  return *this;
 }
 
 const model::Model& Estimator::model() const {
@@ -435,6 +498,7 @@ Estimator Estimator::load(const std::string& path, MPI_Comm comm, const nlohmann
   Estimator e(m.method, params);
   e.model_ = std::move(m);
   e.fitted_ = true;
+  e.loaded_ = true;
   return e;
 }
 

@@ -235,6 +235,7 @@ FitOutcome fit_rows(FitRows& rows, data::Preprocessor&& pre, const std::vector<i
                                  feature_map.empty() ? nullptr : &Xt, config.cache};
   methods::FitResult fit = method->fit(training, config.method_options, out.timings);
   Phi = DistMatrix();
+  out.soft_labels = std::move(fit.soft_labels);
   out.trace_ratio = fit.trace_ratio;
   out.info = fit.info;
   if (!pre.route.empty()) {

@@ -393,9 +393,9 @@ void write_labels_npy(const std::vector<int>& labels, const std::string& path, M
   });
 }
 
-void write_embedding(const DistMatrix& Y, const std::string& path) {
+void write_embedding(const DistMatrix& Y, const std::string& path, const std::string& dataset) {
   if (has_extension(path, ".h5") || has_extension(path, ".hdf5")) {
-    write_hdf5(path, Y, "/embedding");
+    write_hdf5(path, Y, dataset);
     return;
   }
   if (has_extension(path, ".npy") && !is_special(path)) {

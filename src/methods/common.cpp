@@ -134,4 +134,10 @@ void graph_info(const graph::Graph& g, const graph::GraphOptions& options, nlohm
 }
 
 
+DistMatrix soft_labels(const propagation::PropagationResult& lp, const TrainingData& data) {
+  DistMatrix F = lp.F;
+  F.comm = data.X.comm;
+  return F;
+}
+
 }  // namespace ssdr::methods

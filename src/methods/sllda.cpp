@@ -133,6 +133,7 @@ class SlLda final : public Method {
     out.info["eigenvalue_scaling"] = o.eigenvalue_scaling;
     out.info["n_tilde"] = S.n_tilde;
     out.info["class_weights"] = S.class_weights;
+    out.soft_labels = soft_labels(s.lp, data);
     return out;
   }
 };
@@ -377,6 +378,7 @@ class SlLdaWls final : public Method {
     out.info["class_weights"] = class_weights;
     out.info["singular_values"] = sigma;
     out.info["lsqr_iterations"] = static_cast<int>(its);
+    out.soft_labels = soft_labels(s.lp, data);
     return out;
   }
 };

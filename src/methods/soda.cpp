@@ -29,6 +29,7 @@ class Soda final : public Method {
     FitResult out = solve_trace_ratio(S, m, o, data.X.comm, t);
     graph_info(gl.g, go, out.info);
     out.info["propagation_iterations"] = gl.lp.iterations;
+    out.soft_labels = soft_labels(gl.lp, data);
     return out;
   }
 };
@@ -74,6 +75,7 @@ class LabelPropagation final : public Method {
     out.transductive_prediction = propagation::predict(gl.lp.F, data.classes);
     graph_info(gl.g, go, out.info);
     out.info["propagation_iterations"] = gl.lp.iterations;
+    out.soft_labels = soft_labels(gl.lp, data);
     return out;
   }
 };

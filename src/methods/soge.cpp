@@ -457,7 +457,13 @@ class Soge final : public Method {
     SSDR_REQUIRE(o.dim == 0 || o.dim == static_cast<int64_t>(K) * c,
                  "--dim does not apply to soge: its dimension is K*c = " + std::to_string(K * c) +
                      " (c = " + std::to_string(c) + " classes, --recursions K = " + std::to_string(K) + ")");
-    SSDR_REQUIRE(static_cast<int64_t>(K) * c <= d,
+    // Fewer features than classes (d' < c, with the default one recursion): W ∈ R^{d'×c} cannot
+    // have orthonormal columns, so the samples are taken in R^c with c − d' zero features (the
+    // same graph, Laplacian and soft labels; A and B of (11)–(12) gain zero rows and columns).
+    // The rows of W on those features multiply zeros: the model keeps the first d' rows, and
+    // Wᵀx is the padded problem's embedding exactly.
+    const int64_t padded = o.recursions == 0 && c > d ? c - d : 0;
+    SSDR_REQUIRE(static_cast<int64_t>(K) * c <= d + padded,
                  "soge: --recursions " + std::to_string(K) + " gives K*c = " + std::to_string(K * c) +
                      " dimensions, more than the d' = " + std::to_string(d) + " left after preprocessing");
 
@@ -471,6 +477,13 @@ class Soge final : public Method {
     {
       Phase phase("scatter", &t);  // the operators A, B of eq. (11)–(12)
       op = soge::operators(soge::center(data.X), g.A, data.labels, c, alpha, mu, so);
+      if (padded > 0) {
+        Dense A(d + padded, d + padded), B(d + padded, op.B.cols);
+        for (int64_t j = 0; j < d; ++j) std::copy_n(op.A.col(j), d, A.col(j));
+        for (int64_t j = 0; j < op.B.cols; ++j) std::copy_n(op.B.col(j), d, B.col(j));
+        op.A = std::move(A);
+        op.B = std::move(B);
+      }
       t_ops = phase.stop();
     }
     soge::StiefelOptions st;
@@ -487,8 +500,10 @@ class Soge final : public Method {
     }
 
     FitResult out;
-    out.W = rec.W;
+    out.W = Dense(d, rec.W.cols);  // without the padded features' rows
+    for (int64_t j = 0; j < rec.W.cols; ++j) std::copy_n(rec.W.col(j), d, out.W.col(j));
     auto& info = out.info;
+    if (padded > 0) info["padded_features"] = padded;
     info["alpha"] = alpha;
     info["mu"] = mu;
     info["recursions"] = K;

@@ -190,6 +190,10 @@ bool uses_parameter(const MethodInfo& method, const std::string& name) {
   return false;
 }
 
+bool propagates_labels(const MethodInfo& method) {
+  return std::find(method.parameters.begin(), method.parameters.end(), "alpha_u") != method.parameters.end();
+}
+
 void require_parameter(const MethodInfo& method, const std::string& name, const std::string& spelling) {
   if (uses_parameter(method, name)) return;
   std::string own;

@@ -345,7 +345,8 @@ class Otca final : public Method {
                  gamma = or_default(o.gamma, 1e-3);
     SSDR_REQUIRE(beta > 0, "otca: --beta must be positive (got " + std::to_string(beta) + ")");
     SSDR_REQUIRE(gamma > 0, "otca: --gamma must be positive (got " + std::to_string(gamma) + ")");
-    const int64_t m = o.dim > 0 ? o.dim : data.classes;
+    // m = c by default, at most d' (one direction per class, each orthogonal to the others).
+    const int64_t m = o.dim > 0 ? o.dim : std::min<int64_t>(data.classes, data.X.cols);
     SSDR_REQUIRE(m <= data.classes, "otca: --dim " + std::to_string(m) + " exceeds the number of classes " +
                                         std::to_string(data.classes) + " (one direction per class, eq. 25)");
     FitResult out;

@@ -817,4 +817,80 @@ DistMatrix project_preprocessed(const Model& m, const DistMatrix& Xp) {
   return Y;
 }
 
+std::string to_bytes(const Model& m) {
+  const std::string why = unsavable(m, "bytes");
+  SSDR_CHECK(why.empty(), why);
+  SSDR_CHECK(row_width(m) == 0 || m.kernel.Zt.cols == m.kernel.z_global,
+             "to_bytes: the exact kernel map is distributed over " + std::to_string(comm_size(m.kernel.comm)) +
+                 " ranks; write it collectively (save) instead");
+  std::string out = header_bytes(m);
+  const int64_t w = row_width(m), n = section_rows(m);
+  out.reserve(out.size() + static_cast<size_t>(n * w) * 8 + 8);
+  uint64_t row_sum = 0;
+  std::vector<double> row;
+  for (int64_t j = 0; j < n; ++j) {
+    pack_rows(m.kernel, j, 1, row);
+    row_sum += row_hash(j, row.data(), w);
+    out.append(reinterpret_cast<const char*>(row.data()), static_cast<size_t>(w) * 8);  // as the file: native doubles
+  }
+  put_u64(out, row_sum);
+  return out;
+}
+
+Model from_bytes_collective(const std::string& bytes, const std::string& what, MPI_Comm comm) {
+  // Every rank parses its own copy; the verdict is agreed, and the copies must be one.
+  const uint64_t h = fnv1a64(bytes.data(), bytes.size());
+  uint64_t root = h;
+  MPI_Bcast(&root, 1, MPI_UINT64_T, 0, comm);
+  SSDR_CHECK_COLLECTIVE(comm, root == h, what + ": the ranks hold different model bytes; expected the same on every rank");
+  Model m;
+  std::string msg;
+  try {
+    const size_t mlen = std::strlen(kMagic);
+    const bool v6 = bytes.size() >= kHeadLen + 8 && bytes.compare(0, mlen, kMagic) == 0 &&
+                    static_cast<unsigned char>(bytes[mlen]) >= 6;
+    if (!v6) {
+      m = from_bytes(bytes, what);  // older formats: the whole file is the archive
+      if (row_width(m) > 0) kernels::distribute(m.kernel, comm);
+    } else {
+      const uint64_t H = get_u64(bytes.data() + mlen + 4);
+      if (H > bytes.size() - kHeadLen - 8) SSDR_THROW(corrupt(what));
+      const size_t head = static_cast<size_t>(kHeadLen + H + 8);
+      m = from_bytes(bytes.substr(0, head), what);
+      const int64_t w = row_width(m), n = section_rows(m);
+      if (bytes.size() != head + static_cast<size_t>(n * w) * 8 + 8) SSDR_THROW(corrupt(what));
+      uint64_t sum = 0;
+      bool finite = true;
+      const Layout l = block_layout(n, comm);
+      kernels::FeatureMap& f = m.kernel;
+      const int64_t d = f.input_dim(), r = f.dim();
+      if (w > 0) {
+        f.Zt = Dense(d, l.n_local);
+        f.M = Dense(l.n_local, r);
+        f.a.assign(static_cast<size_t>(l.n_local), 0.0);
+        f.z_start = l.start;
+        f.comm = comm;
+      }
+      std::vector<double> row(static_cast<size_t>(w));
+      for (int64_t j = 0; j < n; ++j) {
+        std::memcpy(row.data(), bytes.data() + head + static_cast<size_t>(j * w) * 8, static_cast<size_t>(w) * 8);
+        sum += row_hash(j, row.data(), w);
+        for (double v : row) finite = finite && std::isfinite(v);
+        if (j < l.start || j >= l.start + l.n_local) continue;
+        const int64_t k = j - l.start;
+        std::copy_n(row.data(), d, f.Zt.col(k));
+        for (int64_t c = 0; c < r; ++c) f.M(k, c) = row[static_cast<size_t>(d + c)];
+        f.a[static_cast<size_t>(k)] = row[static_cast<size_t>(d + r)];
+      }
+      if (sum != get_u64(bytes.data() + bytes.size() - 8))
+        SSDR_THROW(corrupt(what) + " (checksum mismatch: the bytes were changed or damaged)");
+      if (!finite) SSDR_THROW(corrupt(what) + " (NaN or Inf in the kernel map)");
+    }
+  } catch (const Error& e) {
+    msg = e.what();
+  }
+  SSDR_CHECK_COLLECTIVE(comm, msg.empty(), msg);
+  return m;
+}
+
 }  // namespace ssdr::model

@@ -134,4 +134,22 @@ shifted = np.where(yl >= 0, 10 * yl + 3, -1)
 check(np.array_equal(ssdr.SODA(dim=2, seed=1).fit(Xl, shifted).predict(Xl), 10 * codes.predict(Xl) + 3),
       "labels 3, 13, 23 predict as 0, 1, 2 do")
 
+# 6. A pickled model loads on any rank count, as a file does: KSODA's exact kernel map fitted
+#    and pickled on rank 0 alone is distributed over every rank when unpickled.
+import pickle  # noqa: E402
+
+blob = None
+if comm.rank == 0:
+    y_all = np.array([names[v] if v >= 0 else None for v in y], dtype=object)
+    alone = ssdr.KSODA(dim=2).fit(X, y_all, comm=MPI.COMM_SELF)
+    blob, expected = pickle.dumps(alone), alone.predict(X, comm=MPI.COMM_SELF)
+blob = comm.bcast(blob, root=0)
+back = pickle.loads(blob)
+got = np.concatenate(comm.allgather(back.predict(Xl, comm=comm)))
+check(comm.bcast(np.array_equal(got, expected) if comm.rank == 0 else None, root=0),
+      "a KSODA pickled on one rank predicts the same on %d ranks" % comm.size)
+if comm.size > 1:
+    same_error(lambda: pickle.dumps(ssdr.KSODA(dim=2).fit(Xl, ys)), ["distributed over", "save"],
+               what="pickling a kernel map distributed over the ranks")
+
 sys.exit(1 if failures else 0)

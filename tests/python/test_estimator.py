@@ -90,8 +90,12 @@ ok, text = raises(ssdr.Error, lambda: ssdr.SODA(alpha_u=2).fit(X[lo:hi], y[lo:hi
 check(ok, "a value out of range is ssdr.Error with ssdr's message (%s)" % text)
 ok, text = raises(ssdr.NotFittedError, lambda: ssdr.SODA().predict(X[lo:hi]), "not fitted")
 check(ok, "predict before fit is NotFittedError (%s)" % text)
-ok, text = raises(ssdr.Error, lambda: ssdr.LP().fit(X[lo:hi], y[lo:hi]).transform(X[lo:hi]), "learns no projection")
+ok, text = raises(ssdr.Error, lambda: ssdr.Estimator("lp").fit(X[lo:hi], y[lo:hi]).transform(X[lo:hi]),
+                  "learns no projection")
 check(ok, "transform of lp is ssdr.Error (%s)" % text)
+lp = ssdr.LP().fit(X[lo:hi], y[lo:hi])
+check(not hasattr(lp, "transform") and not hasattr(lp, "predict") and len(lp.transduction_) == hi - lo,
+      "ssdr.LP is transductive: transduction_ for its rows, no transform or predict")
 ok, text = raises(ssdr.Error, lambda: ssdr.SODA().fit(X[lo:hi], np.full(hi - lo, -1)), "no row is labeled")
 check(ok, "fit without a labeled row is ssdr.Error (%s)" % text)
 classes = [ssdr._class_name(m[0]) for m in ssdr.methods()]

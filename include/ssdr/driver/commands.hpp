@@ -24,6 +24,9 @@ struct FitCommand {
   int cv_folds = 5;                ///< --cv-folds k
   Grid grid;                       ///< --grid NAME=v1,...; empty → default_grid(config)
   std::string report, model, embedding;  ///< output paths (empty: not written)
+  /// --soft-labels: the propagated soft labels F (n_t × (c+1), the transductive samples in
+  /// file order, the outlier class last) of a method that propagates labels; empty: not written.
+  std::string soft_labels;
 };
 
 struct TransformCommand {

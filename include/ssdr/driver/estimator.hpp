@@ -95,6 +95,11 @@ class Estimator {
   ///   local row, a label is < −1, no row or no class is labeled, the layout of X is not the
   ///   prefix-sum layout, or the method fails on this data (the pipeline's errors).
   Estimator& fit(DistMatrix X, const std::vector<int>& y);
+  /// The same for sparse rows (n×d in CSR, any number of rows per rank, the prefix-sum
+  /// layout): reduced by the truncated SVD of `ssdr fit --sparse yes` (the parameter pca_dim is
+  /// required, as there), so the fit gives the command line's sparse results bit for bit.
+  /// Collective over X.comm. \throws ssdr::Error (collectively) as fit, and without pca_dim.
+  Estimator& fit(SparseRows X, const std::vector<int>& y);
 
   /// The fit of `ssdr fit`: the data set's rows with a split (unseen rows too, not learned
   /// from), evaluated by 1-NN as the papers do (accuracy on the unlabeled and unseen rows);
@@ -134,6 +139,26 @@ class Estimator {
   /// constructor for params.
   static Estimator load(const std::string& path, MPI_Comm comm, const nlohmann::json& params = nlohmann::json::object());
 
+  /// The soft labels F the fit propagated (soda-nie2009 eq. (25)–(27): n_t×(c+1), column c
+  /// the outlier class, each row summing to 1 up to the propagation's tolerance), for this
+  /// rank's transductive rows in global order (fit(X, y): every local row of X, in order).
+  /// Local. \throws ssdr::Error (replicated) when not fitted here (a loaded model keeps none)
+  /// or the method propagates no labels (only soda, ksoda, lp, sl-lda, sl-lda-wls do).
+  const DistMatrix& soft_labels() const;
+  /// The fitted model as the bytes of its file (model::to_bytes; what pickling keeps). Local.
+  /// \throws ssdr::Error when not fitted, or when an exact kernel map is distributed over
+  ///   more than this rank (save() writes those collectively).
+  std::string to_bytes() const;
+  /// An estimator with the model of `bytes` (to_bytes of any rank count), its exact kernel
+  /// map distributed over comm as load() does. Collective over comm (every rank passes the
+  /// same bytes). \throws ssdr::Error (collectively) as model::from_bytes_collective.
+  static Estimator from_bytes(const std::string& bytes, MPI_Comm comm,
+                              const nlohmann::json& params = nlohmann::json::object());
+  /// Records the user's names of the classes 0..c−1 (a JSON array of c values) in the
+  /// model's parameters ("class_names"), so a saved or pickled model restores them (the
+  /// Python classes_). Local. \throws ssdr::Error when not fitted or the count is not c.
+  Estimator& set_class_names(const nlohmann::json& names);
+
   bool fitted() const { return fitted_; }
   /// The fitted model. \throws ssdr::Error (replicated) when not fitted.
   const model::Model& model() const;
@@ -156,7 +181,9 @@ class Estimator {
   bool manage_quiet_ = true;
   bool verbose_ = false;
   bool fitted_ = false;
+  bool loaded_ = false;  ///< the model came from a file or bytes (no soft labels)
   model::Model model_;
+  DistMatrix soft_labels_;
   nlohmann::json info_ = nlohmann::json::object();
   double trace_ratio_ = std::numeric_limits<double>::quiet_NaN();
 };

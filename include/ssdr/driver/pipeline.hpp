@@ -37,6 +37,10 @@ struct FitOutcome {
   nlohmann::json info = nlohmann::json::object();
   model::Model model;
   DistMatrix embedding;  ///< n×m, every sample in file order (empty unless kept)
+  /// The propagated soft labels F of the methods that propagate labels (methods::FitResult::
+  /// soft_labels): n_t×(c+1), the transductive samples in file order, each on the rank that
+  /// holds it (layout generally unbalanced); empty for the other methods.
+  DistMatrix soft_labels;
 };
 
 /// Runs one fit on the data set `ds` with the split `roles` (replicated, n entries).

@@ -60,7 +60,8 @@ void write_text_atomic(const std::string& path, const std::string& text);
 /// - anything else (and a device or FIFO) → write_embedding_streamed.
 /// Atomic (a temporary name + rename; nothing is left on failure). Collective over Y.comm.
 /// \throws ssdr::Error on every rank when the file cannot be written.
-void write_embedding(const DistMatrix& Y, const std::string& path);
+/// `dataset` is the HDF5 data set's name (soft labels: "/soft_labels").
+void write_embedding(const DistMatrix& Y, const std::string& path, const std::string& dataset = "/embedding");
 
 /// CSV (comma-separated, no header, 17 significant digits) or NPY streamed through rank 0:
 /// rank 0 receives the blocks one rank at a time, so it never holds more than one rank's

@@ -79,6 +79,10 @@ struct GraphAndLabels {
 GraphAndLabels graph_and_propagation(const TrainingData& data, const graph::GraphOptions& g,
                                      const MethodOptions& o, Timings& t);
 
+/// The soft labels F of a propagation as FitResult::soft_labels: a copy whose communicator is
+/// data.X's (F's own is the graph's PETSc communicator, which ends with the graph). Local.
+DistMatrix soft_labels(const propagation::PropagationResult& lp, const TrainingData& data);
+
 /// Records the graph used as info["graph"] = {k, weight, sigma_rule and sigma, t (heat),
 /// edges, mean_degree, mean_edge_dist2}. Local.
 void graph_info(const graph::Graph& g, const graph::GraphOptions& options, nlohmann::json& info);

@@ -84,6 +84,11 @@ struct FitResult {
   double trace_ratio = std::numeric_limits<double>::quiet_NaN();
   /// Transductive predictions per local row of TrainingData::X (lp only; empty otherwise).
   std::vector<int> transductive_prediction;
+  /// The propagated soft labels F (n_t×(c+1), the rows of TrainingData::X in its layout;
+  /// column c is the outlier class, soda-nie2009 eq. (25)–(27); rows sum to 1 up to the
+  /// propagation's tolerance) of the methods that propagate labels (soda, ksoda, lp, sl-lda,
+  /// sl-lda-wls); empty (0×0) for the others.
+  DistMatrix soft_labels;
   nlohmann::json info = nlohmann::json::object();  ///< σ, iterations, μ, ...
   /// The column scale of W as returned (recorded in the model): unit for unit-length or
   /// orthonormal columns, metric for the scale the method's criterion fixes (see
@@ -135,6 +140,10 @@ struct MethodInfo {
 /// takes (dim, normalize, scaling, pca_energy, pca), the kernel's when the method projects,
 /// the kNN backend's when the method builds a kNN graph. Local.
 bool uses_parameter(const MethodInfo& method, const std::string& name);
+/// Whether the method's fit propagates labels (soda-nie2009 eq. (25)–(27); its
+/// FitResult::soft_labels, `ssdr fit --soft-labels`): the methods whose own parameters hold
+/// the propagation's α_u (soda, ksoda, lp, sl-lda, sl-lda-wls). Local.
+bool propagates_labels(const MethodInfo& method);
 /// Refuse a parameter the method does not use. `spelling` is how the user wrote it
 /// ("--beta", "job.yaml: line 7: beta"). \throws ssdr::Error (replicated) "SPELLING is not a
 /// parameter of METHOD (its parameters: ...)".

@@ -98,6 +98,17 @@ Model load(const std::string& path);
 /// count that wrote it. Errors are raised on every rank. \throws ssdr::Error as load().
 Model load_collective(const std::string& path, MPI_Comm comm);
 
+/// The bytes of the model file save() writes (the same format), built in memory (what an
+/// estimator's pickle keeps). Local. \throws ssdr::Error as save(), and when an exact kernel
+/// map is distributed over more than one rank.
+std::string to_bytes(const Model& m);
+
+/// The model of `bytes` (to_bytes, or a whole model file's contents of any format version),
+/// parsed on every rank from its own copy, an exact kernel map distributed over comm in the
+/// block layout as load_collective does. `what` names the bytes in messages. Collective over
+/// comm. \throws ssdr::Error (collectively) as load(), and when the ranks' bytes differ.
+Model from_bytes_collective(const std::string& bytes, const std::string& what, MPI_Comm comm);
+
 /// The d_input × m matrix P·W (or W when there is no PCA basis). Local. Only for models
 /// without a kernel. \throws ssdr::Error when the model has a kernel map.
 Dense combined_projection(const Model& m);

@@ -19,7 +19,10 @@ struct PropagationOptions {
 };
 
 struct PropagationResult {
-  DistMatrix F;                 ///< n×(c+1) soft labels, A's row layout; column c = outlier
+  /// n×(c+1) soft labels, A's row layout; column c = outlier. F.comm is A's PETSc
+  /// communicator, valid while A (or another PETSc object on it) lives: a copy that outlives
+  /// the graph takes its caller's communicator (methods::soft_labels).
+  DistMatrix F;
   std::vector<int> iterations;  ///< KSP iterations per right-hand side (c+1)
 };
 
