@@ -16,6 +16,7 @@
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "ssdr/core/error.hpp"
 
@@ -30,6 +31,7 @@ static_assert(std::is_same<PetscScalar, double>::value,
 #define SSDR_sgemm SSDR_BLASLAPACK(sgemm, SGEMM)
 #define SSDR_dsyevd SSDR_BLASLAPACK(dsyevd, DSYEVD)
 #define SSDR_dsygvd SSDR_BLASLAPACK(dsygvd, DSYGVD)
+#define SSDR_dsyevr SSDR_BLASLAPACK(dsyevr, DSYEVR)
 #define SSDR_dgesdd SSDR_BLASLAPACK(dgesdd, DGESDD)
 #define SSDR_dposv SSDR_BLASLAPACK(dposv, DPOSV)
 
@@ -39,6 +41,10 @@ void SSDR_sgemm(const char*, const char*, const PetscBLASInt*, const PetscBLASIn
                 float*, const PetscBLASInt*);
 void SSDR_dsyevd(const char*, const char*, const PetscBLASInt*, double*, const PetscBLASInt*, double*, double*,
                  const PetscBLASInt*, PetscBLASInt*, const PetscBLASInt*, PetscBLASInt*);
+void SSDR_dsyevr(const char*, const char*, const char*, const PetscBLASInt*, double*, const PetscBLASInt*,
+                 const double*, const double*, const PetscBLASInt*, const PetscBLASInt*, const double*, PetscBLASInt*,
+                 double*, double*, const PetscBLASInt*, PetscBLASInt*, double*, const PetscBLASInt*, PetscBLASInt*,
+                 const PetscBLASInt*, PetscBLASInt*);
 void SSDR_dsygvd(const PetscBLASInt*, const char*, const char*, const PetscBLASInt*, double*, const PetscBLASInt*,
                  double*, const PetscBLASInt*, double*, double*, const PetscBLASInt*, PetscBLASInt*,
                  const PetscBLASInt*, PetscBLASInt*);
@@ -153,6 +159,31 @@ void syev(int64_t n, double* a, int64_t lda, double* w) {
   std::vector<PetscBLASInt> iwork(static_cast<size_t>(liwork));
   SSDR_dsyevd("V", "L", &N, a, &LDA, w, work.data(), &lwork, iwork.data(), &liwork, &info);
   check_info(info, r);
+}
+
+void syevr(int64_t n, double* a, int64_t lda, int64_t il, int64_t iu, double* w, double* z, int64_t ldz) {
+  if (n == 0 || iu < il) return;
+  const char* r = "dsyevr";
+  SSDR_CHECK(il >= 1 && iu <= n, std::string(r) + ": eigenvalue indices " + std::to_string(il) + ".." +
+                                     std::to_string(iu) + " outside 1.." + std::to_string(n));
+  const PetscBLASInt N = blas_int(n, r, "n"), LDA = blas_ld(lda, r, "lda"), LDZ = blas_ld(ldz, r, "ldz"),
+                     IL = blas_int(il, r, "il"), IU = blas_int(iu, r, "iu");
+  const double vl = 0, vu = 0, abstol = 0;  // index range; abstol 0: LAPACK's default accuracy
+  PetscBLASInt found = 0, info = 0, lwork = -1, liwork = -1, iwq = 0;
+  std::vector<PetscBLASInt> isuppz(static_cast<size_t>(2 * std::max<int64_t>(n, 1)));
+  double wq = 0;
+  SSDR_dsyevr("V", "I", "L", &N, a, &LDA, &vl, &vu, &IL, &IU, &abstol, &found, w, z, &LDZ, isuppz.data(), &wq,
+              &lwork, &iwq, &liwork, &info);
+  check_info(info, r);
+  lwork = workspace(wq, 26 * n, r);
+  liwork = workspace(static_cast<double>(iwq), 10 * n, r);
+  std::vector<double> work(static_cast<size_t>(lwork));
+  std::vector<PetscBLASInt> iwork(static_cast<size_t>(liwork));
+  SSDR_dsyevr("V", "I", "L", &N, a, &LDA, &vl, &vu, &IL, &IU, &abstol, &found, w, z, &LDZ, isuppz.data(),
+              work.data(), &lwork, iwork.data(), &liwork, &info);
+  check_info(info, r);
+  SSDR_CHECK(found == IU - IL + 1, std::string(r) + ": found " + std::to_string(found) + " of " +
+                                        std::to_string(iu - il + 1) + " eigenpairs");
 }
 
 void sygv(int64_t n, double* a, int64_t lda, double* b, int64_t ldb, double* w) {

@@ -85,6 +85,10 @@ DenseEpsChoice choose_dense_eps_type(int64_t n, const std::string& prefix, MPI_C
   c.default_type = c.scalapack_ok ? EPSSCALAPACK : EPSLAPACK;
   c.requested = requested_eps_type(prefix, c.default_type);
   c.type = c.requested == EPSSCALAPACK && !c.scalapack_ok ? std::string(EPSLAPACK) : c.requested;
+  PetscBool set = PETSC_FALSE;
+  SSDR_PETSC(PetscOptionsHasName(nullptr, prefix.empty() ? nullptr : prefix.c_str(), "-eps_type", &set));
+  c.given = set == PETSC_TRUE;
+  c.replicated = !c.given && n <= kReplicatedEigenMax;
   return c;
 }
 

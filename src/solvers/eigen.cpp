@@ -1,6 +1,11 @@
-// Symmetric (generalized) eigenproblems of small replicated matrices through SLEPc.
+// Symmetric (generalized) eigenproblems of small replicated matrices.
 //
-// Default EPS type: scalapack, which computes every eigenpair with the dense ScaLAPACK
+// Default: a replicated matrix of order d ≤ kReplicatedEigenMax (4096) is solved by LAPACK on
+// every rank (dsyevr, only the nev eigenvectors asked for; a generalized problem reduced to a
+// standard one by B's Cholesky factor, as below): no communication, and the same bits on any
+// rank count. Larger ones, or any -<prefix>eps_type the user sets, go through SLEPc.
+//
+// SLEPc's default EPS type: scalapack, which computes every eigenpair with the dense ScaLAPACK
 // drivers and works for GHEP in parallel without factorizing B through PETSc. Its operators
 // are built as MATSCALAPACK directly (see sym_eigen for why). PETSc 3.18 cannot lay out a
 // MATSCALAPACK of order d on p ranks when d is tiny compared with p (roughly d < p(p−1), e.g.
@@ -113,6 +118,32 @@ PetscErrorCode eps_progress_monitor(EPS, PetscInt its, PetscInt nconv, PetscScal
   return 0;
 }
 
+/// The nev largest or smallest eigenpairs of the replicated symmetric A by LAPACK (dsyevr:
+/// only those vectors are computed), in sym_eigen's order (largest first, or smallest first)
+/// with the canonical sign. Every rank computes the same bits from the same A, whatever the
+/// rank count. Local; a LAPACK failure is raised as replicated (every rank fails alike).
+EigenPairs replicated_eigenpairs(const Dense& A, int64_t nev, Which which) {
+  const int64_t d = A.rows;
+  Dense a = A, z(d, nev);
+  std::vector<double> w(static_cast<size_t>(nev));
+  const int64_t il = which == Which::largest ? d - nev + 1 : 1, iu = which == Which::largest ? d : nev;
+  try {
+    lapack::syevr(d, a.data(), d, il, iu, w.data(), z.data(), d);
+  } catch (const Error& e) {
+    throw Error(e.what(), e.file(), e.line(), true);
+  }
+  EigenPairs out;
+  out.values.resize(static_cast<size_t>(nev));
+  out.vectors = Dense(d, nev);
+  for (int64_t k = 0; k < nev; ++k) {  // dsyevr returns them ascending
+    const int64_t src = which == Which::largest ? nev - 1 - k : k;
+    out.values[static_cast<size_t>(k)] = w[static_cast<size_t>(src)];
+    std::copy(z.col(src), z.col(src) + d, out.vectors.col(k));
+    normalize_and_fix_sign(out.vectors.col(k), d, nullptr);
+  }
+  return out;
+}
+
 }  // namespace
 
 EigenPairs solve_with_eps(const Dense& A, const Dense* B, int64_t nev, Which which,
@@ -129,6 +160,7 @@ EigenPairs solve_with_eps(const Dense& A, const Dense* B, int64_t nev, Which whi
   // ScaLAPACK needs a layout PETSc 3.18 cannot build for tiny d on many ranks; those
   // problems (d < p(p−1) at worst) go to the equally dense, all-eigenpairs lapack type.
   const DenseEpsChoice choice = choose_dense_eps_type(d, prefix, comm);
+  if (choice.replicated && !generalized) return replicated_eigenpairs(A, nev, which);
   const bool scalapack_ok = choice.scalapack_ok;
   const char* default_type = choice.default_type;
   const std::string& type = choice.type;
@@ -231,8 +263,8 @@ EigenPairs sym_eigen(const Dense& A, const Dense* B, int64_t nev, Which which,
   SSDR_CHECK_SHAPE("sym_eigen: B vs A", B->rows, B->cols, A.rows, A.cols);
   // The request as given (a scalapack request that cannot be laid out still takes this
   // reduction; solve_with_eps then falls back to lapack).
-  if (choose_dense_eps_type(A.rows, prefix, comm).requested != EPSSCALAPACK)
-    return solve_with_eps(A, B, nev, which, prefix, comm);
+  const DenseEpsChoice choice = choose_dense_eps_type(A.rows, prefix, comm);
+  if (choice.requested != EPSSCALAPACK && !choice.replicated) return solve_with_eps(A, B, nev, which, prefix, comm);
   // ScaLAPACK's GHEP driver (pdsygvx) fails ("could not reorthogonalize clusters") on the
   // large clusters of equal eigenvalues that rank-deficient between-class scatter matrices
   // have (LDA: rank c−1 in d = 784). Reduce to a standard problem instead, as pdsygst

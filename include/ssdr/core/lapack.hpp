@@ -37,6 +37,11 @@ namespace ssdr::lapack {
 /// All eigenvalues (ascending) and eigenvectors of the symmetric n×n matrix a (overwritten
 /// by the eigenvectors, column-major). dsyevd. Throws ssdr::Error when LAPACK fails.
 void syev(int64_t n, double* a, int64_t lda, double* w);
+/// The eigenpairs il..iu (1-based, of the eigenvalues in ascending order) of the symmetric
+/// n×n matrix a (its lower triangle; destroyed): values ascending in w (iu − il + 1), vectors
+/// in the columns of z (n × (iu − il + 1), leading dimension ldz). dsyevr (MRRR), which
+/// computes only the vectors asked for. Local. \throws ssdr::Error when LAPACK fails.
+void syevr(int64_t n, double* a, int64_t lda, int64_t il, int64_t iu, double* w, double* z, int64_t ldz);
 /// Generalized symmetric-definite problem A x = λ B x (dsygvd, itype 1); b must be SPD.
 /// Eigenvalues ascending in w, eigenvectors (B-orthonormal) in a.
 void sygv(int64_t n, double* a, int64_t lda, double* b, int64_t ldb, double* w);

@@ -90,7 +90,16 @@ struct DenseEpsChoice {
   const char* default_type = nullptr;  ///< EPSSCALAPACK when scalapack_ok, else EPSLAPACK
   std::string requested;             ///< requested_eps_type(prefix, default_type)
   std::string type;                  ///< requested, with scalapack replaced by lapack when !scalapack_ok
+  bool given = false;                ///< -<prefix>eps_type is set in the options database
+  /// No type was asked for and n ≤ kReplicatedEigenMax: the replicated matrix is solved by
+  /// LAPACK (dsyevr) on every rank, the same bits on any rank count (solvers::sym_eigen).
+  bool replicated = false;
 };
+
+/// The largest order of a replicated dense eigenproblem solved by LAPACK on every rank by
+/// default (a few seconds of dsyevr on one core; 128 MiB per copy): larger ones go to
+/// ScaLAPACK through SLEPc.
+inline constexpr int64_t kReplicatedEigenMax = 4096;
 
 /// Chooses the EPS type of a dense symmetric eigenproblem of order n on comm: scalapack by
 /// default, lapack when PETSc cannot lay out a MATSCALAPACK of order n on every rank (see

@@ -18,10 +18,12 @@ struct EigenPairs {
 
 /// Solves A x = λ x (B == nullptr, EPS_HEP) or A x = λ B x (B SPD, EPS_GHEP) for `nev`
 /// eigenpairs at the `which` end (nev == d: all of them). A and B are replicated symmetric
-/// d×d (identical on every rank of comm). The problem goes to SLEPc on `comm` with options
-/// prefix `prefix` (e.g. "tr_" → -tr_eps_type krylovschur); the default EPS type is
-/// `scalapack` (dense, all eigenpairs, works in parallel for GHEP without an LU of a
-/// parallel dense matrix); EPSSetFromOptions is called last. Eigenvectors are returned
+/// d×d (identical on every rank of comm). By default (no -<prefix>eps_type given, d ≤
+/// kReplicatedEigenMax = 4096) every rank solves it with LAPACK (dsyevr for the nev pairs; a
+/// GHEP first reduced by B = LLᵀ to L⁻¹AL⁻ᵀ): no communication, the same bits on any rank
+/// count. Otherwise the problem goes to SLEPc on `comm` with options prefix `prefix` (e.g.
+/// "tr_" → -tr_eps_type krylovschur; SLEPc's default there is `scalapack`, dense, all
+/// eigenpairs); EPSSetFromOptions is called last. Eigenvectors are returned
 /// replicated, normalized (‖x‖₂ = 1, or xᵀBx = 1 for GHEP) with the sign fixed so the entry
 /// of largest magnitude is positive, so results agree across rank counts. (Methods whose
 /// paper fixes no scale then rescale the GHEP columns to unit length:
