@@ -234,6 +234,8 @@ int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
   // Graphs and propagations of the current block, per preprocessing, reused by every
   // method and dimension of the block (the block changes → the caches are dropped).
   std::map<std::string, methods::GraphCache> caches;
+  // The block's preprocessed rows and kernel maps, per preprocessing (RowsCache keys them).
+  RowsCache rows_cache;
   int cache_block = -1;
   const double g0 = MPI_Wtime();
   // An error raised on every rank of one group (a data set that fails to parse, a full
@@ -264,6 +266,7 @@ int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
     const int64_t max_dim = *std::max_element(u.dims.begin(), u.dims.end());
     if (u.block != cache_block) {
       caches.clear();
+      rows_cache = RowsCache();
       cache_block = u.block;
     }
     FitConfig config = make_config(job, u, max_dim);
@@ -272,6 +275,7 @@ int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
                   static_cast<int>(config.preprocess.pca), config.preprocess.pca_energy,
                   static_cast<long long>(config.preprocess.pca_dim));
     config.cache = &caches[pkey];
+    config.rows = &rows_cache;
     set_quiet(true);  // per-phase lines of every group would interleave; one line per configuration instead
     const double f0 = MPI_Wtime();
     // A configuration the method rejects (e.g. SOGE's K·c > d') is recorded with its error
@@ -300,6 +304,8 @@ int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
         } else if (u.p >= 2) {
           CvCaches cvc;
           cvc.shared.graphs = config.cache->graphs;
+          cvc.shared.lists = config.cache->lists;
+          cvc.shared.lnp_graphs = config.cache->lnp_graphs;
           cvc.shared.sigma0 = config.cache->sigma0;
           cv = cross_validate(ds, roles, config, cv_folds(ds.labels, roles, ds.classes, job.cv_folds, split_seed), &cvc)
                    .accuracy;

@@ -28,7 +28,9 @@ kernels::KernelOptions kernel_options(const FitConfig& config, const methods::Me
 /// wide). The unseen rows either preprocessed in Xu (the consuming fit: the raw X is gone) or
 /// mapped from the raw X at evaluation (raw ≠ nullptr: the data set outlives the fit).
 struct FitRows {
-  DistMatrix Xt, Xu;
+  DistMatrix own_t, own_u;  ///< the rows this fit preprocessed (or none: a sweep's cached rows)
+  const DistMatrix* Xt = &own_t;
+  const DistMatrix* Xu = &own_u;
   const DistMatrix* raw = nullptr;
   Layout layout;  ///< the raw X's row layout (the embedding's)
   MPI_Comm comm = MPI_COMM_WORLD;
@@ -57,10 +59,10 @@ DistMatrix embed_all(const model::Model& m, const FitRows& rows) {
     // tile by tile), then the collective exact-map projection.
     const int64_t dp = p.preprocessed_dim();
     std::vector<const double*> src(static_cast<size_t>(Y.n_local));
-    for (size_t t = 0; t < pos_t.size(); ++t) src[static_cast<size_t>(pos_t[t])] = rows.Xt.row(static_cast<int64_t>(t));
+    for (size_t t = 0; t < pos_t.size(); ++t) src[static_cast<size_t>(pos_t[t])] = rows.Xt->row(static_cast<int64_t>(t));
     std::vector<double> unseen, in;
     if (!rows.raw) {
-      for (size_t u = 0; u < pos_u.size(); ++u) src[static_cast<size_t>(pos_u[u])] = rows.Xu.row(static_cast<int64_t>(u));
+      for (size_t u = 0; u < pos_u.size(); ++u) src[static_cast<size_t>(pos_u[u])] = rows.Xu->row(static_cast<int64_t>(u));
     } else {
       const int64_t d = rows.d_input, nu = static_cast<int64_t>(pos_u.size());
       unseen.resize(static_cast<size_t>(nu * dp));
@@ -87,9 +89,9 @@ DistMatrix embed_all(const model::Model& m, const FitRows& rows) {
       scatter(pos, i0, b);
     }
   };
-  from_rows(rows.Xt, pos_t);
+  from_rows(*rows.Xt, pos_t);
   if (!rows.raw) {
-    from_rows(rows.Xu, pos_u);
+    from_rows(*rows.Xu, pos_u);
   } else {
     const int64_t d = rows.d_input, nu = static_cast<int64_t>(pos_u.size());
     in.resize(static_cast<size_t>(T * d));
@@ -119,9 +121,31 @@ void transductive_rows(const io::Dataset& ds, const std::vector<data::Role>& rol
 
 FitOutcome fit_rows(FitRows& rows, data::Preprocessor&& pre, const std::vector<int>& labels,
                     const io::Dataset& ds, const std::vector<data::Role>& roles, const FitConfig& config,
-                    bool keep_embedding, FitOutcome out);
+                    bool keep_embedding, FitOutcome out, PreparedRows* prepared);
+
+/// The RowsCache key of a fit: its preprocessing options and a fingerprint of its
+/// transductive set (roles are replicated, so the key is the same on every rank). Local.
+std::string rows_key(const data::PreprocessOptions& p, const std::vector<data::Role>& roles) {
+  std::string mask(roles.size(), '\0');
+  for (size_t i = 0; i < roles.size(); ++i) mask[i] = roles[i] == data::Role::unseen ? 0 : 1;
+  char b[160];
+  std::snprintf(b, sizeof b, "%d|%d|%.17g|%d|%lld|%zu|%016llx", static_cast<int>(p.scaling), p.pca ? 1 : 0,
+                p.pca_energy, static_cast<int>(p.route), static_cast<long long>(p.pca_dim), roles.size(),
+                static_cast<unsigned long long>(fnv1a64(mask.data(), mask.size())));
+  return b;
+}
 
 }  // namespace
+
+double RowsCache::bytes() const {
+  double b = 0;
+  for (const auto& [key, e] : entries) {
+    b += 8.0 * static_cast<double>(e.Xt.v.size() + e.Xu.v.size() + e.pre.basis.v.size());
+    for (const auto& [k, km] : e.kernel_maps)
+      b += 8.0 * static_cast<double>(km.Phi.v.size() + km.map.Zt.v.size() + km.map.M.v.size() + km.map.a.size());
+  }
+  return b;
+}
 
 namespace {
 
@@ -138,6 +162,30 @@ FitOutcome fit_and_evaluate_impl(const io::Dataset& ds, io::Dataset* consume, co
   rows.comm = ds.X.comm;
   rows.d_input = ds.X.cols;
   data::Preprocessor pre;
+  PreparedRows* prepared = nullptr;
+  if (config.rows && !consume && !ds.sparse) {
+    // A sweep: the split's preprocessed rows once, for every fit of it.
+    const std::string key = rows_key(config.preprocess, roles);
+    auto it = config.rows->entries.find(key);
+    if (it == config.rows->entries.end()) {
+      ++config.rows->misses;
+      Phase phase("preprocess", &out.timings);
+      PreparedRows e;
+      e.pre = data::fit_preprocessor(ds.X, rows.transductive, config.preprocess);
+      std::vector<char> unseen(rows.transductive.size());
+      for (size_t i = 0; i < unseen.size(); ++i) unseen[i] = !rows.transductive[i];
+      e.Xt = data::apply(e.pre, ds.X, rows.transductive);
+      e.Xu = data::apply(e.pre, ds.X, unseen);
+      it = config.rows->entries.emplace(key, std::move(e)).first;
+    } else {
+      ++config.rows->hits;
+    }
+    prepared = &it->second;
+    pre = prepared->pre;  // the model takes its own copy
+    rows.Xt = &prepared->Xt;
+    rows.Xu = &prepared->Xu;
+    return fit_rows(rows, std::move(pre), labels, ds, roles, config, keep_embedding, std::move(out), prepared);
+  }
   {
     Phase phase("preprocess", &out.timings);
     if (ds.sparse) {
@@ -146,8 +194,8 @@ FitOutcome fit_and_evaluate_impl(const io::Dataset& ds, io::Dataset* consume, co
       pre = data::fit_preprocessor(ds.Xs, rows.transductive, config.preprocess);
       std::vector<char> unseen(rows.transductive.size());
       for (size_t i = 0; i < unseen.size(); ++i) unseen[i] = !rows.transductive[i];
-      rows.Xt = data::apply(pre, ds.Xs, rows.transductive);
-      rows.Xu = data::apply(pre, ds.Xs, unseen);
+      rows.own_t = data::apply(pre, ds.Xs, rows.transductive);
+      rows.own_u = data::apply(pre, ds.Xs, unseen);
       if (consume) {
         consume->Xs = SparseRows{};
         consume->Xs.comm = rows.comm;
@@ -158,14 +206,14 @@ FitOutcome fit_and_evaluate_impl(const io::Dataset& ds, io::Dataset* consume, co
     if (ds.sparse) {
     } else if (consume) {
       data::SplitRows split = data::apply_split(pre, std::move(consume->X), rows.transductive);
-      rows.Xt = std::move(split.kept);
-      rows.Xu = std::move(split.other);
+      rows.own_t = std::move(split.kept);
+      rows.own_u = std::move(split.other);
     } else {
       rows.raw = &ds.X;
-      rows.Xt = data::apply(pre, ds.X, rows.transductive);  // no n×d intermediate copies
+      rows.own_t = data::apply(pre, ds.X, rows.transductive);  // no n×d intermediate copies
     }
   }
-  return fit_rows(rows, std::move(pre), labels, ds, roles, config, keep_embedding, std::move(out));
+  return fit_rows(rows, std::move(pre), labels, ds, roles, config, keep_embedding, std::move(out), nullptr);
 }
 
 }  // namespace
@@ -184,9 +232,9 @@ namespace {
 
 FitOutcome fit_rows(FitRows& rows, data::Preprocessor&& pre, const std::vector<int>& labels,
                     const io::Dataset& ds, const std::vector<data::Role>& roles, const FitConfig& config,
-                    bool keep_embedding, FitOutcome out) {
+                    bool keep_embedding, FitOutcome out, PreparedRows* prepared) {
   const methods::MethodInfo& info = methods::find_method(config.method);
-  const DistMatrix& Xt = rows.Xt;
+  const DistMatrix& Xt = *rows.Xt;
   out.d_reduced = Xt.cols;
   say("training on " + std::to_string(Xt.n_global) + " transductive samples, d' = " +
       std::to_string(Xt.cols) + " after preprocessing");
@@ -198,7 +246,8 @@ FitOutcome fit_rows(FitRows& rows, data::Preprocessor&& pre, const std::vector<i
     ko.sigma0 = config.cache->sigma0;
   }
   kernels::FeatureMap feature_map;
-  DistMatrix Phi;
+  DistMatrix own_phi;
+  const DistMatrix* Phi = &own_phi;
   nlohmann::json kernel_info;
   // The exact linear kernel's empirical map spans the same space as the centered data
   // (K = X_c X_cᵀ), so the data itself is its map: no n×n kernel for --kernel linear without
@@ -206,17 +255,32 @@ FitOutcome fit_rows(FitRows& rows, data::Preprocessor&& pre, const std::vector<i
   const bool identity_map = ko.type == kernels::KernelType::linear && ko.landmarks == 0;
   if (ko.type != kernels::KernelType::none && !identity_map) {
     Phase phase("kernel", &out.timings);
-    feature_map = kernels::fit_feature_map(Xt, ko, &kernel_info);
-    Phi = kernels::apply(feature_map, Xt);
+    const std::string kernel_key = kernels::to_json(ko).dump();
+    if (prepared && prepared->kernel_maps.count(kernel_key)) {
+      const KernelMapEntry& e = prepared->kernel_maps.at(kernel_key);
+      feature_map = e.map;  // the model takes its own copy
+      Phi = &e.Phi;
+      kernel_info = e.info;
+    } else {
+      feature_map = kernels::fit_feature_map(Xt, ko, &kernel_info);
+      own_phi = kernels::apply(feature_map, Xt);
+      if (prepared) {
+        KernelMapEntry& e = prepared->kernel_maps[kernel_key];
+        e.map = feature_map;
+        e.Phi = std::move(own_phi);
+        e.info = kernel_info;
+        Phi = &e.Phi;
+      }
+    }
     say("kernel " + kernels::to_string(ko.type) + " (" + (feature_map.exact ? "exact" : "Nystrom") +
-        " map): " + std::to_string(Phi.cols) + " features from " + std::to_string(feature_map.landmarks()) +
+        " map): " + std::to_string(Phi->cols) + " features from " + std::to_string(feature_map.landmarks()) +
         " landmarks");
   }
 
   // The linear methods form d'×d' matrices (scatter, eigen-solves) replicated on every rank:
   // with --no-pca on wide data (30 × 20 000) that is gigabytes per rank and minutes. Refuse
   // before computing when about four of them would not fit this rank's memory share.
-  const DistMatrix& learn_X = feature_map.empty() ? Xt : Phi;
+  const DistMatrix& learn_X = feature_map.empty() ? Xt : *Phi;
   if (info.projects && info.name != "1nn") {
     const double dm = static_cast<double>(learn_X.cols);
     const double need = 4.0 * dm * dm * 8.0, limit = memory_limit_per_rank(learn_X.comm);
@@ -231,10 +295,10 @@ FitOutcome fit_rows(FitRows& rows, data::Preprocessor&& pre, const std::vector<i
     }
   }
   auto method = info.make();
-  methods::TrainingData training{feature_map.empty() ? Xt : Phi, labels, ds.classes,
+  methods::TrainingData training{learn_X, labels, ds.classes,
                                  feature_map.empty() ? nullptr : &Xt, config.cache};
   methods::FitResult fit = method->fit(training, config.method_options, out.timings);
-  Phi = DistMatrix();
+  own_phi = DistMatrix();
   out.soft_labels = std::move(fit.soft_labels);
   out.trace_ratio = fit.trace_ratio;
   out.info = fit.info;

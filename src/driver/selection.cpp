@@ -27,9 +27,15 @@ using nlohmann::json;
   throw Error(context + ": " + what, __FILE__, __LINE__, true);
 }
 
-/// Copies what depends only on the transductive samples (graphs, σ₀) from `from` to `to`.
+/// Copies what depends only on the transductive samples (graphs, kNN lists, LNP graphs, σ₀)
+/// from `from` to `to`; propagations and scatter matrices depend on the fold's labels.
 void share(const methods::GraphCache& from, methods::GraphCache& to) {
   for (const auto& [key, g] : from.graphs) to.graphs.emplace(key, g);
+  for (const auto& [key, l] : from.lists) {
+    auto it = to.lists.find(key);
+    if (it == to.lists.end() || it->second.k < l.k) to.lists.insert_or_assign(key, l);
+  }
+  for (const auto& [key, g] : from.lnp_graphs) to.lnp_graphs.emplace(key, g);
   if (from.sigma0 > 0 && !(to.sigma0 > 0)) to.sigma0 = from.sigma0;
 }
 
@@ -205,6 +211,9 @@ Selection select_by_cv(const io::Dataset& ds, const std::vector<data::Role>& rol
   for (int f : fold) k = std::max(k, f + 1);
   CvCaches caches;
   if (base.cache) share(*base.cache, caches.shared);
+  // Every fold has the split's transductive set: one preprocessing (and kernel map per
+  // kernel) serves every fold of every candidate.
+  RowsCache rows;
   const std::vector<json> points = grid_points(grid);
   json candidates = json::array(), grid_json = json::object();
   for (const auto& [name, values] : grid) grid_json[name] = values;
@@ -216,6 +225,7 @@ Selection select_by_cv(const io::Dataset& ds, const std::vector<data::Role>& rol
                     static_cast<long>(points.size()));
   for (size_t p = 0; p < points.size(); ++p) {
     FitConfig c = base;
+    if (!c.rows) c.rows = &rows;
     for (auto it = points[p].begin(); it != points[p].end(); ++it) set_parameter(c, it.key(), it.value(), "--grid");
     json entry = {{"params", points[p]}};
     set_quiet(true);  // the fits' phase lines would drown the selection's

@@ -285,7 +285,7 @@ Owned<Mat> assemble(MPI_Comm comm, const SymmetricEdges& E, Value value, std::ve
 
 }  // namespace
 
-Graph build_knn_graph(const DistMatrix& X, const GraphOptions& options) {
+Graph build_knn_graph(const DistMatrix& X, const GraphOptions& options, const KnnLists* given) {
   MPI_Comm comm = X.comm;
   const int k = options.k;
   const int64_t n = X.n_global;
@@ -305,14 +305,19 @@ Graph build_knn_graph(const DistMatrix& X, const GraphOptions& options) {
   const bool approximate = options.knn_method != KnnMethod::exact;
   double recall = 1;
   SymmetricEdges E;
+  const int need = adaptive ? k + 1 : k;
+  SSDR_CHECK(given == nullptr || (given->n_local == X.n_local && given->row_start == X.row_start &&
+                                  (given->k == need || (given->k > need && !approximate))),
+             "build_knn_graph: the given lists do not fit X or k");
+  auto lists_of = [&](int kk) { return given ? truncate(*given, kk) : knn_lists(X, kk, options); };
   if (adaptive) {
-    const KnnLists wide = knn_lists(X, k + 1, options);
+    const KnnLists wide = lists_of(k + 1);
     const std::vector<double> w = adaptive_weights(wide, k);
     KnnLists lists = truncate(wide, k);
     if (approximate) recall = knn_recall(X, lists, options.knn_recall_sample, options.knn_seed);
     E = symmetrize(lists, comm, &w);
   } else {
-    KnnLists lists = knn_lists(X, k, options);
+    KnnLists lists = lists_of(k);
     if (approximate) recall = knn_recall(X, lists, options.knn_recall_sample, options.knn_seed);
     E = symmetrize(lists, comm);
   }

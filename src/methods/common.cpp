@@ -49,8 +49,22 @@ graph::Graph knn_graph(const TrainingData& data, const graph::GraphOptions& opti
     ++data.cache->misses;
   }
   Phase phase("knn_graph", &t);
-  graph::Graph g = graph::build_knn_graph(data.graph_data(), options);
-  if (data.cache) data.cache->graphs.emplace(key, g);
+  if (!data.cache) return graph::build_knn_graph(data.graph_data(), options);
+  // The lists once per backend (and seed): the exact lists of a larger k hold those of a
+  // smaller one, so they are searched at the largest k asked for so far.
+  const int need = options.weight == graph::EdgeWeight::adaptive ? options.k + 1 : options.k;
+  const bool exact = options.knn_method == graph::KnnMethod::exact;
+  char lkey[96];
+  std::snprintf(lkey, sizeof lkey, "%s|%llu%s", graph::to_string(options.knn_method),
+                static_cast<unsigned long long>(exact ? 0 : options.knn_seed),
+                exact ? "" : ("|k=" + std::to_string(need)).c_str());
+  auto it = data.cache->lists.find(lkey);
+  if (it == data.cache->lists.end() || it->second.k < need) {
+    graph::KnnLists found = graph::knn_lists(data.graph_data(), need, options);
+    it = data.cache->lists.insert_or_assign(lkey, std::move(found)).first;
+  }
+  graph::Graph g = graph::build_knn_graph(data.graph_data(), options, &it->second);
+  data.cache->graphs.emplace(key, g);
   return g;
 }
 
@@ -99,6 +113,7 @@ GraphAndLabels graph_and_propagation(const TrainingData& data, const graph::Grap
   std::snprintf(b, sizeof b, "|aL=%.17g aU=%.17g rtol=%.17g %s", o.propagation.alpha_labeled,
                 o.propagation.alpha_unlabeled, o.propagation.rtol, o.propagation.prefix.c_str());
   const std::string key = graph_key(g) + b;
+  r.key = key;
   if (data.cache) {
     auto it = data.cache->propagations.find(key);
     if (it != data.cache->propagations.end()) {
@@ -133,6 +148,17 @@ void graph_info(const graph::Graph& g, const graph::GraphOptions& options, nlohm
   info["graph"] = j;
 }
 
+
+scatter::ScatterMatrices soft_scatter(const TrainingData& data, const GraphAndLabels& gl, Timings& t) {
+  if (data.cache) {
+    auto it = data.cache->scatters.find(gl.key);
+    if (it != data.cache->scatters.end()) return it->second;
+  }
+  Phase phase("scatter", &t);
+  scatter::ScatterMatrices S = scatter::soft_scatter(data.X, gl.lp.F, data.classes);
+  if (data.cache) data.cache->scatters.emplace(gl.key, S);
+  return S;
+}
 
 DistMatrix soft_labels(const propagation::PropagationResult& lp, const TrainingData& data) {
   DistMatrix F = lp.F;

@@ -52,26 +52,50 @@ namespace {
 constexpr double kDefaultAlpha = 1e-3;           ///< α = 1e-3·tr(S̃t)/d' (relative)
 constexpr double kReconstructionRegularization = 1e-3;  ///< r = 1e-3·tr(G)/k in eq. (2)
 
-/// Stages 1–2: the LNP graph (timed "knn_graph") and the soft labels (timed "propagation").
+/// Stages 1–2: the LNP graph (timed "knn_graph") and the soft labels (timed "propagation"),
+/// both cached in data.cache (a sweep's other α, α_u and m reuse them); `key` is the
+/// propagation's cache key.
 struct SoftLabels {
   graph::LnpGraph g;
   propagation::PropagationResult lp;
+  std::string key;
 };
 
 SoftLabels lnp_and_propagation(const TrainingData& data, const MethodOptions& o, Timings& t) {
   SoftLabels s;
-  {
+  char gkey[96], pkey[224];
+  std::snprintf(gkey, sizeof gkey, "lnp|k=%d|r=%.17g", o.graph.k, kReconstructionRegularization);
+  std::snprintf(pkey, sizeof pkey, "%s|aL=%.17g aU=%.17g rtol=%.17g %s", gkey, o.propagation.alpha_labeled,
+                o.propagation.alpha_unlabeled, o.propagation.rtol, o.propagation.prefix.c_str());
+  s.key = pkey;
+  auto graph_it = data.cache ? data.cache->lnp_graphs.find(gkey) : decltype(data.cache->lnp_graphs.end()){};
+  if (data.cache && graph_it != data.cache->lnp_graphs.end()) {
+    s.g = graph_it->second;
+  } else {
     Phase phase("knn_graph", &t);
     graph::LnpOptions go;
     go.k = o.graph.k;
     go.regularization = kReconstructionRegularization;
     s.g = graph::build_lnp_graph(data.X, go);
+    if (data.cache) data.cache->lnp_graphs.emplace(gkey, s.g);
   }
-  {
+  if (data.cache && data.cache->propagations.count(pkey)) {
+    s.lp = data.cache->propagations.at(pkey);
+  } else {
     Phase phase("propagation", &t);
     s.lp = propagation::propagate(s.g.W, data.labels, data.classes, o.propagation);
+    if (data.cache) data.cache->propagations.emplace(pkey, s.lp);
   }
   return s;
+}
+
+/// soft_scatter of the SL-LDA soft labels, cached by their propagation's key. Collective.
+scatter::ScatterMatrices sl_scatter(const TrainingData& data, const SoftLabels& s, Timings& t) {
+  if (data.cache && data.cache->scatters.count(s.key)) return data.cache->scatters.at(s.key);
+  Phase phase("scatter", &t);
+  scatter::ScatterMatrices S = scatter::soft_scatter(data.X, s.lp.F, data.classes);
+  if (data.cache) data.cache->scatters.emplace(s.key, S);
+  return S;
 }
 
 void soft_label_info(const SoftLabels& s, const MethodOptions& o, nlohmann::json& info) {
@@ -107,11 +131,7 @@ class SlLda final : public Method {
                  "--eigenvalue-scaling: expected --normalize metric (V Lambda^(1/2) is the least-squares "
                  "embedding only for V'(St + alpha I)V = I), got --normalize unit");
     SoftLabels s = lnp_and_propagation(data, o, t);
-    scatter::ScatterMatrices S;
-    {
-      Phase phase("scatter", &t);
-      S = scatter::soft_scatter(data.X, s.lp.F, data.classes);
-    }
+    const scatter::ScatterMatrices S = sl_scatter(data, s, t);
     Phase phase("eigensolve", &t);
     const double alpha = a * trace(S.St) / static_cast<double>(d);
     const Dense B = add_identity(S.St, alpha);

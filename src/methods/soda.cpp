@@ -21,11 +21,7 @@ class Soda final : public Method {
     const int64_t m = resolve_dim(o.dim, data.classes, data.X.cols);
     const graph::GraphOptions go = method_graph("soda", o);  // ksoda's is soda's
     auto gl = graph_and_propagation(data, go, o, t);
-    scatter::ScatterMatrices S;
-    {
-      Phase phase("scatter", &t);
-      S = scatter::soft_scatter(data.X, gl.lp.F, data.classes);
-    }
+    const scatter::ScatterMatrices S = soft_scatter(data, gl, t);
     FitResult out = solve_trace_ratio(S, m, o, data.X.comm, t);
     graph_info(gl.g, go, out.info);
     out.info["propagation_iterations"] = gl.lp.iterations;

@@ -3,12 +3,15 @@
 // the raw rows and as `transform` of the raw rows.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "reference.hpp"
 #include "ssdr/core/mpi_util.hpp"
 #include "ssdr/data/preprocess.hpp"
+#include "ssdr/driver/estimator.hpp"
 #include "ssdr/driver/pipeline.hpp"
 #include "ssdr/io/dataset.hpp"
 #include "ssdr/kernels/feature_map.hpp"
@@ -184,4 +187,56 @@ TEST(ExactKernelProjection, GivesARowTheSameBitsWhateverRowsComeWithItAndWhateve
   kernels::apply_exact(m.kernel, &m.W, reversed.data(), nl, yr.data());
   for (int64_t i = 0; i < nl; ++i)
     EXPECT_TRUE(std::equal(yr.begin() + (nl - 1 - i) * out, yr.begin() + (nl - i) * out, whole.row(i))) << "row " << i;
+}
+
+TEST(SweepCaches, GiveEveryFitTheBitsOfASingleConsumingFit) {
+  // A sweep on one split as the experiment driver runs it: every method and grid point shares
+  // one RowsCache (preprocessed rows, kernel maps) and one GraphCache (kNN lists, graphs,
+  // propagations, scatter matrices), warmed by the fits before it. Each fit must give the
+  // model, the embedding and the accuracy of `ssdr fit` of that configuration alone (the
+  // consuming fit, no caches), bit for bit: the caches only skip recomputing deterministic
+  // stages. The order visits a graph's larger k before a smaller one (the smaller k's lists
+  // come from the larger search) and repeats settings after others have filled the caches.
+  io::Dataset ds = io::read_dataset(test::data_path("wine.csv"), io::Format::csv, MPI_COMM_WORLD);
+  const auto roles = data::make_split(ds.labels, ds.classes, test::transductive_split(4, 0.5, 11));
+  struct Case {
+    const char* method;
+    nlohmann::json params;
+    int64_t dim;
+  };
+  const std::vector<Case> cases = {
+      {"soda", {{"knn", 10}}, 2},     {"soda", {{"knn", 6}, {"sigma_s", 1e-4}}, 2}, {"soda", {{"knn", 6}}, 1},
+      {"ksoda", {{"landmarks", 40}}, 2}, {"ksoda", {{"landmarks", 40}, {"mu_scale", 1.0}}, 2},
+      {"oda", nlohmann::json::object(), 2}, {"sl-lda", {{"alpha_u", 0.9}}, 2}, {"sl-lda", {{"alpha_u", 0.5}}, 2},
+      {"lp", nlohmann::json::object(), 0}, {"tca", nlohmann::json::object(), 2}, {"soda", {{"knn", 10}}, 2}};
+  driver::RowsCache rows;
+  std::map<std::string, methods::GraphCache> graphs;  // one per preprocessing, as the driver keys them
+  for (const Case& c : cases) {
+    std::vector<driver::ParameterSetting> settings;
+    for (const auto& [k, v] : c.params.items()) settings.push_back({k, v, "test"});
+    const driver::FitConfig alone = driver::make_fit_config(c.method, settings, c.dim, 0, 0);
+    driver::FitConfig swept = alone;
+    swept.rows = &rows;
+    swept.cache = &graphs[std::to_string(static_cast<int>(alone.preprocess.scaling))];
+    const driver::FitOutcome s = driver::fit_and_evaluate(ds, roles, swept, true);
+    io::Dataset copy = ds;
+    const driver::FitOutcome a = driver::fit_and_evaluate_consuming(copy, roles, alone, true);
+    const std::string what = std::string(c.method) + " " + c.params.dump() + " m=" + std::to_string(c.dim);
+    EXPECT_EQ(s.model.W.v, a.model.W.v) << what;
+    EXPECT_EQ(s.embedding.v, a.embedding.v) << what;
+    EXPECT_EQ(s.soft_labels.v, a.soft_labels.v) << what;
+    EXPECT_EQ(s.accuracy.correct_unlabeled, a.accuracy.correct_unlabeled) << what;
+    EXPECT_EQ(s.accuracy.correct_unseen, a.accuracy.correct_unseen) << what;
+    if (!std::isnan(a.trace_ratio)) EXPECT_EQ(s.trace_ratio, a.trace_ratio) << what;
+  }
+  EXPECT_EQ(rows.misses, 2);  // the default preprocessing and KSODA's unit scaling
+  EXPECT_EQ(rows.hits, static_cast<int>(cases.size()) - 2);
+  EXPECT_EQ(rows.entries.size(), 2u);
+  EXPECT_GT(rows.bytes(), 0.0);
+  // One exact search per preprocessing, at the largest k asked for (TCA's graph and the
+  // smaller k of SODA come from it), and the scatter matrices of each soft-label set once.
+  const methods::GraphCache& plain = graphs.at("0");
+  ASSERT_EQ(plain.lists.size(), 1u);
+  EXPECT_EQ(plain.lists.begin()->second.k, 10);
+  EXPECT_EQ(plain.scatters.size(), 5u);  // soda k=10, k=6 (two sigmas); sl-lda alpha_u 0.9, 0.5
 }

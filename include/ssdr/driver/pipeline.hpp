@@ -5,6 +5,7 @@
 /// the 1-NN accuracy on the unlabeled and unseen samples.
 #include <nlohmann/json.hpp>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -12,20 +13,53 @@
 #include "ssdr/data/split.hpp"
 #include "ssdr/evaluation/one_nn.hpp"
 #include "ssdr/io/dataset.hpp"
+#include "ssdr/kernels/feature_map.hpp"
 #include "ssdr/methods/common.hpp"
 #include "ssdr/methods/method.hpp"
 #include "ssdr/model/model.hpp"
 
 namespace ssdr::driver {
 
+/// A kernel feature map fitted on a sweep's transductive rows, with their mapped rows Φ.
+struct KernelMapEntry {
+  kernels::FeatureMap map;
+  DistMatrix Phi;  ///< n_t × r, the transductive rows' features (Xt's layout)
+  nlohmann::json info;
+};
+
+/// What every fit of a sweep shares for one (data set, transductive set, preprocessing): the
+/// fitted preprocessing, the preprocessed transductive and other rows, and the kernel maps.
+/// A fit that finds its entry skips the preprocessing and the kernel map; its results are bit
+/// for bit those of a fit that computes them (they are the same deterministic computations).
+struct PreparedRows {
+  data::Preprocessor pre;
+  DistMatrix Xt;  ///< the transductive rows preprocessed (n_t × d', each on its rank, global order)
+  DistMatrix Xu;  ///< the other (unseen) rows preprocessed, likewise
+  std::map<std::string, KernelMapEntry> kernel_maps;  ///< by the kernel's options (kernels::to_json)
+};
+
+/// The sweep's cache of prepared rows, keyed by the preprocessing options and the transductive
+/// set (a fingerprint of the roles), so cross-validation folds (same transductive set) and
+/// every method and grid point of one split share an entry. Memory: per entry n × d' doubles
+/// (Xt and Xu) + d × d' (the basis) + each kernel map's n_t × r Φ and its map.
+struct RowsCache {
+  std::map<std::string, PreparedRows> entries;
+  int hits = 0, misses = 0;
+  /// The bytes its matrices take on this rank. Local.
+  double bytes() const;
+};
+
 struct FitConfig {
   std::string method = "soda";
   methods::MethodOptions method_options;
   data::PreprocessOptions preprocess;
   nlohmann::json parameters = nlohmann::json::object();  ///< recorded in model and report
-  /// Graphs/propagations to reuse (experiment driver: one cache per data set, split and
-  /// preprocessing); nullptr → computed afresh.
+  /// Graphs, kNN lists, propagations and scatter matrices to reuse (experiment driver: one
+  /// cache per data set, split and preprocessing); nullptr → computed afresh.
   methods::GraphCache* cache = nullptr;
+  /// Preprocessed rows and kernel maps to reuse (nullptr → computed afresh). Used by the
+  /// fits that keep the data set (fit_and_evaluate), not by the consuming single fit.
+  RowsCache* rows = nullptr;
 };
 
 struct FitOutcome {

@@ -158,7 +158,11 @@ KnnLists truncate(const KnnLists& lists, int k);
 /// its rows are the graph's vertices (e.g. the transductive samples); A has X's row layout.
 /// Heat weights: t = σ² from options.sigma if > 0, else by options.sigma_rule (d̄ = 0, all
 /// edges joining duplicates: t = 1). Collective over X.comm.
+/// `lists` (optional): X's neighbour lists already found by options.knn_method, with at least
+/// the k (adaptive: k + 1) neighbours the graph reads; their first entries are used (a sweep
+/// searches once per k and backend). For the exact backend the first k of a longer list are
+/// the k-search's lists bit for bit; an approximate backend's lists must be of exactly that k.
 /// \throws ssdr::Error (collectively) for k < 1, k ≥ n (adaptive: k + 1 ≥ n), s ∉ (0,1), σ < 0.
-Graph build_knn_graph(const DistMatrix& X, const GraphOptions& options);
+Graph build_knn_graph(const DistMatrix& X, const GraphOptions& options, const KnnLists* lists = nullptr);
 
 }  // namespace ssdr::graph

@@ -8,6 +8,7 @@
 
 #include "ssdr/core/dense.hpp"
 #include "ssdr/graph/knn.hpp"
+#include "ssdr/graph/lnp.hpp"
 #include "ssdr/methods/method.hpp"
 #include "ssdr/propagation/label_propagation.hpp"
 #include "ssdr/scatter/scatter.hpp"
@@ -21,7 +22,15 @@ namespace ssdr::methods {
 /// be modified.
 struct GraphCache {
   std::map<std::string, graph::Graph> graphs;
+  /// The kNN lists the graphs were built from, by backend (lists_key): a graph with another
+  /// weight, σ or a smaller k (exact backend) is built from them without a new search.
+  std::map<std::string, graph::KnnLists> lists;
+  /// SL-LDA's reconstruction-weight (LNP) graphs, by k and regularization.
+  std::map<std::string, graph::LnpGraph> lnp_graphs;
   std::map<std::string, propagation::PropagationResult> propagations;
+  /// Soft-label scatter matrices (scatter::soft_scatter of the training rows with a cached
+  /// propagation's F), by the propagation's key.
+  std::map<std::string, scatter::ScatterMatrices> scatters;
   /// σ₀ = kernels::mean_pairwise_distance of the samples (input space), 0 until computed:
   /// an RBF sweep over sigma_scale computes the O(n²d) mean once.
   double sigma0 = 0;
@@ -71,10 +80,12 @@ std::string graph_key(const graph::GraphOptions& g);
 graph::Graph knn_graph(const TrainingData& data, const graph::GraphOptions& g, Timings& t);
 
 /// Graph `g` plus label propagation with the outlier class (o.propagation), both cached,
-/// timed as "knn_graph" and "propagation". Collective over data.X.comm.
+/// timed as "knn_graph" and "propagation". Collective over data.X.comm. `key` is the
+/// propagation's cache key (graph and propagation options).
 struct GraphAndLabels {
   graph::Graph g;
   propagation::PropagationResult lp;
+  std::string key;
 };
 GraphAndLabels graph_and_propagation(const TrainingData& data, const graph::GraphOptions& g,
                                      const MethodOptions& o, Timings& t);
@@ -82,6 +93,10 @@ GraphAndLabels graph_and_propagation(const TrainingData& data, const graph::Grap
 /// The soft labels F of a propagation as FitResult::soft_labels: a copy whose communicator is
 /// data.X's (F's own is the graph's PETSc communicator, which ends with the graph). Local.
 DistMatrix soft_labels(const propagation::PropagationResult& lp, const TrainingData& data);
+
+/// soft_scatter(data.X, lp.F, c) of graph_and_propagation's result, cached in data.cache by
+/// the propagation's key (every m, μ of a sweep reuses it). Timed as "scatter". Collective.
+scatter::ScatterMatrices soft_scatter(const TrainingData& data, const GraphAndLabels& gl, Timings& t);
 
 /// Records the graph used as info["graph"] = {k, weight, sigma_rule and sigma, t (heat),
 /// edges, mean_degree, mean_edge_dist2}. Local.
