@@ -42,7 +42,9 @@ struct FitRows {
 /// from Xt, the unseen ones from Xu or the raw X, all through model::Projector, so a row has
 /// the bits `transform` gives it from the raw file. Local, except with an exact kernel map
 /// (collective over its communicator: kernels::apply_exact on every row's preprocessed bits).
-DistMatrix embed_all(const model::Model& m, const FitRows& rows) {
+/// km (optional): the sweep's entry of the model's Nyström map, whose eval_tiles hold (or
+/// receive, on first use) every row's feature tiles: the embedding is then one GEMM per tile.
+DistMatrix embed_all(const model::Model& m, const FitRows& rows, KernelMapEntry* km = nullptr) {
   model::Projector p(m);
   const int64_t out = p.out_dim(), T = model::Projector::kTile;
   DistMatrix Y;
@@ -81,6 +83,30 @@ DistMatrix embed_all(const model::Model& m, const FitRows& rows) {
   auto scatter = [&](const std::vector<int64_t>& pos, int64_t i0, int64_t b) {
     for (int64_t r = 0; r < b; ++r) std::copy_n(tile.data() + r * out, out, Y.row(pos[static_cast<size_t>(i0 + r)]));
   };
+  if (km != nullptr && !m.kernel.empty() && rows.raw == nullptr) {
+    // The features of every tile once per map (Projector::features), then W per fit: the
+    // bits of from_preprocessed, which forms the same tiles and the same GEMM.
+    const int64_t per = T * p.feature_dim();
+    const DistMatrix* parts[2] = {rows.Xt, rows.Xu};
+    const std::vector<int64_t>* where[2] = {&pos_t, &pos_u};
+    int64_t tiles = 0;
+    for (const DistMatrix* s : parts) tiles += (s->n_local + T - 1) / T;
+    const bool fill = km->eval_tiles.empty();
+    if (fill) km->eval_tiles.resize(static_cast<size_t>(tiles * per));
+    int64_t t = 0;
+    for (int k = 0; k < 2; ++k) {
+      const DistMatrix& src = *parts[k];
+      SSDR_CHECK(src.n_local == static_cast<int64_t>(where[k]->size()), "embed_all: row counts disagree");
+      for (int64_t i0 = 0; i0 < src.n_local; i0 += T, ++t) {
+        const int64_t b = std::min(T, src.n_local - i0);
+        double* phi = km->eval_tiles.data() + t * per;
+        if (fill) p.features(src.row(i0), b, phi);
+        p.from_features(phi, b, tile.data());
+        scatter(*where[k], i0, b);
+      }
+    }
+    return Y;
+  }
   auto from_rows = [&](const DistMatrix& src, const std::vector<int64_t>& pos) {
     SSDR_CHECK(src.n_local == static_cast<int64_t>(pos.size()), "embed_all: row counts disagree");
     for (int64_t i0 = 0; i0 < src.n_local; i0 += T) {
@@ -246,6 +272,7 @@ FitOutcome fit_rows(FitRows& rows, data::Preprocessor&& pre, const std::vector<i
     ko.sigma0 = config.cache->sigma0;
   }
   kernels::FeatureMap feature_map;
+  KernelMapEntry* kernel_entry = nullptr;  // the sweep's entry of this fit's kernel map
   DistMatrix own_phi;
   const DistMatrix* Phi = &own_phi;
   nlohmann::json kernel_info;
@@ -257,10 +284,11 @@ FitOutcome fit_rows(FitRows& rows, data::Preprocessor&& pre, const std::vector<i
     Phase phase("kernel", &out.timings);
     const std::string kernel_key = kernels::to_json(ko).dump();
     if (prepared && prepared->kernel_maps.count(kernel_key)) {
-      const KernelMapEntry& e = prepared->kernel_maps.at(kernel_key);
+      KernelMapEntry& e = prepared->kernel_maps.at(kernel_key);
       feature_map = e.map;  // the model takes its own copy
       Phi = &e.Phi;
       kernel_info = e.info;
+      kernel_entry = &e;
     } else {
       feature_map = kernels::fit_feature_map(Xt, ko, &kernel_info);
       own_phi = kernels::apply(feature_map, Xt);
@@ -270,6 +298,7 @@ FitOutcome fit_rows(FitRows& rows, data::Preprocessor&& pre, const std::vector<i
         e.Phi = std::move(own_phi);
         e.info = kernel_info;
         Phi = &e.Phi;
+        kernel_entry = &e;
       }
     }
     say("kernel " + kernels::to_string(ko.type) + " (" + (feature_map.exact ? "exact" : "Nystrom") +
@@ -339,7 +368,7 @@ FitOutcome fit_rows(FitRows& rows, data::Preprocessor&& pre, const std::vector<i
 
   Phase phase("evaluate", &out.timings);
   if (info.projects) {
-    DistMatrix Y = embed_all(m, rows);
+    DistMatrix Y = embed_all(m, rows, kernel_entry);
     out.accuracy = evaluation::one_nn_accuracy(Y, ds.labels, roles);
     if (keep_embedding) out.embedding = std::move(Y);
   } else {

@@ -746,6 +746,21 @@ void Projector::tail(int64_t b, double* y) {
     kernels::apply_rows(m_.kernel, P_.data(), kTile, Phi_.data());
     features = Phi_.data();
   }
+  from_features(features, b, y);
+}
+
+void Projector::features(const double* xp, int64_t b, double* phi) {
+  SSDR_CHECK(b >= 0 && b <= kTile && local() && !m_.kernel.empty(),
+             "Projector::features: expected at most one tile of rows and a Nystrom map");
+  P_.assign(static_cast<size_t>(kTile * dp_), 0.0);  // rows past b zero, as tail() pads them
+  std::copy_n(xp, b * dp_, P_.data());
+  std::fill(phi, phi + kTile * r_, 0.0);
+  kernels::apply_rows(m_.kernel, P_.data(), kTile, phi);
+}
+
+void Projector::from_features(const double* features, int64_t b, double* y) {
+  const int64_t out = out_dim();
+  if (b == 0 || out == 0) return;
   Y_.resize(static_cast<size_t>(kTile * out));
   // Row-major Y tile (kTile×m) is column-major Yᵀ (m×kTile) = Wᵀ (m×r) · Φᵀ (r×kTile).
   if (r_ > 0) blas::gemm('T', 'N', out, kTile, r_, 1.0, m_.W.data(), m_.W.rows, features, r_, 0.0, Y_.data(), out);

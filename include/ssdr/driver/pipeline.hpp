@@ -25,6 +25,11 @@ struct KernelMapEntry {
   kernels::FeatureMap map;
   DistMatrix Phi;  ///< n_t × r, the transductive rows' features (Xt's layout)
   nlohmann::json info;
+  /// A Nyström map's features of every local row in the embedding's tiles (model::Projector::
+  /// features: the transductive rows' tiles, then the unseen rows'), kept by the first fit's
+  /// evaluation so later fits of the map only multiply by their W. Empty until then, and for
+  /// an exact map.
+  std::vector<double> eval_tiles;
 };
 
 /// What every fit of a sweep shares for one (data set, transductive set, preprocessing): the

@@ -139,6 +139,14 @@ class Projector {
   void from_raw(const double* x, int64_t b, double* y);
   /// y (b×m) from b ≤ kTile preprocessed rows xp (b×d').
   void from_preprocessed(const double* xp, int64_t b, double* y);
+  /// The width of a feature tile: r, the kernel map's features (a model with a Nyström map).
+  int64_t feature_dim() const { return r_; }
+  /// phi (kTile×r, row-major) = the Nyström map's features of b ≤ kTile preprocessed rows xp,
+  /// zero-padded to a full tile, as from_preprocessed forms them. The tile depends only on the
+  /// rows and the kernel map (not on W): a sweep keeps it for every W of that map. Local.
+  void features(const double* xp, int64_t b, double* phi);
+  /// y (b×m) from a tile of features(): from_preprocessed's bits for those rows. Local.
+  void from_features(const double* phi, int64_t b, double* y);
 
  private:
   void tail(int64_t b, double* y);  // P_ holds b preprocessed rows
