@@ -86,12 +86,21 @@ PetscBLASInt workspace(double query, int64_t minimum, const char* routine) {
 }  // namespace
 }  // namespace ssdr
 
+namespace ssdr::lapack {
+WorkCounters& work_counters() {
+  static WorkCounters c;
+  return c;
+}
+void reset_work_counters() { work_counters() = WorkCounters(); }
+}  // namespace ssdr::lapack
+
 namespace ssdr::blas {
 
 void gemm(char transa, char transb, int64_t m, int64_t n, int64_t k, double alpha,
           const double* a, int64_t lda, const double* b, int64_t ldb, double beta, double* c,
           int64_t ldc) {
   if (m == 0 || n == 0) return;
+  lapack::work_counters().gemm_flops += 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   const char* r = "dgemm";
   const PetscBLASInt M = blas_int(m, r, "m"), N = blas_int(n, r, "n"), K = blas_int(k, r, "k"),
                      LDA = blas_ld(lda, r, "lda"), LDB = blas_ld(ldb, r, "ldb"), LDC = blas_ld(ldc, r, "ldc");
@@ -111,6 +120,7 @@ void gemm(char transa, char transb, int64_t m, int64_t n, int64_t k, float alpha
 void syrk(char uplo, char trans, int64_t n, int64_t k, double alpha, const double* a,
           int64_t lda, double beta, double* c, int64_t ldc) {
   if (n == 0) return;
+  lapack::work_counters().syrk_flops += static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(k);
   const char* r = "dsyrk";
   const PetscBLASInt N = blas_int(n, r, "n"), K = blas_int(k, r, "k"), LDA = blas_ld(lda, r, "lda"),
                      LDC = blas_ld(ldc, r, "ldc");
@@ -147,6 +157,7 @@ static void check_info(PetscBLASInt info, const char* routine) {
 
 void syev(int64_t n, double* a, int64_t lda, double* w) {
   if (n == 0) return;
+  ++work_counters().eigen[{n, n}];
   const char* r = "dsyevd";
   const PetscBLASInt N = blas_int(n, r, "n"), LDA = blas_int(lda, r, "lda");
   PetscBLASInt info = 0, lwork = -1, liwork = -1, iwq = 0;
@@ -163,6 +174,7 @@ void syev(int64_t n, double* a, int64_t lda, double* w) {
 
 void syevr(int64_t n, double* a, int64_t lda, int64_t il, int64_t iu, double* w, double* z, int64_t ldz) {
   if (n == 0 || iu < il) return;
+  ++work_counters().eigen[{n, iu - il + 1}];
   const char* r = "dsyevr";
   SSDR_CHECK(il >= 1 && iu <= n, std::string(r) + ": eigenvalue indices " + std::to_string(il) + ".." +
                                      std::to_string(iu) + " outside 1.." + std::to_string(n));

@@ -325,7 +325,8 @@ FitOutcome fit_rows(FitRows& rows, data::Preprocessor&& pre, const std::vector<i
   }
   auto method = info.make();
   methods::TrainingData training{learn_X, labels, ds.classes,
-                                 feature_map.empty() ? nullptr : &Xt, config.cache};
+                                 feature_map.empty() ? nullptr : &Xt, config.cache,
+                                 feature_map.empty() ? std::string() : kernels::to_json(ko).dump()};
   methods::FitResult fit = method->fit(training, config.method_options, out.timings);
   own_phi = DistMatrix();
   out.soft_labels = std::move(fit.soft_labels);

@@ -88,12 +88,17 @@ LabeledPart labeled_part(const TrainingData& data) {
 
 /// Orthogonal trace ratio on (Sb, Sw + μI), μ = mu_scale·max diag(Sw) (eq. (16)/(32)).
 FitResult solve_trace_ratio(const scatter::ScatterMatrices& S, int64_t m, const MethodOptions& o,
-                            MPI_Comm comm, Timings& t) {
+                            MPI_Comm comm, Timings& t, GraphCache* cache, const std::string& key) {
   Phase phase("eigensolve", &t);
   const double mu = o.mu_scale * scatter::largest_diagonal(S.Sw);
   solvers::TraceRatioOptions tro;
   tro.dim = m;
   tro.prefix = o.trace_ratio_prefix;
+  if (cache != nullptr && !key.empty()) {
+    char b[64];
+    std::snprintf(b, sizeof b, "|mu=%.17g", mu);
+    tro.start = &cache->trace_ratio_starts[key + b + "|" + o.trace_ratio_prefix];
+  }
   auto r = solvers::trace_ratio(S.Sb, add_identity(S.Sw, mu), tro, comm);
   FitResult out;
   out.W = std::move(r.W);
@@ -149,14 +154,19 @@ void graph_info(const graph::Graph& g, const graph::GraphOptions& options, nlohm
 }
 
 
+std::string soft_scatter_key(const TrainingData& data, const GraphAndLabels& gl) {
+  return gl.key + "|X=" + data.features;
+}
+
 scatter::ScatterMatrices soft_scatter(const TrainingData& data, const GraphAndLabels& gl, Timings& t) {
+  const std::string key = soft_scatter_key(data, gl);
   if (data.cache) {
-    auto it = data.cache->scatters.find(gl.key);
+    auto it = data.cache->scatters.find(key);
     if (it != data.cache->scatters.end()) return it->second;
   }
   Phase phase("scatter", &t);
   scatter::ScatterMatrices S = scatter::soft_scatter(data.X, gl.lp.F, data.classes);
-  if (data.cache) data.cache->scatters.emplace(gl.key, S);
+  if (data.cache) data.cache->scatters.emplace(key, S);
   return S;
 }
 

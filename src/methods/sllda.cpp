@@ -63,12 +63,13 @@ struct SoftLabels {
 
 SoftLabels lnp_and_propagation(const TrainingData& data, const MethodOptions& o, Timings& t) {
   SoftLabels s;
-  char gkey[96], pkey[224];
-  std::snprintf(gkey, sizeof gkey, "lnp|k=%d|r=%.17g", o.graph.k, kReconstructionRegularization);
+  char gkey[96], pkey[224];  // the LNP graph is built on X itself: its key names X's features
+  std::snprintf(gkey, sizeof gkey, "lnp|k=%d|r=%.17g|X=", o.graph.k, kReconstructionRegularization);
   std::snprintf(pkey, sizeof pkey, "%s|aL=%.17g aU=%.17g rtol=%.17g %s", gkey, o.propagation.alpha_labeled,
                 o.propagation.alpha_unlabeled, o.propagation.rtol, o.propagation.prefix.c_str());
-  s.key = pkey;
-  auto graph_it = data.cache ? data.cache->lnp_graphs.find(gkey) : decltype(data.cache->lnp_graphs.end()){};
+  s.key = std::string(pkey) + "|X=" + data.features;
+  const std::string graph_key = gkey + data.features;
+  auto graph_it = data.cache ? data.cache->lnp_graphs.find(graph_key) : decltype(data.cache->lnp_graphs.end()){};
   if (data.cache && graph_it != data.cache->lnp_graphs.end()) {
     s.g = graph_it->second;
   } else {
@@ -77,14 +78,14 @@ SoftLabels lnp_and_propagation(const TrainingData& data, const MethodOptions& o,
     go.k = o.graph.k;
     go.regularization = kReconstructionRegularization;
     s.g = graph::build_lnp_graph(data.X, go);
-    if (data.cache) data.cache->lnp_graphs.emplace(gkey, s.g);
+    if (data.cache) data.cache->lnp_graphs.emplace(graph_key, s.g);
   }
-  if (data.cache && data.cache->propagations.count(pkey)) {
-    s.lp = data.cache->propagations.at(pkey);
+  if (data.cache && data.cache->propagations.count(s.key)) {
+    s.lp = data.cache->propagations.at(s.key);
   } else {
     Phase phase("propagation", &t);
     s.lp = propagation::propagate(s.g.W, data.labels, data.classes, o.propagation);
-    if (data.cache) data.cache->propagations.emplace(pkey, s.lp);
+    if (data.cache) data.cache->propagations.emplace(s.key, s.lp);
   }
   return s;
 }

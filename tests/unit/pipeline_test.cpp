@@ -208,7 +208,8 @@ TEST(SweepCaches, GiveEveryFitTheBitsOfASingleConsumingFit) {
       {"soda", {{"knn", 10}}, 2},     {"soda", {{"knn", 6}, {"sigma_s", 1e-4}}, 2}, {"soda", {{"knn", 6}}, 1},
       {"ksoda", {{"landmarks", 40}}, 2}, {"ksoda", {{"landmarks", 40}, {"mu_scale", 1.0}}, 2},
       {"oda", nlohmann::json::object(), 2}, {"sl-lda", {{"alpha_u", 0.9}}, 2}, {"sl-lda", {{"alpha_u", 0.5}}, 2},
-      {"lp", nlohmann::json::object(), 0}, {"tca", nlohmann::json::object(), 2}, {"soda", {{"knn", 10}}, 2}};
+      {"lp", nlohmann::json::object(), 0}, {"tca", nlohmann::json::object(), 2}, {"soda", {{"knn", 10}}, 3},
+      {"oda", nlohmann::json::object(), 1}, {"soda", {{"knn", 10}}, 2}};
   driver::RowsCache rows;
   std::map<std::string, methods::GraphCache> graphs;  // one per preprocessing, as the driver keys them
   for (const Case& c : cases) {
@@ -234,9 +235,12 @@ TEST(SweepCaches, GiveEveryFitTheBitsOfASingleConsumingFit) {
   EXPECT_EQ(rows.entries.size(), 2u);
   EXPECT_GT(rows.bytes(), 0.0);
   // One exact search per preprocessing, at the largest k asked for (TCA's graph and the
-  // smaller k of SODA come from it), and the scatter matrices of each soft-label set once.
+  // smaller k of SODA come from it), the scatter matrices of each soft-label set once, and
+  // the trace ratio's first step once per scatter set and μ (SODA k = 10 at m = 2, 3, 2;
+  // ODA at m = 2, 1 share theirs).
   const methods::GraphCache& plain = graphs.at("0");
   ASSERT_EQ(plain.lists.size(), 1u);
   EXPECT_EQ(plain.lists.begin()->second.k, 10);
   EXPECT_EQ(plain.scatters.size(), 5u);  // soda k=10, k=6 (two sigmas); sl-lda alpha_u 0.9, 0.5
+  EXPECT_EQ(plain.trace_ratio_starts.size(), 4u);  // soda k=10, k=6 (two sigmas), oda
 }

@@ -7,6 +7,8 @@
 /// does not fit PetscBLASInt (2³¹ − 1 with a 32-bit-integer BLAS) throws ssdr::Error naming
 /// the routine and the argument instead of wrapping around.
 #include <cstdint>
+#include <map>
+#include <utility>
 #include <vector>
 
 namespace ssdr::blas {
@@ -33,6 +35,19 @@ void symmetrize(char uplo, int64_t n, double* c, int64_t ldc);
 }  // namespace ssdr::blas
 
 namespace ssdr::lapack {
+
+/// What this process asked of BLAS and LAPACK since the last reset: dense eigen-solves by
+/// (order n, eigenvectors k), and the floating-point operations of dgemm (2mnk) and dsyrk
+/// (n²k). Benchmarks read them to state a computation's bound (jobs/bench_sweep.sh); the
+/// counting costs one map update per eigen-solve. Local (per process).
+struct WorkCounters {
+  std::map<std::pair<int64_t, int64_t>, int64_t> eigen;  ///< (n, k) → calls (dsyevr, dsyevd: k = n)
+  double gemm_flops = 0;
+  double syrk_flops = 0;
+};
+/// The counters of this process (reset_work_counters zeroes them). Local.
+WorkCounters& work_counters();
+void reset_work_counters();
 
 /// All eigenvalues (ascending) and eigenvectors of the symmetric n×n matrix a (overwritten
 /// by the eigenvectors, column-major). dsyevd. Throws ssdr::Error when LAPACK fails.

@@ -12,6 +12,7 @@
 #include "ssdr/methods/method.hpp"
 #include "ssdr/propagation/label_propagation.hpp"
 #include "ssdr/scatter/scatter.hpp"
+#include "ssdr/solvers/trace_ratio.hpp"
 
 namespace ssdr::methods {
 
@@ -31,6 +32,8 @@ struct GraphCache {
   /// Soft-label scatter matrices (scatter::soft_scatter of the training rows with a cached
   /// propagation's F), by the propagation's key.
   std::map<std::string, scatter::ScatterMatrices> scatters;
+  /// The trace ratio's first iteration (m-independent) per scatter set and μ.
+  std::map<std::string, solvers::TraceRatioStart> trace_ratio_starts;
   /// σ₀ = kernels::mean_pairwise_distance of the samples (input space), 0 until computed:
   /// an RBF sweep over sigma_scale computes the O(n²d) mean once.
   double sigma0 = 0;
@@ -66,8 +69,10 @@ scatter::ScatterMatrices labeled_scatter(const TrainingData& data, Timings& t);
 /// Orthogonal trace ratio on (Sb, Sw + μI) with μ = o.mu_scale·max diag(Sw) (soda-nie2009
 /// eq. (16)/(32)), m columns; fills W, trace_ratio and info (μ, iterations, history).
 /// Collective. Times itself as "eigensolve".
+/// `cache` and `key` (optional): the GraphCache and the scatter matrices' cache key, under
+/// which the m-independent first iteration is kept for every m (solvers::TraceRatioStart).
 FitResult solve_trace_ratio(const scatter::ScatterMatrices& S, int64_t m, const MethodOptions& o,
-                            MPI_Comm comm, Timings& t);
+                            MPI_Comm comm, Timings& t, GraphCache* cache = nullptr, const std::string& key = "");
 
 /// The cache key of a graph: every field of `g` (k, weights, σ rule, s, σ), printed exactly.
 /// Local.
@@ -95,8 +100,10 @@ GraphAndLabels graph_and_propagation(const TrainingData& data, const graph::Grap
 DistMatrix soft_labels(const propagation::PropagationResult& lp, const TrainingData& data);
 
 /// soft_scatter(data.X, lp.F, c) of graph_and_propagation's result, cached in data.cache by
-/// the propagation's key (every m, μ of a sweep reuses it). Timed as "scatter". Collective.
+/// the propagation's key and X's features (every m, μ of a sweep reuses it), which is
+/// soft_scatter_key. Timed as "scatter". Collective.
 scatter::ScatterMatrices soft_scatter(const TrainingData& data, const GraphAndLabels& gl, Timings& t);
+std::string soft_scatter_key(const TrainingData& data, const GraphAndLabels& gl);
 
 /// Records the graph used as info["graph"] = {k, weight, sigma_rule and sigma, t (heat),
 /// edges, mean_degree, mean_edge_dist2}. Local.

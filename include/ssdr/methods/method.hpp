@@ -77,6 +77,10 @@ struct TrainingData {
   /// preprocessing), reused across methods and dimensions by the experiment driver;
   /// nullptr → compute afresh.
   GraphCache* cache = nullptr;
+  /// What X holds when it is not the preprocessed rows: the kernel map's options (JSON), ""
+  /// otherwise. Part of the cache key of everything computed from X itself (scatter
+  /// matrices, SL-LDA's LNP graph), so a kernel method and a linear one never share them.
+  std::string features;
 };
 
 struct FitResult {

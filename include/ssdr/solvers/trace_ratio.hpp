@@ -10,14 +10,27 @@
 #include <vector>
 
 #include "ssdr/core/dense.hpp"
+#include "ssdr/solvers/eigen.hpp"
 
 namespace ssdr::solvers {
+
+/// The first iteration's work, which does not depend on m: λ₀ = tr(Sb)/tr(Sw), every
+/// eigenpair of Sb − λ₀Sw and the per-vector a_i, b_i. A sweep over m on the same (Sb, Sw)
+/// computes it once (its bits are what each m's own first iteration computes).
+struct TraceRatioStart {
+  bool ready = false;
+  EigenPairs pairs;
+  std::vector<double> a, b;
+};
 
 struct TraceRatioOptions {
   int64_t dim = 1;               ///< m, 1 ≤ m ≤ d
   int max_iterations = 100;
   double tolerance = 1e-12;      ///< stop when (λ_new − λ)/λ < tolerance
   std::string prefix = "tr_";    ///< SLEPc options prefix for the eigen-solves
+  /// Optional: the first iteration of this (Sb, Sw), filled by the first call that gets an
+  /// empty one and reused by later calls (other m). Must belong to the same Sb and Sw.
+  TraceRatioStart* start = nullptr;
 };
 
 struct TraceRatioResult {
