@@ -1,8 +1,10 @@
 #include "ssdr/evaluation/one_nn.hpp"
 
 #include "ssdr/core/error.hpp"
+#include "ssdr/core/lapack.hpp"
 #include "ssdr/core/mpi_util.hpp"
 
+#include <algorithm>
 #include <limits>
 #include <string>
 
@@ -10,24 +12,71 @@ namespace ssdr::evaluation {
 
 namespace {
 
-/// Index of the row of L (l×m row-major) nearest to y by exact squared Euclidean distance,
-/// the smaller index on a tie; −1 when l is 0.
-int64_t nearest(const double* y, const double* L, int64_t l, int64_t m) {
-  double best = std::numeric_limits<double>::infinity();
-  int64_t arg = -1;
+/// For every row y of Y (n×m, local rows) the index of the row of L (l×m row-major) nearest
+/// by the exact squared distance s_j = Σ_t (y_t − z_jt)² summed in t order (the smaller index
+/// on a tie, −1 when l = 0): the brute-force scan's answer, found by a GEMM filter and exact
+/// re-checks. For a tile of rows, d̃_j = ‖y‖² + ‖z_j‖² − 2 fl(yᵀz_j) from one GEMM, then s_j
+/// only for the candidates that can still be the nearest.
+///
+/// Why the candidates hold the brute-force answer (u = 2⁻⁵³, γ_k = ku/(1 − ku), e_j the true
+/// squared distance): a GEMM dot product and the norms carry |error| ≤ γ_m Σ|y_t z_t| ≤
+/// γ_m(‖y‖² + ‖z‖²)/2 and ≤ γ_m ‖·‖², and the three-term sum adds γ_2, so |d̃_j − e_j| ≤
+/// δ_j = 2γ_{m+2}(‖y‖² + ‖z_j‖²) + η (η = 8m·DBL_MIN covers underflowing squares); the
+/// sequential s_j has |s_j − e_j| ≤ γ_m e_j + η. With T = min_k (d̃_k + δ_k) ≥ min_k e_k, the
+/// brute-force winner j* has s_{j*} ≤ min_k s_k ≤ (1 + γ_m)T + η, hence d̃_{j*} − δ_{j*} ≤
+/// e_{j*} ≤ (s_{j*} + η)/(1 − γ_m) ≤ (1 + 3γ_m)T + 3η. Every j with d̃_j − δ_j > (1 + 3γ_m)T + 3η
+/// has s_j ≥ (1 − γ_m)e_j − η > s_{j*}, so it is neither the minimum nor tied with it: scanning
+/// the other candidates in increasing j with a strict comparison gives its index.
+void nearest_rows(const DistMatrix& Y, const double* L, int64_t l, int64_t m, std::vector<int64_t>& arg) {
+  arg.assign(static_cast<size_t>(Y.n_local), -1);
+  if (l == 0 || Y.n_local == 0) return;
+  constexpr double u = 0x1p-53;
+  const double gm = static_cast<double>(m) * u / (1.0 - static_cast<double>(m) * u);
+  const double gm2 = static_cast<double>(m + 2) * u / (1.0 - static_cast<double>(m + 2) * u);
+  const double eta = 8.0 * static_cast<double>(std::max<int64_t>(m, 1)) * std::numeric_limits<double>::min();
+  std::vector<double> nz(static_cast<size_t>(l));
   for (int64_t j = 0; j < l; ++j) {
-    const double* z = L + j * m;
     double s = 0;
-    for (int64_t t = 0; t < m; ++t) {
-      const double e = y[t] - z[t];
-      s += e * e;
-    }
-    if (s < best) {  // strict: on a tie the earlier (smaller global index) sample stays
-      best = s;
-      arg = j;
+    for (int64_t t = 0; t < m; ++t) s += L[j * m + t] * L[j * m + t];
+    nz[static_cast<size_t>(j)] = s;
+  }
+  constexpr int64_t kRows = 256;
+  std::vector<double> G(static_cast<size_t>(kRows * l));
+  for (int64_t i0 = 0; i0 < Y.n_local; i0 += kRows) {
+    const int64_t b = std::min(kRows, Y.n_local - i0);
+    // G (l×b, column-major): G(j, i) = z_jᵀ y_i.
+    if (m > 0) blas::gemm('T', 'N', l, b, m, 1.0, L, m, Y.row(i0), m, 0.0, G.data(), l);
+    else std::fill(G.begin(), G.end(), 0.0);
+    for (int64_t i = 0; i < b; ++i) {
+      const double* y = Y.row(i0 + i);
+      const double* g = G.data() + i * l;
+      double ny = 0;
+      for (int64_t t = 0; t < m; ++t) ny += y[t] * y[t];
+      double T = std::numeric_limits<double>::infinity();
+      for (int64_t j = 0; j < l; ++j) {
+        const double d = ny + nz[static_cast<size_t>(j)] - 2.0 * g[j];
+        T = std::min(T, d + 2.0 * gm2 * (ny + nz[static_cast<size_t>(j)]) + eta);
+      }
+      const double limit = (1.0 + 3.0 * gm) * T + 3.0 * eta;
+      double best = std::numeric_limits<double>::infinity();
+      int64_t a = -1;
+      for (int64_t j = 0; j < l; ++j) {
+        const double d = ny + nz[static_cast<size_t>(j)] - 2.0 * g[j];
+        if (d - 2.0 * gm2 * (ny + nz[static_cast<size_t>(j)]) - eta > limit) continue;
+        const double* z = L + j * m;
+        double s = 0;
+        for (int64_t t = 0; t < m; ++t) {
+          const double e = y[t] - z[t];
+          s += e * e;
+        }
+        if (s < best) {  // strict: on a tie the smaller index stays
+          best = s;
+          a = j;
+        }
+      }
+      arg[static_cast<size_t>(i0 + i)] = a;
     }
   }
-  return arg;
 }
 
 }  // namespace
@@ -48,10 +97,10 @@ std::vector<int> nearest_labels(const DistMatrix& Y, const std::vector<double>& 
              "nearest_labels: " + std::to_string(reference.size()) + " reference values for " + std::to_string(l) +
                  " labels of dimension " + std::to_string(m));
   std::vector<int> pred(static_cast<size_t>(Y.n_local), -1);
-  for (int64_t i = 0; i < Y.n_local; ++i) {
-    const int64_t arg = nearest(Y.row(i), reference.data(), l, m);
-    pred[static_cast<size_t>(i)] = arg >= 0 ? reference_labels[static_cast<size_t>(arg)] : -1;
-  }
+  std::vector<int64_t> arg;
+  nearest_rows(Y, reference.data(), l, m, arg);
+  for (int64_t i = 0; i < Y.n_local; ++i)
+    pred[static_cast<size_t>(i)] = arg[static_cast<size_t>(i)] >= 0 ? reference_labels[static_cast<size_t>(arg[static_cast<size_t>(i)])] : -1;
   return pred;
 }
 
@@ -71,14 +120,12 @@ std::vector<int> one_nn_predict(const DistMatrix& Y, const std::vector<int>& lab
   SSDR_CHECK(l * m == total, "one_nn_predict: labeled rows mismatch");
 
   std::vector<int> pred(static_cast<size_t>(Y.n_local), -1);
+  std::vector<int64_t> arg;
+  nearest_rows(Y, L.data(), l, m, arg);
   for (int64_t i = 0; i < Y.n_local; ++i) {
     const size_t g = static_cast<size_t>(Y.row_start + i);
-    if (roles[g] == data::Role::labeled) {
-      pred[static_cast<size_t>(i)] = labels[g];
-      continue;
-    }
-    const int64_t arg = nearest(Y.row(i), L.data(), l, m);
-    pred[static_cast<size_t>(i)] = arg >= 0 ? lab[static_cast<size_t>(arg)] : -1;
+    const int64_t a = arg[static_cast<size_t>(i)];
+    pred[static_cast<size_t>(i)] = roles[g] == data::Role::labeled ? labels[g] : (a >= 0 ? lab[static_cast<size_t>(a)] : -1);
   }
   return pred;
 }

@@ -1,6 +1,10 @@
 // Splits, preprocessing (scaling, centering, PCA) and the 1-NN evaluation.
 #include <gtest/gtest.h>
 
+#include <limits>
+
+#include <random>
+
 #include <cmath>
 #include <fstream>
 #include <array>
@@ -206,6 +210,51 @@ TEST(OneNn, AgreesWithBruteForceAndBreaksTiesBySmallerIndex) {
   const std::vector<int> near = allgatherv(evaluation::nearest_labels(Yd, L, {0, 1, 1}), MPI_COMM_WORLD);
   EXPECT_EQ(near, (std::vector<int>{0, 1, 0, 1, 1, 1, 1, 1}));
   EXPECT_THROW(evaluation::nearest_labels(Yd, L, {0, 1}), Error);
+}
+
+TEST(OneNn, FiltersByGemmYetGivesTheBruteForceScanOfExactDistancesOnHardCases) {
+  // nearest_labels finds candidates with a GEMM of ‖y‖² + ‖z‖² − 2yᵀz and re-checks them by
+  // the sequential exact distance: its answer must be the brute-force scan's (smallest
+  // sequential sum, the smaller index on a tie) where the GEMM's rounding is largest:
+  // points far from the origin (1e8) that differ in the last bits (exact distances of a few
+  // ulps of the offset, where ‖y‖² + ‖z‖² − 2yᵀz cancels completely), duplicated reference
+  // rows (exact ties), and tiny coordinates whose squares underflow.
+  const int64_t m = 7, l = 60, n = 300;
+  std::mt19937_64 rng(5);
+  std::uniform_int_distribution<int> pick(0, 3);
+  for (double scale : {1.0, 1e-160}) {
+    for (double offset : {0.0, 1e8}) {
+      std::vector<double> L(static_cast<size_t>(l * m));
+      for (auto& v : L) v = scale * (offset + std::ldexp(static_cast<double>(pick(rng)), offset > 0 ? -26 : 0));
+      for (int64_t t = 0; t < m; ++t) L[static_cast<size_t>(17 * m + t)] = L[static_cast<size_t>(3 * m + t)];  // a tie
+      std::vector<int> labels(static_cast<size_t>(l));
+      for (int64_t j = 0; j < l; ++j) labels[static_cast<size_t>(j)] = static_cast<int>(j);
+      Dense Y(n, m);
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t t = 0; t < m; ++t)
+          Y(i, t) = scale * (offset + std::ldexp(static_cast<double>(pick(rng)), offset > 0 ? -26 : 0));
+      const DistMatrix Yd = ref::distribute(Y, MPI_COMM_WORLD);
+      const std::vector<int> got = allgatherv(evaluation::nearest_labels(Yd, L, labels), MPI_COMM_WORLD);
+      ASSERT_EQ(got.size(), static_cast<size_t>(n));
+      int64_t ties = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        double best = std::numeric_limits<double>::infinity();
+        int arg = -1, equal = 0;
+        for (int64_t j = 0; j < l; ++j) {
+          double s = 0;
+          for (int64_t t = 0; t < m; ++t) {
+            const double e = Y(i, t) - L[static_cast<size_t>(j * m + t)];
+            s += e * e;
+          }
+          if (s < best) best = s, arg = static_cast<int>(j), equal = 0;
+          else if (s == best) ++equal;
+        }
+        ties += equal > 0;
+        EXPECT_EQ(got[static_cast<size_t>(i)], arg) << "row " << i << " scale " << scale << " offset " << offset;
+      }
+      EXPECT_GT(ties, 0) << "the data were meant to hold exact ties";
+    }
+  }
 }
 
 TEST(Preprocess, GivesBitwiseTheSameRowsOnAnyRankCountAndLayout) {
