@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Reference kNN libraries on the same rows as benchmarks/bench_knn.cpp, for jobs/bench_knn.sh.
 
 For each n: the first n Fashion-MNIST images (train then t10k; for n > 70 000 the first n rows

@@ -18,7 +18,7 @@ APPROX_SIZES="${APPROX_SIZES:-}"
 APPROX_DATA="${APPROX_DATA:-}"
 K="${K:-8}"
 THREADS="${THREADS:-2}"
-PY=/usr/bin/python3; [ -x "$PY" ] || PY=python3
+PY="${SSDR_PYTHON:-/usr/bin/python3}"
 
 mkdir -p "$BUILD"
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DSSDR_BUILD_BENCHMARKS=ON \

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Augmented Fashion-MNIST of 1 050 000 samples as uncompressed IDX (read by every rank at its
 own offset: ssdr fit --data DIR --format idx).
 

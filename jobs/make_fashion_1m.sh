@@ -8,5 +8,5 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 out="${SSDR_DATA:-$HOME/ssdr-data}/fashion-1m"
 if [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; then out="$1"; shift; fi
 # Debian's interpreter, where python3-numpy lives (a pyenv python3 may shadow it on PATH).
-py=/usr/bin/python3; [ -x "$py" ] || py=python3
+py="${SSDR_PYTHON:-/usr/bin/python3}"
 exec "$py" "$here/make_fashion_1m.py" "$out" "$@"

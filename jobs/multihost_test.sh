@@ -24,6 +24,7 @@
 # namespaces cannot be made, 0 when every check passes, 1 otherwise. Prints ok:/FAILED: lines.
 # Everything it creates (namespaces, processes in them, temporary files) is removed on exit.
 set -u
+PY="${SSDR_PYTHON:-/usr/bin/python3}"  # Debian's, with numpy (a pyenv python3 on PATH may lack it)
 
 if [ $# -lt 2 ]; then
   echo "usage: $0 SSDR_BINARY DATA_DIR [HOSTS=2] [RANKS_PER_HOST=1]" >&2
@@ -95,17 +96,17 @@ elif [ "$rc_one" -ne 0 ]; then
   bad "soda fit on one host failed (rc $rc_one):"
   sed 's/^/  /' "$work/one.err" | head -20
 elif cmp -s "$work/mh.csv" "$work/one.csv" &&
-     python3 - "$work/mh.json" "$work/one.json" <<'PY'
+     "$PY" - "$work/mh.json" "$work/one.json" <<'PY'
 import json, sys
 a, b = (json.load(open(f)) for f in sys.argv[1:3])
 assert a["accuracy"] == b["accuracy"], (a["accuracy"], b["accuracy"])
 assert a["ranks"] == b["ranks"], (a["ranks"], b["ranks"])
 PY
 then
-  acc=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["accuracy"]["unlabeled"])' "$work/mh.json")
+  acc=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["accuracy"]["unlabeled"])' "$work/mh.json")
   ok "soda fit (wine, $NP ranks) across $HOSTS hosts equals the one-host fit bit for bit (embedding, accuracy $acc; $(( (t1 - t0) / 1000 )) ms)"
 else
-  diff=$(python3 - "$work/mh.csv" "$work/one.csv" "$work/mh.json" "$work/one.json" <<'PY'
+  diff=$("$PY" - "$work/mh.csv" "$work/one.csv" "$work/mh.json" "$work/one.json" <<'PY'
 import json, sys
 import numpy as np
 a, b = (np.loadtxt(f, delimiter=",", ndmin=2) for f in sys.argv[1:3])

@@ -35,7 +35,7 @@ KNN_METHOD="${KNN_METHOD:-nndescent}"
 LABELED="${LABELED:-20}"
 FRACTION="${FRACTION:-1.0}"
 MPIEXEC="${MPIEXEC:-mpiexec}"
-PY=/usr/bin/python3; [ -x "$PY" ] || PY=python3  # Debian's, with python3-numpy (jobs/install_deps.sh)
+PY="${SSDR_PYTHON:-/usr/bin/python3}"  # Debian's, with python3-numpy (jobs/install_deps.sh)
 read -r -a EXTRA <<<"${SSDR_ARGS:-}"
 [ -x "$SSDR_BIN" ] || { echo "scaling_study: no executable ssdr at $SSDR_BIN (set SSDR_BIN)" >&2; exit 2; }
 mkdir -p "$OUT"

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Strong-scaling summary of `ssdr fit --report` files: the same problem on several rank counts.
 
 Usage: scaling_summary.py [--weak] PREFIX REPORT.json...

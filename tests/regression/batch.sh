@@ -196,7 +196,7 @@ expect "strong_scaling.sbatch: 1, 2, 4 and all 6 ranks on the fewest nodes" "$ST
   "srun --nodes=2 --ntasks=4 --cpu-bind=cores $STUB fit --method soda --data $tmp/fm --labeled-per-class 20 --transductive-fraction 0.5 --seed 1 -q --report $tmp/out/strong/soda_f0.5_np4.json" \
   "srun --nodes=2 --ntasks=6 --cpu-bind=cores $STUB fit --method soda --data $tmp/fm --labeled-per-class 20 --transductive-fraction 0.5 --seed 1 -q --report $tmp/out/strong/soda_f0.5_np6.json"
 # The table and the plot's data: speedup T(1)/T(p), efficiency S/p, per stage too.
-if python3 - "$tmp/out/strong/soda_f0.5_scaling.dat" "$tmp/strong.out" <<'PY'
+if "$PY" - "$tmp/out/strong/soda_f0.5_scaling.dat" "$tmp/strong.out" <<'PY'
 import math, sys
 rows = [l.split() for l in open(sys.argv[1]) if not l.startswith("#")]
 cols = [l for l in open(sys.argv[1]) if l.startswith("# columns:")][0].split()[2:]

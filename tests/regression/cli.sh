@@ -59,7 +59,7 @@ for norm in default metric; do
       --report "$tmp/n_$norm.json" --model "$tmp/n_$norm.model" --embedding "$tmp/n_$norm.csv" >/dev/null 2>"$tmp/stderr" &&
      run transform --model "$tmp/n_$norm.model" --data "$iris" --embedding "$tmp/n_t_$norm.csv" -q 2>>"$tmp/stderr" &&
      cmp -s "$tmp/n_$norm.csv" "$tmp/n_t_$norm.csv" &&
-     python3 - "$tmp/n_$norm.json" "$norm" <<'PY'
+     "$PY" - "$tmp/n_$norm.json" "$norm" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 assert r["parameters"]["normalize"] == sys.argv[2], r["parameters"]["normalize"]
@@ -109,7 +109,7 @@ if run fit --method soda --data "$DATA/iris.libsvm" --sparse yes --pca-dim 3 --l
 else
   bad "transform of sparse LIBSVM data reproduces the sparse fit's embedding; predict reads it sparse"; cat "$tmp/stderr"
 fi
-if python3 - "$tmp/r.json" <<'PY'
+if "$PY" - "$tmp/r.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 for k in ["method", "ranks", "n", "d", "classes", "dim", "accuracy", "trace_ratio", "timings_s", "ssdr_version", "parameters"]:
@@ -148,7 +148,7 @@ if run fit --method soda --data "$iris" --split "$tmp/pred.split" -q --report "$
    counts=$(paste -d, "$tmp/pred.split" "$iris" "$tmp/p2.txt" | awk -F, '
        { n[$1]++; if ($2 == $NF) c[$1]++; all += ($2 == $NF) }
        END { printf "%d %d %d %d %d", c["unlabeled"], n["unlabeled"], c["unseen"], n["unseen"], all }') &&
-   python3 - "$tmp/pr.json" "$counts" "$(cat "$tmp/p2.out")" <<'PY'
+   "$PY" - "$tmp/pr.json" "$counts" "$(cat "$tmp/p2.out")" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 cu, nu, cs, ns, total = map(int, sys.argv[2].split())
@@ -166,7 +166,7 @@ if run predict --model "$tmp/p.model" --data "$tmp/values.csv" --no-labels --out
    run transform --model "$tmp/p.model" --data "$iris" --embedding "$tmp/ti.csv" -q 2>>"$tmp/stderr" &&
    cmp -s "$tmp/tv.csv" "$tmp/ti.csv" &&
    run predict --model "$tmp/p.model" --data "$tmp/values.csv" --no-labels --output "$tmp/pv.npy" -q >/dev/null 2>>"$tmp/stderr" &&
-   python3 - "$tmp/pv.npy" "$tmp/p2.txt" <<'PY'
+   "$PY" - "$tmp/pv.npy" "$tmp/p2.txt" <<'PY'
 import struct, sys
 b = open(sys.argv[1], "rb").read()
 hl = struct.unpack("<H", b[8:10])[0]
@@ -194,7 +194,7 @@ if run -eig_eps_type lapack fit --method lda -eig_eps_tol 1e-10 --data "$iris" -
      -q --report "$tmp/po.json" >/dev/null 2>"$tmp/stderr" &&
    [ "$(wc -l <"$tmp/stderr")" -eq 1 ] &&
    grep -qx "ssdr: warning: PETSc option -lp_ksp_typo -5 was not used by this run (misspelled?)" "$tmp/stderr" &&
-   python3 - "$tmp/po.json" <<'PY'
+   "$PY" - "$tmp/po.json" <<'PY'
 import json, sys
 p = json.load(open(sys.argv[1]))["provenance"]["petsc_options"]
 assert "-eig_eps_type lapack" in p and "-eig_eps_tol 1e-10" in p and "-lp_ksp_typo -5" in p, p
@@ -243,7 +243,7 @@ expect_error "not a model" "iris.csv" transform --model "$iris" --data "$iris" -
 
 # evaluate: mean and std over splits, per-split values.
 if run evaluate --method lda --data "$iris" --labeled-per-class 3 --transductive-fraction 0.8 --splits 3 -q \
-    --report "$tmp/ev.json" >/dev/null 2>"$tmp/stderr" && python3 - "$tmp/ev.json" <<'PY'
+    --report "$tmp/ev.json" >/dev/null 2>"$tmp/stderr" && "$PY" - "$tmp/ev.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 a = r["accuracy"]["unseen"]
@@ -253,7 +253,7 @@ then ok "evaluate reports mean, std and per-split values"; else bad "evaluate re
 
 # The embedding as NPY: header and size.
 if run fit --method oda --data "$iris" --labeled-per-class 3 -q --embedding "$tmp/e.npy" 2>"$tmp/stderr" >/dev/null &&
-   python3 - "$tmp/e.npy" <<'PY'
+   "$PY" - "$tmp/e.npy" <<'PY'
 import sys, struct
 b = open(sys.argv[1], "rb").read()
 assert b[:6] == b"\x93NUMPY"
@@ -279,7 +279,7 @@ expect_error "negative --sigma-scale" "--sigma-scale: expected a number >= 0, go
 
 if run fit --method m-ssgda "${iris_ssgda[@]}" --select-by cv --grid lambda=0.01,1 -q --report "$tmp/cv.json" \
     >/dev/null 2>"$tmp/stderr" && NP=1 run fit --method m-ssgda "${iris_ssgda[@]}" --select-by cv --grid lambda=0.01,1 -q \
-    --report "$tmp/cv1.json" >/dev/null 2>>"$tmp/stderr" && python3 - "$tmp/cv.json" "$tmp/cv1.json" <<'PY'
+    --report "$tmp/cv1.json" >/dev/null 2>>"$tmp/stderr" && "$PY" - "$tmp/cv.json" "$tmp/cv1.json" <<'PY'
 import json, sys
 r, one = (json.load(open(f)) for f in sys.argv[1:3])
 s = r["info"]["selection"]
@@ -299,7 +299,7 @@ else bad "fit --select-by cv records the candidates and the choice"; cat "$tmp/s
 
 if run evaluate --method sl-lda --data "$DATA/wine.csv" --labeled-per-class 4 --unlabeled-per-class 20 --splits 2 \
     --select-by cv --cv-folds 3 --grid alpha_u=0.5,0.99 -q --report "$tmp/ecv.json" >/dev/null 2>"$tmp/stderr" &&
-   python3 - "$tmp/ecv.json" <<'PY'
+   "$PY" - "$tmp/ecv.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 assert len(r["selection"]["chosen_per_split"]) == 2 and r["selection"]["cv_folds"] == 3
@@ -321,7 +321,7 @@ expect_error "job cv_grid unknown parameter" "line 8: cv_grid of method m-ssgda:
 digits="$DATA/digits.csv"
 if run fit --method soda --data "$digits" --labeled-per-class 5 --transductive-fraction 0.5 --seed 1 -q \
     --knn-method nndescent --knn-recall-sample 500 --report "$tmp/nd.json" >/dev/null 2>"$tmp/stderr" &&
-   python3 - "$tmp/nd.json" <<'PY'
+   "$PY" - "$tmp/nd.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 assert r["parameters"]["knn_method"] == "nndescent", r["parameters"]
@@ -362,7 +362,7 @@ expect_error "convert to an unknown format" "--output $tmp/x.txt: expected a nam
 # Provenance: the report names the commit, the date, the command line (PETSc options too),
 # the hosts and the libraries.
 if run fit --method lda --data "$iris" --labeled-per-class 3 -q --report "$tmp/prov.json" -eig_eps_tol 1e-12 >/dev/null 2>"$tmp/stderr" &&
-   python3 - "$tmp/prov.json" <<'PY'
+   "$PY" - "$tmp/prov.json" <<'PY'
 import json, sys
 p = json.load(open(sys.argv[1]))["provenance"]
 assert p["git_commit"] and p["date"].endswith("Z"), p

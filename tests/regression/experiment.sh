@@ -12,7 +12,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.bash"
 if timeout 300 "$MPIEXEC" -n 2 "$SSDR" experiment "$JOBS/smoke.yaml" --groups 2 --output "$tmp/smoke" -q >"$tmp/smoke.out" 2>&1 &&
    [ -s "$tmp/smoke/summary.csv" ] && [ -s "$tmp/smoke/summary.md" ] && [ -s "$tmp/smoke/results.json" ] &&
    [ "$(tail -n +2 "$tmp/smoke/summary.csv" | wc -l)" -eq 12 ] &&
-   python3 - "$tmp/smoke/results.json" <<'PY'
+   "$PY" - "$tmp/smoke/results.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 keys = [x["key"] for x in r["results"]]
@@ -31,7 +31,7 @@ fi
 #     over the splits as error bars (.dat columns = results.json's mean and sample std), oda
 #     (one m) is a horizontal reference line with its value in the key instead of missing, and
 #     every title names the parameters held fixed.
-if python3 - "$tmp/smoke" <<'PY'
+if "$PY" - "$tmp/smoke" <<'PY'
 import glob, json, os, re, statistics, sys
 out = sys.argv[1]
 res = [r for r in json.load(open(f"{out}/results.json"))["results"] if "error" not in r]
@@ -130,7 +130,7 @@ fi
 
 # 2. Uninterrupted reference run of the kill-test job.
 timeout 600 "$MPIEXEC" -n 2 "$SSDR" experiment "$JOBS/kill_test.yaml" --output "$tmp/ref" -q >/dev/null 2>&1 || bad "reference run"
-total=$(python3 -c "import json; print(len(json.load(open('$tmp/ref/results.json'))['results']))" 2>/dev/null || echo 0)
+total=$("$PY" -c "import json; print(len(json.load(open('$tmp/ref/results.json'))['results']))" 2>/dev/null || echo 0)
 
 # 3. Killed run: SIGKILL the whole job once some configurations are done (a kill -9 of mpiexec
 #    and its ranks, as a batch system's time limit would).
@@ -156,7 +156,7 @@ fi
 # 4. Resume: finishes, skips what was done, and matches the reference exactly.
 if timeout 600 "$MPIEXEC" -n 2 "$SSDR" experiment "$JOBS/kill_test.yaml" --output "$tmp/killed" >"$tmp/resume.out" 2>&1 &&
    grep -q "already done" "$tmp/resume.out" &&
-   python3 - "$tmp/ref/results.json" "$tmp/killed/results.json" "$done_before" <<'PY'
+   "$PY" - "$tmp/ref/results.json" "$tmp/killed/results.json" "$done_before" <<'PY'
 import json, sys
 ref = {x["key"]: x for x in json.load(open(sys.argv[1]))["results"]}
 res = json.load(open(sys.argv[2]))["results"]
@@ -197,7 +197,7 @@ methods:
     normalize: [unit, metric]
 EOF
 if timeout 300 "$MPIEXEC" -n 2 "$SSDR" experiment "$tmp/norm.yaml" --output "$tmp/norm" -q >"$tmp/norm.out" 2>&1 &&
-   python3 - "$tmp/norm/results.json" <<'PY'
+   "$PY" - "$tmp/norm/results.json" <<'PY'
 import json, sys
 res = json.load(open(sys.argv[1]))["results"]
 acc = {}
@@ -218,7 +218,7 @@ fi
 
 # 7. The protocols inside the smoke jobs: CV per split recorded (ssgda), m beyond c − 1 and
 #    μ ∈ {0.1, 1}·μ₀ swept (soda).
-if python3 - "$tmp/ssgda_smoke/results.json" "$tmp/soda_smoke/results.json" <<'PY'
+if "$PY" - "$tmp/ssgda_smoke/results.json" "$tmp/soda_smoke/results.json" <<'PY'
 import json, sys
 ss = json.load(open(sys.argv[1]))["results"]
 sel = [x for x in ss if x["params"].get("cv_grid")]
@@ -254,7 +254,7 @@ stopped=$(cat "$tmp"/usr1/results*.jsonl 2>/dev/null | wc -l)
 if [ "$rc" -eq 0 ] && [ "$rc_job" -eq 138 ] && grep -q "stopped by SIGUSR1" "$tmp/usr1.err" && [ -s "$tmp/usr1/summary.csv" ] &&
    [ "$stopped" -lt "$total" ] &&
    timeout 600 "$MPIEXEC" -n 2 "$SSDR" experiment "$JOBS/kill_test.yaml" --output "$tmp/usr1" -q >/dev/null 2>&1 &&
-   python3 - "$tmp/ref/results.json" "$tmp/usr1/results.json" <<'PY'
+   "$PY" - "$tmp/ref/results.json" "$tmp/usr1/results.json" <<'PY'
 import json, sys
 ref, got = (json.load(open(p))["results"] for p in sys.argv[1:3])
 a = {r["key"]: r["accuracy"] for r in ref}
@@ -281,7 +281,7 @@ datasets:
 methods: [lda]
 EOF
 if timeout 300 "$MPIEXEC" -n 2 "$SSDR" experiment "$tmp/formats.yaml" --output "$tmp/formats" -q >"$tmp/formats.out" 2>&1 &&
-   python3 - "$tmp/formats/results.json" <<'PY'
+   "$PY" - "$tmp/formats/results.json" <<'PY'
 import json, sys
 res = json.load(open(sys.argv[1]))["results"]
 acc = {}

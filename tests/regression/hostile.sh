@@ -103,7 +103,7 @@ refuse "a label of 2147483646 in a 3-row CSV" "big_label.csv:2: label 2147483646
 printf '0 1:1 99999999999:2\n1 1:3\n' >"$tmp/big_index.libsvm"
 refuse "a LIBSVM feature index of 99999999999" "big_index.libsvm:1: feature index 99999999999" \
   fit --method lda --data "$tmp/big_index.libsvm" --labeled-per-class 1 -q
-python3 -c "
+"$PY" -c "
 import struct
 open('$tmp/huge-images-idx3-ubyte','wb').write(struct.pack('>IIII',0x803,65536,256,256)+bytes(100))
 open('$tmp/huge-labels-idx1-ubyte','wb').write(struct.pack('>II',0x801,65536)+bytes(10))"
@@ -111,7 +111,7 @@ refuse "an IDX header claiming 65536 images of 65536 pixels" "truncated (expecte
   fit --method lda --data "$tmp/huge-images-idx3-ubyte" --labeled-per-class 1 -q
 # d > n: 30 samples × 20 000 features take the n×n Gram route of PCA (was a 20 000² covariance,
 # minutes at 5 GB per rank); a generous 60 s bound (it takes well under a second).
-python3 -c "
+"$PY" -c "
 import random
 random.seed(1)
 with open('$tmp/wide.csv', 'w') as f:
@@ -176,7 +176,7 @@ methods:
   - name: lda
     dim: "1:2"
 YAML
-count() { python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['results']))" "$1" 2>/dev/null || echo 0; }
+count() { "$PY" -c "import json,sys; print(len(json.load(open(sys.argv[1]))['results']))" "$1" 2>/dev/null || echo 0; }
 if timeout 300 "$MPIEXEC" -n 2 "$SSDR" experiment "$tmp/ck.yaml" --output "$tmp/ck" -q >/dev/null 2>&1; then
   full=$(count "$tmp/ck/results.json")
   sed 's/seed: 0/seed: 5/' "$tmp/ck.yaml" >"$tmp/ck5.yaml"
@@ -185,7 +185,7 @@ if timeout 300 "$MPIEXEC" -n 2 "$SSDR" experiment "$tmp/ck.yaml" --output "$tmp/
   # Cut the last record in the middle (as a full disk would), then resume: the cut
   # configuration is redone and its new line must be read, not glued to the cut one.
   f=$(ls "$tmp/ck"/results*.jsonl | head -1)
-  python3 - "$f" <<'PY'
+  "$PY" - "$f" <<'PY'
 import sys
 p = sys.argv[1]
 lines = open(p).read().split("\n")
@@ -212,7 +212,7 @@ if grep -q "\.cpp" "$tmp/err"; then bad "an error message shows a source path: $
 
 # 7. Corrupted models do not load; FIFOs as --model, --split or job file are refused.
 if timeout 120 "$MPIEXEC" -n 2 "$SSDR" "${IRIS[@]}" --model "$tmp/good.model" >/dev/null 2>&1; then
-  python3 - "$tmp/good.model" "$tmp/flipped.model" <<'PY'
+  "$PY" - "$tmp/good.model" "$tmp/flipped.model" <<'PY'
 import sys
 b = bytearray(open(sys.argv[1], "rb").read())
 b[len(b) // 2] ^= 0x10

@@ -7,7 +7,6 @@
 set -u
 SSDR="$1"
 DATA="$2"
-PY="${SSDR_PYTHON:-/usr/bin/python3}"
 EXAMPLE="$(cd "$DATA/../../examples" && pwd)/ssdr_distributed.py"
 source "$(dirname "${BASH_SOURCE[0]}")/common.bash"
 PYDIR="$(dirname "$SSDR")/python"

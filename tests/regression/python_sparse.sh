@@ -7,7 +7,6 @@
 set -u
 SSDR="$1"
 DATA="$2"
-PY="${SSDR_PYTHON:-/usr/bin/python3}"
 source "$(dirname "${BASH_SOURCE[0]}")/common.bash"
 PYDIR="$(dirname "$SSDR")/python"
 if [ ! -d "$PYDIR/ssdr" ] || ! "$PY" -c "import scipy.sparse, mpi4py" 2>/dev/null; then
