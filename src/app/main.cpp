@@ -313,6 +313,7 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
   if (help) return c;
   c.format = io::parse_format(format);
   c.read.sparse = io::parse_sparsity(vm["sparse"].as<std::string>());
+  c.read.native_types = true;  // the fit reads uint8/float32 rows through TypedRows
   const int64_t seed = vm["seed"].as<int64_t>();  // an unsigned option would take -1 as 2^64 - 1
   SSDR_REQUIRE(seed >= 0, "--seed: expected an integer >= 0, got " + std::to_string(seed));
   c.split.seed = static_cast<uint64_t>(seed);

@@ -1,5 +1,7 @@
 #include "ssdr/core/dense.hpp"
 
+#include <cstring>
+
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -167,6 +169,49 @@ void canonicalize_signs(Dense& A) {
   for (int64_t j = 0; j < A.cols; ++j)
     if (largest_magnitude_sign(A.col(j), A.rows) < 0)
       for (int64_t i = 0; i < A.rows; ++i) A(i, j) = -A(i, j);
+}
+
+const char* to_string(ElementType t) {
+  switch (t) {
+    case ElementType::f64: return "float64";
+    case ElementType::f32: return "float32";
+    case ElementType::u8: return "uint8";
+  }
+  return "?";
+}
+
+size_t element_size(ElementType t) {
+  switch (t) {
+    case ElementType::f64: return 8;
+    case ElementType::f32: return 4;
+    case ElementType::u8: return 1;
+  }
+  return 8;
+}
+
+const double* TypedRows::row(int64_t i, double* scratch) const {
+  if (type == ElementType::f64) return reinterpret_cast<const double*>(bytes.data()) + i * cols;
+  rows(i, 1, scratch);
+  return scratch;
+}
+
+void TypedRows::rows(int64_t i0, int64_t b, double* out) const {
+  const size_t first = static_cast<size_t>(i0 * cols), count = static_cast<size_t>(b * cols);
+  switch (type) {
+    case ElementType::f64:
+      std::memcpy(out, bytes.data() + first * 8, count * 8);
+      break;
+    case ElementType::f32: {
+      const float* p = reinterpret_cast<const float*>(bytes.data()) + first;
+      for (size_t k = 0; k < count; ++k) out[k] = static_cast<double>(p[k]);
+      break;
+    }
+    case ElementType::u8: {
+      const unsigned char* p = bytes.data() + first;
+      for (size_t k = 0; k < count; ++k) out[k] = static_cast<double>(p[k]);
+      break;
+    }
+  }
 }
 
 }  // namespace ssdr

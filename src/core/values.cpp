@@ -41,6 +41,25 @@ void check_values(const DistMatrix& X, const std::string& what) {
               bad >= 0 ? X.v[static_cast<size_t>(bad)] : 0.0, what);
 }
 
+void check_values(const TypedRows& X, const std::string& what) {
+  int64_t bad = -1;
+  double value = 0;
+  if (X.type != ElementType::u8) {
+    std::vector<double> scratch(static_cast<size_t>(X.cols));
+    for (int64_t i = 0; i < X.n_local && bad < 0; ++i) {
+      const double* x = X.row(i, scratch.data());
+      for (int64_t j = 0; j < X.cols; ++j)
+        if (!(std::fabs(x[j]) <= kMaxAbsValue)) {
+          bad = i * X.cols + j;
+          value = x[j];
+          break;
+        }
+    }
+  }
+  const int64_t cols = X.cols > 0 ? X.cols : 1;
+  raise_first(X.comm, bad >= 0, X.row_start + (bad >= 0 ? bad / cols : 0), bad >= 0 ? bad % cols : 0, value, what);
+}
+
 void check_values(const SparseRows& X, const std::string& what) {
   int64_t row = -1, k_bad = -1;
   for (int64_t i = 0; i < X.n_local && k_bad < 0; ++i)

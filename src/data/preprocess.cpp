@@ -73,6 +73,21 @@ std::string to_string(Scaling s) {
 namespace {
 
 /// Local indices of the fit rows.
+/// The rows a preprocessing reads: a DistMatrix's doubles, or typed rows (uint8, float32)
+/// converted row by row into one scratch row (exactly), so every sum sees the same doubles.
+struct Rows {
+  MPI_Comm comm = MPI_COMM_WORLD;
+  int64_t n_local = 0, cols = 0;
+  const DistMatrix* dense = nullptr;
+  const TypedRows* typed = nullptr;
+  mutable std::vector<double> scratch;
+  explicit Rows(const DistMatrix& X) : comm(X.comm), n_local(X.n_local), cols(X.cols), dense(&X) {}
+  explicit Rows(const TypedRows& X)
+      : comm(X.comm), n_local(X.n_local), cols(X.cols), typed(&X), scratch(static_cast<size_t>(X.cols)) {}
+  /// Local row i as doubles, valid until the next call. Local.
+  const double* row(int64_t i) const { return dense ? dense->row(i) : typed->row(i, scratch.data()); }
+};
+
 std::vector<int64_t> fit_rows(const std::vector<char>& fit) {
   std::vector<int64_t> idx;
   for (size_t i = 0; i < fit.size(); ++i)
@@ -83,7 +98,7 @@ std::vector<int64_t> fit_rows(const std::vector<char>& fit) {
 /// Per-feature Σ over the fit rows of f(row) (f writes d values), in the rank-independent
 /// order of ordered_row_sum: the same bits on any rank count, so the graph built on the
 /// preprocessed data breaks distance ties the same way. Collective.
-std::vector<double> ordered_column_sums(const DistMatrix& X, const std::vector<int64_t>& rows,
+std::vector<double> ordered_column_sums(const Rows& X, const std::vector<int64_t>& rows,
                                         const std::function<void(const double*, double*)>& f) {
   const int64_t d = X.cols;
   if (d == 0) return {};
@@ -98,7 +113,7 @@ std::vector<double> ordered_column_sums(const DistMatrix& X, const std::vector<i
 }
 
 /// Per-feature sums over the fit rows and their number.
-void column_sums(const DistMatrix& X, const std::vector<int64_t>& rows, std::vector<double>& sum,
+void column_sums(const Rows& X, const std::vector<int64_t>& rows, std::vector<double>& sum,
                  int64_t& count) {
   const int64_t d = X.cols;
   sum = ordered_column_sums(X, rows, [d](const double* x, double* out) { std::copy_n(x, d, out); });
@@ -119,7 +134,7 @@ inline double transformed(const Preprocessor& p, const double* x, int64_t j) {
 /// 64×64 GEMM tiles of one fixed shape (zero-padded), so an entry's bits do not depend on
 /// the partition; the rows of G are then gathered (G replicated, lower triangle taken) and
 /// eigen-decomposed by LAPACK on every rank; Zᵀu is summed by ordered_row_sum. Collective.
-void gram_basis(const DistMatrix& X, const std::vector<int64_t>& rows, const Preprocessor& pre, int64_t count,
+void gram_basis(const Rows& X, const std::vector<int64_t>& rows, const Preprocessor& pre, int64_t count,
                 const PreprocessOptions& options, Preprocessor& p) {
   constexpr int64_t kTile = 64;
   const int64_t d = X.cols;
@@ -215,8 +230,20 @@ void gram_basis(const DistMatrix& X, const std::vector<int64_t>& rows, const Pre
 
 }  // namespace
 
-Preprocessor fit_preprocessor(const DistMatrix& X, const std::vector<char>& fit,
-                              const PreprocessOptions& options) {
+namespace {
+Preprocessor fit_preprocessor_rows(const Rows& X, const std::vector<char>& fit, const PreprocessOptions& options);
+}  // namespace
+
+Preprocessor fit_preprocessor(const DistMatrix& X, const std::vector<char>& fit, const PreprocessOptions& options) {
+  return fit_preprocessor_rows(Rows(X), fit, options);
+}
+
+Preprocessor fit_preprocessor(const TypedRows& X, const std::vector<char>& fit, const PreprocessOptions& options) {
+  return fit_preprocessor_rows(Rows(X), fit, options);
+}
+
+namespace {
+Preprocessor fit_preprocessor_rows(const Rows& X, const std::vector<char>& fit, const PreprocessOptions& options) {
   SSDR_CHECK(static_cast<int64_t>(fit.size()) == X.n_local, "fit_preprocessor: mask length");
   // −1 (any value ≤ 0 from code) means "drop the null space only"; the option itself takes
   // (0, 1] (checked where it is parsed: 0 or NaN must not mean "default").
@@ -235,9 +262,10 @@ Preprocessor fit_preprocessor(const DistMatrix& X, const std::vector<char>& fit,
     std::vector<double> lo(static_cast<size_t>(d), INFINITY), hi(static_cast<size_t>(d), -INFINITY);
     for (int64_t i = 0; i < X.n_local; ++i) {
       if (!fit[static_cast<size_t>(i)]) continue;
+      const double* x = X.row(i);
       for (int64_t j = 0; j < d; ++j) {
-        lo[static_cast<size_t>(j)] = std::min(lo[static_cast<size_t>(j)], X(i, j));
-        hi[static_cast<size_t>(j)] = std::max(hi[static_cast<size_t>(j)], X(i, j));
+        lo[static_cast<size_t>(j)] = std::min(lo[static_cast<size_t>(j)], x[j]);
+        hi[static_cast<size_t>(j)] = std::max(hi[static_cast<size_t>(j)], x[j]);
       }
     }
     MPI_Allreduce(MPI_IN_PLACE, lo.data(), static_cast<int>(d), MPI_DOUBLE, MPI_MIN, X.comm);
@@ -325,6 +353,7 @@ Preprocessor fit_preprocessor(const DistMatrix& X, const std::vector<char>& fit,
   canonicalize_signs(p.basis);
   return p;
 }
+}  // namespace
 
 DistMatrix apply(const Preprocessor& p, const DistMatrix& X) {
   const int64_t d = X.cols;
@@ -364,7 +393,20 @@ void apply_tile(const Preprocessor& p, const double* x, int64_t b, int64_t d, do
   std::copy_n(T.data(), b * out_cols, out);
 }
 
+namespace {
+DistMatrix apply_rows(const Preprocessor& p, const Rows& X, const std::vector<char>& keep);
+}  // namespace
+
 DistMatrix apply(const Preprocessor& p, const DistMatrix& X, const std::vector<char>& keep) {
+  return apply_rows(p, Rows(X), keep);
+}
+
+DistMatrix apply(const Preprocessor& p, const TypedRows& X, const std::vector<char>& keep) {
+  return apply_rows(p, Rows(X), keep);
+}
+
+namespace {
+DistMatrix apply_rows(const Preprocessor& p, const Rows& X, const std::vector<char>& keep) {
   const int64_t d = X.cols;
   SSDR_CHECK(static_cast<int64_t>(keep.size()) == X.n_local,
              "apply: " + std::to_string(keep.size()) + " row flags for " + std::to_string(X.n_local) + " local rows");
@@ -392,6 +434,7 @@ DistMatrix apply(const Preprocessor& p, const DistMatrix& X, const std::vector<c
   flush();
   return Y;
 }
+}  // namespace
 
 namespace {
 

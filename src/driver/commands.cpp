@@ -54,7 +54,8 @@ io::Dataset read_data(const std::string& path, io::Format format, const io::Read
   Phase phase("read", &t);
   io::Dataset ds = io::read_dataset(path, format, comm, read);
   say("read " + std::to_string(ds.X.n_global) + " samples x " + std::to_string(ds.X.cols) + " features" +
-      (ds.labels.empty() ? std::string() : ", " + std::to_string(ds.classes) + " classes") + " from " + path);
+      (ds.labels.empty() ? std::string() : ", " + std::to_string(ds.classes) + " classes") + " from " + path +
+      (ds.typed ? std::string(" (kept as ") + to_string(ds.rows.type) + ")" : std::string()));
   return ds;
 }
 

@@ -327,8 +327,10 @@ driver::FitOutcome Estimator::fit_split(io::Dataset& ds, const std::vector<data:
   const MPI_Comm comm = ds.X.comm;
   check_comm(comm, "fit");
   check_same_parameters(config_, comm);
-  if (ds.sparse) check_values(ds.Xs, ds.source.empty() ? "fit: X" : ds.source);
-  else check_values(ds.X, ds.source.empty() ? "fit: X" : ds.source);
+  const std::string what = ds.source.empty() ? "fit: X" : ds.source;
+  if (ds.sparse) check_values(ds.Xs, what);
+  else if (ds.typed) check_values(ds.rows, what);
+  else check_values(ds.X, what);
   const bool projects = methods::find_method(config_.method).projects;
   // The embedding (n×m, small) is needed for the model's labeled samples.
   driver::FitOutcome out = driver::fit_and_evaluate_consuming(ds, roles, config_, keep_embedding || projects);

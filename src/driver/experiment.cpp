@@ -258,7 +258,9 @@ int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
     const Unit& u = *mine[i];
     if (!datasets.count(u.dataset)) {
       const auto& spec = job.datasets[static_cast<size_t>(u.dataset)];
-      datasets.emplace(u.dataset, io::read_dataset(spec.path, spec.format, group, spec.read));
+      io::ReadOptions read = spec.read;
+      read.native_types = true;  // uint8/float32 rows stay in their type (the fits read TypedRows)
+      datasets.emplace(u.dataset, io::read_dataset(spec.path, spec.format, group, read));
     }
     const io::Dataset& ds = datasets.at(u.dataset);
     const auto roles = data::make_split(ds.labels, ds.classes, split_spec(job, u.p, u.split));
@@ -342,7 +344,8 @@ int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
         Dense W(m.W.rows, dim);
         std::copy(m.W.v.begin(), m.W.v.begin() + m.W.rows * dim, W.v.begin());
         m.W = W;
-        acc = evaluation::one_nn_accuracy(model::project(m, ds.X), ds.labels, roles);
+        acc = evaluation::one_nn_accuracy(ds.typed ? model::project(m, ds.rows) : model::project(m, ds.X), ds.labels,
+                                          roles);
         used_dim = dim;
       }
       json line = {{"key", key},

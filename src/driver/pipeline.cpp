@@ -32,6 +32,16 @@ struct FitRows {
   const DistMatrix* Xt = &own_t;
   const DistMatrix* Xu = &own_u;
   const DistMatrix* raw = nullptr;
+  /// The unseen rows' source when the data set keeps its rows typed (raw is nullptr then):
+  /// they are embedded tile by tile from these, never stored preprocessed (the streamed
+  /// reduction: n_unseen × d' is never held).
+  const TypedRows* raw_typed = nullptr;
+  bool from_raw() const { return raw != nullptr || raw_typed != nullptr; }
+  /// Local raw row i as doubles into dst (d_input values). Local.
+  void raw_row(int64_t i, double* dst) const {
+    if (raw) std::copy_n(raw->row(i), d_input, dst);
+    else raw_typed->rows(i, 1, dst);
+  }
   Layout layout;  ///< the raw X's row layout (the embedding's)
   MPI_Comm comm = MPI_COMM_WORLD;
   int64_t d_input = 0;
@@ -63,7 +73,7 @@ DistMatrix embed_all(const model::Model& m, const FitRows& rows, KernelMapEntry*
     std::vector<const double*> src(static_cast<size_t>(Y.n_local));
     for (size_t t = 0; t < pos_t.size(); ++t) src[static_cast<size_t>(pos_t[t])] = rows.Xt->row(static_cast<int64_t>(t));
     std::vector<double> unseen, in;
-    if (!rows.raw) {
+    if (!rows.from_raw()) {
       for (size_t u = 0; u < pos_u.size(); ++u) src[static_cast<size_t>(pos_u[u])] = rows.Xu->row(static_cast<int64_t>(u));
     } else {
       const int64_t d = rows.d_input, nu = static_cast<int64_t>(pos_u.size());
@@ -71,7 +81,7 @@ DistMatrix embed_all(const model::Model& m, const FitRows& rows, KernelMapEntry*
       in.resize(static_cast<size_t>(T * d));
       for (int64_t i0 = 0; i0 < nu; i0 += T) {
         const int64_t b = std::min(T, nu - i0);
-        for (int64_t r = 0; r < b; ++r) std::copy_n(rows.raw->row(pos_u[static_cast<size_t>(i0 + r)]), d, in.data() + r * d);
+        for (int64_t r = 0; r < b; ++r) rows.raw_row(pos_u[static_cast<size_t>(i0 + r)], in.data() + r * d);
         p.preprocess(in.data(), b, unseen.data() + i0 * dp);
       }
       for (int64_t u = 0; u < nu; ++u) src[static_cast<size_t>(pos_u[static_cast<size_t>(u)])] = unseen.data() + u * dp;
@@ -83,7 +93,7 @@ DistMatrix embed_all(const model::Model& m, const FitRows& rows, KernelMapEntry*
   auto scatter = [&](const std::vector<int64_t>& pos, int64_t i0, int64_t b) {
     for (int64_t r = 0; r < b; ++r) std::copy_n(tile.data() + r * out, out, Y.row(pos[static_cast<size_t>(i0 + r)]));
   };
-  if (km != nullptr && !m.kernel.empty() && rows.raw == nullptr) {
+  if (km != nullptr && !m.kernel.empty() && !rows.from_raw()) {
     // The features of every tile once per map (Projector::features), then W per fit: the
     // bits of from_preprocessed, which forms the same tiles and the same GEMM.
     const int64_t per = T * p.feature_dim();
@@ -116,14 +126,14 @@ DistMatrix embed_all(const model::Model& m, const FitRows& rows, KernelMapEntry*
     }
   };
   from_rows(*rows.Xt, pos_t);
-  if (!rows.raw) {
+  if (!rows.from_raw()) {
     from_rows(*rows.Xu, pos_u);
   } else {
     const int64_t d = rows.d_input, nu = static_cast<int64_t>(pos_u.size());
     in.resize(static_cast<size_t>(T * d));
     for (int64_t i0 = 0; i0 < nu; i0 += T) {
       const int64_t b = std::min(T, nu - i0);
-      for (int64_t r = 0; r < b; ++r) std::copy_n(rows.raw->row(pos_u[static_cast<size_t>(i0 + r)]), d, in.data() + r * d);
+      for (int64_t r = 0; r < b; ++r) rows.raw_row(pos_u[static_cast<size_t>(i0 + r)], in.data() + r * d);
       p.from_raw(in.data(), b, tile.data());
       scatter(pos_u, i0, b);
     }
@@ -197,11 +207,17 @@ FitOutcome fit_and_evaluate_impl(const io::Dataset& ds, io::Dataset* consume, co
       ++config.rows->misses;
       Phase phase("preprocess", &out.timings);
       PreparedRows e;
-      e.pre = data::fit_preprocessor(ds.X, rows.transductive, config.preprocess);
       std::vector<char> unseen(rows.transductive.size());
       for (size_t i = 0; i < unseen.size(); ++i) unseen[i] = !rows.transductive[i];
-      e.Xt = data::apply(e.pre, ds.X, rows.transductive);
-      e.Xu = data::apply(e.pre, ds.X, unseen);
+      if (ds.typed) {
+        e.pre = data::fit_preprocessor(ds.rows, rows.transductive, config.preprocess);
+        e.Xt = data::apply(e.pre, ds.rows, rows.transductive);
+        e.Xu = data::apply(e.pre, ds.rows, unseen);
+      } else {
+        e.pre = data::fit_preprocessor(ds.X, rows.transductive, config.preprocess);
+        e.Xt = data::apply(e.pre, ds.X, rows.transductive);
+        e.Xu = data::apply(e.pre, ds.X, unseen);
+      }
       it = config.rows->entries.emplace(key, std::move(e)).first;
     } else {
       ++config.rows->hits;
@@ -226,10 +242,16 @@ FitOutcome fit_and_evaluate_impl(const io::Dataset& ds, io::Dataset* consume, co
         consume->Xs = SparseRows{};
         consume->Xs.comm = rows.comm;
       }
+    } else if (ds.typed) {
+      // Rows in their own type: the transductive ones preprocessed (d'), the others left
+      // raw and embedded tile by tile at evaluation (never stored in d').
+      pre = data::fit_preprocessor(ds.rows, rows.transductive, config.preprocess);
+      rows.raw_typed = &ds.rows;
+      rows.own_t = data::apply(pre, ds.rows, rows.transductive);
     } else {
       pre = data::fit_preprocessor(ds.X, rows.transductive, config.preprocess);
     }
-    if (ds.sparse) {
+    if (ds.sparse || ds.typed) {
     } else if (consume) {
       data::SplitRows split = data::apply_split(pre, std::move(consume->X), rows.transductive);
       rows.own_t = std::move(split.kept);

@@ -86,10 +86,12 @@ Dataset read_dataset(const std::string& path, Format format, MPI_Comm comm, cons
     throw Error(std::string("--sparse yes: only LIBSVM data are read sparse; '") + path + "' is read as " +
                     format_name(format),
                 __FILE__, __LINE__, true);
-  if (format == Format::idx) return read_idx(path, comm);
-  if (format == Format::npy) return detail::read_npy(path, options.labels, options.labels_required, comm);
+  if (format == Format::idx) return read_idx(path, comm, options.native_types);
+  if (format == Format::npy)
+    return detail::read_npy(path, options.labels, options.labels_required, comm, options.native_types);
   if (format == Format::hdf5)
-    return detail::read_hdf5(path, options.hdf5_data, options.hdf5_labels, options.labels_required, comm);
+    return detail::read_hdf5(path, options.hdf5_data, options.hdf5_labels, options.labels_required, comm,
+                             options.native_types);
   return read_text(path, format, comm, !options.no_labels, format == Format::libsvm ? options.sparse : Sparsity::dense);
 }
 

@@ -28,6 +28,18 @@ H5T_class_t type_class(hid_t dset) {
   return type.ok() ? H5Tget_class(type.get()) : H5T_NO_CLASS;
 }
 
+/// The element type a data set's values keep exactly when read natively: uint8 for 8-bit
+/// unsigned integers, float32 for 32-bit floats, float64 otherwise. Local.
+ElementType native_type(hid_t dset) {
+  Hid type(H5Dget_type(dset), H5Tclose);
+  if (!type.ok()) return ElementType::f64;
+  const H5T_class_t cls = H5Tget_class(type.get());
+  const size_t size = H5Tget_size(type.get());
+  if (cls == H5T_INTEGER && size == 1 && H5Tget_sign(type.get()) == H5T_SGN_NONE) return ElementType::u8;
+  if (cls == H5T_FLOAT && size == 4) return ElementType::f32;
+  return ElementType::f64;
+}
+
 }  // namespace
 
 hid_t open_parallel(const std::string& path, MPI_Comm comm, bool create) {
@@ -41,7 +53,7 @@ hid_t open_parallel(const std::string& path, MPI_Comm comm, bool create) {
 void quiet_hdf5() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
 
 Dataset read_hdf5(const std::string& path, const std::string& data_name, const std::string& labels_name,
-                  bool labels_required, MPI_Comm comm) {
+                  bool labels_required, MPI_Comm comm, bool native_types) {
   int size = 1;
   MPI_Comm_size(comm, &size);
   attempt_on_root(comm, [&] {
@@ -66,16 +78,19 @@ Dataset read_hdf5(const std::string& path, const std::string& data_name, const s
                         path + ":" + data_name + ": expected a numeric (integer or floating-point) data set");
   const int64_t n = dims[0], d = dims[1];
   SSDR_CHECK_COLLECTIVE(comm, n >= 1 && d >= 1, path + ":" + data_name + ": empty data set (no samples)");
+  const ElementType keep = native_types ? native_type(data.get()) : ElementType::f64;
   {
     const int per_node = ranks_on_host(comm);
     std::string message;
-    const bool ok = attempt([&] { require_dense_fits(n, d, size, per_node, path + ":" + data_name); }, message);
+    const bool ok = attempt([&] { require_dense_fits(n, d, size, per_node, path + ":" + data_name, element_size(keep)); },
+                            message);
     SSDR_CHECK_COLLECTIVE(comm, ok, message);
   }
 
   Dataset ds;
   ds.source = path;
-  ds.X = make_dist(comm, n, d);
+  if (keep != ElementType::f64) make_typed(ds, n, d, keep, comm);
+  else ds.X = make_dist(comm, n, d);
   {
     Hid fspace(H5Dget_space(data.get()), H5Sclose);
     const hsize_t start[2] = {static_cast<hsize_t>(ds.X.row_start), 0};
@@ -88,10 +103,15 @@ Dataset read_hdf5(const std::string& path, const std::string& data_name, const s
     if (ds.X.n_local == 0) H5Sselect_none(mspace.get());
     Hid dxpl(H5Pcreate(H5P_DATASET_XFER), H5Pclose);
     H5Pset_dxpl_mpio(dxpl.get(), H5FD_MPIO_COLLECTIVE);
-    const herr_t rc = H5Dread(data.get(), H5T_NATIVE_DOUBLE, mspace.get(), fspace.get(), dxpl.get(), ds.X.v.data());
+    const herr_t rc =
+        keep == ElementType::f64
+            ? H5Dread(data.get(), H5T_NATIVE_DOUBLE, mspace.get(), fspace.get(), dxpl.get(), ds.X.v.data())
+            : H5Dread(data.get(), keep == ElementType::u8 ? H5T_NATIVE_UINT8 : H5T_NATIVE_FLOAT, mspace.get(),
+                      fspace.get(), dxpl.get(), ds.rows.bytes.data());
     SSDR_CHECK_COLLECTIVE(comm, rc >= 0, "cannot read " + path + ":" + data_name + " (HDF5 read error)");
   }
-  check_values(ds.X, path + ":" + data_name);
+  if (ds.typed) check_values(ds.rows, path + ":" + data_name);
+  else check_values(ds.X, path + ":" + data_name);
 
   // Labels: a 1-D (or n×1) integer data set of n values in 0..n−1.
   const htri_t has_labels = H5Lexists(file.get(), labels_name.c_str(), H5P_DEFAULT);

@@ -119,7 +119,7 @@ void read_idx_labels(const IdxPart& part, std::vector<int>& labels) {
 
 }  // namespace
 
-Dataset read_idx(const std::string& path, MPI_Comm comm) {
+Dataset read_idx(const std::string& path, MPI_Comm comm, bool native_types) {
   std::vector<IdxPart> parts;
   std::vector<int> labels;
   std::string message;
@@ -138,7 +138,7 @@ Dataset read_idx(const std::string& path, MPI_Comm comm) {
                  std::to_string(d) + " as in '" + parts.front().images + "'");
           p.offset = n;
           n += p.n;
-          require_dense_fits(n, d, size, per_node, "'" + p.images + "'");
+          require_dense_fits(n, d, size, per_node, "'" + p.images + "'", native_types ? 1 : 8);
           read_idx_labels(p, labels);
         }
         const int max_label = *std::max_element(labels.begin(), labels.end());
@@ -153,7 +153,8 @@ Dataset read_idx(const std::string& path, MPI_Comm comm) {
   ds.source = path;
   ds.labels = std::move(labels);
   ds.classes = *std::max_element(ds.labels.begin(), ds.labels.end()) + 1;
-  ds.X = make_dist(comm, n, d);
+  if (native_types) make_typed(ds, n, d, ElementType::u8, comm);  // the pixels as bytes
+  else ds.X = make_dist(comm, n, d);
 
   ok = attempt(
       [&] {
@@ -177,8 +178,12 @@ Dataset read_idx(const std::string& path, MPI_Comm comm) {
               fail("'" + p.images + "': truncated (expected " + std::to_string(p.n) +
                    " images, file ends in image " +
                    std::to_string(i - p.offset + static_cast<int64_t>(got) / d + 1) + ")");
-            double* dst = ds.X.row(i - my_start);
-            for (size_t k = 0; k < buf.size(); ++k) dst[k] = static_cast<double>(buf[k]);
+            if (native_types) {
+              std::copy(buf.begin(), buf.end(), ds.rows.bytes.begin() + (i - my_start) * d);
+            } else {
+              double* dst = ds.X.row(i - my_start);
+              for (size_t k = 0; k < buf.size(); ++k) dst[k] = static_cast<double>(buf[k]);
+            }
           }
         }
       },

@@ -1,6 +1,8 @@
 // NPY (NumPy's array file): rank 0 reads the header (format versions 1.0, 2.0 and 3.0), then
 // every rank reads its own rows at its byte offset with collective MPI-IO and converts them
 // to double. Any little- or big-endian real or integer type; C order only.
+#include <functional>
+
 #include "npy_internal.hpp"
 #include "reader_internal.hpp"
 #include "ssdr/core/error.hpp"
@@ -141,7 +143,8 @@ namespace {
 
 /// Reads `count` items at item index `first` of the array body with collective MPI-IO (every
 /// rank of the file's communicator calls it, possibly with count 0) into doubles.
-void read_items(MPI_File fh, const NpyHeader& h, int64_t first, int64_t count, double* out, const std::string& path,
+void read_items(MPI_File fh, const NpyHeader& h, int64_t first, int64_t count,
+                const std::function<void(const unsigned char*, int64_t, int64_t)>& put, const std::string& path,
                 MPI_Comm comm) {
   // Chunks of at most 2^27 items, the same number of rounds on every rank (collective reads).
   const int64_t chunk = int64_t{1} << 27;
@@ -165,7 +168,7 @@ void read_items(MPI_File fh, const NpyHeader& h, int64_t first, int64_t count, d
       ok = false;
       message = path + ": file ended early (changed while reading?)";
     }
-    if (ok) to_double(raw.data(), b - a, h, out + a);
+    if (ok) put(raw.data(), a, b - a);
   }
   SSDR_CHECK_COLLECTIVE(comm, ok, message);
 }
@@ -185,7 +188,25 @@ void read_array(const std::string& path, const NpyHeader& h, int64_t first, int6
   MpiFile fh;
   const int rc = fh.open(comm, path);
   SSDR_CHECK_COLLECTIVE(comm, rc == MPI_SUCCESS, "cannot open '" + path + "': " + mpi_error_text(rc));
-  read_items(fh.get(), h, first, count, out, path, comm);
+  read_items(fh.get(), h, first, count,
+             [&](const unsigned char* raw, int64_t a, int64_t n) { to_double(raw, n, h, out + a); }, path, comm);
+}
+
+/// The items as they are stored, in native byte order (uint8 and float32 rows kept in their
+/// own type). Collective (MPI-IO).
+void read_raw_items(const std::string& path, const NpyHeader& h, int64_t first, int64_t count, unsigned char* out,
+                    MPI_Comm comm) {
+  MpiFile fh;
+  const int rc = fh.open(comm, path);
+  SSDR_CHECK_COLLECTIVE(comm, rc == MPI_SUCCESS, "cannot open '" + path + "': " + mpi_error_text(rc));
+  const int64_t size = h.item_size;
+  read_items(fh.get(), h, first, count,
+             [&](const unsigned char* raw, int64_t a, int64_t n) {
+               std::memcpy(out + a * size, raw, static_cast<size_t>(n * size));
+               if (h.swap && size > 1)
+                 for (int64_t k = 0; k < n; ++k) std::reverse(out + (a + k) * size, out + (a + k + 1) * size);
+             },
+             path, comm);
 }
 
 }  // namespace
@@ -224,7 +245,8 @@ std::vector<int> read_npy_labels(const std::string& path, int64_t n, MPI_Comm co
   return labels;
 }
 
-Dataset read_npy(const std::string& path, const std::string& labels_path, bool labels_required, MPI_Comm comm) {
+Dataset read_npy(const std::string& path, const std::string& labels_path, bool labels_required, MPI_Comm comm,
+                 bool native_types) {
   int size = 1;
   MPI_Comm_size(comm, &size);
   NpyHeader h;
@@ -241,7 +263,8 @@ Dataset read_npy(const std::string& path, const std::string& labels_path, bool l
     dims[0] = h.shape[0];
     dims[1] = h.shape[1];
     if (dims[0] < 1 || dims[1] < 1) fail(path + ": empty array (no samples)");
-    require_dense_fits(dims[0], dims[1], size, per_node, path);
+    const bool small = native_types && ((h.kind == 'u' && h.item_size == 1) || (h.kind == 'f' && h.item_size == 4));
+    require_dense_fits(dims[0], dims[1], size, per_node, path, small ? static_cast<size_t>(h.item_size) : 8);
   });
   MPI_Bcast(dims, 2, MPI_INT64_T, 0, comm);
   bcast_header(h, comm);
@@ -249,9 +272,18 @@ Dataset read_npy(const std::string& path, const std::string& labels_path, bool l
 
   Dataset ds;
   ds.source = path;
-  ds.X = make_dist(comm, n, d);
-  read_array(path, h, ds.X.row_start * d, ds.X.n_local * d, ds.X.v.data(), comm);
-  check_values(ds.X, path);
+  if (native_types && h.kind == 'u' && h.item_size == 1) {
+    make_typed(ds, n, d, ElementType::u8, comm);
+    read_raw_items(path, h, ds.rows.row_start * d, ds.rows.n_local * d, ds.rows.bytes.data(), comm);
+  } else if (native_types && h.kind == 'f' && h.item_size == 4) {
+    make_typed(ds, n, d, ElementType::f32, comm);
+    read_raw_items(path, h, ds.rows.row_start * d, ds.rows.n_local * d, ds.rows.bytes.data(), comm);
+    check_values(ds.rows, path);
+  } else {
+    ds.X = make_dist(comm, n, d);
+    read_array(path, h, ds.X.row_start * d, ds.X.n_local * d, ds.X.v.data(), comm);
+    check_values(ds.X, path);
+  }
   if (!labels_path.empty()) {
     ds.labels = read_npy_labels(labels_path, n, comm);
     ds.classes = *std::max_element(ds.labels.begin(), ds.labels.end()) + 1;

@@ -57,14 +57,30 @@ int64_t file_size(const std::string& path) {
 /// Fails when an n×d dense double matrix split over `ranks` ranks, `per_node` of them on
 /// this host, would not fit this host's memory. `what` names the file, line and value that
 /// set the size.
-void require_dense_fits(int64_t n, int64_t d, int ranks, int per_node, const std::string& what) {
+void make_typed(Dataset& ds, int64_t n, int64_t d, ElementType type, MPI_Comm comm) {
+  ds.X = make_dist(comm, n, 0);  // shape and layout only
+  ds.X.cols = d;
+  ds.typed = true;
+  TypedRows& r = ds.rows;
+  r.comm = comm;
+  r.n_global = n;
+  r.row_start = ds.X.row_start;
+  r.n_local = ds.X.n_local;
+  r.cols = d;
+  r.type = type;
+  r.bytes.assign(static_cast<size_t>(r.n_local * d) * element_size(type), 0);
+}
+
+void require_dense_fits(int64_t n, int64_t d, int ranks, int per_node, const std::string& what,
+                        size_t element_bytes) {
   const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
   if (pages <= 0 || page <= 0) return;
   const double host = static_cast<double>(pages) * static_cast<double>(page);
-  const double per_rank = std::ceil(static_cast<double>(n) / ranks) * static_cast<double>(d) * 8.0;
+  const double per_rank = std::ceil(static_cast<double>(n) / ranks) * static_cast<double>(d) *
+                          static_cast<double>(element_bytes);
   if (per_rank * per_node > host) {
     char buf[160];
-    std::snprintf(buf, sizeof buf, "%lld x %lld doubles need %.3g GiB per rank, %.3g GiB for the %d rank(s) on this host (%.3g GiB)",
+    std::snprintf(buf, sizeof buf, element_bytes == 8 ? "%lld x %lld doubles need" : "%lld x %lld values need %.3g GiB per rank, %.3g GiB for the %d rank(s) on this host (%.3g GiB)",
                   static_cast<long long>(n), static_cast<long long>(d), per_rank / 1073741824.0,
                   per_rank * per_node / 1073741824.0, per_node, host / 1073741824.0);
     fail(what + ": " + buf);

@@ -65,7 +65,12 @@ int64_t file_size(const std::string& path);
 /// Fails when an n×d dense double matrix split over `ranks` ranks, `per_node` of them on
 /// this host, would not fit this host's memory. `what` names the file, line and value that
 /// set the size.
-void require_dense_fits(int64_t n, int64_t d, int ranks, int per_node, const std::string& what);
+void require_dense_fits(int64_t n, int64_t d, int ranks, int per_node, const std::string& what,
+                        size_t element_bytes = 8);
+
+/// ds.X as the shape and block layout of n×d rows without values, and ds.rows the same
+/// layout holding (zeroed) elements of `type`; ds.typed set. Not collective.
+void make_typed(Dataset& ds, int64_t n, int64_t d, ElementType type, MPI_Comm comm);
 
 /// Ranks of comm on this host (MPI_COMM_TYPE_SHARED). Collective.
 int ranks_on_host(MPI_Comm comm);
@@ -345,14 +350,15 @@ Dataset read_text_ranges(const std::string& path, Format format, MPI_Comm comm, 
 
 /// NPY (npy_reader.cpp): X an n×d C-order array of any real or integer type, labels from
 /// `labels_path` (a 1-D integer array of n) when not empty. Collective over `comm`.
-Dataset read_npy(const std::string& path, const std::string& labels_path, bool labels_required, MPI_Comm comm);
+Dataset read_npy(const std::string& path, const std::string& labels_path, bool labels_required, MPI_Comm comm,
+                 bool native_types = false);
 
 /// HDF5 (hdf5_reader.cpp): datasets `data_name` (n×d, any numeric type) and `labels_name`
 /// (n integers), each rank reading its hyperslab collectively. Collective over `comm`.
 Dataset read_hdf5(const std::string& path, const std::string& data_name, const std::string& labels_name,
-                  bool labels_required, MPI_Comm comm);
+                  bool labels_required, MPI_Comm comm, bool native_types = false);
 
 /// IDX (idx_reader.cpp). Collective over `comm`.
-Dataset read_idx(const std::string& path, MPI_Comm comm);
+Dataset read_idx(const std::string& path, MPI_Comm comm, bool native_types = false);
 
 }  // namespace ssdr::io::detail

@@ -782,6 +782,39 @@ void project_exact_rows(const Model& m, const std::vector<const double*>& rows, 
 
 }  // namespace
 
+DistMatrix project(const Model& m, const TypedRows& X) {
+  check_input_width(m, X.cols);
+  Projector p(m);
+  DistMatrix Y;
+  Y.comm = X.comm;
+  Y.n_global = X.n_global;
+  Y.row_start = X.row_start;
+  Y.n_local = X.n_local;
+  Y.cols = p.out_dim();
+  Y.v.assign(static_cast<size_t>(Y.n_local * Y.cols), 0.0);
+  const int64_t T = Projector::kTile;
+  std::vector<double> tile(static_cast<size_t>(T * X.cols));
+  if (!p.local()) {
+    const int64_t dp = p.preprocessed_dim();
+    std::vector<double> Xp(static_cast<size_t>(X.n_local * dp));
+    std::vector<const double*> rows(static_cast<size_t>(X.n_local));
+    for (int64_t i0 = 0; i0 < X.n_local; i0 += T) {
+      const int64_t b = std::min(T, X.n_local - i0);
+      X.rows(i0, b, tile.data());
+      p.preprocess(tile.data(), b, Xp.data() + i0 * dp);
+    }
+    for (int64_t i = 0; i < X.n_local; ++i) rows[static_cast<size_t>(i)] = Xp.data() + i * dp;
+    project_exact_rows(m, rows, Y);
+    return Y;
+  }
+  for (int64_t i0 = 0; i0 < X.n_local; i0 += T) {
+    const int64_t b = std::min(T, X.n_local - i0);
+    X.rows(i0, b, tile.data());
+    p.from_raw(tile.data(), b, Y.row(i0));
+  }
+  return Y;
+}
+
 DistMatrix project(const Model& m, const DistMatrix& X) {
   check_input_width(m, X.cols);
   Projector p(m);

@@ -213,6 +213,22 @@ TEST(NpyReader, ReadsEveryRealAndIntegerTypeInEitherByteOrderAsTheSameMatrix) {
       for (int64_t j = 0; j < d; ++j) EXPECT_EQ(A(i, j), ref[static_cast<size_t>(i * d + j)]);
     EXPECT_EQ(ds.labels, (std::vector<int>{0, 1, 2, 0, 1, 2, 2}));
     EXPECT_EQ(ds.classes, 3);
+    // In their own type (fit, evaluate, experiment): '|u1' and '<f4' stay bytes and floats,
+    // the same values; the other types are read as doubles.
+    o.native_types = true;
+    const io::Dataset nt = io::read_dataset(dir.file(name), io::Format::automatic, MPI_COMM_WORLD, o);
+    const bool keeps = name == "u1.npy" || name == "f4.npy";
+    EXPECT_EQ(nt.typed, keeps);
+    if (keeps) {
+      EXPECT_EQ(nt.rows.type, name == "u1.npy" ? ElementType::u8 : ElementType::f32);
+      EXPECT_EQ(nt.rows.bytes.size(), static_cast<size_t>(nt.rows.n_local * d) * element_size(nt.rows.type));
+      EXPECT_TRUE(nt.X.v.empty());
+      std::vector<double> row(static_cast<size_t>(d));
+      for (int64_t i = 0; i < nt.rows.n_local; ++i) {
+        nt.rows.rows(i, 1, row.data());
+        for (int64_t j = 0; j < d; ++j) EXPECT_EQ(row[static_cast<size_t>(j)], A(nt.rows.row_start + i, j));
+      }
+    }
   }
 }
 
@@ -324,6 +340,16 @@ TEST(Hdf5, ConvertsUint8ImagesAndInt16LabelsWrittenByAnotherProgram) {
     for (int j = 0; j < d; ++j) EXPECT_EQ(A(i, j), static_cast<double>(px[static_cast<size_t>(i * d + j)]));
   EXPECT_EQ(ds.labels, std::vector<int>(lab.begin(), lab.end()));
   EXPECT_EQ(ds.classes, 4);
+  {  // the 8-bit pixels kept as bytes
+    io::ReadOptions nt = o;
+    nt.native_types = true;
+    const io::Dataset t = io::read_dataset(p, io::Format::hdf5, MPI_COMM_WORLD, nt);
+    ASSERT_TRUE(t.typed);
+    EXPECT_EQ(t.rows.type, ElementType::u8);
+    for (int64_t i = 0; i < t.rows.n_local; ++i)
+      for (int j = 0; j < d; ++j)
+        EXPECT_EQ(t.rows.bytes[static_cast<size_t>(i * d + j)], px[static_cast<size_t>((t.rows.row_start + i) * d + j)]);
+  }
   o.hdf5_labels = "/float_labels";
   EXPECT_THAT(error_of([&] { io::read_dataset(p, io::Format::hdf5, MPI_COMM_WORLD, o); }),
               HasSubstr(p + ":/float_labels: labels must have an integer type"));

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -243,4 +244,64 @@ TEST(SweepCaches, GiveEveryFitTheBitsOfASingleConsumingFit) {
   EXPECT_EQ(plain.lists.begin()->second.k, 10);
   EXPECT_EQ(plain.scatters.size(), 5u);  // soda k=10, k=6 (two sigmas); sl-lda alpha_u 0.9, 0.5
   EXPECT_EQ(plain.trace_ratio_starts.size(), 4u);  // soda k=10, k=6 (two sigmas), oda
+}
+
+namespace {
+/// ds's rows as TypedRows of `type` (the values must be exact in it: digits are 0..16).
+io::Dataset typed_copy(const io::Dataset& ds, ElementType type) {
+  io::Dataset t = ds;
+  t.typed = true;
+  TypedRows& r = t.rows;
+  r.comm = ds.X.comm;
+  r.n_global = ds.X.n_global;
+  r.row_start = ds.X.row_start;
+  r.n_local = ds.X.n_local;
+  r.cols = ds.X.cols;
+  r.type = type;
+  r.bytes.resize(ds.X.v.size() * element_size(type));
+  for (size_t k = 0; k < ds.X.v.size(); ++k) {
+    if (type == ElementType::u8) r.bytes[k] = static_cast<unsigned char>(ds.X.v[k]);
+    else {
+      const float f = static_cast<float>(ds.X.v[k]);
+      std::memcpy(r.bytes.data() + 4 * k, &f, 4);
+    }
+  }
+  t.X.v.clear();  // shape and layout only, as the readers leave it
+  return t;
+}
+}  // namespace
+
+TEST(TypedRows, FitFromUint8AndFloat32RowsGivesTheBitsOfTheirDoubleCopy) {
+  // uint8 and float32 values are doubles exactly, and every consumer converts a row before
+  // it reads it: the consuming fit (the unseen rows embedded from their raw bytes, never
+  // stored preprocessed), the fit that keeps its data and the sweep's cached one all give
+  // the double data set's model, embedding and accuracy, bit for bit.
+  io::Dataset ds = io::read_dataset(test::data_path("digits.csv"), io::Format::csv, MPI_COMM_WORLD);
+  const auto roles = data::make_split(ds.labels, ds.classes, test::transductive_split(5, 0.3, 2));
+  for (const char* method : {"soda", "ksoda"}) {
+    // KSODA with a Nyström map (80 landmarks): the kernel's tiles see the converted rows too.
+    std::vector<driver::ParameterSetting> ps;
+    if (std::string(method) == "ksoda") ps.push_back({"landmarks", 80, "test"});
+    const driver::FitConfig cfg = driver::make_fit_config(method, ps, 3, 0, 0);
+    io::Dataset base = ds;
+    const driver::FitOutcome ref = driver::fit_and_evaluate_consuming(base, roles, cfg, true);
+    for (ElementType type : {ElementType::u8, ElementType::f32}) {
+      const std::string what = std::string(method) + " from " + to_string(type);
+      io::Dataset t = typed_copy(ds, type);
+      const driver::FitOutcome keep = driver::fit_and_evaluate(t, roles, cfg, true);
+      driver::RowsCache rows;
+      driver::FitConfig swept = cfg;
+      swept.rows = &rows;
+      const driver::FitOutcome cached = driver::fit_and_evaluate(t, roles, swept, true);
+      const driver::FitOutcome consumed = driver::fit_and_evaluate_consuming(t, roles, cfg, true);
+      for (const driver::FitOutcome* o : {&keep, &cached, &consumed}) {
+        EXPECT_EQ(o->model.W.v, ref.model.W.v) << what;
+        EXPECT_EQ(o->model.basis.v, ref.model.basis.v) << what;
+        EXPECT_EQ(o->embedding.v, ref.embedding.v) << what;
+        EXPECT_EQ(o->accuracy.correct_unseen, ref.accuracy.correct_unseen) << what;
+      }
+      // transform of the typed rows: the fit's embedding.
+      EXPECT_EQ(model::project(consumed.model, t.rows).v, ref.embedding.v) << what;
+    }
+  }
 }

@@ -67,6 +67,39 @@ struct DistMatrix {
   Layout layout() const { return Layout{n_global, row_start, n_local}; }
 };
 
+/// The element types a data set's rows are kept in (the file's own: IDX and uint8 images
+/// stay bytes, float32 embeddings stay floats).
+enum class ElementType : uint8_t { f64, f32, u8 };
+/// "float64", "float32", "uint8". Local.
+const char* to_string(ElementType t);
+/// Bytes per element. Local.
+size_t element_size(ElementType t);
+
+/// An n×cols matrix distributed by samples exactly as DistMatrix (the same layout fields),
+/// but stored row-major in its own element type: uint8 and float32 data take 1/8 and 1/2 of
+/// the memory of doubles. Every consumer reads a row as doubles through row(), which converts
+/// it (exactly: every uint8 and float32 value is a double) into a caller's scratch of `cols`
+/// doubles, so what is computed from the rows has the bits of the same computation on their
+/// double copy.
+struct TypedRows {
+  MPI_Comm comm = MPI_COMM_WORLD;
+  int64_t n_global = 0;
+  int64_t row_start = 0;
+  int64_t n_local = 0;
+  int64_t cols = 0;
+  ElementType type = ElementType::f64;
+  std::vector<unsigned char> bytes;  ///< n_local·cols elements of `type`, row-major
+
+  /// Local row i as doubles: a pointer into the storage (float64) or into `scratch` (cols
+  /// doubles), filled by exact conversion. Local.
+  const double* row(int64_t i, double* scratch) const;
+  /// Rows [i0, i0 + b) as doubles into out (b×cols, row-major). Local.
+  void rows(int64_t i0, int64_t b, double* out) const;
+  Layout layout() const { return Layout{n_global, row_start, n_local}; }
+  /// The bytes the rows take on this rank.
+  double memory_bytes() const { return static_cast<double>(bytes.size()); }
+};
+
 /// Zero n×cols DistMatrix with the block layout over `comm`. Not collective.
 DistMatrix make_dist(MPI_Comm comm, int64_t n_global, int64_t cols);
 /// Zero DistMatrix with `n_local` rows here. Collective (computes the layout).

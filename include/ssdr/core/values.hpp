@@ -32,5 +32,8 @@ std::string value_problem(double v);
 void check_values(const DistMatrix& X, const std::string& what);
 /// The same for the stored values of sparse rows (CSR, X's layout). Collective over X.comm.
 void check_values(const SparseRows& X, const std::string& what);
+/// The same for typed rows (uint8 values always pass; float32 ones must be finite).
+/// Collective over X.comm.
+void check_values(const TypedRows& X, const std::string& what);
 
 }  // namespace ssdr

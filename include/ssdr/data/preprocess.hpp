@@ -71,6 +71,10 @@ struct Preprocessor {
 /// \throws ssdr::Error when no rank has a fit row or pca_energy > 1.
 Preprocessor fit_preprocessor(const DistMatrix& X, const std::vector<char>& fit,
                               const PreprocessOptions& options);
+/// The same from rows kept in their own element type (uint8, float32; TypedRows): each row is
+/// converted to doubles as it is read, exactly, so the preprocessor has the bits of the one
+/// fitted on the rows' double copy. Collective over X.comm.
+Preprocessor fit_preprocessor(const TypedRows& X, const std::vector<char>& fit, const PreprocessOptions& options);
 
 /// The same preprocessing for sparse rows (high-dimensional text or genomics data,
 /// n×d with d up to 10⁶ and few non-zeros per row), without any d×d or n×d dense matrix:
@@ -131,6 +135,9 @@ DistMatrix apply(const Preprocessor& p, const DistMatrix& X);
 /// Collective (the result's layout).
 /// \throws ssdr::Error when keep has not one flag per local row.
 DistMatrix apply(const Preprocessor& p, const DistMatrix& X, const std::vector<char>& keep);
+/// The same for typed rows (each row converted to doubles, exactly, into the tile): the bits
+/// of apply on their double copy. Collective (the result's layout).
+DistMatrix apply(const Preprocessor& p, const TypedRows& X, const std::vector<char>& keep);
 
 /// The kept and the other rows of X after the map, each in file order.
 struct SplitRows {

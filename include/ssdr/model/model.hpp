@@ -166,6 +166,9 @@ class Projector {
 /// n_local×d', are kept for kernels::apply_exact). The same bits on any rank count either
 /// way. \throws ssdr::Error when X.cols != d_input or the model is inconsistent.
 DistMatrix project(const Model& m, const DistMatrix& X);
+/// The same for rows kept in their own type (each tile converted to doubles, exactly): the
+/// bits of project on their double copy. Collectivity as project.
+DistMatrix project(const Model& m, const TypedRows& X);
 
 /// The same for sparse raw rows (n×d_input CSR, rows distributed as X's): a model fitted on
 /// sparse data (a PCA basis from the truncated SVD) maps each row by data::apply(pre, X, ·),
