@@ -1,6 +1,5 @@
 #include "ssdr/driver/experiment.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,7 +13,7 @@
 #include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
+#include <unordered_set>
 
 #include "experiment_internal.hpp"
 #include "job_internal.hpp"
@@ -39,23 +38,13 @@ namespace {
 // ---------------------------------------------------------------------------------------
 // Checkpoint files.
 
-std::vector<std::string> result_files(const std::string& dir) {
-  std::vector<std::string> files;
-  if (DIR* d = opendir(dir.c_str())) {
-    while (dirent* e = readdir(d)) {
-      const std::string n = e->d_name;
-      if (n.rfind("results", 0) == 0 && n.size() > 6 && n.substr(n.size() - 6) == ".jsonl") files.push_back(dir + "/" + n);
-    }
-    closedir(d);
-  }
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
-/// Every complete line of every results*.jsonl (a line cut by a kill is ignored).
+/// Every complete line of every results*.jsonl (a line cut by a kill is ignored). Only regular
+/// files are opened (prepare_output_folder refused anything else; a FIFO would block here).
 std::vector<json> read_results(const std::string& dir) {
   std::vector<json> out;
   for (const auto& f : result_files(dir)) {
+    struct stat st {};
+    if (::lstat(f.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
     std::ifstream in(f);
     std::string line;
     while (std::getline(in, line)) {
@@ -100,18 +89,6 @@ void append_line(const std::string& path, const std::string& line) {
 }
 
 }  // namespace
-
-void make_dirs(const std::string& path) {
-  std::string cur;
-  std::stringstream ss(path);
-  std::string part;
-  if (!path.empty() && path[0] == '/') cur = "/";
-  while (std::getline(ss, part, '/')) {
-    if (part.empty()) continue;
-    cur += part + "/";
-    ::mkdir(cur.c_str(), 0755);
-  }
-}
 
 namespace {
 
@@ -159,6 +136,9 @@ int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
   if (!options.output.empty()) job.output = options.output;
   job.fingerprint = job_fingerprint(job);
   const std::vector<Unit> units = make_units(job);
+  // What the summary covers: exactly these configurations (a folder may also hold results of
+  // configurations an edited job no longer has; they stay in the checkpoint, unreported).
+  const std::unordered_set<std::string> keys = config_keys(job, units);
 
   // Every data set readable, and a regular file or an IDX folder, before the output folder is
   // made and before any group starts (a group's own failure would reach the other groups
@@ -180,15 +160,11 @@ int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
     }
   SSDR_CHECK_COLLECTIVE(world, msg.empty(), msg);
 
-  // Output directory and what is already done (every rank reads the same files).
-  if (wrank == 0) {
-    make_dirs(job.output);
-    if (access(job.output.c_str(), W_OK) != 0) {
-      ok = false;
-      msg = "output directory '" + job.output + "' cannot be created or written";
-    }
-  }
-  SSDR_CHECK_COLLECTIVE(world, ok, msg);
+  // The output folder: made, checked against the inputs and what it holds, then locked for
+  // the whole run (a second run into it is refused here, at once). Then what is already done
+  // (every rank reads the same files).
+  prepare_output_folder(job, options.groups, world);
+  const FolderLock lock(job.output, world);
   MPI_Barrier(world);
   std::set<std::string> done;
   const std::string& fingerprint = job.fingerprint;
@@ -196,7 +172,7 @@ int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
     const std::string key = r.contains("key") && r["key"].is_string() ? r["key"].get<std::string>() : "";
     SSDR_REQUIRE(key.rfind(fingerprint + "|", 0) == 0,
                  "--output " + job.output + " holds results of another configuration of this job (its seed, protocol, "
-                 "data files or ssdr version differ: '" + key.substr(0, 60) +
+                 "splits, selection, preprocessing, data sets or ssdr version differ: '" + key.substr(0, 60) +
                  "'); choose a new --output folder or remove its results*.jsonl to start over");
     done.insert(key);
   }
@@ -211,8 +187,7 @@ int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
   MPI_Comm_rank(group, &grank);
   MPI_Comm_size(group, &gsize);
   const bool leader = grank == 0;
-  const std::string results_path =
-      job.output + "/results.g" + std::to_string(color) + "of" + std::to_string(G) + ".jsonl";
+  const std::string results_path = checkpoint_path(job.output, color, G);
 
   // Every rank sees the same units and the same done set, so these counts need no reduction.
   std::vector<const Unit*> mine;
@@ -403,7 +378,21 @@ int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
   msg.clear();
   if (wrank == 0) {
     try {
-      const std::vector<json> results = read_results(job.output);
+      // Each of this job's configurations once (a folder filled before the lock existed may
+      // hold one twice); results of configurations the job no longer has are left out.
+      std::vector<json> results;
+      std::unordered_set<std::string> reported;
+      int64_t others = 0;
+      for (json& r : read_results(job.output)) {
+        const std::string key = r.contains("key") && r["key"].is_string() ? r["key"].get<std::string>() : "";
+        if (!keys.count(key))
+          ++others;
+        else if (reported.insert(key).second)
+          results.push_back(std::move(r));
+      }
+      if (others > 0)
+        say(std::to_string(others) + " result(s) of configurations this job no longer has are kept in " + job.output +
+            "/results*.jsonl but not reported");
       summarize(job, job.output, results, sweep, G, wsize);
       // A job none of whose configurations a method accepted produced no result at all: an
       // error, not a success with an empty table (the summary still records the rejects).

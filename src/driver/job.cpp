@@ -10,9 +10,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
-#include <type_traits>
 #include <set>
 #include <sstream>
+#include <type_traits>
 
 #include "job_internal.hpp"
 #include "ssdr/core/error.hpp"
@@ -82,38 +82,59 @@ json scalar_json(const YAML::Node& n) {
   return s;
 }
 
-/// "a:b" or "a:b:step" → a, a+step, ..., b. Every part a strict integer; a range may expand to
-/// at most kMaxDims values (a job line of a few bytes must not allocate gigabytes).
-/// Bounds of what one job may ask for: dimensions per method, and grid points per method
-/// (each point is at least one fit per split).
+/// Bounds of what one job may ask for: dimensions per method, grid points per method (each
+/// point is at least one fit per split), configurations of the whole job (data sets ×
+/// labeled counts × splits × every method's grid points × dimensions: make_units holds
+/// them all, and every rank keeps their keys), and the largest dimension m. A job line of a
+/// few bytes must not allocate gigabytes nor walk a range past the end of int64.
 constexpr int64_t kMaxDims = 10000;
 constexpr int64_t kMaxGridPoints = 10000;
+constexpr double kMaxConfigurations = 1e6;
+constexpr int64_t kMaxDim = INT_MAX;
 
-std::vector<int64_t> parse_range(const Job& job, const std::string& s) {
+/// One entry of a method's `dim`: "a", "a:b" or "a:b:step" → a, a+step, ..., ≤ b.
+struct DimRange {
+  int64_t first = 0, last = 0, step = 1;
+  int64_t count() const { return (last - first) / step + 1; }  // no overflow: 1 <= first <= last
+  int64_t at(int64_t i) const { return first + i * step; }      // <= last for i < count()
+};
+
+/// Parses one `dim` entry of method `method` (job line `line`) without expanding it: every part
+/// a strict integer in [1, kMaxDim], a <= b, step >= 1, at most kMaxDims values. \throws
+/// ssdr::Error (replicated) "FILE: line L: method M: dim: ..." naming the entry.
+DimRange parse_range(const Job& job, int line, const std::string& method, const std::string& s) {
+  const std::string where = "line " + std::to_string(line) + ": method " + method + ": dim: ";
   std::vector<int64_t> parts;
-  std::stringstream ss(s);
-  std::string tok;
-  while (std::getline(ss, tok, ':')) {
+  size_t start = 0;
+  while (true) {  // every ':'-separated part, an empty one (":5", "1:", "1::2") included
+    const size_t colon = s.find(':', start);
+    const std::string tok = s.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+    if (parts.size() == 3) job_error(job, where + "expected a range 'a:b[:step]', got '" + s + "'");
     char* end = nullptr;
     errno = 0;
     const long long v = tok.empty() ? 0 : std::strtoll(tok.c_str(), &end, 10);
-    if (tok.empty() || errno != 0 || *end != '\0')
-      job_error(job, "dim: expected an integer, a list or a range 'a:b[:step]', got '" + s + "'");
+    if (tok.empty() || *end != '\0')
+      job_error(job, where + "expected an integer, a list or a range 'a:b[:step]', got '" + s + "'");
+    if ((errno == ERANGE && v > 0) || v > kMaxDim)  // a negative one is refused below
+      job_error(job, where + "'" + tok + "' in '" + s + "' is larger than " + std::to_string(kMaxDim) +
+                         ", the largest dimension m");
     parts.push_back(v);
+    if (colon == std::string::npos) break;
+    start = colon + 1;
   }
+  DimRange r;
+  r.first = r.last = parts[0];
   if (parts.size() == 1) {
-    if (parts[0] < 1) job_error(job, "dim: expected a positive dimension, got '" + s + "'");
-    return parts;
+    if (parts[0] < 1) job_error(job, where + "expected a positive dimension, got '" + s + "'");
+    return r;
   }
-  if (parts.size() < 2 || parts.size() > 3 || parts[0] < 1 || parts[1] < parts[0] ||
-      (parts.size() == 3 && parts[2] < 1))
-    job_error(job, "dim: expected a range 'a:b[:step]' with 1 <= a <= b, got '" + s + "'");
-  const int64_t step = parts.size() == 3 ? parts[2] : 1;
-  if ((parts[1] - parts[0]) / step + 1 > kMaxDims)
-    job_error(job, "dim: range '" + s + "' has more than " + std::to_string(kMaxDims) + " values");
-  std::vector<int64_t> out;
-  for (int64_t v = parts[0]; v <= parts[1]; v += step) out.push_back(v);
-  return out;
+  r.last = parts[1];
+  r.step = parts.size() == 3 ? parts[2] : 1;
+  if (r.first < 1 || r.last < r.first || r.step < 1)
+    job_error(job, where + "expected a range 'a:b[:step]' with 1 <= a <= b and step >= 1, got '" + s + "'");
+  if (r.count() > kMaxDims)
+    job_error(job, where + "range '" + s + "' has more than " + std::to_string(kMaxDims) + " values");
+  return r;
 }
 
 /// Refuse a mapping that repeats a key anywhere in the job (yaml-cpp keeps one of them
@@ -141,6 +162,21 @@ void check_duplicate_keys(const std::string& file, const YAML::Node& node, int d
   } else if (node.IsSequence()) {
     for (const auto& v : node) check_duplicate_keys(file, v, depth + 1, budget);
   }
+}
+
+/// The number of points of a grid (the product of its value counts), in double: no overflow.
+double grid_size(const Grid& g) {
+  double n = 1;
+  for (const auto& kv : g) n *= static_cast<double>(kv.second.size());
+  return n;
+}
+
+/// Refuses a parameter's value list that repeats a value (`sigma_s: [1, 1]` is two grid points
+/// with one configuration key: computed twice, counted as two splits). `where`: "line L".
+void require_distinct(const Job& job, const std::string& where, const std::string& key, const std::vector<json>& values) {
+  std::set<std::string> seen;
+  for (const json& v : values)
+    if (!seen.insert(v.dump()).second) job_error(job, where + ": " + key + " lists " + v.dump() + " twice");
 }
 
 }  // namespace
@@ -206,14 +242,16 @@ Job parse_job(const std::string& path) {
       job_error(job, "transductive_fraction must be in (0, 1], got " + std::to_string(job.transductive_fraction));
     if (job.protocol == "labeled-unlabeled-per-class" && job.unlabeled_per_class < 0)
       job_error(job, "unlabeled_per_class must be at least 0, got " + std::to_string(job.unlabeled_per_class));
-    for (size_t i = 0; i < job.labeled_per_class.size(); ++i) {
-      const int p = job.labeled_per_class[i];
-      if (p < 1) job_error(job, "labeled_per_class must be at least 1, got " + std::to_string(p));
-      for (size_t j = 0; j < i; ++j)
-        if (job.labeled_per_class[j] == p) job_error(job, "labeled_per_class lists " + std::to_string(p) + " twice");
+    {
+      std::set<int> seen;  // not a pairwise scan: a list of 10^5 values must not take minutes
+      for (const int p : job.labeled_per_class) {
+        if (p < 1) job_error(job, "labeled_per_class must be at least 1, got " + std::to_string(p));
+        if (!seen.insert(p).second) job_error(job, "labeled_per_class lists " + std::to_string(p) + " twice");
+      }
     }
     if (!root["datasets"] || !root["datasets"].IsSequence() || root["datasets"].size() == 0)
       job_error(job, "datasets: expected a list of {name, path[, format]}");
+    std::map<std::string, std::string> slugs;  // slug → data set name
     for (const auto& d : root["datasets"]) {
       DatasetSpec ds;
       if (!d["path"]) job_error(job, "line " + std::to_string(d.Mark().line + 1) + ": a data set needs a path");
@@ -225,18 +263,21 @@ Job parse_job(const std::string& path) {
       if (d["hdf5_data"]) ds.read.hdf5_data = value<std::string>(job, d["hdf5_data"], "hdf5_data", "an HDF5 data set name");
       if (d["hdf5_labels"])
         ds.read.hdf5_labels = value<std::string>(job, d["hdf5_labels"], "hdf5_labels", "an HDF5 data set name");
-      for (const auto& other : job.datasets)  // names key the checkpoints and the summary rows
-        if (other.name == ds.name)
-          job_error(job, "line " + std::to_string(d.Mark().line + 1) + ": data set name '" + ds.name + "' is used twice");
-        else if (slug(other.name) == slug(ds.name))
-          job_error(job, "line " + std::to_string(d.Mark().line + 1) + ": data set names '" + other.name + "' and '" +
-                             ds.name + "' make the same plot file name '" + slug(ds.name) + "'");
+      // Names key the checkpoints and the summary rows, their slugs the plot files.
+      const auto [it, fresh] = slugs.emplace(slug(ds.name), ds.name);
+      if (!fresh && it->second == ds.name)
+        job_error(job, "line " + std::to_string(d.Mark().line + 1) + ": data set name '" + ds.name + "' is used twice");
+      if (!fresh)
+        job_error(job, "line " + std::to_string(d.Mark().line + 1) + ": data set names '" + it->second + "' and '" +
+                           ds.name + "' make the same plot file name '" + slug(ds.name) + "'");
       job.datasets.push_back(ds);
     }
     if (!root["methods"] || !root["methods"].IsSequence() || root["methods"].size() == 0)
       job_error(job, "methods: expected a list of {name, parameters...}");
+    std::set<std::string> signatures;  // of the method entries, to find one listed twice
     for (const auto& m : root["methods"]) {
       MethodSpec ms;
+      ms.line = m.Mark().line + 1;
       if (m.IsScalar()) {
         ms.name = value<std::string>(job, m, "methods", "a method name or {name: ...}");
         in_job(job, m, "methods", [&] { methods::find_method(ms.name); });
@@ -248,12 +289,25 @@ Job parse_job(const std::string& path) {
           const std::string key = kv.first.as<std::string>();
           if (key == "name") continue;
           if (key == "dim") {
-            // A number, a range "a:b[:step]", or a list of numbers and ranges.
+            // A number, a range "a:b[:step]", or a list of numbers and ranges: every entry
+            // parsed and the total counted before anything is expanded.
+            const int line = kv.first.Mark().line + 1;
+            std::vector<DimRange> ranges;
+            int64_t total = 0;
+            auto add = [&](const YAML::Node& v) {
+              ranges.push_back(parse_range(job, line, ms.name, value<std::string>(job, v, "dim", "a dimension or a range")));
+              total += ranges.back().count();  // <= 10^4 per entry, < 10^6 entries: no overflow
+            };
             if (kv.second.IsSequence())
-              for (const auto& v : kv.second)
-                for (int64_t m : parse_range(job, v.as<std::string>())) ms.dims.push_back(m);
+              for (const auto& v : kv.second) add(v);
             else
-              ms.dims = parse_range(job, kv.second.as<std::string>());
+              add(kv.second);
+            if (total > kMaxDims)
+              job_error(job, "line " + std::to_string(line) + ": dim of method " + ms.name + ": " + std::to_string(total) +
+                                 " values, more than " + std::to_string(kMaxDims));
+            ms.dims.reserve(static_cast<size_t>(total));
+            for (const DimRange& r : ranges)
+              for (int64_t i = 0; i < r.count(); ++i) ms.dims.push_back(r.at(i));
             continue;
           }
           if (key == "cv_grid") {
@@ -273,6 +327,7 @@ Job parse_job(const std::string& path) {
                 FitConfig probe;  // values of the wrong kind fail here, naming the job line
                 probe.method = ms.name;
                 for (const auto& v : values) set_parameter(probe, name, v, job.file + ": " + where);
+                require_distinct(job, where, name, values);
                 ms.cv_grid.emplace_back(name, values);
               }
             } else {
@@ -296,15 +351,12 @@ Job parse_job(const std::string& path) {
             for (const auto& v : values)
               set_parameter(probe, key, v, job.file + ": line " + std::to_string(kv.first.Mark().line + 1));
           }
+          require_distinct(job, "line " + std::to_string(kv.first.Mark().line + 1) + ": method " + ms.name, key, values);
           ms.grid.emplace_back(key, values);
         }
       }
       methods::find_method(ms.name);
-      // Every value once, and a bounded sweep: a few bytes ("1:90000" twice) must not make
-      // the driver walk a hundred thousand configurations.
-      if (static_cast<int64_t>(ms.dims.size()) > kMaxDims)
-        job_error(job, "dim of method " + ms.name + ": " + std::to_string(ms.dims.size()) + " values, more than " +
-                           std::to_string(kMaxDims));
+      // Every value once (the count is bounded above, before the values were expanded).
       {
         std::vector<int64_t> sorted = ms.dims;
         std::sort(sorted.begin(), sorted.end());
@@ -312,21 +364,27 @@ Job parse_job(const std::string& path) {
         if (dup != sorted.end())
           job_error(job, "dim of method " + ms.name + " lists " + std::to_string(*dup) + " twice");
       }
-      auto points = [](const Grid& g) {
-        double n = 1;
-        for (const auto& kv : g) n *= static_cast<double>(kv.second.size());
-        return n;
-      };
-      if (points(ms.grid) > kMaxGridPoints || points(ms.cv_grid) > kMaxGridPoints)
+      if (grid_size(ms.grid) > kMaxGridPoints || grid_size(ms.cv_grid) > kMaxGridPoints)
         job_error(job, "method " + ms.name + ": a parameter grid of more than " + std::to_string(kMaxGridPoints) +
                            " points (the product of the value counts)");
-      auto same = [&](const MethodSpec& o) {
-        return o.name == ms.name && json(o.grid).dump() == json(ms.grid).dump() &&
-               json(o.cv_grid).dump() == json(ms.cv_grid).dump() && o.dims == ms.dims && o.cv_default == ms.cv_default;
-      };
-      for (const auto& other : job.methods)  // the same configurations twice would count as two splits
-        if (same(other)) job_error(job, "line " + std::to_string(m.Mark().line + 1) + ": method " + ms.name + " is listed twice with the same settings");
+      // The same configurations twice would count as two splits (entries that overlap only
+      // in part are refused by config_keys).
+      if (!signatures.insert(json({ms.name, ms.grid, ms.cv_grid, ms.dims, ms.cv_default}).dump()).second)
+        job_error(job, "line " + std::to_string(ms.line) + ": method " + ms.name + " is listed twice with the same settings");
       job.methods.push_back(ms);
+    }
+    {
+      // The whole sweep bounded before make_units allocates it (every factor may be at its
+      // own bound: 10^4 splits × 10^4 dims × ...).
+      double per_block = 0;
+      for (const MethodSpec& ms : job.methods)
+        per_block += grid_size(ms.grid) * static_cast<double>(std::max<size_t>(1, ms.dims.size()));
+      const double total = per_block * static_cast<double>(job.datasets.size()) *
+                           static_cast<double>(job.labeled_per_class.size()) * job.splits;
+      if (total > kMaxConfigurations)
+        job_error(job, "the job has " + std::to_string(static_cast<long long>(std::min(total, 9e18))) +
+                           " configurations (data sets × labeled_per_class × splits × each method's grid points × dims), "
+                           "more than 10^6");
     }
     if (root["preprocess"])
       for (const auto& kv : root["preprocess"]) job.preprocess[kv.first.as<std::string>()] = scalar_json(kv.second);
@@ -398,6 +456,28 @@ std::vector<Unit> make_units(const Job& job) {
           }
         }
   return units;
+}
+
+std::unordered_set<std::string> config_keys(const Job& job, const std::vector<Unit>& units) {
+  std::unordered_set<std::string> keys;
+  for (const Unit& u : units)
+    for (int64_t dim : u.dims) {
+      std::string key = config_key(job, u, dim);
+      if (keys.insert(key).second) continue;
+      // Which entry made it first (only on this error path: a scan of the units).
+      int first = u.method;
+      for (const Unit& v : units)
+        if (std::find(v.dims.begin(), v.dims.end(), dim) != v.dims.end() && config_key(job, v, dim) == key) {
+          first = v.method;
+          break;
+        }
+      const MethodSpec& ms = job.methods[static_cast<size_t>(u.method)];
+      job_error(job, "line " + std::to_string(ms.line) + ": method " + ms.name + " repeats the configuration " +
+                         u.params.dump() + (dim > 0 ? " dim " + std::to_string(dim) : std::string()) +
+                         " of the entry on line " + std::to_string(job.methods[static_cast<size_t>(first)].line) +
+                         " (it would be fitted twice and count as two splits)");
+    }
+  return keys;
 }
 
 /// The parameters a results line records: the grid point, and the cv_grid when the method

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "ssdr/data/split.hpp"
@@ -28,6 +29,7 @@ struct DatasetSpec {
 
 struct MethodSpec {
   std::string name;
+  int line = 0;               ///< the job file's line of this entry (for messages)
   Grid grid;                  ///< swept parameters (not dim)
   std::vector<int64_t> dims;  ///< empty → method default
   /// `cv_grid`: parameters chosen inside every split by select_by_cv (cv_folds folds on the
@@ -82,8 +84,15 @@ std::string job_fingerprint(const Job& job);
 /// The key of one configuration in the results files: fingerprint, data set, p, split,
 /// method, grid point, dim (and cv_grid).
 std::string config_key(const Job& job, const Unit& u, int64_t dim);
-/// Every unit of the job, block by block (data set × labeled count × split).
+/// Every unit of the job, block by block (data set × labeled count × split). parse_job
+/// bounds their number (10^6 configurations). Local.
 std::vector<Unit> make_units(const Job& job);
+/// The config_key of every configuration of `units` (each unit at each of its dims): what the
+/// job's summary covers. Local (every rank computes the same set).
+/// \throws ssdr::Error (replicated) naming the job file and the method's line when two method
+/// entries overlap (`{name: lda, dim: [1, 2]}` and `{name: lda, dim: 2}`): one configuration
+/// would be fitted twice and count as two splits.
+std::unordered_set<std::string> config_keys(const Job& job, const std::vector<Unit>& units);
 /// The parameters a results line records (see job.cpp).
 json recorded_params(const Job& job, const Unit& u);
 /// The fit configuration of unit `u` at dimension `dim`.

@@ -2,6 +2,7 @@
 // summary.md and gnuplot plots of accuracy against dimension and parameters: means with
 // error bars of ± the std over the splits, methods with a single m (or no embedding) as
 // horizontal reference lines, and the parameters held fixed in every title.
+#include <dirent.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -226,8 +227,9 @@ std::string pm(const Stat& s) { return std::isnan(s.mean) ? "-" : fmt(s.mean, "%
 
 /// Runs `gnuplot SCRIPT` inside `folder` with an argument vector (posix_spawnp: no shell,
 /// so no user text is ever interpreted), its output to /dev/null. The script names its
-/// files relative to the folder. Says so (and goes on) when gnuplot is missing or fails.
-void run_gnuplot(const std::string& folder, const std::string& script) {
+/// files relative to the folder. Says so (and goes on) when gnuplot is missing or fails;
+/// returns false when it is missing (the caller then skips the other plots).
+bool run_gnuplot(const std::string& folder, const std::string& script) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addchdir_np(&actions, folder.c_str());
@@ -240,12 +242,32 @@ void run_gnuplot(const std::string& folder, const std::string& script) {
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) {
     say("gnuplot not found: plots skipped (their data and scripts are in the plots/ folder)");
-    return;
+    return false;
   }
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) say("gnuplot failed on " + folder + "/" + script);
+  return true;
+}
+
+/// Removes the plot files (.dat, .gp, .png, .svg named *_accuracy_vs_*) in `plots` that this
+/// summary did not make: plots of methods, parameters or labeled counts an edited job no
+/// longer has, which would otherwise sit beside the current ones. Local (rank 0).
+void remove_stale_plots(const std::string& plots, const std::set<std::string>& stems) {
+  DIR* d = opendir(plots.c_str());
+  if (d == nullptr) return;
+  std::vector<std::string> stale;
+  while (dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    const auto dot = name.find_last_of('.');
+    if (dot == std::string::npos || name.find("_accuracy_vs_") == std::string::npos) continue;
+    const std::string ext = name.substr(dot);
+    if ((ext == ".dat" || ext == ".gp" || ext == ".png" || ext == ".svg") && !stems.count(name.substr(0, dot)))
+      stale.push_back(plots + "/" + name);
+  }
+  closedir(d);
+  for (const std::string& f : stale) ::unlink(f.c_str());
 }
 
 }  // namespace
@@ -393,6 +415,8 @@ void summarize(const Job& job, const std::string& out_dir, const std::vector<jso
   const std::string plots = out_dir + "/plots";
   make_dirs(plots);
   std::vector<std::string> made;
+  std::set<std::string> stems;  // of every plot this summary writes
+  bool gnuplot = true;          // false once gnuplot was not found
   // Accuracy against m, one per (data set, p): a method with several m is a curve with error
   // bars (± the std over the splits), a method with one m (or none: lp) a horizontal
   // reference line with its mean ± std in the key.
@@ -472,8 +496,9 @@ void summarize(const Job& job, const std::string& out_dir, const std::vector<jso
     for (size_t i = 0; i < plot.size(); ++i) body << (i ? ", \\\n     " : "") << plot[i];
     body << "\n";
     io::write_text_atomic(plots + "/" + stem + ".gp", both_terminals(stem, body.str()));
-    run_gnuplot(plots, stem + ".gp");
+    gnuplot = gnuplot && run_gnuplot(plots, stem + ".gp");
     made.push_back(plots + "/" + stem + ".png");
+    stems.insert(stem);
   }
   // Accuracy against each swept numeric parameter, with error bars.
   for (const auto& [k, pc] : by_param) {
@@ -527,9 +552,11 @@ void summarize(const Job& job, const std::string& out_dir, const std::vector<jso
       body << ", \\\n     '" << stem << ".dat' using 1:4:5 with yerrorlines lc 2 dt 2 pt 6 ps 0.8 title 'unseen'";
     body << "\n";
     io::write_text_atomic(plots + "/" + stem + ".gp", both_terminals(stem, body.str()));
-    run_gnuplot(plots, stem + ".gp");
+    gnuplot = gnuplot && run_gnuplot(plots, stem + ".gp");
     made.push_back(plots + "/" + stem + ".png");
+    stems.insert(stem);
   }
+  remove_stale_plots(plots, stems);
   say("wrote " + out_dir + "/results.json, summary.csv, summary.md and " + std::to_string(made.size()) +
       " plot(s) (PNG and SVG) in " + plots);
   std::fputs(md.str().c_str(), stdout);
