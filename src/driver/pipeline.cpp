@@ -405,6 +405,7 @@ FitOutcome fit_rows(FitRows& rows, data::Preprocessor&& pre, const std::vector<i
     out.accuracy.unseen = std::numeric_limits<double>::quiet_NaN();
     out.accuracy.correct_unseen = 0;
   }
+  phase.stop();  // before the return: the destructor would record it after `out` has left
   return out;
 }
 
