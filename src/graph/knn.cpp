@@ -175,16 +175,23 @@ EdgeWeight parse_weight(const std::string& s) {
   throw Error("--weight: expected heat, cosine, binary or adaptive, got '" + s + "'", __FILE__, __LINE__, true);
 }
 
-const char* to_string(KnnMethod m) { return m == KnnMethod::exact ? "exact" : "nndescent"; }
+const char* to_string(KnnMethod m) {
+  return m == KnnMethod::exact ? "exact" : m == KnnMethod::nndescent ? "nndescent" : "auto";
+}
 
 KnnMethod parse_knn_method(const std::string& s) {
-  for (KnnMethod m : {KnnMethod::exact, KnnMethod::nndescent})
+  for (KnnMethod m : {KnnMethod::exact, KnnMethod::nndescent, KnnMethod::automatic})
     if (s == to_string(m)) return m;
-  throw Error("--knn-method: expected exact or nndescent, got '" + s + "'", __FILE__, __LINE__, true);
+  throw Error("--knn-method: expected exact, nndescent or auto, got '" + s + "'", __FILE__, __LINE__, true);
+}
+
+KnnMethod resolve(KnnMethod m, int64_t n) {
+  if (m != KnnMethod::automatic) return m;
+  return n <= kExactKnnMax ? KnnMethod::exact : KnnMethod::nndescent;
 }
 
 KnnLists knn_lists(const DistMatrix& X, int k, const GraphOptions& options) {
-  if (options.knn_method == KnnMethod::exact) return knn_search(X, k);
+  if (resolve(options.knn_method, X.n_global) == KnnMethod::exact) return knn_search(X, k);
   NNDescentOptions o;
   o.seed = options.knn_seed;
   return nndescent_search(X, k, o);
@@ -285,7 +292,9 @@ Owned<Mat> assemble(MPI_Comm comm, const SymmetricEdges& E, Value value, std::ve
 
 }  // namespace
 
-Graph build_knn_graph(const DistMatrix& X, const GraphOptions& options, const KnnLists* given) {
+Graph build_knn_graph(const DistMatrix& X, const GraphOptions& requested, const KnnLists* given) {
+  GraphOptions options = requested;
+  options.knn_method = resolve(requested.knn_method, X.n_global);
   MPI_Comm comm = X.comm;
   const int k = options.k;
   const int64_t n = X.n_global;

@@ -53,9 +53,10 @@ graph::Graph knn_graph(const TrainingData& data, const graph::GraphOptions& opti
   // The lists once per backend (and seed): the exact lists of a larger k hold those of a
   // smaller one, so they are searched at the largest k asked for so far.
   const int need = options.weight == graph::EdgeWeight::adaptive ? options.k + 1 : options.k;
-  const bool exact = options.knn_method == graph::KnnMethod::exact;
+  const graph::KnnMethod backend = graph::resolve(options.knn_method, data.graph_data().n_global);
+  const bool exact = backend == graph::KnnMethod::exact;
   char lkey[96];
-  std::snprintf(lkey, sizeof lkey, "%s|%llu%s", graph::to_string(options.knn_method),
+  std::snprintf(lkey, sizeof lkey, "%s|%llu%s", graph::to_string(backend),
                 static_cast<unsigned long long>(exact ? 0 : options.knn_seed),
                 exact ? "" : ("|k=" + std::to_string(need)).c_str());
   auto it = data.cache->lists.find(lkey);

@@ -81,9 +81,10 @@ std::vector<ParameterSpec> build() {
            "eq. (42) with s = 1e-3/k for soda/lp, sigma^2 = dbar for tca/otca)", Kind::real, Scope::own, 0, false, 1, true,
            [](T& t, const json& v) { t.method.graph.sigma_s = v.get<double>(); },
            [](const C& t) { return t.method.graph.sigma_s != 0 ? json(t.method.graph.sigma_s) : json("default"); }),
-    choice("knn_method", "kNN backend: exact (every pair, single-precision GEMM filter, exact re-ranking) | nndescent "
-           "(approximate, distributed NN-descent seeded by --seed; recall in the report's knn_recall)", Scope::knn_backend,
-           {"exact", "nndescent"},
+    choice("knn_method", "kNN backend: auto (exact up to 100000 graph samples, nndescent beyond) | exact (every pair, "
+           "single-precision GEMM filter, exact re-ranking) | nndescent (approximate, distributed NN-descent seeded by "
+           "--seed; recall in the report's knn_recall)", Scope::knn_backend,
+           {"auto", "exact", "nndescent"},
            [](T& t, const json& v) { t.method.graph.knn_method = graph::parse_knn_method(v.get<std::string>()); },
            [](const C& t) { return json(graph::to_string(t.method.graph.knn_method)); }),
     number("knn_recall_sample", "", "rows whose exact lists estimate the approximate graph's recall@k (0: skip)",
