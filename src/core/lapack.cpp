@@ -184,18 +184,22 @@ void syevr(int64_t n, double* a, int64_t lda, int64_t il, int64_t iu, double* w,
   PetscBLASInt found = 0, info = 0, lwork = -1, liwork = -1, iwq = 0;
   std::vector<PetscBLASInt> isuppz(static_cast<size_t>(2 * std::max<int64_t>(n, 1)));
   double wq = 0;
-  SSDR_dsyevr("V", "I", "L", &N, a, &LDA, &vl, &vu, &IL, &IU, &abstol, &found, w, z, &LDZ, isuppz.data(), &wq,
+  // dsyevr writes up to n eigenvalues into its W even for an index range: its own buffer of n,
+  // the iu − il + 1 selected ones copied out (the caller's w holds only those).
+  std::vector<double> all(static_cast<size_t>(n));
+  SSDR_dsyevr("V", "I", "L", &N, a, &LDA, &vl, &vu, &IL, &IU, &abstol, &found, all.data(), z, &LDZ, isuppz.data(), &wq,
               &lwork, &iwq, &liwork, &info);
   check_info(info, r);
   lwork = workspace(wq, 26 * n, r);
   liwork = workspace(static_cast<double>(iwq), 10 * n, r);
   std::vector<double> work(static_cast<size_t>(lwork));
   std::vector<PetscBLASInt> iwork(static_cast<size_t>(liwork));
-  SSDR_dsyevr("V", "I", "L", &N, a, &LDA, &vl, &vu, &IL, &IU, &abstol, &found, w, z, &LDZ, isuppz.data(),
+  SSDR_dsyevr("V", "I", "L", &N, a, &LDA, &vl, &vu, &IL, &IU, &abstol, &found, all.data(), z, &LDZ, isuppz.data(),
               work.data(), &lwork, iwork.data(), &liwork, &info);
   check_info(info, r);
   SSDR_CHECK(found == IU - IL + 1, std::string(r) + ": found " + std::to_string(found) + " of " +
                                         std::to_string(iu - il + 1) + " eigenpairs");
+  std::copy_n(all.data(), found, w);
 }
 
 void sygv(int64_t n, double* a, int64_t lda, double* b, int64_t ldb, double* w) {

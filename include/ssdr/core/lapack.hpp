@@ -53,7 +53,7 @@ void reset_work_counters();
 /// by the eigenvectors, column-major). dsyevd. Throws ssdr::Error when LAPACK fails.
 void syev(int64_t n, double* a, int64_t lda, double* w);
 /// The eigenpairs il..iu (1-based, of the eigenvalues in ascending order) of the symmetric
-/// n×n matrix a (its lower triangle; destroyed): values ascending in w (iu − il + 1), vectors
+/// n×n matrix a (its lower triangle; destroyed): values ascending in w (iu − il + 1 of them), vectors
 /// in the columns of z (n × (iu − il + 1), leading dimension ldz). dsyevr (MRRR), which
 /// computes only the vectors asked for. Local. \throws ssdr::Error when LAPACK fails.
 void syevr(int64_t n, double* a, int64_t lda, int64_t il, int64_t iu, double* w, double* z, int64_t ldz);
