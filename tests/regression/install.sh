@@ -91,6 +91,15 @@ if "$CMAKE" -S "$SRC/examples" -B "$tmp/example" -DCMAKE_PREFIX_PATH="$prefix" -
 else
   bad "examples/ against the installed tree"; cat "$tmp/example.log"
 fi
+# 3a. examples/ is a C++-only project (project(... LANGUAGES CXX)); a consumer enabling C as well
+#     finds the package too.
+if "$CMAKE" -S "$SRC/examples" -B "$tmp/example_c" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_C_COMPILER="$CC_" \
+  -DCMAKE_CXX_COMPILER="$CXX_" -DSSDR_EXAMPLE_ENABLE_C=ON >"$tmp/example_c.log" 2>&1 &&
+  "$CMAKE" --build "$tmp/example_c" >>"$tmp/example_c.log" 2>&1; then
+  ok "a C and C++ consumer finds and links the installed ssdr as the C++-only examples/ does"
+else
+  bad "a C and C++ consumer of the installed tree"; cat "$tmp/example_c.log"
+fi
 
 # 3b. The Python package, from outside the build tree, against the installed command line.
 PY="${SSDR_PYTHON:-}"
