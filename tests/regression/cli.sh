@@ -331,7 +331,7 @@ PY
 then ok "--knn-method nndescent reports knn_recall >= 0.95 on digits"
 else bad "--knn-method nndescent reports knn_recall >= 0.95 on digits"; cat "$tmp/stderr"; fi
 expect_error "knn-method for a method without a kNN graph" "--knn-method is not a parameter of lda" fit --method lda --data "$iris" --labeled-per-class 3 --knn-method nndescent
-expect_error "unknown knn-method" "--knn-method: expected one of exact, nndescent, got 'annoy'" fit --method soda --data "$iris" --labeled-per-class 3 --knn-method annoy
+expect_error "unknown knn-method" "--knn-method: expected one of auto, exact, nndescent, got 'annoy'" fit --method soda --data "$iris" --labeled-per-class 3 --knn-method annoy
 
 # Parallel formats: convert iris to HDF5 and NPY on 2 ranks; a fit reads each on 3 ranks
 # and gives the CSV fit's embedding byte for byte; transform takes NPY/HDF5 without labels
