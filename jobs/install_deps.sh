@@ -15,7 +15,7 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   libyaml-cpp-dev gnuplot-nox python3 dataset-fashion-mnist iproute2 \
   python3-numpy python3-faiss python3-pynndescent python3-hnswlib \
   python3-dev pybind11-dev python3-pybind11 python3-mpi4py python3-sklearn python3-scipy \
-  python3-pandas python3-matplotlib python3-h5py-mpi >/dev/null
+  python3-pandas python3-matplotlib python3-h5py-mpi slurm-wlm munge >/dev/null
 # Debian's reference BLAS is 20x slower than OpenBLAS; PETSc, SLEPc, ScaLAPACK and ssdr all
 # load libblas.so.3/liblapack.so.3 through these alternatives: point them at the serial
 # OpenBLAS (one MPI rank per core, no hidden threads).
