@@ -20,6 +20,12 @@ class Hid {
   Hid& operator=(const Hid&) = delete;
   bool ok() const { return id_ >= 0; }
   hid_t get() const { return id_; }
+  /// Hands the identifier over (to close it by hand and check the result).
+  hid_t release() {
+    const hid_t id = id_;
+    id_ = -1;
+    return id;
+  }
 
  private:
   hid_t id_;

@@ -3,7 +3,10 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <climits>
 #include <cstdlib>
@@ -20,6 +23,7 @@
 #include "hdf5_internal.hpp"
 #include "reader_internal.hpp"
 #include "ssdr/core/error.hpp"
+#include "ssdr/core/mpi_util.hpp"
 #include "ssdr/io/dataset.hpp"
 
 namespace ssdr::io {
@@ -84,7 +88,85 @@ void write_rows(std::FILE* f, const double* v, int64_t rows, int64_t cols, bool 
   }
 }
 
+/// The directory part of a path ("." for a bare name).
+std::string dir_of(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  return slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+}
+
+/// Flushes a directory's entries (the rename just made) to disk. Best effort: some file
+/// systems refuse fsync on a directory, and the data itself was synced before the rename.
+void sync_directory(const std::string& path) {
+  const int fd = ::open(dir_of(path).c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd < 0) return;
+  (void)::fsync(fd);
+  ::close(fd);
+}
+
+// The temporary files to remove on SIGTERM: fixed storage, so that the signal handler only
+// reads memory and calls unlink(2).
+constexpr int kTempSlots = 32;
+char g_temp_names[kTempSlots][PATH_MAX];
+volatile std::sig_atomic_t g_temp_used[kTempSlots];
+
+/// A byte count for people: "812 bytes", "23.5 KiB", "14.2 MiB", "3.1 GiB".
+std::string mib(int64_t bytes) {
+  char buf[48];
+  const double b = static_cast<double>(bytes);
+  if (bytes < 1024)
+    std::snprintf(buf, sizeof buf, "%lld bytes", static_cast<long long>(bytes));
+  else if (b < 1048576.0)
+    std::snprintf(buf, sizeof buf, "%.1f KiB", b / 1024.0);
+  else if (b < 1073741824.0)
+    std::snprintf(buf, sizeof buf, "%.1f MiB", b / 1048576.0);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f GiB", b / 1073741824.0);
+  return buf;
+}
+
 }  // namespace
+
+TemporaryFileGuard::TemporaryFileGuard(const std::string& path) {
+  if (path.empty() || path.size() >= PATH_MAX) return;
+  for (int k = 0; k < kTempSlots; ++k) {
+    if (g_temp_used[k] != 0) continue;
+    std::memcpy(g_temp_names[k], path.c_str(), path.size() + 1);
+    g_temp_used[k] = 1;  // published after the name is complete
+    slot_ = k;
+    return;
+  }
+}
+
+TemporaryFileGuard::~TemporaryFileGuard() { release(); }
+
+void TemporaryFileGuard::release() {
+  if (slot_ >= 0) g_temp_used[slot_] = 0;
+  slot_ = -1;
+}
+
+void remove_temporary_files() noexcept {
+  for (int k = 0; k < kTempSlots; ++k)
+    if (g_temp_used[k] != 0) ::unlink(g_temp_names[k]);
+}
+
+int64_t free_bytes(const std::string& path) {
+  struct statvfs vfs {};
+  if (::statvfs(dir_of(path).c_str(), &vfs) != 0 || vfs.f_frsize == 0) return -1;
+  return static_cast<int64_t>(vfs.f_bavail) * static_cast<int64_t>(vfs.f_frsize);
+}
+
+void require_free_space(const std::string& path, int64_t bytes, MPI_Comm comm) {
+  std::string msg;
+  if (comm_rank(comm) == 0) {
+    struct stat st {};
+    const bool special = ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode);
+    const int64_t avail = special ? -1 : free_bytes(path);
+    if (avail >= 0 && avail < bytes)
+      msg = "cannot write '" + path + "': it needs " + mib(bytes) + " and its file system has " + mib(avail) +
+            " free";
+  }
+  SSDR_CHECK_COLLECTIVE(comm, msg.empty(), msg);
+}
 
 AtomicFile::AtomicFile(const std::string& path, bool binary) : path_(path) {
   struct stat st {};
@@ -108,6 +190,7 @@ AtomicFile::AtomicFile(const std::string& path, bool binary) : path_(path) {
   errno = 0;
   f_ = std::fopen(tmp_.c_str(), binary ? "wb" : "w");
   if (f_ == nullptr) SSDR_THROW("cannot create '" + path + "': " + detail::errno_text(errno));
+  guard_ = std::make_unique<TemporaryFileGuard>(tmp_);
 }
 
 AtomicFile::~AtomicFile() {
@@ -119,7 +202,11 @@ AtomicFile::~AtomicFile() {
 void AtomicFile::commit() {
   SSDR_CHECK(!done_ && f_ != nullptr, "'" + path_ + "' was already committed");
   errno = 0;
-  const bool write_failed = std::fflush(f_) != 0 || std::ferror(f_) != 0;
+  // fsync: a file system may report a full disk or an exceeded quota only when the data
+  // reaches it (NFS, Lustre), and the rename below must never publish a file whose blocks
+  // are not yet on disk.
+  const bool write_failed =
+      std::fflush(f_) != 0 || std::ferror(f_) != 0 || (!in_place_ && ::fsync(::fileno(f_)) != 0);
   const int write_errno = errno;
   const int close_rc = std::fclose(f_);
   const int close_errno = errno;
@@ -141,16 +228,12 @@ void AtomicFile::commit() {
     done_ = true;
     SSDR_THROW("cannot rename '" + tmp_ + "' to '" + path_ + "': " + detail::errno_text(err));
   }
+  guard_.reset();
   done_ = true;
+  sync_directory(path_);
 }
 
 namespace {
-
-/// The directory part of a path ("." for a bare name).
-std::string dir_of(const std::string& path) {
-  const auto slash = path.find_last_of('/');
-  return slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
-}
 
 /// A key identifying the file a path names: "dev:ino" when it exists, else the resolved
 /// directory plus the name (so "x.csv" and "./x.csv" match before either exists).
@@ -225,13 +308,23 @@ std::string shared_temp_name(const std::string& path, MPI_Comm comm) {
 }
 
 /// Rank 0 renames `tmp` to `path`, or removes it when any rank's `ok` is false; then the
-/// lowest failing rank's message (or the rename's) is raised on every rank. Collective.
-void commit_shared(const std::string& tmp, const std::string& path, bool ok, std::string message, MPI_Comm comm) {
+/// lowest failing rank's message (or the rename's) is raised on every rank. With
+/// `expected_size` >= 0, rank 0 first checks that the file holds exactly that many bytes (a
+/// write that stopped short on a full disk or at a quota never becomes `path`). Collective.
+void commit_shared(const std::string& tmp, const std::string& path, bool ok, std::string message, MPI_Comm comm,
+                   int64_t expected_size = -1) {
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   int mine = ok ? 1 : 0, all = 1;
   MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm);
   if (rank == 0) {
+    struct stat st {};
+    if (all != 0 && expected_size >= 0 && (::stat(tmp.c_str(), &st) != 0 || st.st_size != expected_size)) {
+      all = 0;
+      ok = false;
+      message = "cannot write '" + path + "': the file holds " + std::to_string(static_cast<int64_t>(st.st_size)) +
+                " of its " + std::to_string(expected_size) + " bytes (disk full or quota exceeded?)";
+    }
     if (all == 0) {
       ::unlink(tmp.c_str());
     } else if (std::rename(tmp.c_str(), path.c_str()) != 0) {
@@ -239,10 +332,67 @@ void commit_shared(const std::string& tmp, const std::string& path, bool ok, std
       ::unlink(tmp.c_str());
       ok = false;
       message = "cannot rename '" + tmp + "' to '" + path + "': " + detail::errno_text(err);
+    } else {
+      sync_directory(path);
     }
   }
   SSDR_CHECK_COLLECTIVE(comm, ok, message);
 }
+
+}  // namespace
+
+std::string mpi_write_problem(int rc, MPI_Status& st, int64_t asked_bytes, const std::string& path) {
+  if (rc != MPI_SUCCESS) return "cannot write '" + path + "': " + detail::mpi_error_text(rc);
+  int count = 0;
+  MPI_Get_count(&st, MPI_BYTE, &count);
+  if (count == MPI_UNDEFINED || static_cast<int64_t>(count) != asked_bytes)
+    return "cannot write '" + path + "': " + std::to_string(count == MPI_UNDEFINED ? -1 : count) + " of " +
+           std::to_string(asked_bytes) + " bytes written (disk full or quota exceeded?)";
+  return "";
+}
+
+namespace {
+
+/// Space held on disk in a file of its own until release(): room kept for a later write that
+/// must not fail. The owner first allocates `probe_bytes` (posix_fallocate: the blocks are
+/// really taken, so a full disk, a quota or a file-size limit refuses here, before anything is
+/// written), then shrinks the file to the `keep_bytes` it holds on to, handing the rest back
+/// for the write it was probed for. Only the owning rank acts; problem() says why the room
+/// could not be had ("" when held or not owned).
+class SpaceReserve {
+ public:
+  SpaceReserve(const std::string& path, int64_t probe_bytes, int64_t keep_bytes, bool owner)
+      : path_(path), guard_(owner ? path : "") {
+    if (!owner) return;
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+    if (fd < 0) {
+      problem_ = "cannot create '" + path + "': " + detail::errno_text(errno);
+      return;
+    }
+    held_ = true;
+    int rc = ::posix_fallocate(fd, 0, static_cast<off_t>(probe_bytes));
+    if (rc != 0)
+      problem_ = "no room for its " + mib(probe_bytes) + " (" + detail::errno_text(rc) + ")";
+    else if (::ftruncate(fd, static_cast<off_t>(keep_bytes)) != 0)
+      problem_ = "cannot hold " + mib(keep_bytes) + " for its metadata (" + detail::errno_text(errno) + ")";
+    ::close(fd);
+    if (!problem_.empty()) release();
+  }
+  ~SpaceReserve() { release(); }
+  SpaceReserve(const SpaceReserve&) = delete;
+  SpaceReserve& operator=(const SpaceReserve&) = delete;
+  const std::string& problem() const { return problem_; }
+  void release() {
+    if (held_) ::unlink(path_.c_str());
+    held_ = false;
+    guard_.release();
+  }
+
+ private:
+  std::string path_, problem_;
+  TemporaryFileGuard guard_;
+  bool held_ = false;
+};
 
 /// True when `path` names an existing device or FIFO (written in place, through rank 0).
 bool is_special(const std::string& path) {
@@ -265,23 +415,25 @@ void write_npy_parallel(const DistMatrix& Y, const std::string& path) {
   MPI_Comm comm = Y.comm;
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
-  const std::string tmp = shared_temp_name(path, comm);
   const int64_t start = first_row(Y);
   int64_t n = 0;
   MPI_Allreduce(&Y.n_local, &n, 1, MPI_INT64_T, MPI_SUM, comm);
+  const std::string h = npy_header(n, Y.cols);
+  const int64_t file_size = static_cast<int64_t>(h.size()) + n * Y.cols * 8;
+  require_free_space(path, file_size, comm);
+  const std::string tmp = shared_temp_name(path, comm);
+  TemporaryFileGuard guard(tmp);
   MPI_File fh = MPI_FILE_NULL;
   int rc = MPI_File_open(comm, tmp.c_str(), MPI_MODE_CREATE | MPI_MODE_EXCL | MPI_MODE_WRONLY, MPI_INFO_NULL, &fh);
   SSDR_CHECK_COLLECTIVE(comm, rc == MPI_SUCCESS, "cannot create '" + path + "': " + detail::mpi_error_text(rc));
-  const std::string h = npy_header(n, Y.cols);
-  bool ok = true;
   std::string message;
+  auto note = [&](const std::string& problem) {
+    if (message.empty()) message = problem;
+  };
   if (rank == 0) {
     MPI_Status st;
     rc = MPI_File_write_at(fh, 0, h.data(), static_cast<int>(h.size()), MPI_CHAR, &st);
-    if (rc != MPI_SUCCESS) {
-      ok = false;
-      message = "cannot write '" + path + "': " + detail::mpi_error_text(rc);
-    }
+    note(mpi_write_problem(rc, st, static_cast<int64_t>(h.size()), path));
   }
   // Little-endian doubles; chunks of at most 2^27 values, the same count of collective calls
   // on every rank.
@@ -305,17 +457,14 @@ void write_npy_parallel(const DistMatrix& Y, const std::string& path) {
     MPI_Status st;
     rc = MPI_File_write_at_all(fh, static_cast<MPI_Offset>(h.size()) + (start * Y.cols + a) * 8,
                                const_cast<double*>(src), static_cast<int>(b - a), MPI_DOUBLE, &st);
-    if (ok && rc != MPI_SUCCESS) {
-      ok = false;
-      message = "cannot write '" + path + "': " + detail::mpi_error_text(rc);
-    }
+    note(mpi_write_problem(rc, st, (b - a) * 8, path));
   }
+  rc = MPI_File_sync(fh);  // collective: the data on disk before the rename
+  if (rc != MPI_SUCCESS) note("cannot write '" + path + "': " + detail::mpi_error_text(rc));
   rc = MPI_File_close(&fh);
-  if (ok && rc != MPI_SUCCESS) {
-    ok = false;
-    message = "cannot write '" + path + "': " + detail::mpi_error_text(rc);
-  }
-  commit_shared(tmp, path, ok, message, comm);  // any rank's failure removes the file
+  if (rc != MPI_SUCCESS) note("cannot write '" + path + "': " + detail::mpi_error_text(rc));
+  // Any rank's failure, or a file short of its size, removes the file.
+  commit_shared(tmp, path, message.empty(), message, comm, file_size);
 }
 
 }  // namespace
@@ -331,10 +480,22 @@ void write_hdf5(const std::string& path, const DistMatrix& X, const std::string&
   SSDR_CHECK_COLLECTIVE(comm, special == 0,
                         "cannot write HDF5 to '" + path + "': it is a device or FIFO (HDF5 needs a regular file; "
                         "use .npy or .csv to stream)");
-  const std::string tmp = shared_temp_name(path, comm);
   const int64_t start = first_row(X);
   int64_t n = 0;
   MPI_Allreduce(&X.n_local, &n, 1, MPI_INT64_T, MPI_SUM, comm);
+  const int64_t metadata_reserve = int64_t{1} << 20;
+  require_free_space(path, n * X.cols * 8 + (labels != nullptr ? n * 4 : 0) + 2 * metadata_reserve, comm);
+  const std::string tmp = shared_temp_name(path, comm);
+  TemporaryFileGuard guard(tmp);
+  // HDF5 1.10 cannot survive a file whose close fails: a metadata flush that meets a full
+  // disk (or a quota) leaves a half-closed file that crashes the library at MPI_Finalize.
+  // Rank 0 therefore first takes the whole file's size on disk (a full disk, a quota or a
+  // file-size limit refuses here, before HDF5 opens anything), then keeps 1 MiB of it beside
+  // the file (far more than the metadata of two data sets) and frees it just before the
+  // close, so the close's flush has room even if the raw data filled the disk.
+  const int64_t file_bytes = n * X.cols * 8 + (labels != nullptr ? n * 4 : 0) + metadata_reserve;
+  SpaceReserve reserve(tmp + ".reserve", file_bytes, metadata_reserve, rank == 0);
+  SSDR_CHECK_COLLECTIVE(comm, reserve.problem().empty(), "cannot write '" + path + "': " + reserve.problem());
   bool ok = true;
   std::string message;
   {
@@ -365,16 +526,30 @@ void write_hdf5(const std::string& path, const DistMatrix& X, const std::string&
     const hsize_t dims[2] = {static_cast<hsize_t>(n), static_cast<hsize_t>(X.cols)};
     const hsize_t offset[2] = {static_cast<hsize_t>(start), 0};
     const hsize_t count[2] = {static_cast<hsize_t>(X.n_local), static_cast<hsize_t>(X.cols)};
-    ok = write_set(name, H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE, 2, dims, offset, count, X.v.data());
+    // Each data set's result is agreed before the next collective call: a write that failed
+    // on one rank only (its part met the quota) must not leave the others in the next
+    // data set's collective write.
+    auto agreed = [&](bool mine) {
+      int v = mine ? 1 : 0, all = 0;
+      MPI_Allreduce(&v, &all, 1, MPI_INT, MPI_MIN, comm);
+      return all != 0;
+    };
+    ok = agreed(write_set(name, H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE, 2, dims, offset, count, X.v.data()));
     if (ok && labels != nullptr) {
       // Replicated labels: each rank writes the labels of its own rows.
       const hsize_t ldims[1] = {static_cast<hsize_t>(n)}, loff[1] = {static_cast<hsize_t>(start)},
                     lcount[1] = {static_cast<hsize_t>(X.n_local)};
-      ok = write_set(labels_name, H5T_NATIVE_INT, H5T_STD_I32LE, 1, ldims, loff, lcount,
-                     labels->data() + start);
+      ok = agreed(write_set(labels_name, H5T_NATIVE_INT, H5T_STD_I32LE, 1, ldims, loff, lcount,
+                            labels->data() + start));
     }
-    if (!ok) message = "cannot write '" + path + "' (HDF5 write error)";
-  }  // the file closes (collectively) before the rename
+    if (!ok) message = "cannot write '" + path + "' (HDF5 write error: disk full or quota exceeded?)";
+    reserve.release();
+    MPI_Barrier(comm);  // the room is free before any rank flushes metadata
+    if (H5Fclose(file.release()) < 0 && ok) {  // collective; the metadata reaches the file here
+      ok = false;
+      message = "cannot write '" + path + "': HDF5 could not close the file (disk full or quota exceeded?)";
+    }
+  }
   commit_shared(tmp, path, ok, message, comm);
 }
 

@@ -445,7 +445,8 @@ void save_collective(const Model& m, const std::string& path, MPI_Comm comm) {
   std::string trailer;
   put_u64(trailer, row_sum);
 
-  // Rank 0: the replicated part and the temporary file (or the device written in place).
+  // Rank 0: the replicated part; then, when the file system has room for the whole file, the
+  // temporary file (or the device written in place).
   std::string head, temp;
   std::unique_ptr<io::AtomicFile> file;
   int in_place = 0;
@@ -453,6 +454,18 @@ void save_collective(const Model& m, const std::string& path, MPI_Comm comm) {
   if (rank == 0) {
     try {
       head = header_bytes(m);
+    } catch (const std::exception& e) {
+      ok = false;
+      msg = e.what();
+    }
+  }
+  SSDR_CHECK_COLLECTIVE(comm, ok, msg);
+  uint64_t head_len = head.size();
+  MPI_Bcast(&head_len, 1, MPI_UINT64_T, 0, comm);
+  const int64_t file_size = static_cast<int64_t>(head_len) + n * w * 8 + static_cast<int64_t>(trailer.size());
+  io::require_free_space(path, file_size, comm);
+  if (rank == 0) {
+    try {
       file = std::make_unique<io::AtomicFile>(path, true);
       temp = file->temp_path();
       in_place = temp.empty() ? 1 : 0;
@@ -462,8 +475,6 @@ void save_collective(const Model& m, const std::string& path, MPI_Comm comm) {
     }
   }
   SSDR_CHECK_COLLECTIVE(comm, ok, msg);
-  uint64_t head_len = head.size();
-  MPI_Bcast(&head_len, 1, MPI_UINT64_T, 0, comm);
   MPI_Bcast(&in_place, 1, MPI_INT, 0, comm);
 
   if (in_place) {
@@ -487,31 +498,49 @@ void save_collective(const Model& m, const std::string& path, MPI_Comm comm) {
     MPI_Bcast(&tlen, 1, MPI_UINT64_T, 0, comm);
     temp.resize(static_cast<size_t>(tlen));
     MPI_Bcast(temp.data(), static_cast<int>(tlen), MPI_CHAR, 0, comm);
+    // Every rank registers the temporary name: a rank terminated mid-write removes it.
+    io::TemporaryFileGuard guard(rank == 0 ? std::string() : temp);
     MPI_File fh = MPI_FILE_NULL;
     int rc = MPI_File_open(comm, temp.c_str(), MPI_MODE_WRONLY, MPI_INFO_NULL, &fh);
     SSDR_CHECK_COLLECTIVE(comm, rc == MPI_SUCCESS, "cannot write '" + path + "': " + mpi_error_text(rc));
-    auto fail = [&](int code) {
-      if (code != MPI_SUCCESS && ok) {
+    // Every write's byte count is checked: MPI-IO may report success for a write cut short by
+    // a full disk or a quota.
+    auto note = [&](const std::string& problem) {
+      if (!problem.empty() && ok) {
         ok = false;
-        msg = "cannot write '" + path + "': " + mpi_error_text(code);
+        msg = problem;
       }
     };
+    MPI_Status st;
     const MPI_Offset base = static_cast<MPI_Offset>(head_len);
-    if (rank == 0) fail(MPI_File_write_at(fh, 0, head.data(), static_cast<int>(head.size()), MPI_BYTE, MPI_STATUS_IGNORE));
+    if (rank == 0) {
+      rc = MPI_File_write_at(fh, 0, head.data(), static_cast<int>(head.size()), MPI_BYTE, &st);
+      note(io::mpi_write_problem(rc, st, static_cast<int64_t>(head.size()), path));
+    }
     int64_t rounds = (count + chunk - 1) / chunk;
     MPI_Allreduce(MPI_IN_PLACE, &rounds, 1, MPI_INT64_T, MPI_MAX, comm);
     for (int64_t k = 0; k < rounds; ++k) {
       const int64_t j0 = std::min(count, k * chunk), b = std::min(chunk, count - j0);
       pack_rows(m.kernel, first - m.kernel.z_start + j0, b, buf);
-      fail(MPI_File_write_at_all(fh, base + static_cast<MPI_Offset>((first + j0) * w) * 8, buf.data(),
-                                 static_cast<int>(b * w), MPI_DOUBLE, MPI_STATUS_IGNORE));
+      rc = MPI_File_write_at_all(fh, base + static_cast<MPI_Offset>((first + j0) * w) * 8, buf.data(),
+                                 static_cast<int>(b * w), MPI_DOUBLE, &st);
+      note(io::mpi_write_problem(rc, st, b * w * 8, path));
     }
-    if (rank == 0)
-      fail(MPI_File_write_at(fh, base + static_cast<MPI_Offset>(n * w) * 8, trailer.data(), 8, MPI_BYTE,
-                             MPI_STATUS_IGNORE));
-    fail(MPI_File_close(&fh));
+    if (rank == 0) {
+      rc = MPI_File_write_at(fh, base + static_cast<MPI_Offset>(n * w) * 8, trailer.data(), 8, MPI_BYTE, &st);
+      note(io::mpi_write_problem(rc, st, 8, path));
+    }
+    rc = MPI_File_sync(fh);  // collective: the rows on disk before the rename
+    if (rc != MPI_SUCCESS) note("cannot write '" + path + "': " + mpi_error_text(rc));
+    rc = MPI_File_close(&fh);
+    if (rc != MPI_SUCCESS) note("cannot write '" + path + "': " + mpi_error_text(rc));
+    // A file short of its size (a write cut short and not reported) never becomes `path`.
+    struct stat sb {};
+    if (rank == 0 && ok && (::stat(temp.c_str(), &sb) != 0 || sb.st_size != file_size))
+      note("cannot write '" + path + "': the file holds " + std::to_string(static_cast<int64_t>(sb.st_size)) +
+           " of its " + std::to_string(file_size) + " bytes (disk full or quota exceeded?)");
   }
-  SSDR_CHECK_COLLECTIVE(comm, ok, msg);
+  SSDR_CHECK_COLLECTIVE(comm, ok, msg);  // rank 0's AtomicFile removes the temporary file
   if (rank == 0) {
     try {
       file->commit();  // closes rank 0's (empty) stream and renames the complete file

@@ -616,6 +616,59 @@ TEST(AtomicFile, ReportsAPathThatCannotBeCreated) {
   expect_error([&] { io::AtomicFile f(p); }, "cannot create '" + p + "': No such file or directory");
 }
 
+TEST(AtomicFile, ItsTemporaryFileIsRemovedByTheTerminationHandlerUntilItIsCommitted) {
+  TempDir dir;
+  const std::string p = dir.file("out" + std::to_string(test::rank()) + ".txt");
+  {
+    io::AtomicFile f(p);
+    std::fputs("partial", f.get());
+    std::fflush(f.get());
+    ASSERT_TRUE(std::filesystem::exists(f.temp_path()));
+    io::remove_temporary_files();  // what the SIGTERM handler does
+    EXPECT_FALSE(std::filesystem::exists(f.temp_path()));
+  }
+  {
+    io::AtomicFile f(p);
+    std::fputs("whole", f.get());
+    f.commit();
+  }
+  io::remove_temporary_files();  // a committed file is no longer temporary
+  EXPECT_TRUE(std::filesystem::exists(p));
+}
+
+TEST(TemporaryFileGuard, RegistersANameOnlyWhileItLivesAndNeverTheEmptyName) {
+  TempDir dir;
+  const std::string a = dir.file("a" + std::to_string(test::rank()) + ".tmp.1");
+  const std::string b = dir.file("b" + std::to_string(test::rank()) + ".tmp.1");
+  auto touch = [](const std::string& p) { std::ofstream(p) << "x"; };
+  touch(a);
+  touch(b);
+  {
+    io::TemporaryFileGuard ga(a), none("");
+    io::TemporaryFileGuard gb(b);
+    gb.release();
+    io::remove_temporary_files();
+  }
+  EXPECT_FALSE(std::filesystem::exists(a));
+  EXPECT_TRUE(std::filesystem::exists(b));
+  touch(a);
+  io::remove_temporary_files();  // the guard of `a` is gone with its scope
+  EXPECT_TRUE(std::filesystem::exists(a));
+}
+
+TEST(RequireFreeSpace, RefusesOnEveryRankAnOutputLargerThanItsFileSystemAndPassesDevices) {
+  TempDir dir;
+  const std::string p = dir.file("huge.npy");
+  const int64_t avail = io::free_bytes(p);
+  ASSERT_GE(avail, 0);
+  EXPECT_NO_THROW(io::require_free_space(p, 1, MPI_COMM_WORLD));
+  // More than the file system has free (an exabyte more): refused on every rank, naming it.
+  expect_error([&] { io::require_free_space(p, avail + (int64_t{1} << 60), MPI_COMM_WORLD); },
+               "cannot write '" + p + "': it needs ");
+  EXPECT_NO_THROW(io::require_free_space("/dev/null", int64_t{1} << 62, MPI_COMM_WORLD));
+  EXPECT_FALSE(std::filesystem::exists(p));
+}
+
 TEST(AtomicFile, WriteTextAtomicWritesFromRankZeroOnly) {
   TempDir dir;
   const std::string p = dir.file("text.json");

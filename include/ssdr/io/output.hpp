@@ -1,7 +1,11 @@
 #pragma once
 /// \file output.hpp
 /// Writing results without ever leaving a partial file behind.
+#include <mpi.h>
+
+#include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -9,12 +13,55 @@
 
 namespace ssdr::io {
 
+/// The bytes free for an unprivileged writer on the file system that would hold `path`
+/// (statvfs of its directory: f_bavail × f_frsize), or -1 when it cannot be told. Local.
+int64_t free_bytes(const std::string& path);
+
+/// Refuses, before anything is written, an output of `bytes` bytes that cannot fit on its
+/// file system (a device or FIFO, and a file system that reports no free count, pass). Rank 0
+/// checks; collective over comm. A disk quota is not seen here: the writers also check every
+/// write's byte count and the file's size before renaming it.
+/// \throws ssdr::Error (collectively), e.g. "cannot write 'e.npy': it needs 14.2 MiB and its
+/// file system has 3.1 MiB free".
+void require_free_space(const std::string& path, int64_t bytes, MPI_Comm comm);
+
+/// The problem with an MPI-IO write, or "" when all `asked_bytes` arrived: its error code,
+/// or fewer bytes than asked in its status (ROMIO and OMPIO may report MPI_SUCCESS for a
+/// write cut short by a full disk or a quota). Local.
+std::string mpi_write_problem(int rc, MPI_Status& st, int64_t asked_bytes, const std::string& path);
+
+/// Registers a temporary file for remove_temporary_files() while the guard lives (an
+/// AtomicFile and the collective writers use it; every rank that knows the name registers
+/// it). At most 32 names of up to PATH_MAX bytes are held; others are not registered. Local.
+class TemporaryFileGuard {
+ public:
+  /// Registers `path` (nothing for "").
+  explicit TemporaryFileGuard(const std::string& path);
+  ~TemporaryFileGuard();
+  TemporaryFileGuard(const TemporaryFileGuard&) = delete;
+  TemporaryFileGuard& operator=(const TemporaryFileGuard&) = delete;
+  /// Stops tracking the name (after its rename). Idempotent.
+  void release();
+
+ private:
+  int slot_ = -1;
+};
+
+/// Removes every temporary file registered by a live TemporaryFileGuard of this process.
+/// Async-signal-safe (unlink(2) only): the command line's SIGTERM/SIGINT/SIGHUP handler calls
+/// it, so a rank terminated while it writes (mpiexec stopping the job after another rank
+/// died, scancel) leaves no "<path>.tmp.<pid>" behind. SIGKILL cannot be caught. Local.
+void remove_temporary_files() noexcept;
+
 /// A file written under a temporary name in the same directory ("<path>.tmp.<pid>") and
 /// renamed to `path` by commit(). If commit() is never called (an exception unwinds), the
 /// destructor removes the temporary file, so no partial output is ever visible. An existing
 /// target that is not a regular file (a device such as /dev/null, a FIFO) is written in
 /// place instead: renaming over it would replace the device with a regular file (a FIFO
-/// without a reader is refused at once, never waited on). Local (one rank writes).
+/// without a reader is refused at once, never waited on). commit() checks that every byte
+/// reached the file (fflush, fsync, fclose), then renames and syncs the directory, so after a
+/// crash the name holds either the old file or the whole new one. The temporary name is
+/// registered for remove_temporary_files(). Local (one rank writes).
 class AtomicFile {
  public:
   /// \throws ssdr::Error naming `path` when the temporary file cannot be created.
@@ -22,7 +69,9 @@ class AtomicFile {
   ~AtomicFile();
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
+  /// The stream to write to (the temporary file, or the device written in place).
   std::FILE* get() { return f_; }
+  /// The temporary name ("" when a device is written in place).
   const std::string& temp_path() const { return tmp_; }
   /// Flushes, closes and renames. \throws ssdr::Error when writing or renaming failed.
   void commit();
@@ -32,6 +81,7 @@ class AtomicFile {
   std::FILE* f_ = nullptr;
   bool done_ = false;
   bool in_place_ = false;  ///< an existing device or FIFO, written directly
+  std::unique_ptr<TemporaryFileGuard> guard_;
 };
 
 /// A named path from the command line or a job file, e.g. {"--model", "soda.model"}.
