@@ -157,7 +157,7 @@ run sbatch_defaults env "${clean_env[@]}" SLURM_SUBMIT_DIR="$tmp/root" SLURM_NTA
   bash "$SLURM_DIR/soda_fashion_mnist.sbatch" 0.3
 cp "$tmp/sbatch_defaults.err" "$tmp/last.err"
 expect "soda_fashion_mnist.sbatch defaults: srun, the submit directory's build/ssdr, results/ and jobs/petsc" \
-  "$STUB_DIR/launch.log" "srun --cpu-bind=cores $tmp/root/build/ssdr fit --method soda --data /usr/share/datasets/fashion-mnist --labeled-per-class 20 --transductive-fraction 0.3 --seed 1 --report $tmp/root/results/soda_fmnist_4r_f0.3.json -options_file $tmp/root/jobs/petsc/soda.opts -log_view :$tmp/root/results/soda_fmnist_4r_f0.3.log_view.txt"
+  "$STUB_DIR/launch.log" "srun --mpi=pmix --cpu-bind=cores $tmp/root/build/ssdr fit --method soda --data /usr/share/datasets/fashion-mnist --labeled-per-class 20 --transductive-fraction 0.3 --seed 1 --report $tmp/root/results/soda_fmnist_4r_f0.3.json -options_file $tmp/root/jobs/petsc/soda.opts -log_view :$tmp/root/results/soda_fmnist_4r_f0.3.log_view.txt"
 run sbatch_override env "${clean_env[@]}" SLURM_SUBMIT_DIR="$tmp/root" SLURM_NTASKS=4 SSDR_ROOT="$ROOT" \
   SSDR_BIN="$STUB" SSDR_DATA="$tmp/fm.h5" SSDR_OUT="$tmp/o u t" \
   bash "$SLURM_DIR/soda_fashion_mnist.sbatch"
@@ -191,10 +191,10 @@ run strong env "${clean_env[@]}" SLURM_SUBMIT_DIR="$tmp/root" SLURM_NTASKS=6 SLU
   SSDR_ROOT="$ROOT" SSDR_BIN="$STUB" SSDR_DATA="$tmp/fm" SSDR_OUT="$tmp/out" bash "$SLURM_DIR/strong_scaling.sbatch" 0.5
 cp "$tmp/strong.err" "$tmp/last.err"
 expect "strong_scaling.sbatch: 1, 2, 4 and all 6 ranks on the fewest nodes" "$STUB_DIR/launch.log" \
-  "srun --nodes=1 --ntasks=1 --cpu-bind=cores $STUB fit --method soda --data $tmp/fm --labeled-per-class 20 --transductive-fraction 0.5 --seed 1 -q --report $tmp/out/strong/soda_f0.5_np1.json" \
-  "srun --nodes=1 --ntasks=2 --cpu-bind=cores $STUB fit --method soda --data $tmp/fm --labeled-per-class 20 --transductive-fraction 0.5 --seed 1 -q --report $tmp/out/strong/soda_f0.5_np2.json" \
-  "srun --nodes=2 --ntasks=4 --cpu-bind=cores $STUB fit --method soda --data $tmp/fm --labeled-per-class 20 --transductive-fraction 0.5 --seed 1 -q --report $tmp/out/strong/soda_f0.5_np4.json" \
-  "srun --nodes=2 --ntasks=6 --cpu-bind=cores $STUB fit --method soda --data $tmp/fm --labeled-per-class 20 --transductive-fraction 0.5 --seed 1 -q --report $tmp/out/strong/soda_f0.5_np6.json"
+  "srun --mpi=pmix --nodes=1 --ntasks=1 --cpu-bind=cores $STUB fit --method soda --data $tmp/fm --labeled-per-class 20 --transductive-fraction 0.5 --seed 1 -q --report $tmp/out/strong/soda_f0.5_np1.json" \
+  "srun --mpi=pmix --nodes=1 --ntasks=2 --cpu-bind=cores $STUB fit --method soda --data $tmp/fm --labeled-per-class 20 --transductive-fraction 0.5 --seed 1 -q --report $tmp/out/strong/soda_f0.5_np2.json" \
+  "srun --mpi=pmix --nodes=2 --ntasks=4 --cpu-bind=cores $STUB fit --method soda --data $tmp/fm --labeled-per-class 20 --transductive-fraction 0.5 --seed 1 -q --report $tmp/out/strong/soda_f0.5_np4.json" \
+  "srun --mpi=pmix --nodes=2 --ntasks=6 --cpu-bind=cores $STUB fit --method soda --data $tmp/fm --labeled-per-class 20 --transductive-fraction 0.5 --seed 1 -q --report $tmp/out/strong/soda_f0.5_np6.json"
 # The table and the plot's data: speedup T(1)/T(p), efficiency S/p, per stage too.
 if "$PY" - "$tmp/out/strong/soda_f0.5_scaling.dat" "$tmp/strong.out" <<'PY'
 import math, sys
@@ -224,7 +224,7 @@ fi
 run strong_ranks env "${clean_env[@]}" SLURM_SUBMIT_DIR="$tmp/root" SLURM_NTASKS=8 SLURM_JOB_NUM_NODES=2 \
   SSDR_ROOT="$ROOT" SSDR_BIN="$STUB" SSDR_OUT="$tmp/out2" SSDR_RANKS="2 8" SSDR_PETSC_OPTIONS="-log_view" \
   bash "$SLURM_DIR/strong_scaling.sbatch"
-if [ "$(cut -d' ' -f1-3 "$STUB_DIR/launch.log" | tr '\n' ' ')" = "srun --nodes=1 --ntasks=2 srun --nodes=2 --ntasks=8 " ] &&
+if [ "$(cut -d' ' -f1-4 "$STUB_DIR/launch.log" | tr '\n' ' ')" = "srun --mpi=pmix --nodes=1 --ntasks=2 srun --mpi=pmix --nodes=2 --ntasks=8 " ] &&
    [ "$(grep -c -x -- -log_view "$STUB_DIR/ssdr.log")" -eq 2 ] && grep -q "over 2 rank(s)" "$tmp/strong_ranks.out"; then
   ok "strong scaling: SSDR_RANKS, SSDR_PETSC_OPTIONS, speedup over the smallest count"
 else
@@ -268,7 +268,7 @@ job="$ROOT/jobs/experiments/smoke.yaml"
 got=$(signal_run exp_usr1 USR1 kill env "${clean_env[@]}" SLURM_SUBMIT_DIR="$tmp/root" SLURM_NTASKS=4 SSDR_OUT="$tmp/res" \
   SSDR_DATA=/x SSDR_PETSC_OPTIONS="-log_view" bash "$SLURM_DIR/experiment.sbatch" "$job" 2)
 if [ "$got" = "rc=138 got USR1 " ] &&
-   [ "$(cat "$STUB_DIR/launch.log")" = "srun --cpu-bind=cores $tmp/root/build/ssdr experiment $job --groups 2 --output $tmp/res/smoke -log_view" ] &&
+   [ "$(cat "$STUB_DIR/launch.log")" = "srun --mpi=pmix --cpu-bind=cores $tmp/root/build/ssdr experiment $job --groups 2 --output $tmp/res/smoke -log_view" ] &&
    grep -q "SSDR_DATA is not used by experiment" "$tmp/exp_usr1.err"; then
   ok "experiment.sbatch: srun experiment JOB --groups G --output \$SSDR_OUT/NAME; SIGUSR1 (--signal=B:USR1) reaches the ranks, exit 138"
 else
@@ -276,7 +276,7 @@ else
 fi
 got=$(signal_run exp_term TERM kill env "${clean_env[@]}" SLURM_SUBMIT_DIR="$tmp/root" SLURM_NTASKS=4 SSDR_BIN="$STUB" \
   SSDR_GROUPS=3 bash "$SLURM_DIR/experiment.sbatch" "$job")
-if [ "$got" = "rc=138 got USR1 " ] && [ "$(cat "$STUB_DIR/launch.log")" = "srun --cpu-bind=cores $STUB experiment $job --groups 3" ]; then
+if [ "$got" = "rc=138 got USR1 " ] && [ "$(cat "$STUB_DIR/launch.log")" = "srun --mpi=pmix --cpu-bind=cores $STUB experiment $job --groups 3" ]; then
   ok "experiment.sbatch: SIGTERM (scancel) passed on as SIGUSR1, SSDR_GROUPS, the job file's own output"
 else
   bad "experiment.sbatch SIGTERM: $got"; cat "$STUB_DIR/launch.log" "$tmp/exp_term.err"
