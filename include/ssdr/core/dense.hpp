@@ -60,10 +60,12 @@ struct DistMatrix {
   int64_t cols = 0;       ///< d (or m, or c+1)
   std::vector<double> v;  ///< row-major local block, v[i*cols + j]
 
+  /// Row i of the local block (cols values). Local.
   double* row(int64_t i) { return v.data() + i * cols; }
   const double* row(int64_t i) const { return v.data() + i * cols; }
   double& operator()(int64_t i, int64_t j) { return v[static_cast<size_t>(i * cols + j)]; }
   double operator()(int64_t i, int64_t j) const { return v[static_cast<size_t>(i * cols + j)]; }
+  /// The row distribution (n, first global row, local rows). Local.
   Layout layout() const { return Layout{n_global, row_start, n_local}; }
 };
 

@@ -24,6 +24,7 @@ namespace ssdr {
 ///    ranks (as ranks of MPI_COMM_WORLD) the error keeps.
 class Error : public std::runtime_error {
  public:
+  /// Which ranks raise the error (see the class comment).
   enum class Scope { local, replicated, communicator };
   /// `collective` true: Scope::replicated, else Scope::local.
   Error(const std::string& message, const char* file, int line, bool collective = false);

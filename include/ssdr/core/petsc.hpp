@@ -13,6 +13,7 @@
 
 namespace ssdr {
 
+/// Destroys a PETSc object (Owned's deleter; one overload per handle type). Local.
 inline void petsc_destroy(Mat& h) { MatDestroy(&h); }
 inline void petsc_destroy(Vec& h) { VecDestroy(&h); }
 inline void petsc_destroy(KSP& h) { KSPDestroy(&h); }
@@ -38,6 +39,7 @@ class Owned {
     }
     return *this;
   }
+  /// Takes the handle over; `o` is left empty.
   Owned(Owned&& o) noexcept : h_(std::exchange(o.h_, nullptr)) {}
   Owned& operator=(Owned&& o) noexcept {
     if (this != &o) {
@@ -53,6 +55,7 @@ class Owned {
   }
   H get() const { return h_; }
   operator H() const { return h_; }  // NOLINT: pass straight to PETSc calls
+  /// Destroys the held object and gives the slot to a PETSc creation call (MatCreate(comm, A.out())).
   H* out() {
     reset();
     return &h_;

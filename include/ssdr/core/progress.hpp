@@ -23,6 +23,7 @@ void say(const std::string& message);
 /// Not collective.
 class Phase {
  public:
+  /// Starts the phase `name` (printed on rank 0; its seconds added to `*timings` when given).
   Phase(std::string name, std::map<std::string, double>* timings = nullptr);
   ~Phase();
   /// Ends the phase now (idempotent); returns elapsed seconds.
@@ -40,6 +41,7 @@ class Phase {
 /// min(3 s, the interval). Not collective.
 class Progress {
  public:
+  /// A loop of `total` steps named `what`.
   Progress(std::string what, long total);
   /// "what: done/total (p%), ETA s".
   void update(long done);

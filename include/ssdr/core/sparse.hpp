@@ -28,7 +28,9 @@ struct SparseRows {
   std::vector<int32_t> col;        ///< column of each stored value
   std::vector<double> val;         ///< the stored values (explicit zeros are dropped by the reader)
 
+  /// The values stored on this rank. Local.
   int64_t nnz_local() const { return row_ptr.empty() ? 0 : row_ptr.back(); }
+  /// The row distribution (n, first global row, local rows). Local.
   Layout layout() const { return Layout{n_global, row_start, n_local}; }
 };
 

@@ -11,6 +11,7 @@
 
 namespace ssdr::data {
 
+/// Per-feature scaling applied before centering and PCA (fit on the fit samples).
 enum class Scaling {
   none,         ///< raw values
   unit_range,   ///< per feature to [0, 1] with the min/max of the fit samples
@@ -28,6 +29,8 @@ std::string to_string(Scaling s);
 /// 30×30 eigenproblem instead of a 20 000×20 000 one). automatic: gram when n_fit < d.
 enum class PcaRoute { automatic, covariance, gram };
 
+/// The preprocessing of a fit: scaling, centering and the PCA reduction to d' (soda-nie2009 §6
+/// and soge-liu2017 use PCA first); defaults are the method's paper's (MethodInfo::preprocess).
 struct PreprocessOptions {
   Scaling scaling = Scaling::none;
   bool pca = true;          ///< false: center only (basis = identity)

@@ -10,6 +10,7 @@
 
 namespace ssdr::data {
 
+/// The role of a sample in a split: labeled (in L), unlabeled (transductive, in U) or unseen.
 enum class Role : char { labeled = 'L', unlabeled = 'U', unseen = 'T' };
 
 /// How to draw a stratified random split. Exactly one of unlabeled_per_class (≥ 0) and
@@ -44,6 +45,7 @@ void validate_split(const std::vector<int>& labels, int classes, const std::vect
 struct SplitCounts {
   int64_t labeled = 0, unlabeled = 0, unseen = 0;
 };
+/// The counts of each role in `roles`. Local.
 SplitCounts count_roles(const std::vector<Role>& roles);
 
 }  // namespace ssdr::data

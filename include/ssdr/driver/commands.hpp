@@ -29,6 +29,7 @@ struct FitCommand {
   std::string soft_labels;
 };
 
+/// `ssdr transform` and `ssdr predict`: a saved model applied to new samples.
 struct TransformCommand {
   std::string model, data, embedding;
   io::Format format = io::Format::automatic;

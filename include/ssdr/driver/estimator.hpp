@@ -64,7 +64,7 @@ FitConfig make_fit_config(const std::string& method, const std::vector<Parameter
 /// …, form the global n×d matrix: a DistMatrix whose row_start is the exclusive prefix sum of
 /// the local counts, see make_dist_local), any number of rows per rank. The fitted model and
 /// every row's result do not depend on the rank count or on how the rows are split among the
-/// ranks (ties by global index, fixed reduction orders; see the README).
+/// ranks (ties by global index, fixed reduction orders; see docs/design.md).
 class Estimator {
  public:
   /// \throws ssdr::Error (replicated) when `method` is not in the table or a parameter is
@@ -74,6 +74,7 @@ class Estimator {
   /// cross-validated choice). Local.
   explicit Estimator(driver::FitConfig config);
 
+  /// The method's name from the method table ("soda", ...). Local.
   const std::string& method() const { return config_.method; }
   /// The parameters given so far (name → value), as given. Local.
   const nlohmann::json& params() const { return params_; }
@@ -159,6 +160,7 @@ class Estimator {
   /// Python classes_). Local. \throws ssdr::Error when not fitted or the count is not c.
   Estimator& set_class_names(const nlohmann::json& names);
 
+  /// Whether fit() has succeeded (or a model was loaded). Local.
   bool fitted() const { return fitted_; }
   /// The fitted model. \throws ssdr::Error (replicated) when not fitted.
   const model::Model& model() const;

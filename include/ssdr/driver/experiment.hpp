@@ -9,6 +9,7 @@
 
 namespace ssdr::driver {
 
+/// `ssdr experiment`: the job file, its output folder and how the run reports progress.
 struct ExperimentOptions {
   std::string job_file;      ///< YAML job (see jobs/experiments/README.md)
   int groups = 1;            ///< G: MPI_COMM_WORLD is split into G groups of ranks

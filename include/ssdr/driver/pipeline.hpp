@@ -54,6 +54,8 @@ struct RowsCache {
   double bytes() const;
 };
 
+/// One fit's configuration: the method, its options and preprocessing, the parameters recorded
+/// with the model, and the caches a sweep shares.
 struct FitConfig {
   std::string method = "soda";
   methods::MethodOptions method_options;
@@ -67,6 +69,8 @@ struct FitConfig {
   RowsCache* rows = nullptr;
 };
 
+/// One fit's result: accuracies (soda-nie2009 §6 protocol: 1-NN on unlabeled and unseen
+/// samples), the trace ratio, timings and the model.
 struct FitOutcome {
   evaluation::Accuracy accuracy;
   double trace_ratio = std::numeric_limits<double>::quiet_NaN();
@@ -95,7 +99,7 @@ FitOutcome fit_and_evaluate(const io::Dataset& ds, const std::vector<data::Role>
 /// and the class count stay): the rows are preprocessed inside X's own memory
 /// (data::apply_split) and the unseen rows are embedded from their preprocessed copy
 /// (model::Projector), so the fit holds one copy of its data, n×d' instead of n×d + n_t×d'
-/// (1.0× a rank's share of X plus the method's memory; the million-sample run of the README).
+/// (1.0× a rank's share of X plus the method's memory; the million-sample run of docs/scale.md).
 /// For a single fit (`ssdr fit`); experiments and cross-validation reuse the data set and
 /// call the other overload. Collective over ds.X.comm. \throws ssdr::Error as the other.
 FitOutcome fit_and_evaluate_consuming(io::Dataset& ds, const std::vector<data::Role>& roles,

@@ -12,6 +12,7 @@
 
 namespace ssdr::evaluation {
 
+/// 1-NN accuracy on the unlabeled (transductive) and unseen samples, in [0, 1].
 struct Accuracy {
   double unlabeled = std::numeric_limits<double>::quiet_NaN();  ///< NaN when there are none
   double unseen = std::numeric_limits<double>::quiet_NaN();

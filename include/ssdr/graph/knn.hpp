@@ -86,6 +86,7 @@ KnnMethod resolve(KnnMethod m, int64_t n);
 /// Inverse of to_string. \throws ssdr::Error (replicated) naming the valid values.
 KnnMethod parse_knn_method(const std::string& s);
 
+/// The kNN graph: k, the weights (heat kernel, soda-nie2009 eq. (42) for σ), the backend.
 struct GraphOptions {
   int k = 8;                           ///< neighbors
   EdgeWeight weight = EdgeWeight::heat;

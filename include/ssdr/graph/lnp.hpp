@@ -55,6 +55,7 @@ struct ReconstructionWeights {
 /// \throws ssdr::Error (collectively) when k < 1 or k ≥ n.
 ReconstructionWeights reconstruction_weights(const DistMatrix& X, int k, double regularization = 1e-3);
 
+/// The reconstruction-weight graph of SL-LDA (sllda-zhao2014 §3.1, LNP).
 struct LnpOptions {
   int k = 8;                     ///< neighbors
   double regularization = 1e-3;  ///< r = regularization · tr(G)/k

@@ -11,6 +11,7 @@
 
 namespace ssdr::graph {
 
+/// NN-descent (Dong et al. 2011) as the approximate kNN backend: seed, iterations, sampling.
 struct NNDescentOptions {
   uint64_t seed = 1;         ///< random initial lists and sampling; same seed and rank count → same lists
   double rho = 1.0;          ///< sample rate ρ of Dong et al. §2.5 (ρk new candidates per row and round), (0, 1]

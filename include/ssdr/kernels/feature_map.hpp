@@ -35,6 +35,7 @@
 
 namespace ssdr::kernels {
 
+/// The kernel of a kernel method (KSODA, GDA, SSGDA).
 enum class KernelType {
   none,        ///< no kernel: the methods see the preprocessed data
   linear,      ///< k(x,y) = xᵀy
@@ -51,6 +52,7 @@ std::string to_string(KernelType k);
 /// overflows or makes the kernel matrix numerically rank one).
 inline constexpr double kMaxPolynomialDegree = 20;
 
+/// The kernel and its map: type and parameters, exact map or Nyström landmarks.
 struct KernelOptions {
   KernelType type = KernelType::none;
   double degree = 3;        ///< polynomial p (KSODA paper: 3)
@@ -98,7 +100,9 @@ struct FeatureMap {
   int64_t z_global = 0;          ///< exact: n, the training samples over all ranks (Nyström: r_z)
   int64_t z_start = 0;           ///< exact: global index of this rank's first sample (Nyström: 0)
   MPI_Comm comm = MPI_COMM_SELF; ///< exact: the ranks that share the samples (Nyström: unused)
+  /// d', the preprocessed input dimension. Local.
   int64_t input_dim() const { return Zt.rows; }
+  /// r, the dimension of the feature map's output. Local.
   int64_t dim() const { return M.cols; }
   /// r_z over all ranks: the landmarks (Nyström) or the training samples n (exact).
   int64_t landmarks() const { return exact ? z_global : Zt.cols; }

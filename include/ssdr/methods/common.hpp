@@ -92,6 +92,7 @@ struct GraphAndLabels {
   propagation::PropagationResult lp;
   std::string key;
 };
+/// Builds (or takes from the cache) the graph `g` and the propagation of `o`; see GraphAndLabels.
 GraphAndLabels graph_and_propagation(const TrainingData& data, const graph::GraphOptions& g,
                                      const MethodOptions& o, Timings& t);
 

@@ -9,6 +9,8 @@
 namespace ssdr::methods {
 
 // soda-nie2009 (src/methods/soda.cpp)
+/// The method objects of the method table, one factory per method (each documented in its
+/// source file and in docs/methods.md). Local.
 std::unique_ptr<Method> make_soda();
 std::unique_ptr<Method> make_oda();
 std::unique_ptr<Method> make_lda();

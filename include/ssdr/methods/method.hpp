@@ -83,6 +83,8 @@ struct TrainingData {
   std::string features;
 };
 
+/// What Method::fit returns: the projection W (d'×m, replicated), the trace ratio, and the
+/// transductive by-products (predictions, soft labels F).
 struct FitResult {
   Dense W;  ///< d'×m projection (0×0 for purely transductive methods such as lp)
   double trace_ratio = std::numeric_limits<double>::quiet_NaN();

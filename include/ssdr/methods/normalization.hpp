@@ -17,6 +17,7 @@
 
 namespace ssdr::methods {
 
+/// How the columns of W are scaled (--normalize).
 enum class Normalization {
   unit = 0,    ///< every column of W has Euclidean length 1 (the field's convention)
   metric = 1,  ///< the scale the method's own criterion fixes: wᵀBw = 1 for the generalized

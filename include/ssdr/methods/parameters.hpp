@@ -31,6 +31,7 @@ struct ConstParameterTarget {
   const kernels::KernelOptions& kernel;
 };
 
+/// What a parameter accepts (its value's kind).
 enum class ParameterKind {
   integer,  ///< a whole number in [lo, hi]
   real,     ///< a finite number in the range (NaN and infinities never pass)
@@ -46,6 +47,8 @@ enum class ParameterScope {
   knn_backend,  ///< every method with a kNN heat/binary/adaptive graph (those that list "weight")
 };
 
+/// One row of the parameter table: name, symbol, help, kind and range, and how it is set and
+/// read. The table drives --help, validation, job files, --grid and Python's __init__.
 struct ParameterSpec {
   std::string name;    ///< job-file key and --grid name; the option is --name with '_' → '-'
   std::string symbol;  ///< the papers' symbol ("α_u", "μ"), empty when none

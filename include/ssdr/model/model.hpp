@@ -38,6 +38,8 @@ inline constexpr int kFormatVersion = 6;
 /// The first format version that keeps the labeled samples (`ssdr predict` needs them).
 inline constexpr int kFirstVersionWithLabeled = 5;
 
+/// A fitted model (the --model file, Boost.Serialization): the method, its parameters, the
+/// preprocessing (centering, scaling, PCA basis), W, the kernel map, the labeled samples.
 struct Model {
   std::string method;          ///< method name from the method table ("soda", ...)
   std::string ssdr_version;    ///< version that produced it
@@ -128,7 +130,9 @@ Dense combined_projection(const Model& m);
 class Projector {
  public:
   static constexpr int64_t kTile = data::kApplyTile;
+  /// \throws ssdr::Error when the model's shapes are inconsistent.
   explicit Projector(const Model& m);
+  /// d' (the preprocessed width); out_dim is m. Local.
   int64_t preprocessed_dim() const { return dp_; }
   int64_t out_dim() const { return m_.W.cols; }
   /// Whether the embedding is computed tile by tile on this rank (no exact kernel map).

@@ -11,6 +11,8 @@
 
 namespace ssdr::propagation {
 
+/// Label propagation with the outlier class (soda-nie2009 eq. (9)-(12)): α per sample kind,
+/// the solver's tolerance and its options prefix.
 struct PropagationOptions {
   double alpha_labeled = 0.0;     ///< α_i on labeled samples (paper: 0)
   double alpha_unlabeled = 0.99;  ///< α_u on unlabeled samples, in [0, 1)
@@ -18,6 +20,7 @@ struct PropagationOptions {
   std::string prefix = "lp_";     ///< KSP options prefix (-lp_ksp_type, -lp_pc_type, ...)
 };
 
+/// The propagated soft labels F and the solver's record.
 struct PropagationResult {
   /// n×(c+1) soft labels, A's row layout; column c = outlier. F.comm is A's PETSc
   /// communicator, valid while A (or another PETSc object on it) lives: a copy that outlives

@@ -8,6 +8,7 @@
 
 namespace ssdr::solvers {
 
+/// Which end of the spectrum an eigensolver returns.
 enum class Which { largest, smallest };
 
 /// Eigenpairs, values ordered by `which` (largest first or smallest first); vectors d×nev.

@@ -11,12 +11,14 @@
 
 namespace ssdr::solvers {
 
+/// A sparse SPD solve through PETSc KSP: options prefix, default type and tolerance.
 struct SparseSolveOptions {
   std::string prefix;             ///< KSP options prefix, e.g. "tca_" → -tca_ksp_type
   const char* ksp_type = "cg";    ///< default KSP type (CG for SPD matrices; "gmres" otherwise)
   double rtol = 1e-12;
 };
 
+/// The solutions and the solver's record.
 struct SparseSolveResult {
   DistMatrix Z;                   ///< n×r solutions, M's row layout
   std::vector<int> iterations;    ///< per right-hand side

@@ -23,6 +23,8 @@ struct TraceRatioStart {
   std::vector<double> a, b;
 };
 
+/// The orthogonal trace-ratio problem max tr(WᵀSbW)/tr(WᵀSwW), WᵀW = I (soda-nie2009 §3,
+/// the iteration of Wang et al.): m, iterations, tolerance, SLEPc options prefix.
 struct TraceRatioOptions {
   int64_t dim = 1;               ///< m, 1 ≤ m ≤ d
   int max_iterations = 100;
@@ -33,6 +35,7 @@ struct TraceRatioOptions {
   TraceRatioStart* start = nullptr;
 };
 
+/// W, the trace ratio λ it reached and the iterations taken.
 struct TraceRatioResult {
   Dense W;                       ///< d×m, orthonormal columns
   double ratio = 0;              ///< λ* = tr(WᵀSbW)/tr(WᵀSwW)
