@@ -309,6 +309,8 @@ po::options_description fit_options(driver::FitCommand& c, std::string& format, 
     d.add_options()
       ("model", po::value(&c.model), "model file to write (Boost archive)")
       ("embedding", po::value(&c.embedding), "embedding of every sample: .csv, .npy (parallel MPI-IO) or .h5 (parallel HDF5, data set /embedding)")
+      ("graph-out", po::value(&c.graph_out), "kNN lists of the transductive samples the graph was built from, as HDF5 (/knn/index n x k int64, /knn/dist2 n x k float64), for --graph-in; methods with a kNN graph")
+      ("graph-in", po::value(&c.graph_in), "kNN lists (HDF5, as --graph-out writes or computed elsewhere) of the transductive samples in file order, used instead of the kNN search; checked against the data; methods with a kNN graph")
       ("soft-labels", po::value(&c.soft_labels), "propagated soft labels F of the transductive samples in file order (c columns, then the outlier class): .csv, .npy or .h5 (data set /soft_labels); soda, ksoda, lp, sl-lda, sl-lda-wls");
   // clang-format on
   return d;
@@ -400,7 +402,7 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
   const int64_t seed = vm["seed"].as<int64_t>();  // an unsigned option would take -1 as 2^64 - 1
   SSDR_REQUIRE(seed >= 0, "--seed: expected an integer >= 0, got " + std::to_string(seed));
   c.split.seed = static_cast<uint64_t>(seed);
-  for (const char* option : {"report", "model", "embedding", "soft-labels", "split", "data"})
+  for (const char* option : {"report", "model", "embedding", "soft-labels", "split", "data", "graph-in", "graph-out"})
     SSDR_REQUIRE(!vm.count(option) || !vm[option].as<std::string>().empty(),
                  std::string("--") + option + ": expected a file name, got an empty string");
   const auto& info = methods::find_method(c.config.method);
@@ -436,6 +438,13 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
                "--select-by: expected none or cv, got '" + c.select_by + "'");
   SSDR_REQUIRE(c.cv_folds >= 2, "--cv-folds must be at least 2, got " + std::to_string(c.cv_folds));
   SSDR_REQUIRE(grid.empty() || c.select_by == "cv", "--grid needs --select-by cv");
+  for (const char* option : {"graph-in", "graph-out"}) {
+    SSDR_REQUIRE(!vm.count(option) || methods::uses_parameter(info, "weight"),
+                 std::string("--") + option + ": method " + info.name +
+                     " builds no kNN graph; expected one of the methods with --weight (soda, ksoda, lp, tca, otca, soge, sda, ...)");
+    SSDR_REQUIRE(!vm.count(option) || c.select_by == "none",
+                 std::string("--") + option + ": not with --select-by cv (a saved graph serves single fits)");
+  }
   SSDR_REQUIRE(c.select_by == "none" || info.projects,
                "--select-by cv: method '" + c.config.method + "' learns no projection to cross-validate");
   for (const auto& g : grid) {

@@ -120,8 +120,10 @@ FitConfig selected_config(const FitCommand& cmd, const io::Dataset& ds, const st
 
 void check_outputs(const FitCommand& cmd, MPI_Comm comm) {
   io::check_outputs({{"--report", cmd.report}, {"--model", cmd.model}, {"--embedding", cmd.embedding},
-                     {"--soft-labels", cmd.soft_labels}},
-                    {{"--data", cmd.data}, {"--split", cmd.split_file}, {"--labels", cmd.read.labels}}, comm);
+                     {"--soft-labels", cmd.soft_labels}, {"--graph-out", cmd.graph_out}},
+                    {{"--data", cmd.data}, {"--split", cmd.split_file}, {"--labels", cmd.read.labels},
+                     {"--graph-in", cmd.graph_in}},
+                    comm);
 }
 
 int run_fit(const FitCommand& cmd, MPI_Comm comm) {
@@ -135,7 +137,9 @@ int run_fit(const FitCommand& cmd, MPI_Comm comm) {
   const auto roles = make_roles(cmd, ds, cmd.split.seed, comm);
   const auto counts = data::count_roles(roles);
   nlohmann::json selection;
-  const FitConfig config = selected_config(cmd, ds, roles, cmd.split.seed, timings, selection);
+  FitConfig config = selected_config(cmd, ds, roles, cmd.split.seed, timings, selection);
+  config.graph_in = cmd.graph_in;
+  config.keep_lists = !cmd.graph_out.empty();
   nlohmann::json r = base_report(cmd, ds, comm);
   const int64_t n = ds.X.n_global;
   // The single fit consumes the data (one copy of it in memory, not the raw and the
@@ -171,6 +175,12 @@ int run_fit(const FitCommand& cmd, MPI_Comm comm) {
       Phase phase("write embedding");
       io::write_embedding(out.embedding, cmd.embedding);
       written.push_back(cmd.embedding);
+    }
+    if (!cmd.graph_out.empty()) {
+      Phase phase("write graph");
+      SSDR_REQUIRE(out.knn_lists.k > 0, "--graph-out: the fit built no kNN graph to write");
+      graph::write_knn_lists(cmd.graph_out, out.knn_lists, comm);
+      written.push_back(cmd.graph_out);
     }
     if (!cmd.soft_labels.empty()) {
       Phase phase("write soft labels");

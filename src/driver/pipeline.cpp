@@ -349,11 +349,20 @@ FitOutcome fit_rows(FitRows& rows, data::Preprocessor&& pre, const std::vector<i
   methods::TrainingData training{learn_X, labels, ds.classes,
                                  feature_map.empty() ? nullptr : &Xt, config.cache,
                                  feature_map.empty() ? std::string() : kernels::to_json(ko).dump()};
+  graph::KnnLists given_lists;
+  if (!config.graph_in.empty()) {
+    Phase phase("read graph", &out.timings);
+    given_lists = graph::read_knn_lists(config.graph_in, Xt.n_global, Xt.row_start, Xt.n_local, Xt.comm);
+    training.given_lists = &given_lists;
+  }
+  if (config.keep_lists) training.lists_out = &out.knn_lists;
   methods::FitResult fit = method->fit(training, config.method_options, out.timings);
+  given_lists = graph::KnnLists();
   own_phi = DistMatrix();
   out.soft_labels = std::move(fit.soft_labels);
   out.trace_ratio = fit.trace_ratio;
   out.info = fit.info;
+  if (!config.graph_in.empty() && out.info.contains("graph")) out.info["graph"]["lists_file"] = config.graph_in;
   if (!pre.route.empty()) {
     // The PCA's route and the fraction of the variance it keeps (the energy rule's measure).
     double kept = 0;

@@ -151,3 +151,50 @@ Dataset read_hdf5(const std::string& path, const std::string& data_name, const s
 }
 
 }  // namespace ssdr::io::detail
+
+namespace ssdr::io {
+
+void read_hdf5_rows(const std::string& path, const std::string& name, int64_t row_start, int64_t rows_local,
+                    bool integer, std::vector<int64_t>* i64, std::vector<double>* f64, int64_t& rows_global,
+                    int64_t& cols, MPI_Comm comm) {
+  using detail::Hid;
+  detail::attempt_on_root(comm, [&] {
+    detail::require_data_file(path);
+    if (H5Fis_hdf5(path.c_str()) <= 0) detail::fail(path + ": not an HDF5 file");
+  });
+  Hid file(detail::open_parallel(path, comm, false), H5Fclose);
+  SSDR_CHECK_COLLECTIVE(comm, file.ok(), "cannot open '" + path + "' as HDF5 (truncated or damaged file?)");
+  Hid data(H5Dopen2(file.get(), name.c_str(), H5P_DEFAULT), H5Dclose);
+  SSDR_CHECK_COLLECTIVE(comm, data.ok(), path + ": no data set '" + name + "'");
+  const std::vector<int64_t> dims = detail::extent(data.get());
+  SSDR_CHECK_COLLECTIVE(comm, dims.size() == 2,
+                        path + ":" + name + ": expected a 2-D data set, found " + std::to_string(dims.size()) +
+                            " dimension(s)");
+  const H5T_class_t cls = detail::type_class(data.get());
+  SSDR_CHECK_COLLECTIVE(comm, cls == H5T_INTEGER || (!integer && cls == H5T_FLOAT),
+                        path + ":" + name + (integer ? ": expected an integer data set" : ": expected a numeric data set"));
+  rows_global = dims[0];
+  cols = dims[1];
+  SSDR_CHECK_COLLECTIVE(comm, row_start >= 0 && rows_local >= 0 && row_start + rows_local <= rows_global,
+                        path + ":" + name + ": " + std::to_string(rows_global) + " rows, fewer than the " +
+                            std::to_string(row_start + rows_local) + " expected");
+  const size_t count_values = static_cast<size_t>(rows_local * cols);
+  if (integer) i64->assign(count_values, 0);
+  else f64->assign(count_values, 0.0);
+  Hid fspace(H5Dget_space(data.get()), H5Sclose);
+  const hsize_t start[2] = {static_cast<hsize_t>(row_start), 0};
+  const hsize_t count[2] = {static_cast<hsize_t>(rows_local), static_cast<hsize_t>(cols)};
+  const bool empty = rows_local == 0 || cols == 0;
+  if (empty) H5Sselect_none(fspace.get());
+  else H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start, nullptr, count, nullptr);
+  Hid mspace(H5Screate_simple(2, count, nullptr), H5Sclose);
+  if (empty) H5Sselect_none(mspace.get());
+  Hid dxpl(H5Pcreate(H5P_DATASET_XFER), H5Pclose);
+  H5Pset_dxpl_mpio(dxpl.get(), H5FD_MPIO_COLLECTIVE);
+  const herr_t rc = integer ? H5Dread(data.get(), H5T_NATIVE_INT64, mspace.get(), fspace.get(), dxpl.get(), i64->data())
+                            : H5Dread(data.get(), H5T_NATIVE_DOUBLE, mspace.get(), fspace.get(), dxpl.get(), f64->data());
+  SSDR_CHECK_COLLECTIVE(comm, rc >= 0, "cannot read " + path + ":" + name + " (HDF5 read error)");
+}
+
+}  // namespace ssdr::io
+

@@ -469,9 +469,8 @@ void write_npy_parallel(const DistMatrix& Y, const std::string& path) {
 
 }  // namespace
 
-void write_hdf5(const std::string& path, const DistMatrix& X, const std::string& name, const std::vector<int>* labels,
-                const std::string& labels_name) {
-  MPI_Comm comm = X.comm;
+void write_hdf5_rows(const std::string& path, int64_t rows_local, const std::vector<Hdf5RowBlock>& blocks,
+                     MPI_Comm comm) {
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   // HDF5 cannot stream into a device or FIFO, and renaming over one would replace it.
@@ -480,21 +479,24 @@ void write_hdf5(const std::string& path, const DistMatrix& X, const std::string&
   SSDR_CHECK_COLLECTIVE(comm, special == 0,
                         "cannot write HDF5 to '" + path + "': it is a device or FIFO (HDF5 needs a regular file; "
                         "use .npy or .csv to stream)");
-  const int64_t start = first_row(X);
-  int64_t n = 0;
-  MPI_Allreduce(&X.n_local, &n, 1, MPI_INT64_T, MPI_SUM, comm);
+  int64_t start = 0, n = 0;
+  MPI_Exscan(&rows_local, &start, 1, MPI_INT64_T, MPI_SUM, comm);
+  if (rank == 0) start = 0;
+  MPI_Allreduce(&rows_local, &n, 1, MPI_INT64_T, MPI_SUM, comm);
+  auto element_bytes = [](Hdf5RowBlock::Type t) { return t == Hdf5RowBlock::Type::i32 ? 4 : 8; };
+  int64_t data_bytes = 0;
+  for (const Hdf5RowBlock& b : blocks) data_bytes += n * std::max<int64_t>(b.cols, 1) * element_bytes(b.type);
   const int64_t metadata_reserve = int64_t{1} << 20;
-  require_free_space(path, n * X.cols * 8 + (labels != nullptr ? n * 4 : 0) + 2 * metadata_reserve, comm);
+  require_free_space(path, data_bytes + 2 * metadata_reserve, comm);
   const std::string tmp = shared_temp_name(path, comm);
   TemporaryFileGuard guard(tmp);
   // HDF5 1.10 cannot survive a file whose close fails: a metadata flush that meets a full
   // disk (or a quota) leaves a half-closed file that crashes the library at MPI_Finalize.
   // Rank 0 therefore first takes the whole file's size on disk (a full disk, a quota or a
   // file-size limit refuses here, before HDF5 opens anything), then keeps 1 MiB of it beside
-  // the file (far more than the metadata of two data sets) and frees it just before the
+  // the file (far more than the metadata of a few data sets) and frees it just before the
   // close, so the close's flush has room even if the raw data filled the disk.
-  const int64_t file_bytes = n * X.cols * 8 + (labels != nullptr ? n * 4 : 0) + metadata_reserve;
-  SpaceReserve reserve(tmp + ".reserve", file_bytes, metadata_reserve, rank == 0);
+  SpaceReserve reserve(tmp + ".reserve", data_bytes + metadata_reserve, metadata_reserve, rank == 0);
   SSDR_CHECK_COLLECTIVE(comm, reserve.problem().empty(), "cannot write '" + path + "': " + reserve.problem());
   bool ok = true;
   std::string message;
@@ -523,9 +525,6 @@ void write_hdf5(const std::string& path, const DistMatrix& X, const std::string&
       H5Pset_dxpl_mpio(dxpl.get(), H5FD_MPIO_COLLECTIVE);
       return H5Dwrite(dset.get(), mem_type, mspace.get(), fspace.get(), dxpl.get(), data) >= 0;
     };
-    const hsize_t dims[2] = {static_cast<hsize_t>(n), static_cast<hsize_t>(X.cols)};
-    const hsize_t offset[2] = {static_cast<hsize_t>(start), 0};
-    const hsize_t count[2] = {static_cast<hsize_t>(X.n_local), static_cast<hsize_t>(X.cols)};
     // Each data set's result is agreed before the next collective call: a write that failed
     // on one rank only (its part met the quota) must not leave the others in the next
     // data set's collective write.
@@ -534,13 +533,19 @@ void write_hdf5(const std::string& path, const DistMatrix& X, const std::string&
       MPI_Allreduce(&v, &all, 1, MPI_INT, MPI_MIN, comm);
       return all != 0;
     };
-    ok = agreed(write_set(name, H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE, 2, dims, offset, count, X.v.data()));
-    if (ok && labels != nullptr) {
-      // Replicated labels: each rank writes the labels of its own rows.
-      const hsize_t ldims[1] = {static_cast<hsize_t>(n)}, loff[1] = {static_cast<hsize_t>(start)},
-                    lcount[1] = {static_cast<hsize_t>(X.n_local)};
-      ok = agreed(write_set(labels_name, H5T_NATIVE_INT, H5T_STD_I32LE, 1, ldims, loff, lcount,
-                            labels->data() + start));
+    for (const Hdf5RowBlock& b : blocks) {
+      if (!ok) break;
+      const int rank_dims = b.cols > 0 ? 2 : 1;
+      const hsize_t dims[2] = {static_cast<hsize_t>(n), static_cast<hsize_t>(b.cols)};
+      const hsize_t offset[2] = {static_cast<hsize_t>(start), 0};
+      const hsize_t count[2] = {static_cast<hsize_t>(rows_local), static_cast<hsize_t>(b.cols)};
+      const hid_t mem = b.type == Hdf5RowBlock::Type::f64   ? H5T_NATIVE_DOUBLE
+                        : b.type == Hdf5RowBlock::Type::i64 ? H5T_NATIVE_INT64
+                                                            : H5T_NATIVE_INT;
+      const hid_t stored = b.type == Hdf5RowBlock::Type::f64   ? H5T_IEEE_F64LE
+                           : b.type == Hdf5RowBlock::Type::i64 ? H5T_STD_I64LE
+                                                               : H5T_STD_I32LE;
+      ok = agreed(write_set(b.name, mem, stored, rank_dims, dims, offset, count, b.data));
     }
     if (!ok) message = "cannot write '" + path + "' (HDF5 write error: disk full or quota exceeded?)";
     reserve.release();
@@ -551,6 +556,14 @@ void write_hdf5(const std::string& path, const DistMatrix& X, const std::string&
     }
   }
   commit_shared(tmp, path, ok, message, comm);
+}
+
+void write_hdf5(const std::string& path, const DistMatrix& X, const std::string& name, const std::vector<int>* labels,
+                const std::string& labels_name) {
+  std::vector<Hdf5RowBlock> blocks = {{name, Hdf5RowBlock::Type::f64, X.cols, X.v.data()}};
+  // Replicated labels: each rank writes the labels of its own rows.
+  if (labels != nullptr) blocks.push_back({labels_name, Hdf5RowBlock::Type::i32, 0, labels->data() + first_row(X)});
+  write_hdf5_rows(path, X.n_local, blocks, X.comm);
 }
 
 void write_labels_npy(const std::vector<int>& labels, const std::string& path, MPI_Comm comm) {

@@ -1,5 +1,7 @@
 #include "ssdr/methods/common.hpp"
 
+#include "ssdr/core/error.hpp"
+
 #include <cmath>
 #include <cstdio>
 
@@ -49,10 +51,33 @@ graph::Graph knn_graph(const TrainingData& data, const graph::GraphOptions& opti
     ++data.cache->misses;
   }
   Phase phase("knn_graph", &t);
-  if (!data.cache) return graph::build_knn_graph(data.graph_data(), options);
+  const int need = options.weight == graph::EdgeWeight::adaptive ? options.k + 1 : options.k;
+  // Lists given by the user (--graph-in): their first `need` entries, with the recall of
+  // the lists estimated as for an approximate search (they may come from anywhere).
+  if (data.given_lists != nullptr) {
+    const graph::KnnLists& given = *data.given_lists;
+    SSDR_REQUIRE(given.k >= need, "--graph-in: the lists hold " + std::to_string(given.k) +
+                                      " neighbours per sample; this graph reads " + std::to_string(need) +
+                                      " (--knn " + std::to_string(options.k) +
+                                      (need > options.k ? ", plus one for the adaptive weights)" : ")"));
+    const graph::KnnLists lists = graph::truncate(given, need);
+    graph::GraphOptions given_options = options;
+    given_options.knn_method = graph::KnnMethod::nndescent;
+    graph::Graph g = graph::build_knn_graph(data.graph_data(), given_options, &lists);
+    if (data.cache) data.cache->graphs.emplace(key, g);
+    return g;
+  }
+  if (!data.cache && data.lists_out == nullptr) return graph::build_knn_graph(data.graph_data(), options);
+  if (!data.cache) {
+    // --graph-out: the lists searched apart from the graph (the same bits as the search
+    // build_knn_graph would make) and kept for the caller.
+    graph::KnnLists lists = graph::knn_lists(data.graph_data(), need, options);
+    graph::Graph g = graph::build_knn_graph(data.graph_data(), options, &lists);
+    if (data.lists_out->k < lists.k) *data.lists_out = std::move(lists);
+    return g;
+  }
   // The lists once per backend (and seed): the exact lists of a larger k hold those of a
   // smaller one, so they are searched at the largest k asked for so far.
-  const int need = options.weight == graph::EdgeWeight::adaptive ? options.k + 1 : options.k;
   const graph::KnnMethod backend = graph::resolve(options.knn_method, data.graph_data().n_global);
   const bool exact = backend == graph::KnnMethod::exact;
   char lkey[96];
@@ -66,6 +91,7 @@ graph::Graph knn_graph(const TrainingData& data, const graph::GraphOptions& opti
   }
   graph::Graph g = graph::build_knn_graph(data.graph_data(), options, &it->second);
   data.cache->graphs.emplace(key, g);
+  if (data.lists_out != nullptr && data.lists_out->k < it->second.k) *data.lists_out = it->second;
   return g;
 }
 

@@ -27,6 +27,9 @@ struct FitCommand {
   /// --soft-labels: the propagated soft labels F (n_t × (c+1), the transductive samples in
   /// file order, the outlier class last) of a method that propagates labels; empty: not written.
   std::string soft_labels;
+  /// --graph-out: the kNN lists of the transductive samples (graph::write_knn_lists); empty:
+  /// not written. --graph-in: such lists used instead of the search; empty: search.
+  std::string graph_out, graph_in;
 };
 
 /// `ssdr transform` and `ssdr predict`: a saved model applied to new samples.

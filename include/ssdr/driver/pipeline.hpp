@@ -67,6 +67,11 @@ struct FitConfig {
   /// Preprocessed rows and kernel maps to reuse (nullptr → computed afresh). Used by the
   /// fits that keep the data set (fit_and_evaluate), not by the consuming single fit.
   RowsCache* rows = nullptr;
+  /// --graph-in: an HDF5 file of kNN lists of the transductive samples (graph::read_knn_lists)
+  /// that every kNN graph of the fit uses instead of a search; empty: search.
+  std::string graph_in;
+  /// --graph-out: keep the kNN lists the fit's graph was built from in FitOutcome::knn_lists.
+  bool keep_lists = false;
 };
 
 /// One fit's result: accuracies (soda-nie2009 §6 protocol: 1-NN on unlabeled and unseen
@@ -84,6 +89,9 @@ struct FitOutcome {
   /// soft_labels): n_t×(c+1), the transductive samples in file order, each on the rank that
   /// holds it (layout generally unbalanced); empty for the other methods.
   DistMatrix soft_labels;
+  /// The kNN lists of the transductive samples the fit's graph was built from (with
+  /// FitConfig::keep_lists and a method with a kNN graph; else empty, k = 0).
+  graph::KnnLists knn_lists;
 };
 
 /// Runs one fit on the data set `ds` with the split `roles` (replicated, n entries).

@@ -158,6 +158,23 @@ SymmetricEdges symmetrize(const KnnLists& knn, MPI_Comm comm,
 /// \throws ssdr::Error when k < 1 or lists.k ≠ k + 1.
 std::vector<double> adaptive_weights(const KnnLists& lists, int k);
 
+/// Writes the kNN lists of a graph's samples to the HDF5 file `path`: /knn/index (n × k
+/// int64, 0-based global indices of the graph samples, nearest first) and /knn/dist2 (n × k
+/// float64, their squared Euclidean distances). The lists determine the graph: any weight,
+/// σ rule and k' <= k rebuild its matrix bit for bit (build_knn_graph). Rows are distributed
+/// as `lists`. Collective over comm; atomic and checked as io::write_hdf5_rows.
+/// \throws ssdr::Error (collectively) naming `path`.
+void write_knn_lists(const std::string& path, const KnnLists& lists, MPI_Comm comm);
+
+/// Reads rows [row_start, row_start + n_local) of the lists write_knn_lists writes (or that a
+/// user computed elsewhere: FAISS, cuVS, PyNNDescent) for a graph of n_global samples, and
+/// checks them: n_global rows, 1 <= k < n_global, and per row k distinct neighbours other
+/// than itself in [0, n_global), nearest first, at finite squared distances >= 0.
+/// Collective over comm.
+/// \throws ssdr::Error (collectively) naming the file, and the row and entry at fault.
+KnnLists read_knn_lists(const std::string& path, int64_t n_global, int64_t row_start, int64_t n_local,
+                        MPI_Comm comm);
+
 /// The first k entries of each row of `lists` (k ≤ lists.k). Local.
 KnnLists truncate(const KnnLists& lists, int k);
 

@@ -108,4 +108,15 @@ struct ReadOptions {
 ///   required), of the wrong count or not integers, a NaN/Inf value in a binary file.
 Dataset read_dataset(const std::string& path, Format format, MPI_Comm comm, const ReadOptions& options = {});
 
+/// Rows [row_start, row_start + rows_local) of the 2-D numeric HDF5 data set `name` of `path`
+/// (any stored integer or floating type), read collectively with the MPI-IO driver and
+/// converted to int64 (`integer`: into *i64; a value that does not fit is an HDF5 read error)
+/// or to double (into *f64). `rows_global` and `cols` receive the data set's shape.
+/// Collective over comm; every rank passes its own range.
+/// \throws ssdr::Error (collectively) naming the file and the data set when the file is not
+/// HDF5, the data set is missing or not 2-D, or a rank's range lies outside it.
+void read_hdf5_rows(const std::string& path, const std::string& name, int64_t row_start, int64_t rows_local,
+                    bool integer, std::vector<int64_t>* i64, std::vector<double>* f64, int64_t& rows_global,
+                    int64_t& cols, MPI_Comm comm);
+
 }  // namespace ssdr::io

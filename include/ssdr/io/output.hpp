@@ -122,6 +122,27 @@ void write_embedding_streamed(const DistMatrix& Y, const std::string& path);
 /// Collective over comm (the outcome is raised on every rank).
 void write_labels_npy(const std::vector<int>& labels, const std::string& path, MPI_Comm comm);
 
+/// One data set of write_hdf5_rows: this rank's rows of an n × cols array (cols = 0: a 1-D
+/// array of n values), row-major, `type` values each.
+struct Hdf5RowBlock {
+  /// The element type, in memory and in the file (little-endian).
+  enum class Type { f64, i64, i32 };
+  std::string name;  ///< data set path, e.g. "/knn/index" (intermediate groups are created)
+  Type type = Type::f64;
+  int64_t cols = 0;
+  const void* data = nullptr;  ///< rows_local × max(cols, 1) values
+};
+
+/// Writes data sets whose rows are distributed alike (rank r holds rows_local consecutive
+/// rows after those of ranks < r) to one HDF5 file with the MPI-IO driver, each rank its own
+/// hyperslab. Atomic and checked like every writer: the room is checked and reserved first,
+/// each data set's result is agreed over comm, the file is renamed into place only when
+/// every write and the close succeeded; otherwise the previous file stays and no temporary
+/// is left. Collective over comm.
+/// \throws ssdr::Error (collectively) naming `path`.
+void write_hdf5_rows(const std::string& path, int64_t rows_local, const std::vector<Hdf5RowBlock>& blocks,
+                     MPI_Comm comm);
+
 /// Writes X (n×d, rows distributed) as the HDF5 data set `name` (float64) and, when given,
 /// the replicated n labels as the data set `labels_name` (int32), collectively with the
 /// MPI-IO driver; each rank writes its own rows. Intermediate groups are created. Atomic.

@@ -81,6 +81,13 @@ struct TrainingData {
   /// otherwise. Part of the cache key of everything computed from X itself (scatter
   /// matrices, SL-LDA's LNP graph), so a kernel method and a linear one never share them.
   std::string features;
+  /// --graph-in: the kNN lists of graph_data()'s rows (graph::read_knn_lists), with at least
+  /// the k a graph reads; used instead of a search by every kNN graph of the fit. nullptr →
+  /// search.
+  const graph::KnnLists* given_lists = nullptr;
+  /// --graph-out: receives the kNN lists the fit's kNN graph was built from (the widest
+  /// when it builds several). nullptr → not kept.
+  graph::KnnLists* lists_out = nullptr;
 };
 
 /// What Method::fit returns: the projection W (d'×m, replicated), the trace ratio, and the
