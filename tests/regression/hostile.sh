@@ -304,7 +304,7 @@ refuse "--no-pca on 30 x 20000 (was minutes at 14 GB)" "d' = 20000 features afte
   fit --method lda --data "$tmp/wide.csv" --labeled-per-class 3 -q --no-pca
 refuse "--report with an empty name (was a silent success)" "--report: expected a file name, got an empty string" "${IRIS[@]}" --report ""
 refuse "--seed -1 (was 2^64 - 1)" "--seed: expected an integer >= 0, got -1" "${IRIS[@]}" --seed -1
-refuse "a stray word after methods" "ssdr methods takes no arguments" methods extra
+refuse "a stray word after methods" "ssdr methods takes only --markdown" methods extra
 refuse "--pca-energy 1.0000001 (was printed as 1.000000)" "got 1.0000001" "${IRIS[@]}" --pca-energy 1.0000001
 refuse "--degree 1e6 (was a ScaLAPACK error on every rank)" "--degree: expected a number in (0, 20], got 1e+06" \
   fit --method ksoda --data "$DATA/iris.csv" --labeled-per-class 3 -q --degree 1e6
