@@ -1,0 +1,51 @@
+"""The cost model of docs/scaling.md: per-stage time of a SODA fit on P ranks, and the memory
+per node, from the formulas of that page.
+
+    /usr/bin/python3 jobs/cost_model.py            # the page's projection table
+    /usr/bin/python3 jobs/cost_model.py --n 1e8 --f 0.2 --nodes 128
+
+Rates: NN-descent 310 µs·core per sample at d' = 214 (the 10.5 M run of docs/scale.md);
+S = 2 100 sparse products for the propagation (measured with -log_view at n_t = 14 000);
+dgemm 40 GFLOP/s per core; alpha, link bandwidth and file-system bandwidth as arguments.
+"""
+import argparse
+import math
+
+
+def project(n, F, nodes, cores=32, d=784, dp=214, k=8, c=10, link=12.5e9, alpha=1e-6, dgemm=40e9, fs=1e12,
+            products=2100, candidates=50, rounds=10):
+    P = nodes * cores
+    nt = F * n
+    bw = link / cores  # a rank's share of its node's link
+    t = {}
+    t["read"] = n * d / min(fs, nodes * link)
+    t["preprocess"] = (nt * d * d / P + 9 * d ** 3 + 2 * n * d * dp / P) / dgemm + 16 * d * d / bw \
+        + alpha * 2 * math.log2(P)
+    t["knn_graph"] = nt * 310e-6 * (dp / 214) / P + rounds * (
+        min(nt * (P - 1) / P, nt / P * candidates) * dp * 4 / bw + alpha * (P - 1))
+    halo = min(nt * (P - 1) / P, 2 * k * nt / P)
+    latency = products * alpha * min(P - 1, 2 * k * nt / P) + products * 2 * alpha * math.log2(P)
+    t["propagation"] = latency + products * halo * 8 / bw + products * 4 * nt * k / P / 2e9
+    t["propagation_latency"] = latency
+    memory_rank = n * d / P + 8 * nt * dp / P + 650 * nt / P + 3 * 160 * 2 ** 20 + 24 * d * d + 5 * n
+    return P, t, memory_rank * cores
+
+
+def main():
+    a = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    a.add_argument("--n", type=float)
+    a.add_argument("--f", type=float, default=0.2)
+    a.add_argument("--nodes", type=int)
+    args = a.parse_args()
+    runs = [(args.n, args.f, args.nodes)] if args.n and args.nodes else [(1e7, 0.2, 16), (1e9, 0.2, 1024), (1e9, 1.0, 1024)]
+    print("| n | F | nodes | P | read s | preprocess s | knn_graph s | propagation s (latency) | total s | GB per node |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for n, F, nodes in runs:
+        P, t, mem = project(n, F, nodes)
+        total = t["read"] + t["preprocess"] + t["knn_graph"] + t["propagation"]
+        print(f"| {n:.0e} | {F} | {nodes} | {P} | {t['read']:.2f} | {t['preprocess']:.2f} | {t['knn_graph']:.1f} | "
+              f"{t['propagation']:.1f} ({t['propagation_latency']:.1f}) | {total:.0f} | {mem / 1e9:.1f} |")
+
+
+if __name__ == "__main__":
+    main()
