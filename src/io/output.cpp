@@ -354,7 +354,7 @@ std::string mpi_write_problem(int rc, MPI_Status& st, int64_t asked_bytes, const
 namespace {
 
 /// Space held on disk in a file of its own until release(): room kept for a later write that
-/// must not fail. The owner first allocates `probe_bytes` (posix_fallocate: the blocks are
+/// must not fail. The owner first allocates `probe_bytes` (fallocate(2): the blocks are
 /// really taken, so a full disk, a quota or a file-size limit refuses here, before anything is
 /// written), then shrinks the file to the `keep_bytes` it holds on to, handing the rest back
 /// for the write it was probed for. Only the owning rank acts; problem() says why the room
@@ -370,7 +370,12 @@ class SpaceReserve {
       return;
     }
     held_ = true;
-    int rc = ::posix_fallocate(fd, 0, static_cast<off_t>(probe_bytes));
+    // fallocate(2), not posix_fallocate: on a file system without it (NFS, older Lustre)
+    // glibc's emulation writes every block of the probe, which for a large output would cost
+    // as much as the write itself. There only the kept room is probed (by posix_fallocate,
+    // small), and the writes' own checks catch a full disk.
+    int rc = ::fallocate(fd, 0, 0, static_cast<off_t>(probe_bytes)) == 0 ? 0 : errno;
+    if (rc == EOPNOTSUPP || rc == ENOSYS) rc = ::posix_fallocate(fd, 0, static_cast<off_t>(keep_bytes));
     if (rc != 0)
       problem_ = "no room for its " + mib(probe_bytes) + " (" + detail::errno_text(rc) + ")";
     else if (::ftruncate(fd, static_cast<off_t>(keep_bytes)) != 0)
