@@ -20,10 +20,8 @@ K="${K:-8}"
 THREADS="${THREADS:-2}"
 PY="${SSDR_PYTHON:-/usr/bin/python3}"
 
-mkdir -p "$BUILD"
-cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DSSDR_BUILD_BENCHMARKS=ON \
-  -DSSDR_BUILD_TESTS=OFF > "$BUILD/bench_knn.cmake.log" 2>&1 || { cat "$BUILD/bench_knn.cmake.log"; exit 1; }
-make -C "$BUILD" -j"$(nproc)" bench_knn > "$BUILD/bench_knn.make.log" 2>&1 || { tail -40 "$BUILD/bench_knn.make.log"; exit 1; }
+source "$ROOT/jobs/lib/bench_build.sh"
+bench_build bench_knn
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
 export OMPI_MCA_rmaps_base_oversubscribe=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1

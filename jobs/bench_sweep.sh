@@ -15,10 +15,8 @@ METHODS="${METHODS:-soda,oda,ksoda,sl-lda,tca,otca,soge}"
 FRACTION="${FRACTION:-0.2}"
 LABELED="${LABELED:-20}"
 
-mkdir -p "$BUILD"
-cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DSSDR_BUILD_BENCHMARKS=ON \
-  -DSSDR_BUILD_TESTS=OFF > "$BUILD/bench_sweep.cmake.log" 2>&1 || { cat "$BUILD/bench_sweep.cmake.log"; exit 1; }
-make -C "$BUILD" -j"$(nproc)" bench_sweep > "$BUILD/bench_sweep.make.log" 2>&1 || { tail -40 "$BUILD/bench_sweep.make.log"; exit 1; }
+source "$ROOT/jobs/lib/bench_build.sh"
+bench_build bench_sweep
 source "$ROOT/jobs/env.sh"
 exec mpiexec -n "$RANKS" "$BUILD/benchmarks/bench_sweep" --data="$DATA" --fraction="$FRACTION" \
   --labeled="$LABELED" --methods="$METHODS"
