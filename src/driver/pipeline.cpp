@@ -362,7 +362,12 @@ FitOutcome fit_rows(FitRows& rows, data::Preprocessor&& pre, const std::vector<i
   out.soft_labels = std::move(fit.soft_labels);
   out.trace_ratio = fit.trace_ratio;
   out.info = fit.info;
-  if (!config.graph_in.empty() && out.info.contains("graph")) out.info["graph"]["lists_file"] = config.graph_in;
+  // Lists from --graph-in: the report says where they came from, not which search the graph
+  // code ran through to estimate their recall.
+  if (!config.graph_in.empty() && out.info.contains("graph")) {
+    out.info["graph"]["lists_file"] = config.graph_in;
+    out.info["graph"]["knn_method"] = "file";
+  }
   if (!pre.route.empty()) {
     // The PCA's route and the fraction of the variance it keeps (the energy rule's measure).
     double kept = 0;

@@ -36,7 +36,7 @@ for np in 1 2 3; do
     ref=searched2.npy
   fi
   "$MPIEXEC" -n "$np" "$SSDR" fit "${common[@]}" --graph-in g1.h5 --embedding "given$np.npy" --report "r$np.json" >/dev/null 2>&1
-  if cmp -s "$ref" "given$np.npy" && grep -q '"lists_file": "g1.h5"' "r$np.json"; then
+  if cmp -s "$ref" "given$np.npy" && grep -q '"lists_file": "g1.h5"' "r$np.json" && grep -q '"knn_method": "file"' "r$np.json"; then
     ok "fit --graph-in on $np rank(s): the searched fit's embedding bit for bit; the report names the file"
   else
     bad "fit --graph-in on $np rank(s) differs from the searched fit"
