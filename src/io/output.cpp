@@ -318,12 +318,11 @@ void commit_shared(const std::string& tmp, const std::string& path, bool ok, std
   int mine = ok ? 1 : 0, all = 1;
   MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm);
   if (rank == 0) {
-    struct stat st {};
-    if (all != 0 && expected_size >= 0 && (::stat(tmp.c_str(), &st) != 0 || st.st_size != expected_size)) {
+    const std::string short_file = all != 0 && expected_size >= 0 ? size_problem(tmp, expected_size, path) : "";
+    if (!short_file.empty()) {
       all = 0;
       ok = false;
-      message = "cannot write '" + path + "': the file holds " + std::to_string(static_cast<int64_t>(st.st_size)) +
-                " of its " + std::to_string(expected_size) + " bytes (disk full or quota exceeded?)";
+      message = short_file;
     }
     if (all == 0) {
       ::unlink(tmp.c_str());
@@ -340,6 +339,13 @@ void commit_shared(const std::string& tmp, const std::string& path, bool ok, std
 }
 
 }  // namespace
+
+std::string size_problem(const std::string& file, int64_t expected_size, const std::string& path) {
+  struct stat st {};
+  if (::stat(file.c_str(), &st) == 0 && st.st_size == expected_size) return "";
+  return "cannot write '" + path + "': the file holds " + std::to_string(static_cast<int64_t>(st.st_size)) + " of its " +
+         std::to_string(expected_size) + " bytes (disk full or quota exceeded?)";
+}
 
 std::string mpi_write_problem(int rc, MPI_Status& st, int64_t asked_bytes, const std::string& path) {
   if (rc != MPI_SUCCESS) return "cannot write '" + path + "': " + detail::mpi_error_text(rc);
@@ -405,14 +411,16 @@ bool is_special(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
 }
 
-/// First global row of this rank's block (the layout need not be balanced). Collective.
-int64_t first_row(const DistMatrix& Y) {
-  int64_t mine = Y.n_local, before = 0;
-  MPI_Exscan(&mine, &before, 1, MPI_INT64_T, MPI_SUM, Y.comm);
+/// First global row of this rank's `rows_local` rows, the ranks holding consecutive blocks in
+/// rank order (the layout need not be balanced). Collective.
+int64_t first_row(int64_t rows_local, MPI_Comm comm) {
+  int64_t before = 0;
+  MPI_Exscan(&rows_local, &before, 1, MPI_INT64_T, MPI_SUM, comm);
   int rank = 0;
-  MPI_Comm_rank(Y.comm, &rank);
+  MPI_Comm_rank(comm, &rank);
   return rank == 0 ? 0 : before;
 }
+int64_t first_row(const DistMatrix& Y) { return first_row(Y.n_local, Y.comm); }
 
 /// Writes Y as NPY with collective MPI-IO: rank 0 the header, every rank its rows at its
 /// byte offset. Atomic (shared temporary name + rename). Collective over Y.comm.
@@ -484,9 +492,8 @@ void write_hdf5_rows(const std::string& path, int64_t rows_local, const std::vec
   SSDR_CHECK_COLLECTIVE(comm, special == 0,
                         "cannot write HDF5 to '" + path + "': it is a device or FIFO (HDF5 needs a regular file; "
                         "use .npy or .csv to stream)");
-  int64_t start = 0, n = 0;
-  MPI_Exscan(&rows_local, &start, 1, MPI_INT64_T, MPI_SUM, comm);
-  if (rank == 0) start = 0;
+  const int64_t start = first_row(rows_local, comm);
+  int64_t n = 0;
   MPI_Allreduce(&rows_local, &n, 1, MPI_INT64_T, MPI_SUM, comm);
   auto element_bytes = [](Hdf5RowBlock::Type t) { return t == Hdf5RowBlock::Type::i32 ? 4 : 8; };
   int64_t data_bytes = 0;

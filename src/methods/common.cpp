@@ -68,30 +68,30 @@ graph::Graph knn_graph(const TrainingData& data, const graph::GraphOptions& opti
     return g;
   }
   if (!data.cache && data.lists_out == nullptr) return graph::build_knn_graph(data.graph_data(), options);
-  if (!data.cache) {
-    // --graph-out: the lists searched apart from the graph (the same bits as the search
-    // build_knn_graph would make) and kept for the caller.
-    graph::KnnLists lists = graph::knn_lists(data.graph_data(), need, options);
-    graph::Graph g = graph::build_knn_graph(data.graph_data(), options, &lists);
-    if (data.lists_out->k < lists.k) *data.lists_out = std::move(lists);
-    return g;
+  // The lists searched apart from the graph (the same bits as the search build_knn_graph
+  // would make): kept in the cache once per backend (and seed), where the exact lists of a
+  // larger k hold those of a smaller one, so they are searched at the largest k asked for so
+  // far; and handed to the caller for --graph-out.
+  graph::KnnLists own;
+  const graph::KnnLists* lists = &own;
+  if (data.cache) {
+    const graph::KnnMethod backend = graph::resolve(options.knn_method, data.graph_data().n_global);
+    const bool exact = backend == graph::KnnMethod::exact;
+    char lkey[96];
+    std::snprintf(lkey, sizeof lkey, "%s|%llu%s", graph::to_string(backend),
+                  static_cast<unsigned long long>(exact ? 0 : options.knn_seed),
+                  exact ? "" : ("|k=" + std::to_string(need)).c_str());
+    auto it = data.cache->lists.find(lkey);
+    if (it == data.cache->lists.end() || it->second.k < need)
+      it = data.cache->lists.insert_or_assign(lkey, graph::knn_lists(data.graph_data(), need, options)).first;
+    lists = &it->second;
+  } else {
+    own = graph::knn_lists(data.graph_data(), need, options);
   }
-  // The lists once per backend (and seed): the exact lists of a larger k hold those of a
-  // smaller one, so they are searched at the largest k asked for so far.
-  const graph::KnnMethod backend = graph::resolve(options.knn_method, data.graph_data().n_global);
-  const bool exact = backend == graph::KnnMethod::exact;
-  char lkey[96];
-  std::snprintf(lkey, sizeof lkey, "%s|%llu%s", graph::to_string(backend),
-                static_cast<unsigned long long>(exact ? 0 : options.knn_seed),
-                exact ? "" : ("|k=" + std::to_string(need)).c_str());
-  auto it = data.cache->lists.find(lkey);
-  if (it == data.cache->lists.end() || it->second.k < need) {
-    graph::KnnLists found = graph::knn_lists(data.graph_data(), need, options);
-    it = data.cache->lists.insert_or_assign(lkey, std::move(found)).first;
-  }
-  graph::Graph g = graph::build_knn_graph(data.graph_data(), options, &it->second);
-  data.cache->graphs.emplace(key, g);
-  if (data.lists_out != nullptr && data.lists_out->k < it->second.k) *data.lists_out = it->second;
+  graph::Graph g = graph::build_knn_graph(data.graph_data(), options, lists);
+  if (data.cache) data.cache->graphs.emplace(key, g);
+  if (data.lists_out != nullptr && data.lists_out->k < lists->k)
+    *data.lists_out = lists == &own ? std::move(own) : *lists;
   return g;
 }
 

@@ -535,10 +535,7 @@ void save_collective(const Model& m, const std::string& path, MPI_Comm comm) {
     rc = MPI_File_close(&fh);
     if (rc != MPI_SUCCESS) note("cannot write '" + path + "': " + mpi_error_text(rc));
     // A file short of its size (a write cut short and not reported) never becomes `path`.
-    struct stat sb {};
-    if (rank == 0 && ok && (::stat(temp.c_str(), &sb) != 0 || sb.st_size != file_size))
-      note("cannot write '" + path + "': the file holds " + std::to_string(static_cast<int64_t>(sb.st_size)) +
-           " of its " + std::to_string(file_size) + " bytes (disk full or quota exceeded?)");
+    if (rank == 0 && ok) note(io::size_problem(temp, file_size, path));
   }
   SSDR_CHECK_COLLECTIVE(comm, ok, msg);  // rank 0's AtomicFile removes the temporary file
   if (rank == 0) {

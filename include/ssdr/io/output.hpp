@@ -30,6 +30,11 @@ void require_free_space(const std::string& path, int64_t bytes, MPI_Comm comm);
 /// write cut short by a full disk or a quota). Local.
 std::string mpi_write_problem(int rc, MPI_Status& st, int64_t asked_bytes, const std::string& path);
 
+/// The problem with a written file `file` (e.g. a temporary name of `path`), or "" when it
+/// holds exactly `expected_size` bytes: a write cut short and not reported never becomes
+/// `path`. Local.
+std::string size_problem(const std::string& file, int64_t expected_size, const std::string& path);
+
 /// Registers a temporary file for remove_temporary_files() while the guard lives (an
 /// AtomicFile and the collective writers use it; every rank that knows the name registers
 /// it). At most 32 names of up to PATH_MAX bytes are held; others are not registered. Local.
