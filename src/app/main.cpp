@@ -163,6 +163,21 @@ std::string methods_help() {
   return s.str();
 }
 
+/// A parameter's default when it is one value for every method, as text; "" when the method's
+/// paper sets it (a "default" value, and every preprocessing and kernel parameter: their docs
+/// say so) or the parameter is a flag. Help and docs/methods.md show the same. Local.
+std::string fixed_default(const methods::ParameterSpec& p) {
+  if (p.kind == methods::ParameterKind::flag || p.scope == methods::ParameterScope::every ||
+      p.scope == methods::ParameterScope::kernel)
+    return "";
+  methods::MethodOptions mo;
+  data::PreprocessOptions pre;
+  kernels::KernelOptions ko;
+  const nlohmann::json d = p.get(methods::ConstParameterTarget{mo, pre, ko});
+  if (d == "default") return "";
+  return d.is_string() ? d.get<std::string>() : d.dump();
+}
+
 /// `ssdr methods --markdown`: the method table and the parameter table as the Markdown page
 /// docs/methods.md (a ctest checks the committed page against this output, so the docs
 /// cannot drift from the code). Not collective.
@@ -198,9 +213,6 @@ std::string methods_markdown() {
     << "uses (see each method's source).\n\n"
     << "| option | symbol | applies to | meaning | accepts | default |\n"
     << "|---|---|---|---|---|---|\n";
-  methods::MethodOptions mo;
-  data::PreprocessOptions pre;
-  kernels::KernelOptions ko;
   for (const auto& p : methods::parameter_table()) {
     std::string scope;
     switch (p.scope) {
@@ -214,11 +226,8 @@ std::string methods_markdown() {
       case methods::ParameterScope::kernel: scope = "every projecting method"; break;
       case methods::ParameterScope::knn_backend: scope = "methods with a kNN graph"; break;
     }
-    std::string def = "-";
-    if (p.kind != methods::ParameterKind::flag) {
-      const nlohmann::json d = p.get(methods::ConstParameterTarget{mo, pre, ko});
-      def = d == "default" ? "the method's" : (d.is_string() ? d.get<std::string>() : d.dump());
-    }
+    const std::string fixed = fixed_default(p);
+    const std::string def = p.kind == methods::ParameterKind::flag ? "-" : fixed.empty() ? "the method's" : fixed;
     s << "| `" << p.cli_option() << "` | " << (p.symbol.empty() ? "-" : cell(p.symbol)) << " | " << cell(scope)
       << " | " << cell(p.doc) << " | " << (p.kind == methods::ParameterKind::flag ? "a switch" : cell(p.expected()))
       << " | " << cell(def) << " |\n";
@@ -248,14 +257,9 @@ std::string version_text() {
 std::string parameter_help(const methods::ParameterSpec& p) {
   std::string h = (p.symbol.empty() || p.symbol == p.name ? "" : p.symbol + ": ") + p.doc;
   if (p.kind == methods::ParameterKind::flag) return h;
-  methods::MethodOptions mo;
-  data::PreprocessOptions pre;
-  kernels::KernelOptions ko;
-  const nlohmann::json d = p.get(methods::ConstParameterTarget{mo, pre, ko});
   h += " [" + p.expected();
-  // Preprocessing and kernel defaults are the method's (their docs say so).
-  if (p.scope != methods::ParameterScope::every && p.scope != methods::ParameterScope::kernel && d != "default")
-    h += "; default " + (d.is_string() ? d.get<std::string>() : d.dump());
+  const std::string fixed = fixed_default(p);
+  if (!fixed.empty()) h += "; default " + fixed;
   return h + "]";
 }
 
