@@ -133,7 +133,7 @@ int main(int argc, char** argv) {
     spec.labeled_per_class = labeled;
     spec.transductive_fraction = fraction;
     spec.seed = seed;
-    const auto roles = ssdr::data::make_split(ds.labels, ds.classes, spec);
+    const auto roles = ssdr::data::make_split(ds.labels, ds.X.row_start, ds.classes, spec, ds.X.comm);
     const double rate = gemm_rate();
     std::map<std::pair<int64_t, int64_t>, double> eig_s;  // (n, k) → seconds, measured on first need
     ssdr::driver::RowsCache rows;

@@ -3,6 +3,7 @@
 // seed 1) with ssdr::Estimator on the rows of all ranks, labels its own rows by 1-NN against the
 // labeled ones, and rank 0 prints the accuracy on the unlabeled rows: the line
 // examples/ssdr_example.py prints. Usage: mpiexec -n P ssdr_example DATA.csv (tests/data/iris.csv)
+#include <algorithm>
 #include <cstdio>
 #include <vector>
 
@@ -18,12 +19,14 @@ int main(int argc, char** argv) {
   try {
     SSDR_REQUIRE(argc == 2, "usage: ssdr_example DATA.csv");
     ssdr::io::Dataset ds = ssdr::io::read_dataset(argv[1], ssdr::io::Format::csv, MPI_COMM_WORLD);
-    // ds.labels holds all n labels on every rank; y and hidden are this rank's rows'.
-    std::vector<int> seen(static_cast<size_t>(ds.classes), 0), y, hidden;
-    for (size_t i = 0; i < ds.labels.size(); ++i) {
-      const int label = ds.labels[i];
+    // ds.labels holds this rank's rows' labels (nothing of size n on any rank); the samples
+    // of each class before this rank's rows are counted by an exclusive scan over the ranks.
+    std::vector<int> mine(static_cast<size_t>(ds.classes), 0), seen(mine.size(), 0), y, hidden;
+    for (int label : ds.labels) ++mine[static_cast<size_t>(label)];
+    MPI_Exscan(mine.data(), seen.data(), ds.classes, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0) std::fill(seen.begin(), seen.end(), 0);  // MPI_Exscan leaves rank 0's undefined
+    for (int label : ds.labels) {
       const bool labeled = seen[static_cast<size_t>(label)]++ < 5;
-      if (static_cast<int64_t>(i) < ds.X.row_start || static_cast<int64_t>(i) >= ds.X.row_start + ds.X.n_local) continue;
       y.push_back(labeled ? label : -1);
       hidden.push_back(labeled ? -1 : label);  // score counts the rows given a label
     }

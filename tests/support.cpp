@@ -1,5 +1,8 @@
 #include "support.hpp"
 
+#include "ssdr/core/error.hpp"
+#include "ssdr/core/mpi_util.hpp"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -164,14 +167,31 @@ void broadcast(Dense& A, MPI_Comm comm) {
 
 }  // namespace
 
+std::vector<data::Role> local_part(const std::vector<data::Role>& v, const DistMatrix& X) {
+  return std::vector<data::Role>(v.begin() + X.row_start, v.begin() + X.row_start + X.n_local);
+}
+
+std::vector<int> all_labels(const io::Dataset& ds) { return allgatherv(ds.labels, ds.X.comm); }
+
+std::vector<data::Role> split(const io::Dataset& ds, const data::SplitSpec& spec) {
+  return data::make_split(ds.labels, ds.X.row_start, ds.classes, spec, ds.X.comm);
+}
+
+std::vector<data::Role> split_all(const std::string& path, io::Format format, const data::SplitSpec& spec) {
+  const io::Dataset one = io::read_dataset(path, format, MPI_COMM_SELF);
+  return data::make_split(one.labels, 0, one.classes, spec, MPI_COMM_SELF);
+}
+
 SerialAndDistributed fit_serial_and_distributed(const std::string& file, const data::SplitSpec& spec,
                                                 const driver::FitConfig& config, bool keep_embedding) {
   SerialAndDistributed r;
   const std::string path = data_path(file);
   const io::Dataset ds = io::read_dataset(path, io::Format::csv, MPI_COMM_WORLD);
   r.classes = ds.classes;
-  r.roles = data::make_split(ds.labels, ds.classes, spec);
-  r.dist = driver::fit_and_evaluate(ds, r.roles, config, keep_embedding);
+  r.roles = split_all(path, io::Format::csv, spec);
+  const std::vector<data::Role> mine = split(ds, spec);
+  SSDR_CHECK(mine == local_part(r.roles, ds.X), "the distributed split differs from the serial one");
+  r.dist = driver::fit_and_evaluate(ds, mine, config, keep_embedding);
   if (keep_embedding) r.Y_dist = allgather(r.dist.embedding);
 
   std::string info;

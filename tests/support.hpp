@@ -68,6 +68,18 @@ Dense standardize(const Dense& X);
 std::vector<int> first_p_labeled(const std::vector<int>& labels, int classes, int p);
 /// The entries of the replicated per-sample vector `v` for X's local rows.
 std::vector<int> local_part(const std::vector<int>& v, const DistMatrix& X);
+/// The same for roles.
+std::vector<data::Role> local_part(const std::vector<data::Role>& v, const DistMatrix& X);
+
+/// Every rank's labels of the data set, in row order, on every rank (allgatherv over ds.X.comm).
+std::vector<int> all_labels(const io::Dataset& ds);
+
+/// data::make_split on the data set's own rows (its local labels, collective over ds.X.comm):
+/// the roles of ds.X's local rows.
+std::vector<data::Role> split(const io::Dataset& ds, const data::SplitSpec& spec);
+/// The same split for every sample (n roles), computed serially from the file's labels read
+/// on MPI_COMM_SELF: the serial reference of the distributed split. Local.
+std::vector<data::Role> split_all(const std::string& path, io::Format format, const data::SplitSpec& spec);
 
 /// A CSV data set from tests/data, replicated, with the first p samples of each class labeled.
 struct Problem {
@@ -85,7 +97,7 @@ data::SplitSpec transductive_split(int labeled_per_class, double fraction, uint6
 /// fit on rank 0 alone (data read on MPI_COMM_SELF), rank 0's results broadcast to every rank.
 struct SerialAndDistributed {
   int classes = 0;                  ///< of the data set
-  std::vector<data::Role> roles;    ///< the split both fits used
+  std::vector<data::Role> roles;    ///< the split both fits used (every sample's role, n entries)
   driver::FitOutcome dist;          ///< on MPI_COMM_WORLD
   Dense Y_dist;                     ///< dist.embedding gathered (empty unless kept)
   evaluation::Accuracy serial_accuracy;

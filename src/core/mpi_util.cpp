@@ -129,3 +129,37 @@ void for_each_row_block(const double* local, int64_t row_start, int64_t n_local,
 }
 
 }  // namespace ssdr
+
+namespace ssdr {
+
+void redistribute_rows(const void* from, int64_t from_start, int64_t from_count, void* to, int64_t to_start,
+                       int64_t to_count, size_t bytes, MPI_Comm comm) {
+  const int size = comm_size(comm);
+  int64_t mine[4] = {from_start, from_count, to_start, to_count};
+  std::vector<int64_t> all(4 * static_cast<size_t>(size));
+  MPI_Allgather(mine, 4, MPI_INT64_T, all.data(), 4, MPI_INT64_T, comm);
+  std::vector<int> sc(static_cast<size_t>(size), 0), sd(sc), rc(sc), rd(sc);
+  // Overlap of my source range with rank r's target range, and of rank r's source with mine.
+  for (int r = 0; r < size; ++r) {
+    const int64_t* a = all.data() + 4 * static_cast<size_t>(r);
+    const int64_t s_lo = std::max(from_start, a[2]), s_hi = std::min(from_start + from_count, a[2] + a[3]);
+    if (s_hi > s_lo) {
+      SSDR_CHECK(s_hi - s_lo <= INT_MAX && s_lo - from_start <= INT_MAX, "redistribute_rows: a block exceeds MPI's count limit");
+      sc[static_cast<size_t>(r)] = static_cast<int>(s_hi - s_lo);
+      sd[static_cast<size_t>(r)] = static_cast<int>(s_lo - from_start);
+    }
+    const int64_t r_lo = std::max(to_start, a[0]), r_hi = std::min(to_start + to_count, a[0] + a[1]);
+    if (r_hi > r_lo) {
+      SSDR_CHECK(r_hi - r_lo <= INT_MAX && r_lo - to_start <= INT_MAX, "redistribute_rows: a block exceeds MPI's count limit");
+      rc[static_cast<size_t>(r)] = static_cast<int>(r_hi - r_lo);
+      rd[static_cast<size_t>(r)] = static_cast<int>(r_lo - to_start);
+    }
+  }
+  MPI_Datatype item = MPI_DATATYPE_NULL;
+  MPI_Type_contiguous(static_cast<int>(bytes), MPI_BYTE, &item);
+  MPI_Type_commit(&item);
+  MPI_Alltoallv(from, sc.data(), sd.data(), item, to, rc.data(), rd.data(), item, comm);
+  MPI_Type_free(&item);
+}
+
+}  // namespace ssdr

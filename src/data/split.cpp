@@ -5,10 +5,10 @@
 #include <cstdio>
 
 #include <cmath>
-#include <fstream>
-#include <random>
 
 #include "ssdr/core/error.hpp"
+#include "ssdr/core/mpi_util.hpp"
+#include "ssdr/io/dataset.hpp"
 
 namespace ssdr::data {
 
@@ -21,7 +21,66 @@ std::string fmt_value(double v) {
 }
 }  // namespace
 
-std::vector<Role> make_split(const std::vector<int>& labels, int classes, const SplitSpec& spec) {
+uint64_t split_key(uint64_t seed, int64_t i) {
+  auto mix = [](uint64_t z) {
+    z += 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  };
+  return mix(static_cast<uint64_t>(i) + mix(seed));
+}
+
+namespace {
+
+/// For every selection s (class cls[s], target t[s] ≥ 1), the t[s]-th smallest key among the
+/// samples of that class on all ranks: a radix selection on the keys' bytes, most significant
+/// first, one MPI_Allreduce of S × 256 counts per byte (exact integer sums, so the same on any
+/// rank count). Keys are distinct (split_key is a bijection), so exactly t[s] samples have a
+/// key ≤ the result. Collective over comm.
+std::vector<uint64_t> select_keys(const std::vector<int>& labels, int64_t row_start, uint64_t seed,
+                                  const std::vector<int>& cls, const std::vector<int64_t>& t, int classes,
+                                  MPI_Comm comm) {
+  const size_t S = cls.size();
+  std::vector<uint64_t> prefix(S, 0);
+  std::vector<int64_t> need(t);
+  // The selections of each class (a class has at most two: labeled and transductive).
+  std::vector<std::vector<size_t>> of(static_cast<size_t>(classes));
+  for (size_t s = 0; s < S; ++s) of[static_cast<size_t>(cls[s])].push_back(s);
+  std::vector<int64_t> hist(S * 256);
+  for (int byte = 7; byte >= 0; --byte) {
+    const int shift = 8 * byte;
+    std::fill(hist.begin(), hist.end(), 0);
+    for (size_t i = 0; i < labels.size(); ++i) {
+      const int k = labels[i];
+      if (k < 0 || k >= classes) continue;
+      const auto& sel = of[static_cast<size_t>(k)];
+      if (sel.empty()) continue;
+      const uint64_t key = split_key(seed, row_start + static_cast<int64_t>(i));
+      for (size_t s : sel) {
+        // Only keys that agree with the prefix found so far (the bytes above this one).
+        if (byte < 7 && (key >> (shift + 8)) != (prefix[s] >> (shift + 8))) continue;
+        ++hist[s * 256 + ((key >> shift) & 0xFF)];
+      }
+    }
+    MPI_Allreduce(MPI_IN_PLACE, hist.data(), static_cast<int>(hist.size()), MPI_INT64_T, MPI_SUM, comm);
+    for (size_t s = 0; s < S; ++s) {
+      uint64_t b = 0;
+      for (; b < 255; ++b) {
+        const int64_t h = hist[s * 256 + b];
+        if (need[s] <= h) break;
+        need[s] -= h;
+      }
+      prefix[s] |= b << shift;
+    }
+  }
+  return prefix;
+}
+
+}  // namespace
+
+std::vector<Role> make_split(const std::vector<int>& labels, int64_t row_start, int classes, const SplitSpec& spec,
+                             MPI_Comm comm) {
   SSDR_REQUIRE(spec.labeled_per_class >= 1,
              "--labeled-per-class must be at least 1, got " + std::to_string(spec.labeled_per_class));
   SSDR_REQUIRE(classes >= 2, "the data has " + std::to_string(classes) +
@@ -38,110 +97,105 @@ std::vector<Role> make_split(const std::vector<int>& labels, int classes, const 
   if (has_unlabeled)
     SSDR_REQUIRE(spec.unlabeled_per_class >= 0,
                "--unlabeled-per-class must be at least 0, got " + std::to_string(spec.unlabeled_per_class));
-  std::vector<std::vector<int64_t>> members(static_cast<size_t>(classes));
-  for (size_t i = 0; i < labels.size(); ++i) members[static_cast<size_t>(labels[i])].push_back(static_cast<int64_t>(i));
-  std::vector<Role> roles(labels.size(), Role::unseen);
-  std::mt19937_64 rng(spec.seed);
+  // n_k over every rank.
+  std::vector<int64_t> nk(static_cast<size_t>(classes), 0);
+  bool in_range = true;
+  for (int l : labels) {
+    if (l < 0 || l >= classes) in_range = false;
+    else ++nk[static_cast<size_t>(l)];
+  }
+  SSDR_CHECK_COLLECTIVE(comm, in_range, "make_split: labels must be in 0.." + std::to_string(classes - 1));
+  MPI_Allreduce(MPI_IN_PLACE, nk.data(), classes, MPI_INT64_T, MPI_SUM, comm);
+  std::vector<int> cls;
+  std::vector<int64_t> target;
+  std::vector<int64_t> transductive_of(static_cast<size_t>(classes));
   for (int k = 0; k < classes; ++k) {
-    auto& idx = members[static_cast<size_t>(k)];
-    const int64_t nk = static_cast<int64_t>(idx.size());
-    // Fisher–Yates with explicit arithmetic so the split is the same with any libstdc++.
-    for (int64_t i = nk - 1; i > 0; --i) {
-      const int64_t j = static_cast<int64_t>(rng() % static_cast<uint64_t>(i + 1));
-      std::swap(idx[static_cast<size_t>(i)], idx[static_cast<size_t>(j)]);
-    }
-    int64_t transductive = nk;
+    const int64_t n_k = nk[static_cast<size_t>(k)];
+    int64_t transductive = n_k;
     if (has_fraction)
-      transductive = static_cast<int64_t>(std::llround(spec.transductive_fraction * static_cast<double>(nk)));
+      transductive = static_cast<int64_t>(std::llround(spec.transductive_fraction * static_cast<double>(n_k)));
     else if (has_unlabeled)
       transductive = spec.labeled_per_class + spec.unlabeled_per_class;
-    SSDR_REQUIRE(transductive <= nk,
-               "class " + std::to_string(k) + " has " + std::to_string(nk) + " samples, fewer than the " +
+    SSDR_REQUIRE(transductive <= n_k,
+               "class " + std::to_string(k) + " has " + std::to_string(n_k) + " samples, fewer than the " +
                    std::to_string(transductive) + " requested by --labeled-per-class + --unlabeled-per-class");
     SSDR_REQUIRE(spec.labeled_per_class <= transductive,
                "class " + std::to_string(k) + " has only " + std::to_string(transductive) +
                    " transductive samples, fewer than --labeled-per-class " +
                    std::to_string(spec.labeled_per_class));
-    for (int64_t i = 0; i < transductive; ++i)
-      roles[static_cast<size_t>(idx[static_cast<size_t>(i)])] =
-          i < spec.labeled_per_class ? Role::labeled : Role::unlabeled;
+    transductive_of[static_cast<size_t>(k)] = transductive;
+    cls.push_back(k);
+    target.push_back(spec.labeled_per_class);
+    cls.push_back(k);
+    target.push_back(transductive);
+  }
+  const std::vector<uint64_t> thr = select_keys(labels, row_start, spec.seed, cls, target, classes, comm);
+  std::vector<Role> roles(labels.size(), Role::unseen);
+  for (size_t i = 0; i < labels.size(); ++i) {
+    const size_t k = static_cast<size_t>(labels[i]);
+    const uint64_t key = split_key(spec.seed, row_start + static_cast<int64_t>(i));
+    if (key <= thr[2 * k]) roles[i] = Role::labeled;
+    else if (key <= thr[2 * k + 1]) roles[i] = Role::unlabeled;
   }
   return roles;
 }
 
-std::vector<Role> read_split(const std::string& path, int64_t n, MPI_Comm comm) {
+std::vector<Role> read_split(const std::string& path, int64_t row_start, int64_t n_local, int64_t n, MPI_Comm comm) {
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
-  std::vector<char> buf(static_cast<size_t>(n), 'T');
   bool ok = true;
   std::string message;
   if (rank == 0) {
     struct stat st {};
-    const bool irregular = ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode);
-    std::ifstream in;
-    if (!irregular) in.open(path);  // a FIFO without a writer would block here forever
-    if (irregular) {
-      ok = false;
-      message = "--split " + path + ": not a regular file; expected one role per line";
-    } else if (!in) {
+    if (::stat(path.c_str(), &st) != 0) {
       ok = false;
       message = "cannot open split file '" + path + "'";
-    }
-    std::string line;
-    int64_t lineno = 0, count = 0;
-    while (ok && std::getline(in, line)) {
-      ++lineno;
-      while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.pop_back();
-      size_t b = line.find_first_not_of(" \t");
-      if (b == std::string::npos) continue;
-      line = line.substr(b);
-      char r;
-      if (line == "labeled" || line == "L") r = 'L';
-      else if (line == "unlabeled" || line == "U") r = 'U';
-      else if (line == "unseen" || line == "T") r = 'T';
-      else {
-        ok = false;
-        message = path + ":" + std::to_string(lineno) + ": expected 'labeled', 'unlabeled' or 'unseen', found '" + line + "'";
-        break;
-      }
-      if (count >= n) {
-        ok = false;
-        message = path + ":" + std::to_string(lineno) + ": more lines than the " + std::to_string(n) + " samples of the data";
-        break;
-      }
-      buf[static_cast<size_t>(count++)] = r;
-    }
-    if (ok && count != n) {
+    } else if (!S_ISREG(st.st_mode)) {  // a FIFO without a writer would block forever
       ok = false;
-      message = path + ": has " + std::to_string(count) + " roles, expected one per sample (" + std::to_string(n) + ")";
+      message = "--split " + path + ": not a regular file; expected one role per line";
     }
   }
   SSDR_CHECK_COLLECTIVE(comm, ok, message);
-  MPI_Bcast(buf.data(), static_cast<int>(n), MPI_CHAR, 0, comm);
-  std::vector<Role> roles(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) roles[static_cast<size_t>(i)] = static_cast<Role>(buf[static_cast<size_t>(i)]);
+  const io::LineCodes lines = io::read_line_codes(
+      path, "'labeled', 'unlabeled' or 'unseen'",
+      [](std::string_view w) -> char {
+        if (w == "labeled" || w == "L") return 'L';
+        if (w == "unlabeled" || w == "U") return 'U';
+        if (w == "unseen" || w == "T") return 'T';
+        return 0;
+      },
+      comm);
+  SSDR_CHECK_COLLECTIVE(comm, lines.total == n,
+                        path + ": has " + std::to_string(lines.total) + " roles, expected one per sample (" +
+                            std::to_string(n) + ")");
+  const std::vector<char> mine = redistribute_rows(lines.codes, lines.first, row_start, n_local, comm);
+  std::vector<Role> roles(mine.size());
+  for (size_t i = 0; i < mine.size(); ++i) roles[i] = static_cast<Role>(mine[i]);
   return roles;
 }
 
-void validate_split(const std::vector<int>& labels, int classes, const std::vector<Role>& roles) {
-  SSDR_REQUIRE(labels.size() == roles.size(), "split has " + std::to_string(roles.size()) +
-                                                " roles for " + std::to_string(labels.size()) + " samples");
+void validate_split(const std::vector<int>& labels, int classes, const std::vector<Role>& roles, MPI_Comm comm) {
+  SSDR_CHECK_COLLECTIVE(comm, labels.size() == roles.size(),
+                        "split has " + std::to_string(roles.size()) + " roles for " + std::to_string(labels.size()) +
+                            " samples on this rank");
   std::vector<int64_t> labeled(static_cast<size_t>(classes), 0);
   for (size_t i = 0; i < labels.size(); ++i)
-    if (roles[i] == Role::labeled) ++labeled[static_cast<size_t>(labels[i])];
+    if (roles[i] == Role::labeled && labels[i] >= 0 && labels[i] < classes) ++labeled[static_cast<size_t>(labels[i])];
+  MPI_Allreduce(MPI_IN_PLACE, labeled.data(), classes, MPI_INT64_T, MPI_SUM, comm);
   for (int k = 0; k < classes; ++k)
     SSDR_REQUIRE(labeled[static_cast<size_t>(k)] > 0,
                "class " + std::to_string(k) + " has no labeled sample; every class needs at least one");
 }
 
-SplitCounts count_roles(const std::vector<Role>& roles) {
-  SplitCounts c;
+SplitCounts count_roles(const std::vector<Role>& roles, MPI_Comm comm) {
+  int64_t c[3] = {0, 0, 0};
   for (Role r : roles) {
-    if (r == Role::labeled) ++c.labeled;
-    else if (r == Role::unlabeled) ++c.unlabeled;
-    else ++c.unseen;
+    if (r == Role::labeled) ++c[0];
+    else if (r == Role::unlabeled) ++c[1];
+    else ++c[2];
   }
-  return c;
+  MPI_Allreduce(MPI_IN_PLACE, c, 3, MPI_INT64_T, MPI_SUM, comm);
+  return SplitCounts{c[0], c[1], c[2]};
 }
 
 }  // namespace ssdr::data

@@ -43,10 +43,10 @@ std::string fmt_acc(double v) {
 }
 
 std::vector<data::Role> make_roles(const FitCommand& cmd, const io::Dataset& ds, uint64_t seed, MPI_Comm comm) {
-  if (!cmd.split_file.empty()) return data::read_split(cmd.split_file, ds.X.n_global, comm);
+  if (!cmd.split_file.empty()) return data::read_split(cmd.split_file, ds.X.row_start, ds.X.n_local, ds.X.n_global, comm);
   data::SplitSpec spec = cmd.split;
   spec.seed = seed;
-  return data::make_split(ds.labels, ds.classes, spec);
+  return data::make_split(ds.labels, ds.X.row_start, ds.classes, spec, comm);
 }
 
 io::Dataset read_data(const std::string& path, io::Format format, const io::ReadOptions& read, MPI_Comm comm,
@@ -54,7 +54,7 @@ io::Dataset read_data(const std::string& path, io::Format format, const io::Read
   Phase phase("read", &t);
   io::Dataset ds = io::read_dataset(path, format, comm, read);
   say("read " + std::to_string(ds.X.n_global) + " samples x " + std::to_string(ds.X.cols) + " features" +
-      (ds.labels.empty() ? std::string() : ", " + std::to_string(ds.classes) + " classes") + " from " + path +
+      (!ds.labeled() ? std::string() : ", " + std::to_string(ds.classes) + " classes") + " from " + path +
       (ds.typed ? std::string(" (kept as ") + to_string(ds.rows.type) + ")" : std::string()));
   return ds;
 }
@@ -135,7 +135,7 @@ int run_fit(const FitCommand& cmd, MPI_Comm comm) {
   methods::Timings timings;
   io::Dataset ds = read_data(cmd.data, cmd.format, cmd.read, comm, timings);
   const auto roles = make_roles(cmd, ds, cmd.split.seed, comm);
-  const auto counts = data::count_roles(roles);
+  const auto counts = data::count_roles(roles, comm);
   nlohmann::json selection;
   FitConfig config = selected_config(cmd, ds, roles, cmd.split.seed, timings, selection);
   config.graph_in = cmd.graph_in;
@@ -231,7 +231,7 @@ int run_evaluate(const FitCommand& cmd, MPI_Comm comm) {
     const uint64_t seed = cmd.split.seed + static_cast<uint64_t>(s);
     say("split " + std::to_string(s + 1) + "/" + std::to_string(cmd.splits) + " (seed " + std::to_string(seed) + ")");
     const auto roles = make_roles(cmd, ds, seed, comm);
-    counts = data::count_roles(roles);
+    counts = data::count_roles(roles, comm);
     nlohmann::json selection;
     const FitConfig config = selected_config(cmd, ds, roles, seed, timings, selection);
     FitOutcome out = fit_and_evaluate(ds, roles, config, false);
@@ -345,26 +345,16 @@ int run_predict(const PredictCommand& cmd, MPI_Comm comm) {
                                            " features but the model '" + cmd.model + "' expects " +
                                            std::to_string(m.d_input));
   const std::vector<int> predicted = ds.sparse ? estimator.predict(ds.Xs) : estimator.predict(ds.X);
-  const int64_t n = ds.X.n_global, row_start = ds.X.row_start;
-  const bool labeled = !ds.labels.empty();
+  const int64_t n = ds.X.n_global;
+  const bool labeled = ds.labeled();
   int64_t correct = 0;
   if (labeled)
     for (size_t i = 0; i < predicted.size(); ++i)
-      correct += predicted[i] == ds.labels[static_cast<size_t>(row_start) + i] ? 1 : 0;
+      correct += predicted[i] == ds.labels[i] ? 1 : 0;
   MPI_Allreduce(MPI_IN_PLACE, &correct, 1, MPI_INT64_T, MPI_SUM, comm);
   ds = io::Dataset();
-  // n labels on every rank (as many as the data set's own replicated labels), in file order.
-  const std::vector<int> all = allgatherv(predicted, comm);
-  if (io::has_extension(cmd.output, ".npy")) {
-    io::write_labels_npy(all, cmd.output, comm);
-  } else {
-    on_root(comm, [&] {
-      std::string text;
-      text.reserve(all.size() * 3);
-      for (int label : all) text += std::to_string(label) + "\n";
-      io::write_text_atomic(cmd.output, text);
-    });
-  }
+  // Each rank's predictions, streamed to the file through rank 0 in row order.
+  io::write_labels(predicted, cmd.output, comm);
   say("wrote " + std::to_string(n) + " predicted labels to " + cmd.output);
   if (labeled && comm_rank(comm) == 0) {  // the accuracy, like fit's table, whatever --quiet says
     std::printf("predict: %lld samples, accuracy %s (%lld correct)\n", static_cast<long long>(n),
@@ -391,7 +381,7 @@ int run_convert(const ConvertCommand& cmd, MPI_Comm comm) {
   } else {
     io::write_embedding(ds.X, cmd.output);
     try {
-      io::write_labels_npy(ds.labels, cmd.labels_output, comm);
+      io::write_labels(ds.labels, cmd.labels_output, comm);
     } catch (const Error&) {
       // Both files or neither: X without its labels is no data set.
       if (comm_rank(comm) == 0) ::unlink(cmd.output.c_str());

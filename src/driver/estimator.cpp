@@ -165,19 +165,17 @@ void check_same_parameters(const driver::FitConfig& config, MPI_Comm comm) {
                             " on rank 0; expected the same method and parameters on every rank");
 }
 
-/// The fit's labeled samples into its model, for predict: the rows of the embedding Y (n×m,
-/// every sample) whose role is labeled, gathered in increasing global index (so the model
-/// has the same bytes on any rank count), and their labels. Collective over Y.comm.
-void keep_labeled_samples(model::Model& m, const DistMatrix& Y, const std::vector<int>& labels,
-                          const std::vector<data::Role>& roles) {
-  const std::vector<double> rows = evaluation::gather_labeled_rows(Y, roles);
-  m.labeled_labels.clear();
-  for (size_t i = 0; i < roles.size(); ++i)
-    if (roles[i] == data::Role::labeled) m.labeled_labels.push_back(labels[i]);
+/// The fit's labeled samples into its model, for predict: their embedding (l×m, in
+/// increasing global index, so the model has the same bytes on any rank count) and their
+/// labels, as the fit gathered them (FitOutcome::labeled_embedding). Local.
+void keep_labeled_samples(model::Model& m, const driver::FitOutcome& out) {
+  m.labeled_labels = out.labeled_labels;
   const int64_t l = static_cast<int64_t>(m.labeled_labels.size());
-  SSDR_CHECK(static_cast<int64_t>(rows.size()) == l * Y.cols, "fit: the labeled rows of the embedding do not match the split");
-  m.labeled_embedding = Dense(Y.cols, l);  // column j = row j of the row-major l×m block
-  m.labeled_embedding.v = rows;
+  const int64_t cols = l > 0 ? static_cast<int64_t>(out.labeled_embedding.size()) / l : out.dim;
+  SSDR_CHECK(static_cast<int64_t>(out.labeled_embedding.size()) == l * cols,
+             "fit: the labeled rows of the embedding do not match the split");
+  m.labeled_embedding = Dense(cols, l);  // column j = row j of the row-major l×m block
+  m.labeled_embedding.v = out.labeled_embedding;
 }
 
 }  // namespace
@@ -256,39 +254,58 @@ void Estimator::configure() {
 
 namespace {
 /// The data set and roles of Estimator::fit from every rank's y (one entry per local row:
-/// class 0..c−1 or −1): replicated labels and roles (an unlabeled row stands as class 0 in
-/// the data set; its evaluation means nothing and is not kept) and c. Collective over comm.
+/// class 0..c−1 or −1): the labels and roles of this rank's rows (an unlabeled row stands as
+/// class 0 in the data set; its evaluation means nothing and is not kept) and c, agreed over
+/// comm without gathering y (nothing of size n on any rank). Collective over comm.
 /// \throws ssdr::Error (collectively) as Estimator::fit.
-std::vector<data::Role> labeled_roles(const std::vector<int>& y, int64_t n_local, int64_t n_global, int64_t d,
-                                      MPI_Comm comm, io::Dataset& ds) {
+std::vector<data::Role> labeled_roles(const std::vector<int>& y, int64_t n_local, int64_t row_start, int64_t n_global,
+                                      int64_t d, MPI_Comm comm, io::Dataset& ds) {
   SSDR_CHECK_COLLECTIVE(comm, static_cast<int64_t>(y.size()) == n_local,
                         "fit: y has " + std::to_string(y.size()) + " labels for " + std::to_string(n_local) +
                             " rows on this rank; expected one per row (-1: unlabeled)");
   SSDR_REQUIRE(n_global > 0, "fit: X has no rows on any rank; expected at least one labeled row per class");
   SSDR_REQUIRE(d > 0, "fit: X has no features (d = 0); expected n x d rows with d >= 1");
-  const std::vector<int> all = allgatherv(y, comm);
-  std::vector<data::Role> roles(all.size(), data::Role::unlabeled);
-  ds.labels.assign(all.size(), 0);
-  std::vector<int> classes;  // the labeled classes, sorted
-  for (size_t i = 0; i < all.size(); ++i) {
-    SSDR_REQUIRE(all[i] >= -1, "fit: y[" + std::to_string(i) + "] = " + std::to_string(all[i]) +
-                                   "; expected a class 0, 1, ... or -1 (unlabeled)");
-    if (all[i] < 0) continue;
+  std::vector<data::Role> roles(y.size(), data::Role::unlabeled);
+  ds.labels.assign(y.size(), 0);
+  // The first bad label in row order (the lowest failing rank's message), the largest label
+  // and the number of labeled rows.
+  std::string bad;
+  int64_t facts[2] = {-1, 0};  // largest label, labeled rows
+  for (size_t i = 0; i < y.size(); ++i) {
+    if (y[i] < -1) {
+      bad = "fit: y[" + std::to_string(row_start + static_cast<int64_t>(i)) + "] = " + std::to_string(y[i]) +
+            "; expected a class 0, 1, ... or -1 (unlabeled)";
+      break;
+    }
+    if (y[i] < 0) continue;
     roles[i] = data::Role::labeled;
-    ds.labels[i] = all[i];
-    classes.push_back(all[i]);
+    ds.labels[i] = y[i];
+    facts[0] = std::max<int64_t>(facts[0], y[i]);
+    ++facts[1];
   }
-  std::sort(classes.begin(), classes.end());
-  classes.erase(std::unique(classes.begin(), classes.end()), classes.end());
-  SSDR_REQUIRE(!classes.empty(), "fit: no row is labeled (every y is -1); expected at least two labeled classes");
-  // Classes 0..c−1, c = the largest label + 1 (no wrap-around: at most n classes), each labeled.
-  for (size_t k = 0; k < classes.size(); ++k)
-    SSDR_REQUIRE(classes[k] == static_cast<int>(k),
+  SSDR_CHECK_COLLECTIVE(comm, bad.empty(), bad);
+  int64_t largest = 0, labeled = 0;
+  MPI_Allreduce(&facts[0], &largest, 1, MPI_INT64_T, MPI_MAX, comm);
+  MPI_Allreduce(&facts[1], &labeled, 1, MPI_INT64_T, MPI_SUM, comm);
+  SSDR_REQUIRE(labeled > 0, "fit: no row is labeled (every y is -1); expected at least two labeled classes");
+  // Which classes are labeled: a flag per class up to min(largest, labeled) — c ≤ the labeled
+  // rows, so the first missing class is found there (O(l), never O(n) or O(largest label)).
+  const int64_t span = std::min(largest, labeled) + 1;
+  std::vector<int> present(static_cast<size_t>(span), 0);
+  for (size_t i = 0; i < y.size(); ++i)
+    if (y[i] >= 0 && y[i] < span) present[static_cast<size_t>(y[i])] = 1;
+  MPI_Allreduce(MPI_IN_PLACE, present.data(), static_cast<int>(span), MPI_INT, MPI_MAX, comm);
+  // Classes 0..c−1, c = the largest label + 1 (no wrap-around: at most l classes), each labeled.
+  for (int64_t k = 0; k < span; ++k)
+    SSDR_REQUIRE(present[static_cast<size_t>(k)] != 0,
                  "fit: class " + std::to_string(k) + " has no labeled row, but the largest label is " +
-                     std::to_string(classes.back()) + "; expected every class 0.." + std::to_string(classes.back()) +
+                     std::to_string(largest) + "; expected every class 0.." + std::to_string(largest) +
                      " labeled at least once");
-  SSDR_REQUIRE(classes.size() >= 2, "fit: only class 0 is labeled; expected at least two labeled classes");
-  ds.classes = static_cast<int>(classes.size());
+  SSDR_REQUIRE(largest < span, "fit: the largest label is " + std::to_string(largest) + " but only " +
+                                   std::to_string(labeled) + " rows are labeled; expected every class 0.." +
+                                   std::to_string(largest) + " labeled at least once");
+  SSDR_REQUIRE(largest >= 1, "fit: only class 0 is labeled; expected at least two labeled classes");
+  ds.classes = static_cast<int>(largest + 1);
   return roles;
 }
 }  // namespace
@@ -297,7 +314,7 @@ Estimator& Estimator::fit(DistMatrix X, const std::vector<int>& y) {
   QuietScope scope(manage_quiet_, verbose_);
   check_rows(X, "fit: X");
   io::Dataset ds;
-  const std::vector<data::Role> roles = labeled_roles(y, X.n_local, X.n_global, X.cols, X.comm, ds);
+  const std::vector<data::Role> roles = labeled_roles(y, X.n_local, X.row_start, X.n_global, X.cols, X.comm, ds);
   ds.X = std::move(X);
   fit_split(ds, roles, false);
   return *this;
@@ -307,7 +324,7 @@ Estimator& Estimator::fit(SparseRows X, const std::vector<int>& y) {
   QuietScope scope(manage_quiet_, verbose_);
   check_rows(X, "fit: X");
   io::Dataset ds;
-  const std::vector<data::Role> roles = labeled_roles(y, X.n_local, X.n_global, X.cols, X.comm, ds);
+  const std::vector<data::Role> roles = labeled_roles(y, X.n_local, X.row_start, X.n_global, X.cols, X.comm, ds);
   // The dense matrix's shape and layout without its values, as the LIBSVM reader keeps it.
   ds.X.comm = X.comm;
   ds.X.n_global = X.n_global;
@@ -332,10 +349,10 @@ driver::FitOutcome Estimator::fit_split(io::Dataset& ds, const std::vector<data:
   else if (ds.typed) check_values(ds.rows, what);
   else check_values(ds.X, what);
   const bool projects = methods::find_method(config_.method).projects;
-  // The embedding (n×m, small) is needed for the model's labeled samples.
-  driver::FitOutcome out = driver::fit_and_evaluate_consuming(ds, roles, config_, keep_embedding || projects);
-  if (projects) keep_labeled_samples(out.model, out.embedding, ds.labels, roles);
-  if (!keep_embedding) out.embedding = DistMatrix();
+  // The model's labeled samples come with the fit (FitOutcome::labeled_embedding): the n×m
+  // embedding is formed only when asked for.
+  driver::FitOutcome out = driver::fit_and_evaluate_consuming(ds, roles, config_, keep_embedding);
+  if (projects) keep_labeled_samples(out.model, out);
   model_ = out.model;
   info_ = out.info;
   trace_ratio_ = out.trace_ratio;

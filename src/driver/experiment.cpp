@@ -238,7 +238,7 @@ int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
       datasets.emplace(u.dataset, io::read_dataset(spec.path, spec.format, group, read));
     }
     const io::Dataset& ds = datasets.at(u.dataset);
-    const auto roles = data::make_split(ds.labels, ds.classes, split_spec(job, u.p, u.split));
+    const auto roles = data::make_split(ds.labels, ds.X.row_start, ds.classes, split_spec(job, u.p, u.split), group);
     const auto& info = methods::find_method(job.methods[static_cast<size_t>(u.method)].name);
     const int64_t max_dim = *std::max_element(u.dims.begin(), u.dims.end());
     if (u.block != cache_block) {
@@ -284,7 +284,7 @@ int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
           cvc.shared.lists = config.cache->lists;
           cvc.shared.lnp_graphs = config.cache->lnp_graphs;
           cvc.shared.sigma0 = config.cache->sigma0;
-          cv = cross_validate(ds, roles, config, cv_folds(ds.labels, roles, ds.classes, job.cv_folds, split_seed), &cvc)
+          cv = cross_validate(ds, roles, config, cv_folds(ds.labels, roles, ds.classes, job.cv_folds, split_seed, group), &cvc)
                    .accuracy;
         }
       }

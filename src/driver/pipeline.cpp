@@ -141,6 +141,101 @@ DistMatrix embed_all(const model::Model& m, const FitRows& rows, KernelMapEntry*
   return Y;
 }
 
+/// The streamed evaluation of a fit whose embedding is not kept: the 1-NN accuracy of
+/// one_nn_accuracy(embed_all(m, rows), labels, roles), the same counts, without the n×m
+/// embedding (n_local·m doubles per rank, the largest per-sample cost of a thin data set).
+/// Pass 1 embeds the transductive rows tile by tile (embed_all's tiles, so the same bits)
+/// and keeps the labeled ones; they and their labels are gathered on every rank (l rows,
+/// global order); pass 2 embeds every row again tile by tile and classifies each tile against
+/// them (evaluation::nearest_labels: the brute-force scan's answer). L, L_labels receive the
+/// labeled rows' embedding (l×m row-major) and labels. Only for a model whose embedding is
+/// local (Projector::local()). Collective over rows.comm (two MPI_Allgatherv, one MPI_Allreduce).
+evaluation::Accuracy evaluate_streamed(const model::Model& m, const FitRows& rows, const std::vector<int>& labels,
+                                       const std::vector<data::Role>& roles, std::vector<double>& L,
+                                       std::vector<int>& L_labels) {
+  model::Projector p(m);
+  const int64_t out = p.out_dim(), T = model::Projector::kTile, n_local = rows.layout.n_local;
+  std::vector<double> tile(static_cast<size_t>(T * out)), in;
+  std::vector<int64_t> where(static_cast<size_t>(T));  // the local rows of the current tile
+  // Calls visit(b) for every tile of the transductive rows (Xt's tiles), `where` holding the
+  // tile's local rows, `tile` their embedding.
+  auto transductive_tiles = [&](auto&& visit) {
+    const DistMatrix& Xt = *rows.Xt;
+    int64_t cursor = 0;
+    for (int64_t i0 = 0; i0 < Xt.n_local; i0 += T) {
+      const int64_t b = std::min(T, Xt.n_local - i0);
+      for (int64_t r = 0; r < b; ++r) {
+        while (!rows.transductive[static_cast<size_t>(cursor)]) ++cursor;
+        where[static_cast<size_t>(r)] = cursor++;
+      }
+      p.from_preprocessed(Xt.row(i0), b, tile.data());
+      visit(b);
+    }
+  };
+  std::vector<double> mine;
+  std::vector<int> mine_labels;
+  transductive_tiles([&](int64_t b) {
+    for (int64_t r = 0; r < b; ++r) {
+      const size_t i = static_cast<size_t>(where[static_cast<size_t>(r)]);
+      if (roles[i] != data::Role::labeled) continue;
+      mine.insert(mine.end(), tile.data() + r * out, tile.data() + (r + 1) * out);
+      mine_labels.push_back(labels[i]);
+    }
+  });
+  L = allgatherv(mine, rows.comm);  // blocks in rank order: global order
+  L_labels = allgatherv(mine_labels, rows.comm);
+  int64_t c[4] = {0, 0, 0, 0};  // n_unlabeled, correct_unlabeled, n_unseen, correct_unseen
+  DistMatrix Yt;
+  Yt.comm = MPI_COMM_SELF;
+  Yt.cols = out;
+  auto classify = [&](int64_t b) {
+    Yt.n_global = Yt.n_local = b;
+    Yt.v.assign(tile.begin(), tile.begin() + b * out);
+    const std::vector<int> pred = evaluation::nearest_labels(Yt, L, L_labels);
+    for (int64_t r = 0; r < b; ++r) {
+      const size_t i = static_cast<size_t>(where[static_cast<size_t>(r)]);
+      const bool right = pred[static_cast<size_t>(r)] == labels[i];
+      if (roles[i] == data::Role::unlabeled) {
+        ++c[0];
+        c[1] += right;
+      } else if (roles[i] == data::Role::unseen) {
+        ++c[2];
+        c[3] += right;
+      }
+    }
+  };
+  transductive_tiles(classify);
+  // The unseen rows: Xu's tiles (consumed data) or tiles of the raw rows in row order.
+  int64_t u = 0, cursor = 0;
+  const int64_t d = rows.d_input;
+  if (rows.from_raw()) in.resize(static_cast<size_t>(T * d));
+  for (;;) {
+    int64_t b = 0;
+    while (b < T && cursor < n_local) {
+      if (!rows.transductive[static_cast<size_t>(cursor)]) where[static_cast<size_t>(b++)] = cursor;
+      ++cursor;
+    }
+    if (b == 0) break;
+    if (rows.from_raw()) {
+      for (int64_t r = 0; r < b; ++r) rows.raw_row(where[static_cast<size_t>(r)], in.data() + r * d);
+      p.from_raw(in.data(), b, tile.data());
+    } else {
+      p.from_preprocessed(rows.Xu->row(u), b, tile.data());
+    }
+    u += b;
+    classify(b);
+  }
+  MPI_Allreduce(MPI_IN_PLACE, c, 4, MPI_INT64_T, MPI_SUM, rows.comm);
+  evaluation::Accuracy a;
+  a.n_unlabeled = c[0];
+  a.correct_unlabeled = c[1];
+  a.n_unseen = c[2];
+  a.correct_unseen = c[3];
+  if (c[0] > 0) a.unlabeled = static_cast<double>(c[1]) / static_cast<double>(c[0]);
+  if (c[2] > 0) a.unseen = static_cast<double>(c[3]) / static_cast<double>(c[2]);
+  return a;
+}
+
 /// The transductive flags and the method's labels (class or −1 per transductive local row).
 void transductive_rows(const io::Dataset& ds, const std::vector<data::Role>& roles, std::vector<char>& transductive,
                        std::vector<int>& labels) {
@@ -148,7 +243,7 @@ void transductive_rows(const io::Dataset& ds, const std::vector<data::Role>& rol
   transductive.assign(static_cast<size_t>(X.n_local), 0);
   labels.clear();
   for (int64_t i = 0; i < X.n_local; ++i) {
-    const size_t g = static_cast<size_t>(X.row_start + i);
+    const size_t g = static_cast<size_t>(i);  // labels and roles live with the rows
     transductive[static_cast<size_t>(i)] = roles[g] != data::Role::unseen;
     if (roles[g] == data::Role::labeled) labels.push_back(ds.labels[g]);
     else if (roles[g] == data::Role::unlabeled) labels.push_back(-1);
@@ -160,14 +255,23 @@ FitOutcome fit_rows(FitRows& rows, data::Preprocessor&& pre, const std::vector<i
                     bool keep_embedding, FitOutcome out, PreparedRows* prepared);
 
 /// The RowsCache key of a fit: its preprocessing options and a fingerprint of its
-/// transductive set (roles are replicated, so the key is the same on every rank). Local.
-std::string rows_key(const data::PreprocessOptions& p, const std::vector<data::Role>& roles) {
-  std::string mask(roles.size(), '\0');
-  for (size_t i = 0; i < roles.size(); ++i) mask[i] = roles[i] == data::Role::unseen ? 0 : 1;
-  char b[160];
-  std::snprintf(b, sizeof b, "%d|%d|%.17g|%d|%lld|%zu|%016llx", static_cast<int>(p.scaling), p.pca ? 1 : 0,
-                p.pca_energy, static_cast<int>(p.route), static_cast<long long>(p.pca_dim), roles.size(),
-                static_cast<unsigned long long>(fnv1a64(mask.data(), mask.size())));
+/// transductive set: the count and the sum (mod 2⁶⁴) of data::split_key(1, i) over the
+/// transductive global indices i, the same on every rank and for any rank count. Collective
+/// (one MPI_Allreduce of three integers).
+std::string rows_key(const data::PreprocessOptions& p, const std::vector<data::Role>& roles, int64_t row_start,
+                     int64_t n_global, MPI_Comm comm) {
+  uint64_t f[2] = {0, 0};  // transductive count, sum of keys
+  for (size_t i = 0; i < roles.size(); ++i)
+    if (roles[i] != data::Role::unseen) {
+      ++f[0];
+      f[1] += data::split_key(1, row_start + static_cast<int64_t>(i));
+    }
+  MPI_Allreduce(MPI_IN_PLACE, f, 2, MPI_UINT64_T, MPI_SUM, comm);
+  char b[200];
+  std::snprintf(b, sizeof b, "%d|%d|%.17g|%d|%lld|%lld|%llu|%016llx", static_cast<int>(p.scaling), p.pca ? 1 : 0,
+                p.pca_energy, static_cast<int>(p.route), static_cast<long long>(p.pca_dim),
+                static_cast<long long>(n_global), static_cast<unsigned long long>(f[0]),
+                static_cast<unsigned long long>(f[1]));
   return b;
 }
 
@@ -189,7 +293,7 @@ namespace {
 /// (left empty); nullptr: the raw X stays and the transductive rows are copied out.
 FitOutcome fit_and_evaluate_impl(const io::Dataset& ds, io::Dataset* consume, const std::vector<data::Role>& roles,
                                  const FitConfig& config, bool keep_embedding) {
-  data::validate_split(ds.labels, ds.classes, roles);
+  data::validate_split(ds.labels, ds.classes, roles, ds.X.comm);
   FitOutcome out;
   FitRows rows;
   std::vector<int> labels;
@@ -201,7 +305,7 @@ FitOutcome fit_and_evaluate_impl(const io::Dataset& ds, io::Dataset* consume, co
   PreparedRows* prepared = nullptr;
   if (config.rows && !consume && !ds.sparse) {
     // A sweep: the split's preprocessed rows once, for every fit of it.
-    const std::string key = rows_key(config.preprocess, roles);
+    const std::string key = rows_key(config.preprocess, roles, ds.X.row_start, ds.X.n_global, ds.X.comm);
     auto it = config.rows->entries.find(key);
     if (it == config.rows->entries.end()) {
       ++config.rows->misses;
@@ -404,9 +508,17 @@ FitOutcome fit_rows(FitRows& rows, data::Preprocessor&& pre, const std::vector<i
   out.dim = fit.W.cols;
 
   Phase phase("evaluate", &out.timings);
-  if (info.projects) {
+  if (info.projects && !keep_embedding && kernel_entry == nullptr && model::Projector(m).local()) {
+    // No n×m embedding: each tile is classified as it is embedded.
+    out.accuracy = evaluate_streamed(m, rows, ds.labels, roles, out.labeled_embedding, out.labeled_labels);
+  } else if (info.projects) {
     DistMatrix Y = embed_all(m, rows, kernel_entry);
     out.accuracy = evaluation::one_nn_accuracy(Y, ds.labels, roles);
+    out.labeled_embedding = evaluation::gather_labeled_rows(Y, roles);
+    std::vector<int> mine;
+    for (size_t i = 0; i < roles.size(); ++i)
+      if (roles[i] == data::Role::labeled) mine.push_back(ds.labels[i]);
+    out.labeled_labels = allgatherv(mine, rows.comm);
     if (keep_embedding) out.embedding = std::move(Y);
   } else {
     // Transductive classifier: predictions exist for the transductive samples only.
@@ -415,7 +527,7 @@ FitOutcome fit_rows(FitRows& rows, data::Preprocessor&& pre, const std::vector<i
     for (int64_t i = 0; i < rows.layout.n_local; ++i)
       if (rows.transductive[static_cast<size_t>(i)])
         predicted[static_cast<size_t>(i)] = fit.transductive_prediction.at(t++);
-    out.accuracy = evaluation::accuracy(predicted, rows.layout.start, ds.labels, roles, rows.comm);
+    out.accuracy = evaluation::accuracy(predicted, ds.labels, roles, rows.comm);
     out.accuracy.unseen = std::numeric_limits<double>::quiet_NaN();
     out.accuracy.correct_unseen = 0;
   }

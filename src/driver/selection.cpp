@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "ssdr/core/error.hpp"
+#include "ssdr/core/mpi_util.hpp"
 #include "ssdr/core/progress.hpp"
 #include "ssdr/evaluation/one_nn.hpp"
 #include "ssdr/kernels/feature_map.hpp"
@@ -135,12 +136,18 @@ Grid default_grid(const FitConfig& config) {
 }
 
 std::vector<int> cv_folds(const std::vector<int>& labels, const std::vector<data::Role>& roles, int classes,
-                          int folds, uint64_t seed) {
+                          int folds, uint64_t seed, MPI_Comm comm) {
   SSDR_REQUIRE(folds >= 2, "--cv-folds must be at least 2, got " + std::to_string(folds));
-  SSDR_REQUIRE(labels.size() == roles.size(), "cross-validation: one role per sample expected");
-  std::vector<std::vector<size_t>> members(static_cast<size_t>(classes));
+  SSDR_CHECK_COLLECTIVE(comm, labels.size() == roles.size(), "cross-validation: one role per local row expected");
+  // The labeled samples' labels on every rank, in global order (O(l), never O(n)); position j
+  // is the j-th labeled sample.
+  std::vector<int> mine;
   for (size_t i = 0; i < roles.size(); ++i)
-    if (roles[i] == data::Role::labeled) members[static_cast<size_t>(labels[i])].push_back(i);
+    if (roles[i] == data::Role::labeled) mine.push_back(labels[i]);
+  GatherCounts where;
+  const std::vector<int> all = allgatherv(mine, comm, &where);
+  std::vector<std::vector<size_t>> members(static_cast<size_t>(classes));
+  for (size_t j = 0; j < all.size(); ++j) members[static_cast<size_t>(all[j])].push_back(j);
   size_t labeled = 0;
   for (int c = 0; c < classes; ++c) {
     const size_t lc = members[static_cast<size_t>(c)].size();
@@ -149,7 +156,7 @@ std::vector<int> cv_folds(const std::vector<int>& labels, const std::vector<data
     labeled += lc;
   }
   const int k = static_cast<int>(std::min<size_t>(static_cast<size_t>(folds), labeled));
-  std::vector<int> fold(roles.size(), -1);
+  std::vector<int> fold_of(all.size(), -1);  // per labeled sample
   std::mt19937_64 rng(seed);
   int next = 0;
   for (auto& idx : members) {
@@ -158,10 +165,14 @@ std::vector<int> cv_folds(const std::vector<int>& labels, const std::vector<data
       std::swap(idx[i], idx[j]);
     }
     for (size_t i : idx) {
-      fold[i] = next;
+      fold_of[i] = next;
       next = (next + 1) % k;
     }
   }
+  std::vector<int> fold(roles.size(), -1);
+  size_t j = static_cast<size_t>(where.displs[static_cast<size_t>(comm_rank(comm))]);
+  for (size_t i = 0; i < roles.size(); ++i)
+    if (roles[i] == data::Role::labeled) fold[i] = fold_of[j++];
   return fold;
 }
 
@@ -171,6 +182,7 @@ CvScore cross_validate(const io::Dataset& ds, const std::vector<data::Role>& rol
                "cross-validation: method '" + config.method + "' learns no projection (transductive only)");
   CvScore score;
   for (int f : folds) score.folds = std::max(score.folds, f + 1);
+  MPI_Allreduce(MPI_IN_PLACE, &score.folds, 1, MPI_INT, MPI_MAX, ds.X.comm);
   if (caches && caches->folds.size() < static_cast<size_t>(score.folds))
     caches->folds.resize(static_cast<size_t>(score.folds));
   for (int f = 0; f < score.folds; ++f) {
@@ -189,7 +201,7 @@ CvScore cross_validate(const io::Dataset& ds, const std::vector<data::Role>& rol
     const FitOutcome out = fit_and_evaluate(ds, r, c, true);
     if (caches) share(caches->folds[static_cast<size_t>(f)], caches->shared);
     const auto pred = evaluation::one_nn_predict(out.embedding, ds.labels, r);
-    const auto acc = evaluation::accuracy(pred, out.embedding.row_start, ds.labels, scored, ds.X.comm);
+    const auto acc = evaluation::accuracy(pred, ds.labels, scored, ds.X.comm);
     score.correct += acc.correct_unlabeled;
     score.scored += acc.n_unlabeled;
     if (out.info.is_object() && out.info.contains("fallback_to_gda") && out.info["fallback_to_gda"].get<bool>())
@@ -206,9 +218,10 @@ Selection select_by_cv(const io::Dataset& ds, const std::vector<data::Role>& rol
                                   "' (no grid given and the method has no default grid); give --grid NAME=v1,v2,...");
   SSDR_REQUIRE(methods::find_method(base.method).projects,
                "--select-by cv: method '" + base.method + "' learns no projection (transductive only)");
-  const std::vector<int> fold = cv_folds(ds.labels, roles, ds.classes, folds, seed);
+  const std::vector<int> fold = cv_folds(ds.labels, roles, ds.classes, folds, seed, ds.X.comm);
   int k = 0;
   for (int f : fold) k = std::max(k, f + 1);
+  MPI_Allreduce(MPI_IN_PLACE, &k, 1, MPI_INT, MPI_MAX, ds.X.comm);
   CvCaches caches;
   if (base.cache) share(*base.cache, caches.shared);
   // Every fold has the split's transductive set: one preprocessing (and kernel map per

@@ -82,10 +82,10 @@ void nearest_rows(const DistMatrix& Y, const double* L, int64_t l, int64_t m, st
 }  // namespace
 
 std::vector<double> gather_labeled_rows(const DistMatrix& Y, const std::vector<data::Role>& roles) {
-  SSDR_CHECK(static_cast<int64_t>(roles.size()) == Y.n_global, "gather_labeled_rows: roles must have one entry per sample");
+  SSDR_CHECK(static_cast<int64_t>(roles.size()) == Y.n_local, "gather_labeled_rows: roles must have one entry per local row");
   std::vector<double> mine;
   for (int64_t i = 0; i < Y.n_local; ++i)
-    if (roles[static_cast<size_t>(Y.row_start + i)] == data::Role::labeled)
+    if (roles[static_cast<size_t>(i)] == data::Role::labeled)
       mine.insert(mine.end(), Y.row(i), Y.row(i) + Y.cols);
   return allgatherv(mine, Y.comm);  // blocks in rank order: global order
 }
@@ -107,15 +107,16 @@ std::vector<int> nearest_labels(const DistMatrix& Y, const std::vector<double>& 
 std::vector<int> one_nn_predict(const DistMatrix& Y, const std::vector<int>& labels,
                                 const std::vector<data::Role>& roles) {
   const int64_t m = Y.cols;
-  SSDR_CHECK(static_cast<int64_t>(labels.size()) == Y.n_global &&
-                 static_cast<int64_t>(roles.size()) == Y.n_global,
-             "one_nn_predict: labels/roles must have one entry per sample");
-  // The labeled rows (in global order) on every rank.
+  SSDR_CHECK(static_cast<int64_t>(labels.size()) == Y.n_local &&
+                 static_cast<int64_t>(roles.size()) == Y.n_local,
+             "one_nn_predict: labels/roles must have one entry per local row");
+  // The labeled rows and their labels (in global order) on every rank.
   const std::vector<double> L = gather_labeled_rows(Y, roles);
   const int64_t total = static_cast<int64_t>(L.size());
-  std::vector<int> lab;  // labels of the gathered rows, global order (blocks are in rank order)
+  std::vector<int> mine;
   for (size_t i = 0; i < roles.size(); ++i)
-    if (roles[i] == data::Role::labeled) lab.push_back(labels[i]);
+    if (roles[i] == data::Role::labeled) mine.push_back(labels[i]);
+  const std::vector<int> lab = allgatherv(mine, Y.comm);  // blocks in rank order: global order
   const int64_t l = static_cast<int64_t>(lab.size());
   SSDR_CHECK(l * m == total, "one_nn_predict: labeled rows mismatch");
 
@@ -123,18 +124,20 @@ std::vector<int> one_nn_predict(const DistMatrix& Y, const std::vector<int>& lab
   std::vector<int64_t> arg;
   nearest_rows(Y, L.data(), l, m, arg);
   for (int64_t i = 0; i < Y.n_local; ++i) {
-    const size_t g = static_cast<size_t>(Y.row_start + i);
+    const size_t g = static_cast<size_t>(i);
     const int64_t a = arg[static_cast<size_t>(i)];
     pred[static_cast<size_t>(i)] = roles[g] == data::Role::labeled ? labels[g] : (a >= 0 ? lab[static_cast<size_t>(a)] : -1);
   }
   return pred;
 }
 
-Accuracy accuracy(const std::vector<int>& predicted, int64_t row_start, const std::vector<int>& labels,
+Accuracy accuracy(const std::vector<int>& predicted, const std::vector<int>& labels,
                   const std::vector<data::Role>& roles, MPI_Comm comm) {
+  SSDR_CHECK(labels.size() == predicted.size() && roles.size() == predicted.size(),
+             "accuracy: predictions, labels and roles must have one entry per local row");
   int64_t c[4] = {0, 0, 0, 0};  // n_unlabeled, correct_unlabeled, n_unseen, correct_unseen
   for (size_t i = 0; i < predicted.size(); ++i) {
-    const size_t g = static_cast<size_t>(row_start) + i;
+    const size_t g = i;
     const bool right = predicted[i] == labels[g];
     if (roles[g] == data::Role::unlabeled) {
       ++c[0];
@@ -157,7 +160,7 @@ Accuracy accuracy(const std::vector<int>& predicted, int64_t row_start, const st
 
 Accuracy one_nn_accuracy(const DistMatrix& Y, const std::vector<int>& labels,
                          const std::vector<data::Role>& roles) {
-  return accuracy(one_nn_predict(Y, labels, roles), Y.row_start, labels, roles, Y.comm);
+  return accuracy(one_nn_predict(Y, labels, roles), labels, roles, Y.comm);
 }
 
 }  // namespace ssdr::evaluation

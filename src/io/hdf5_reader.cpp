@@ -129,24 +129,38 @@ Dataset read_hdf5(const std::string& path, const std::string& data_name, const s
                             data_name + ")");
   SSDR_CHECK_COLLECTIVE(comm, type_class(lab.get()) == H5T_INTEGER,
                         path + ":" + labels_name + ": labels must have an integer type");
-  std::vector<long long> raw(static_cast<size_t>(n));
+  // Each rank reads its own rows' labels (a hyperslab): nothing of size n on any rank.
+  const int64_t n_local = ds.X.n_local;
+  std::vector<long long> raw(static_cast<size_t>(n_local));
   {
+    Hid fspace(H5Dget_space(lab.get()), H5Sclose);
+    const hsize_t start[2] = {static_cast<hsize_t>(ds.X.row_start), 0};
+    const hsize_t count[2] = {static_cast<hsize_t>(n_local), 1};
+    const int rank_of = static_cast<int>(ldims.size());
+    if (n_local > 0) H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start, nullptr, count, nullptr);
+    else H5Sselect_none(fspace.get());
+    Hid mspace(H5Screate_simple(rank_of, count, nullptr), H5Sclose);
+    if (n_local == 0) H5Sselect_none(mspace.get());
     Hid dxpl(H5Pcreate(H5P_DATASET_XFER), H5Pclose);
     H5Pset_dxpl_mpio(dxpl.get(), H5FD_MPIO_COLLECTIVE);
-    const herr_t rc = H5Dread(lab.get(), H5T_NATIVE_LLONG, H5S_ALL, H5S_ALL, dxpl.get(), raw.data());
+    const herr_t rc = H5Dread(lab.get(), H5T_NATIVE_LLONG, mspace.get(), fspace.get(), dxpl.get(), raw.data());
     SSDR_CHECK_COLLECTIVE(comm, rc >= 0, "cannot read " + path + ":" + labels_name + " (HDF5 read error)");
   }
-  ds.labels.resize(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
+  ds.labels.resize(static_cast<size_t>(n_local));
+  std::string message;  // the lowest failing rank's: the file's first bad label
+  int largest = -1;
+  for (int64_t i = 0; i < n_local && message.empty(); ++i) {
     const long long v = raw[static_cast<size_t>(i)];
     if (v < 0 || v >= n)
-      SSDR_CHECK_COLLECTIVE(comm, false,
-                            path + ":" + labels_name + ": label " + std::to_string(v) + " of sample " + std::to_string(i) +
-                                " is not a class: labels must be 0..c-1 with c at most the number of samples (" +
-                                std::to_string(n) + ")");
-    ds.labels[static_cast<size_t>(i)] = static_cast<int>(v);
+      message = path + ":" + labels_name + ": label " + std::to_string(v) + " of sample " +
+                std::to_string(ds.X.row_start + i) +
+                " is not a class: labels must be 0..c-1 with c at most the number of samples (" + std::to_string(n) + ")";
+    else ds.labels[static_cast<size_t>(i)] = static_cast<int>(v);
+    largest = std::max(largest, ds.labels[static_cast<size_t>(i)]);
   }
-  ds.classes = *std::max_element(ds.labels.begin(), ds.labels.end()) + 1;
+  SSDR_CHECK_COLLECTIVE(comm, message.empty(), message);
+  MPI_Allreduce(&largest, &ds.classes, 1, MPI_INT, MPI_MAX, comm);
+  ds.classes += 1;
   return ds;
 }
 

@@ -1,5 +1,5 @@
-// IDX: every rank reads the headers and labels and then its own row range straight from the
-// image file(s) (gzseek skips forward through compressed files).
+// IDX: every rank reads the headers, then its own rows' labels and images straight from the
+// files (gzseek skips forward through compressed files): nothing of size n on any rank.
 #include "reader_internal.hpp"
 #include "ssdr/core/error.hpp"
 
@@ -91,8 +91,8 @@ void read_images_header(IdxPart& part) {
          " bytes, but the file has " + std::to_string(bytes) + ")");
 }
 
-/// Reads all labels of `part` and appends them to `labels`.
-void read_idx_labels(const IdxPart& part, std::vector<int>& labels) {
+/// Checks the labels header of `part` (magic, count = the images' count).
+void check_idx_labels(const IdxPart& part) {
   GzFile f;
   f.open(part.labels);
   unsigned char h[8];
@@ -109,19 +109,23 @@ void read_idx_labels(const IdxPart& part, std::vector<int>& labels) {
   if (count != part.n)
     fail("'" + part.labels + "' has " + std::to_string(count) + " labels but '" + part.images +
          "' has " + std::to_string(part.n) + " images");
-  std::vector<unsigned char> raw(static_cast<size_t>(count));
-  const size_t got = f.read(raw.data(), raw.size());
-  if (static_cast<int64_t>(got) < count)
-    fail("'" + part.labels + "': truncated (expected " + std::to_string(count) +
-         " labels, found " + std::to_string(got) + ")");
-  labels.insert(labels.end(), raw.begin(), raw.end());
+}
+
+/// Reads the labels of the part's global rows [lo, hi) into out[0, hi − lo).
+void read_idx_labels(const IdxPart& part, int64_t lo, int64_t hi, int* out) {
+  GzFile f;
+  f.open(part.labels);
+  const int64_t first = lo - part.offset;
+  std::vector<unsigned char> raw(static_cast<size_t>(hi - lo));
+  if (!f.seek(8 + first) || f.read(raw.data(), raw.size()) < raw.size())
+    fail("'" + part.labels + "': truncated (expected " + std::to_string(part.n) + " labels)");
+  std::copy(raw.begin(), raw.end(), out);
 }
 
 }  // namespace
 
 Dataset read_idx(const std::string& path, MPI_Comm comm, bool native_types) {
   std::vector<IdxPart> parts;
-  std::vector<int> labels;
   std::string message;
   int64_t n = 0, d = 0;
   int size = 1;
@@ -139,22 +143,40 @@ Dataset read_idx(const std::string& path, MPI_Comm comm, bool native_types) {
           p.offset = n;
           n += p.n;
           require_dense_fits(n, d, size, per_node, "'" + p.images + "'", native_types ? 1 : 8);
-          read_idx_labels(p, labels);
+          check_idx_labels(p);
         }
-        const int max_label = *std::max_element(labels.begin(), labels.end());
-        if (max_label >= n)
-          fail("'" + parts.back().labels + "': label " + std::to_string(max_label) +
-               " is not a class: labels must be 0..c-1 with c at most the number of samples");
       },
       message);
   SSDR_CHECK_COLLECTIVE(comm, ok, message);
 
   Dataset ds;
   ds.source = path;
-  ds.labels = std::move(labels);
-  ds.classes = *std::max_element(ds.labels.begin(), ds.labels.end()) + 1;
   if (native_types) make_typed(ds, n, d, ElementType::u8, comm);  // the pixels as bytes
   else ds.X = make_dist(comm, n, d);
+  ds.labels.assign(static_cast<size_t>(ds.X.n_local), 0);
+  int largest = -1;
+  std::string where;  // the labels file holding this rank's largest label
+  ok = attempt(
+      [&] {
+        const int64_t my_start = ds.X.row_start, my_end = ds.X.row_start + ds.X.n_local;
+        for (const IdxPart& p : parts) {
+          const int64_t lo = std::max(my_start, p.offset), hi = std::min(my_end, p.offset + p.n);
+          if (lo >= hi) continue;
+          read_idx_labels(p, lo, hi, ds.labels.data() + (lo - my_start));
+          for (int64_t i = lo; i < hi; ++i)
+            if (ds.labels[static_cast<size_t>(i - my_start)] > largest) {
+              largest = ds.labels[static_cast<size_t>(i - my_start)];
+              where = p.labels;
+            }
+        }
+      },
+      message);
+  SSDR_CHECK_COLLECTIVE(comm, ok, message);
+  MPI_Allreduce(&largest, &ds.classes, 1, MPI_INT, MPI_MAX, comm);
+  SSDR_CHECK_COLLECTIVE(comm, ds.classes < n || largest < ds.classes,
+                        "'" + where + "': label " + std::to_string(ds.classes) +
+                            " is not a class: labels must be 0..c-1 with c at most the number of samples");
+  ds.classes += 1;
 
   ok = attempt(
       [&] {

@@ -28,9 +28,12 @@ NpyHeader read_npy_header(const std::string& path);
 /// round to the nearest double). Local.
 void to_double(const unsigned char* src, int64_t count, const NpyHeader& h, double* dst);
 
-/// Reads the n labels of a 1-D (or n×1) integer NPY file on every rank; each must be in
-/// 0..n−1. Collective over comm. \throws ssdr::Error (collectively) naming the file.
-std::vector<int> read_npy_labels(const std::string& path, int64_t n, MPI_Comm comm);
+/// Reads labels [row_start, row_start + n_local) of the n labels of a 1-D (or n×1) integer NPY
+/// file (each rank its own rows' labels, collective MPI-IO); each must be in 0..n−1.
+/// `classes` receives c = the largest label + 1 over all ranks. Collective over comm.
+/// \throws ssdr::Error (collectively) naming the file and the first bad sample.
+std::vector<int> read_npy_labels(const std::string& path, int64_t n, int64_t row_start, int64_t n_local,
+                                 int& classes, MPI_Comm comm);
 
 
 }  // namespace ssdr::io::detail

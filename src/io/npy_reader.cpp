@@ -211,7 +211,8 @@ void read_raw_items(const std::string& path, const NpyHeader& h, int64_t first, 
 
 }  // namespace
 
-std::vector<int> read_npy_labels(const std::string& path, int64_t n, MPI_Comm comm) {
+std::vector<int> read_npy_labels(const std::string& path, int64_t n, int64_t row_start, int64_t n_local,
+                                 int& classes, MPI_Comm comm) {
   NpyHeader h;
   attempt_on_root(comm, [&] {
     require_regular(path);
@@ -224,24 +225,29 @@ std::vector<int> read_npy_labels(const std::string& path, int64_t n, MPI_Comm co
       fail(path + ": " + std::to_string(h.shape[0]) + " labels for " + std::to_string(n) + " samples");
   });
   bcast_header(h, comm);
-  // Replicated labels: every rank reads all n (O(n) memory, as every reader keeps them).
-  std::vector<double> v(static_cast<size_t>(n));
-  read_array(path, h, 0, n, v.data(), comm);
-  std::vector<int> labels(static_cast<size_t>(n));
+  // Each rank reads its own rows' labels: nothing of size n on any rank.
+  std::vector<double> v(static_cast<size_t>(n_local));
+  read_array(path, h, row_start, n_local, v.data(), comm);
+  std::vector<int> labels(static_cast<size_t>(n_local));
   int64_t bad = -1;
-  for (int64_t i = 0; i < n && bad < 0; ++i) {
+  int largest = -1;
+  for (int64_t i = 0; i < n_local && bad < 0; ++i) {
     const double x = v[static_cast<size_t>(i)];
     if (!(x >= 0.0 && x < static_cast<double>(n))) bad = i;
     else labels[static_cast<size_t>(i)] = static_cast<int>(x);
+    largest = std::max(largest, labels[static_cast<size_t>(i)]);
   }
+  // The lowest failing rank's message: the first bad sample of the file.
+  std::string message;
   if (bad >= 0) {
     char num[40];
     std::snprintf(num, sizeof num, "%.17g", v[static_cast<size_t>(bad)]);
-    SSDR_CHECK_COLLECTIVE(comm, false,
-                          path + ": label " + num + " of sample " + std::to_string(bad) +
-                              " is not a class: labels must be 0..c-1 with c at most the number of samples (" +
-                              std::to_string(n) + ")");
+    message = path + ": label " + num + " of sample " + std::to_string(row_start + bad) +
+              " is not a class: labels must be 0..c-1 with c at most the number of samples (" + std::to_string(n) + ")";
   }
+  SSDR_CHECK_COLLECTIVE(comm, bad < 0, message);
+  MPI_Allreduce(&largest, &classes, 1, MPI_INT, MPI_MAX, comm);
+  classes += 1;
   return labels;
 }
 
@@ -285,8 +291,7 @@ Dataset read_npy(const std::string& path, const std::string& labels_path, bool l
     check_values(ds.X, path);
   }
   if (!labels_path.empty()) {
-    ds.labels = read_npy_labels(labels_path, n, comm);
-    ds.classes = *std::max_element(ds.labels.begin(), ds.labels.end()) + 1;
+    ds.labels = read_npy_labels(labels_path, n, ds.X.row_start, ds.X.n_local, ds.classes, comm);
   }
   return ds;
 }

@@ -573,24 +573,81 @@ void write_hdf5_rows(const std::string& path, int64_t rows_local, const std::vec
 void write_hdf5(const std::string& path, const DistMatrix& X, const std::string& name, const std::vector<int>* labels,
                 const std::string& labels_name) {
   std::vector<Hdf5RowBlock> blocks = {{name, Hdf5RowBlock::Type::f64, X.cols, X.v.data()}};
-  // Replicated labels: each rank writes the labels of its own rows.
-  if (labels != nullptr) blocks.push_back({labels_name, Hdf5RowBlock::Type::i32, 0, labels->data() + first_row(X)});
+  // The labels live with the rows: each rank writes its own rows' labels.
+  if (labels != nullptr) blocks.push_back({labels_name, Hdf5RowBlock::Type::i32, 0, labels->data()});
   write_hdf5_rows(path, X.n_local, blocks, X.comm);
 }
 
-void write_labels_npy(const std::vector<int>& labels, const std::string& path, MPI_Comm comm) {
-  on_root(comm, [&] {
-    AtomicFile f(path, true);
-    const std::string h = npy_header(static_cast<int64_t>(labels.size()), 0, "<i8", true);
-    std::fwrite(h.data(), 1, h.size(), f.get());
-    for (int label : labels) {
-      const int64_t v = label;
-      unsigned char b[8];
-      for (int k = 0; k < 8; ++k) b[k] = static_cast<unsigned char>((static_cast<uint64_t>(v) >> (8 * k)) & 0xff);
-      std::fwrite(b, 1, 8, f.get());
+void write_labels(const std::vector<int>& labels, const std::string& path, MPI_Comm comm) {
+  const int rank = comm_rank(comm), size = comm_size(comm);
+  const bool npy = has_extension(path, ".npy");
+  std::vector<int64_t> counts(static_cast<size_t>(size), 0);
+  const int64_t mine = static_cast<int64_t>(labels.size());
+  MPI_Gather(&mine, 1, MPI_INT64_T, counts.data(), 1, MPI_INT64_T, 0, comm);
+  std::unique_ptr<AtomicFile> out;
+  std::string message;
+  bool ok = true;
+  auto put = [&](const int* v, int64_t k) {
+    if (!ok) return;
+    std::string text;
+    for (int64_t i = 0; i < k; ++i) {
+      if (npy) {
+        const uint64_t x = static_cast<uint64_t>(static_cast<int64_t>(v[i]));
+        for (int b = 0; b < 8; ++b) text.push_back(static_cast<char>((x >> (8 * b)) & 0xff));
+      } else {
+        text += std::to_string(v[i]);
+        text.push_back('\n');
+      }
     }
-    f.commit();
-  });
+    if (std::fwrite(text.data(), 1, text.size(), out->get()) != text.size()) {
+      ok = false;
+      message = "cannot write '" + path + "': " + std::strerror(errno);
+    }
+  };
+  if (rank == 0) {
+    try {
+      out = std::make_unique<AtomicFile>(path, npy);
+      int64_t n = 0;
+      for (int64_t c : counts) n += c;
+      if (npy) {
+        const std::string h = npy_header(n, 0, "<i8", true);
+        std::fwrite(h.data(), 1, h.size(), out->get());
+      }
+    } catch (const Error& e) {
+      ok = false;
+      message = e.what();
+    }
+  }
+  SSDR_CHECK_COLLECTIVE(comm, ok, message);
+  const int64_t per_msg = int64_t{1} << 24;  // labels per message, the same split on both sides
+  if (rank == 0) {
+    put(labels.data(), mine);
+    std::vector<int> buf;
+    for (int r = 1; r < size; ++r) {
+      const int64_t rows = counts[static_cast<size_t>(r)];
+      for (int64_t i = 0; i < rows; i += per_msg) {
+        const int64_t k = std::min(per_msg, rows - i);
+        buf.resize(static_cast<size_t>(k));
+        MPI_Recv(buf.data(), static_cast<int>(k), MPI_INT, r, 8, comm, MPI_STATUS_IGNORE);
+        put(buf.data(), k);
+      }
+    }
+    if (ok) {
+      try {
+        out->commit();
+      } catch (const Error& e) {
+        ok = false;
+        message = e.what();
+      }
+    }
+    out.reset();
+  } else {
+    for (int64_t i = 0; i < mine; i += per_msg) {
+      const int64_t k = std::min(per_msg, mine - i);
+      MPI_Send(labels.data() + i, static_cast<int>(k), MPI_INT, 0, 8, comm);
+    }
+  }
+  SSDR_CHECK_COLLECTIVE(comm, ok, message);
 }
 
 void write_embedding(const DistMatrix& Y, const std::string& path, const std::string& dataset) {

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "ssdr/core/error.hpp"
+#include "ssdr/core/mpi_util.hpp"
 #include "ssdr/core/values.hpp"
 #include "ssdr/io/dataset.hpp"
 

@@ -134,20 +134,11 @@ struct RankFacts {
   int64_t nnz = 0;          ///< LIBSVM: non-zero values
 };
 
-/// Every rank's labels (facts[r].rows from rank r, in rank order = file order) replicated on
-/// every rank: n = row_offset.back() entries. Collective over comm.
-std::vector<int> gather_labels(const std::vector<int>& mine, const std::vector<RankFacts>& facts,
-                               const std::vector<int64_t>& row_offset, MPI_Comm comm) {
-  const size_t size = facts.size();
-  std::vector<int> all(static_cast<size_t>(row_offset.back()));
-  std::vector<int> counts(size), displs(size);
-  for (size_t r = 0; r < size; ++r) {
-    counts[r] = static_cast<int>(facts[r].rows);
-    displs[r] = static_cast<int>(row_offset[r]);
-  }
-  MPI_Allgatherv(mine.data(), static_cast<int>(mine.size()), MPI_INT, all.data(), counts.data(), displs.data(),
-                 MPI_INT, comm);
-  return all;
+/// This rank's labels (rows [row_offset[rank], + mine.size()) of the file) moved to the rows
+/// of X's layout (the rows' block owner): n_local labels, nothing of size n. Collective.
+std::vector<int> place_labels(const std::vector<int>& mine, const std::vector<int64_t>& row_offset, const DistMatrix& X,
+                              MPI_Comm comm) {
+  return redistribute_rows(mine, row_offset[static_cast<size_t>(comm_rank(comm))], X.row_start, X.n_local, comm);
 }
 
 std::vector<RankFacts> allgather(const RankFacts& mine, MPI_Comm comm) {
@@ -323,7 +314,7 @@ Dataset read_text_ranges(const std::string& path, Format format, MPI_Comm comm, 
     text = OwnedText();
     Dataset ds = place_sparse_rows(lengths, cols, vals, row_offset, n, d, comm);
     ds.source = path;
-    ds.labels = gather_labels(labels, facts, row_offset, comm);
+    ds.labels = place_labels(labels, row_offset, ds.X, comm);
     ds.classes = static_cast<int>(max_label) + 1;
     return ds;
   }
@@ -347,13 +338,13 @@ Dataset read_text_ranges(const std::string& path, Format format, MPI_Comm comm, 
   }
   text = OwnedText();  // the text is parsed; free it before the rows are placed
 
-  // Replicated labels, in file order.
+  // The labels of X's local rows (moved with the rows to their block owner).
   Dataset ds;
   ds.source = path;
-  ds.labels = gather_labels(labels, facts, row_offset, comm);
   ds.classes = static_cast<int>(max_label) + 1;  // 0 without labels
-  if (!labeled) ds.labels.clear();
   ds.X = make_dist(comm, n, d);
+  ds.labels = place_labels(labels, row_offset, ds.X, comm);
+  if (!labeled) ds.labels.clear();
 
   // Rows [row_offset[rank], +m) to their owners in the block layout: counts in rows of d
   // doubles (a contiguous datatype), so no count exceeds an int for any n·d that fits memory.
@@ -462,3 +453,47 @@ Dataset place_sparse_rows(std::vector<int64_t>& lengths, std::vector<int32_t>& c
 }  // namespace
 
 }  // namespace ssdr::io::detail
+
+namespace ssdr::io {
+
+LineCodes read_line_codes(const std::string& path, const std::string& expected,
+                          const std::function<char(std::string_view line)>& code, MPI_Comm comm) {
+  using namespace detail;
+  int64_t file_bytes = 0;
+  attempt_on_root(comm, [&] {
+    require_data_file(path);
+    file_bytes = file_size(path);
+  });
+  MPI_Bcast(&file_bytes, 1, MPI_INT64_T, 0, comm);
+  LineCodes out;
+  std::string message;
+  bool ok = true;
+  int64_t count = 0;
+  if (file_bytes > 0) {
+    MpiFile fh;
+    const int rc = fh.open(comm, path);
+    SSDR_CHECK_COLLECTIVE(comm, rc == MPI_SUCCESS, "cannot open '" + path + "': " + mpi_error_text(rc));
+    OwnedText text = read_range(fh.get(), file_bytes, path, comm, message, ok);
+    SSDR_CHECK_COLLECTIVE(comm, ok, message);
+    for_each_line(text, [&](std::string_view line, int64_t no) {
+      const std::string_view t = trim(line);
+      if (t.empty()) return true;
+      const char c = code(t);
+      if (c == 0) {  // the lowest failing rank's message is the file's first bad line
+        ok = false;
+        message = path + ":" + std::to_string(no) + ": expected " + expected + ", found '" + std::string(t) + "'";
+        return false;
+      }
+      out.codes.push_back(c);
+      return true;
+    });
+    SSDR_CHECK_COLLECTIVE(comm, ok, message);
+    count = static_cast<int64_t>(out.codes.size());
+  }
+  MPI_Exscan(&count, &out.first, 1, MPI_INT64_T, MPI_SUM, comm);
+  if (comm_rank(comm) == 0) out.first = 0;
+  MPI_Allreduce(&count, &out.total, 1, MPI_INT64_T, MPI_SUM, comm);
+  return out;
+}
+
+}  // namespace ssdr::io

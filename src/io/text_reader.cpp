@@ -3,7 +3,7 @@
 //   with MPI-IO, aligned to line starts, parses its lines, and the rows move once to their
 //   block owners;
 // - a gzip stream cannot be split (read_text_streamed): rank 0 streams it twice through zlib.
-//   Pass 1 validates every line and collects the labels, n and d; pass 2 parses chunks of
+//   Pass 1 validates every line and finds n, d and the largest label; pass 2 parses chunks of
 //   rows and sends each piece to the rank that owns it.
 // Every error is raised collectively so that all ranks throw the same one-line message; with
 // byte ranges the lowest failing rank's message wins, which is the first bad line of the file.
@@ -24,10 +24,10 @@ Dataset read_text_streamed(const std::string& path, Format format, MPI_Comm comm
   MPI_Comm_size(comm, &size);
   const bool csv = format == Format::csv;
 
-  // Pass 1 (rank 0): validate every line, collect labels, n and d (without labels, −1 per
-  // line stands in for them until the end).
-  std::vector<int> labels;
-  int64_t dims[2] = {0, 0};  // n, d
+  // Pass 1 (rank 0): validate every line; n, d, the largest label and a fingerprint of the
+  // labels (pass 2 parses them again and sends each with its row: no rank holds all n).
+  int64_t dims[3] = {0, 0, -1};  // n, d, the largest label
+  uint64_t label_print = 0;
   std::string message;
   bool ok = true;
   const int per_node = ranks_on_host(comm);
@@ -38,7 +38,8 @@ Dataset read_text_streamed(const std::string& path, Format format, MPI_Comm comm
           LineReader in(path);
           std::string_view line;
           int64_t fields = -1, max_index = 0, max_index_line = 0, max_label_line = 0;
-          int max_label = -1;
+          int max_label = -1, label = 0;
+          int64_t count = 0;
           while (in.next(line)) {
             if (is_blank(line)) continue;
             const Where at{&path, in.line_no()};
@@ -48,19 +49,22 @@ Dataset read_text_streamed(const std::string& path, Format format, MPI_Comm comm
                 if (fields < 2 && labeled)
                   fail(at.str() + ": expected a label and at least one value, found 1 field");
               }
-              labels.push_back(parse_csv_line(line, fields, at, nullptr, labeled));
+              label = parse_csv_line(line, fields, at, nullptr, labeled);
             } else {
               const int64_t before = max_index;
-              labels.push_back(parse_libsvm_line(line, at, max_index, nullptr, 0));
+              label = parse_libsvm_line(line, at, max_index, nullptr, 0);
               if (max_index > before) max_index_line = at.line;
             }
-            if (labels.back() > max_label) {
-              max_label = labels.back();
+            ++count;
+            label_print = label_print * 1099511628211ull + static_cast<uint64_t>(static_cast<int64_t>(label)) + 1;
+            if (label > max_label) {
+              max_label = label;
               max_label_line = at.line;
             }
           }
-          if (labels.empty()) fail(path + ": empty file (no samples)");
-          dims[0] = static_cast<int64_t>(labels.size());
+          if (count == 0) fail(path + ": empty file (no samples)");
+          dims[0] = count;
+          dims[2] = max_label;
           dims[1] = csv ? fields - (labeled ? 1 : 0) : max_index;
           if (dims[1] < 1) fail(path + ": no feature values in any line");
           // Classes are 0..c−1 and every class needs samples: a label ≥ n cannot be one
@@ -76,21 +80,21 @@ Dataset read_text_streamed(const std::string& path, Format format, MPI_Comm comm
         message);
   }
   SSDR_CHECK_COLLECTIVE(comm, ok, message);
-  MPI_Bcast(dims, 2, MPI_INT64_T, 0, comm);
+  MPI_Bcast(dims, 3, MPI_INT64_T, 0, comm);
   const int64_t n = dims[0], d = dims[1];
-  labels.resize(static_cast<size_t>(n));
-  MPI_Bcast(labels.data(), static_cast<int>(n), MPI_INT, 0, comm);
 
   Dataset ds;
   ds.source = path;
-  ds.labels = std::move(labels);
-  ds.classes = *std::max_element(ds.labels.begin(), ds.labels.end()) + 1;  // 0 without labels
+  ds.classes = static_cast<int>(dims[2]) + 1;  // 0 without labels
   ds.X = make_dist(comm, n, d);
+  ds.labels.assign(static_cast<size_t>(ds.X.n_local), 0);
 
   // Pass 2: chunks of rows parsed on rank 0 and sent to their owners.
   const int64_t chunk_rows =
       std::clamp<int64_t>((int64_t{1} << 22) / std::max<int64_t>(d, 1), 1, 4096);
   std::vector<double> chunk;
+  std::vector<int> chunk_labels;
+  uint64_t again = 0;  // pass 2's fingerprint of the labels
   std::unique_ptr<LineReader> in;
   if (rank == 0) {
     ok = attempt([&] { in = std::make_unique<LineReader>(path); }, message);
@@ -103,6 +107,7 @@ Dataset read_text_streamed(const std::string& path, Format format, MPI_Comm comm
       ok = attempt(
           [&] {
             chunk.assign(static_cast<size_t>((b - a) * d), 0.0);
+            chunk_labels.assign(static_cast<size_t>(b - a), 0);
             std::string_view line;
             int64_t max_index = 0;
             for (int64_t i = a; i < b;) {
@@ -112,8 +117,9 @@ Dataset read_text_streamed(const std::string& path, Format format, MPI_Comm comm
               double* row = chunk.data() + (i - a) * d;
               const int label = csv ? parse_csv_line(line, d + (labeled ? 1 : 0), at, row, labeled)
                                     : parse_libsvm_line(line, at, max_index, row, d);
-              if (label != ds.labels[static_cast<size_t>(i)])
-                fail(at.str() + ": file changed while reading");
+              again = again * 1099511628211ull + static_cast<uint64_t>(static_cast<int64_t>(label)) + 1;
+              if (i + 1 == n && again != label_print) fail(at.str() + ": file changed while reading");
+              chunk_labels[static_cast<size_t>(i - a)] = label;
               ++i;
             }
           },
@@ -127,16 +133,23 @@ Dataset read_text_streamed(const std::string& path, Format format, MPI_Comm comm
         const int64_t lo = std::max(a, s), hi = std::min(b, s + c);
         if (lo >= hi) continue;
         const double* src = chunk.data() + (lo - a) * d;
-        if (r == 0)
+        const int* lab = chunk_labels.data() + (lo - a);
+        if (r == 0) {
           std::copy(src, src + (hi - lo) * d, ds.X.row(lo - s));
-        else
+          std::copy(lab, lab + (hi - lo), ds.labels.data() + (lo - s));
+        } else {
           MPI_Send(src, static_cast<int>((hi - lo) * d), MPI_DOUBLE, r, 0, comm);
+          MPI_Send(lab, static_cast<int>(hi - lo), MPI_INT, r, 1, comm);
+        }
       }
     } else {
       const int64_t lo = std::max(a, my_start), hi = std::min(b, my_end);
-      if (lo < hi)
+      if (lo < hi) {
         MPI_Recv(ds.X.row(lo - my_start), static_cast<int>((hi - lo) * d), MPI_DOUBLE, 0, 0, comm,
                  MPI_STATUS_IGNORE);
+        MPI_Recv(ds.labels.data() + (lo - my_start), static_cast<int>(hi - lo), MPI_INT, 0, 1, comm,
+                 MPI_STATUS_IGNORE);
+      }
     }
   }
   if (!labeled) ds.labels.clear();

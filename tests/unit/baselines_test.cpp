@@ -508,7 +508,8 @@ TEST(OneNnBaseline, AccuracyEqualsBruteForceOneNnOnTheRawData) {
     const std::string path = test::data_path(file);
     io::Dataset ds = io::read_dataset(path, io::Format::csv, MPI_COMM_WORLD);
     const data::SplitSpec spec = test::transductive_split(3, 0.5, 3);
-    const auto roles = data::make_split(ds.labels, ds.classes, spec);
+    const auto roles = test::split(ds, spec);
+    const auto all_roles = test::split_all(path, io::Format::csv, spec);  // every sample's
     driver::FitConfig cfg;
     cfg.method = "1nn";
     auto out = driver::fit_and_evaluate(ds, roles, cfg, false);
@@ -518,12 +519,12 @@ TEST(OneNnBaseline, AccuracyEqualsBruteForceOneNnOnTheRawData) {
     test::load_csv_replicated(file, Xr, labels);
     int64_t correct[2] = {0, 0}, total[2] = {0, 0};
     for (int64_t i = 0; i < Xr.rows; ++i) {
-      const auto role = roles[static_cast<size_t>(i)];
+      const auto role = all_roles[static_cast<size_t>(i)];
       if (role == data::Role::labeled) continue;
       double best = INFINITY;
       int pred = -1;
       for (int64_t j = 0; j < Xr.rows; ++j) {
-        if (roles[static_cast<size_t>(j)] != data::Role::labeled) continue;
+        if (all_roles[static_cast<size_t>(j)] != data::Role::labeled) continue;
         double s = 0;
         for (int64_t t = 0; t < Xr.cols; ++t) s += (Xr(i, t) - Xr(j, t)) * (Xr(i, t) - Xr(j, t));
         if (s < best) {

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <algorithm>
 #include <array>
 #include <map>
 
@@ -21,6 +22,44 @@
 
 using namespace ssdr;
 
+namespace {
+
+/// The split's definition computed serially and naively (the reference of make_split): per
+/// class, its samples sorted by split_key(seed, i); the first p labeled, the first t
+/// transductive (t = round(F·n_k) or p + q).
+std::vector<data::Role> naive_split(const std::vector<int>& labels, int classes, const data::SplitSpec& spec) {
+  std::vector<data::Role> roles(labels.size(), data::Role::unseen);
+  for (int k = 0; k < classes; ++k) {
+    std::vector<std::pair<uint64_t, size_t>> members;
+    for (size_t i = 0; i < labels.size(); ++i)
+      if (labels[i] == k) members.emplace_back(data::split_key(spec.seed, static_cast<int64_t>(i)), i);
+    std::sort(members.begin(), members.end());
+    const int64_t nk = static_cast<int64_t>(members.size());
+    const int64_t t = spec.transductive_fraction > 0
+                          ? std::llround(spec.transductive_fraction * static_cast<double>(nk))
+                          : spec.unlabeled_per_class >= 0 ? spec.labeled_per_class + spec.unlabeled_per_class : nk;
+    for (int64_t j = 0; j < t; ++j)
+      roles[members[static_cast<size_t>(j)].second] = j < spec.labeled_per_class ? data::Role::labeled : data::Role::unlabeled;
+  }
+  return roles;
+}
+
+/// make_split on this rank's block of the replicated labels, gathered back to n roles.
+std::vector<data::Role> distributed_split(const std::vector<int>& labels, int classes, const data::SplitSpec& spec,
+                                          MPI_Comm comm) {
+  const Layout l = block_layout(static_cast<int64_t>(labels.size()), comm);
+  const std::vector<int> mine(labels.begin() + l.start, labels.begin() + l.start + l.n_local);
+  const std::vector<data::Role> roles = data::make_split(mine, l.start, classes, spec, comm);
+  std::vector<char> bytes(roles.size());
+  for (size_t i = 0; i < roles.size(); ++i) bytes[i] = static_cast<char>(roles[i]);
+  const std::vector<char> all = allgatherv(bytes.data(), static_cast<int64_t>(bytes.size()), comm);
+  std::vector<data::Role> out(all.size());
+  for (size_t i = 0; i < all.size(); ++i) out[i] = static_cast<data::Role>(all[i]);
+  return out;
+}
+
+}  // namespace
+
 TEST(Split, IsStratifiedWithTheRequestedCounts) {
   Dense X;
   std::vector<int> labels;
@@ -29,7 +68,7 @@ TEST(Split, IsStratifiedWithTheRequestedCounts) {
   spec.labeled_per_class = 5;
   spec.transductive_fraction = 0.5;
   spec.seed = 3;
-  auto roles = data::make_split(labels, 10, spec);
+  auto roles = distributed_split(labels, 10, spec, MPI_COMM_WORLD);
   std::map<int, std::array<int, 4>> per;  // labeled, unlabeled, unseen, total
   for (size_t i = 0; i < labels.size(); ++i) {
     auto& c = per[labels[i]];
@@ -42,11 +81,52 @@ TEST(Split, IsStratifiedWithTheRequestedCounts) {
   }
   spec.transductive_fraction = -1;
   spec.unlabeled_per_class = 20;
-  roles = data::make_split(labels, 10, spec);
-  auto counts = data::count_roles(roles);
+  const Layout l = block_layout(static_cast<int64_t>(labels.size()), MPI_COMM_WORLD);
+  const std::vector<int> mine(labels.begin() + l.start, labels.begin() + l.start + l.n_local);
+  const auto counts = data::count_roles(data::make_split(mine, l.start, 10, spec, MPI_COMM_WORLD), MPI_COMM_WORLD);
   EXPECT_EQ(counts.labeled, 50);
   EXPECT_EQ(counts.unlabeled, 200);
   EXPECT_EQ(counts.unseen, 1797 - 250);
+}
+
+TEST(Split, IsTheSerialReferenceOnEveryRankCountAndInAnyLayout) {
+  // The distributed radix selection must choose exactly the naive definition's samples, on
+  // this run's rank count (1-4 in ctest), on MPI_COMM_SELF (one rank holding every row), and
+  // in an uneven layout (rank r holds a share growing with r, a rank may hold none).
+  Dense X;
+  std::vector<int> labels;
+  test::load_csv_replicated("digits.csv", X, labels);
+  for (uint64_t seed : {0ull, 1ull, 12345ull}) {
+    for (int protocol = 0; protocol < 3; ++protocol) {
+      data::SplitSpec spec;
+      spec.seed = seed;
+      spec.labeled_per_class = protocol == 2 ? 1 : 3;
+      if (protocol == 0) spec.transductive_fraction = 0.2;
+      if (protocol == 1) spec.unlabeled_per_class = 7;
+      const std::vector<data::Role> want = naive_split(labels, 10, spec);
+      EXPECT_EQ(distributed_split(labels, 10, spec, MPI_COMM_WORLD), want) << "seed " << seed << " protocol " << protocol;
+      EXPECT_EQ(data::make_split(labels, 0, 10, spec, MPI_COMM_SELF), want);
+      // Uneven: rank r holds r/(1+2+…+P) of the rows, in rank order.
+      const int64_t n = static_cast<int64_t>(labels.size());
+      const int P = test::size(), r = test::rank();
+      const int64_t total = static_cast<int64_t>(P) * (P + 1) / 2;
+      const int64_t start = n * (static_cast<int64_t>(r) * (r + 1) / 2) / total;
+      const int64_t stop = n * (static_cast<int64_t>(r + 1) * (r + 2) / 2) / total;
+      const std::vector<int> mine(labels.begin() + start, labels.begin() + stop);
+      const auto roles = data::make_split(mine, start, 10, spec, MPI_COMM_WORLD);
+      EXPECT_TRUE(std::equal(roles.begin(), roles.end(), want.begin() + start));
+    }
+  }
+}
+
+TEST(Split, KeysAreDistinctSoEveryClassGetsExactlyItsCount) {
+  // split_key is a bijection of the index for a fixed seed: no ties among 10⁶ consecutive
+  // indices (a collision would let a threshold select one sample too many).
+  std::vector<uint64_t> keys(1000000);
+  for (size_t i = 0; i < keys.size(); ++i) keys[i] = data::split_key(7, static_cast<int64_t>(i));
+  std::sort(keys.begin(), keys.end());
+  EXPECT_EQ(std::adjacent_find(keys.begin(), keys.end()), keys.end());
+  EXPECT_NE(data::split_key(7, 0), data::split_key(8, 0));
 }
 
 TEST(Split, DependsOnlyOnTheLabelsAndTheSeed) {
@@ -56,18 +136,11 @@ TEST(Split, DependsOnlyOnTheLabelsAndTheSeed) {
   spec.labeled_per_class = 2;
   spec.transductive_fraction = 0.4;
   spec.seed = 42;
-  auto a = data::make_split(labels, 3, spec);
-  auto b = data::make_split(labels, 3, spec);
+  auto a = distributed_split(labels, 3, spec, MPI_COMM_WORLD);
+  auto b = distributed_split(labels, 3, spec, MPI_COMM_WORLD);
   EXPECT_EQ(a, b);
   spec.seed = 43;
-  EXPECT_NE(a, data::make_split(labels, 3, spec));
-  // Every rank drew the same split (it never looks at the rank).
-  long long h = 0;
-  for (size_t i = 0; i < a.size(); ++i) h = h * 31 + static_cast<int>(a[i]) + 7 * static_cast<long long>(i % 5);
-  long long lo = h, hi = h;
-  MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_LONG_LONG, MPI_MIN, MPI_COMM_WORLD);
-  MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
-  EXPECT_EQ(lo, hi);
+  EXPECT_NE(a, distributed_split(labels, 3, spec, MPI_COMM_WORLD));
 }
 
 TEST(Split, RejectsAClassSmallerThanRequested) {
@@ -75,7 +148,7 @@ TEST(Split, RejectsAClassSmallerThanRequested) {
   data::SplitSpec spec;
   spec.labeled_per_class = 3;
   try {
-    data::make_split(labels, 2, spec);
+    distributed_split(labels, 2, spec, MPI_COMM_WORLD);
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("class 1"), std::string::npos) << e.what();
@@ -87,11 +160,41 @@ TEST(SplitFile, NamesTheLineOfABadRole) {
   const std::string path = "/tmp/ssdr_split_test_" + std::to_string(test::size()) + ".txt";
   if (test::rank() == 0) std::ofstream(path) << "labeled\nunlabeled\nunknown\n";
   MPI_Barrier(MPI_COMM_WORLD);
+  const Layout l = block_layout(3, MPI_COMM_WORLD);
   try {
-    data::read_split(path, 3, MPI_COMM_WORLD);
+    data::read_split(path, l.start, l.n_local, 3, MPI_COMM_WORLD);
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find(path + ":3"), std::string::npos) << e.what();
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (test::rank() == 0) std::remove(path.c_str());
+}
+
+TEST(SplitFile, EachRankReceivesItsOwnRowsRoles) {
+  // 1 001 roles (blank lines between), read by byte ranges: each rank gets exactly its block's
+  // roles, whichever rank's byte range the lines started in; a count mismatch is named.
+  const std::string path = "/tmp/ssdr_split_rows_" + std::to_string(test::size()) + ".txt";
+  const int64_t n = 1001;
+  std::vector<data::Role> want(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    want[static_cast<size_t>(i)] = i % 7 == 0 ? data::Role::labeled : i % 3 == 0 ? data::Role::unseen : data::Role::unlabeled;
+  if (test::rank() == 0) {
+    std::ofstream f(path);
+    for (int64_t i = 0; i < n; ++i) {
+      const char* w = want[static_cast<size_t>(i)] == data::Role::labeled ? "labeled" : want[static_cast<size_t>(i)] == data::Role::unseen ? "T" : "unlabeled";
+      f << w << (i % 10 == 0 ? "\n\n" : "\n");
+    }
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  const Layout l = block_layout(n, MPI_COMM_WORLD);
+  const auto mine = data::read_split(path, l.start, l.n_local, n, MPI_COMM_WORLD);
+  EXPECT_TRUE(mine.size() == static_cast<size_t>(l.n_local) && std::equal(mine.begin(), mine.end(), want.begin() + l.start));
+  try {
+    data::read_split(path, 0, test::rank() == 0 ? n + 1 : 0, n + 1, MPI_COMM_WORLD);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("has 1001 roles, expected one per sample (1002)"), std::string::npos) << e.what();
   }
   MPI_Barrier(MPI_COMM_WORLD);
   if (test::rank() == 0) std::remove(path.c_str());
@@ -189,7 +292,9 @@ TEST(OneNn, AgreesWithBruteForceAndBreaksTiesBySmallerIndex) {
   Dense Y(8, 1);
   for (int i = 0; i < 8; ++i) Y(i, 0) = x[static_cast<size_t>(i)];
   DistMatrix Yd = ref::distribute(Y, MPI_COMM_WORLD);
-  auto pred = evaluation::one_nn_predict(Yd, labels, roles);
+  const std::vector<int> my_labels = test::local_part(labels, Yd);
+  const std::vector<R> my_roles = test::local_part(roles, Yd);
+  auto pred = evaluation::one_nn_predict(Yd, my_labels, my_roles);
   const std::vector<int> all = allgatherv(pred, MPI_COMM_WORLD);
   ASSERT_EQ(all.size(), 8u);
   EXPECT_EQ(all[2], 0);  // the tie
@@ -197,7 +302,7 @@ TEST(OneNn, AgreesWithBruteForceAndBreaksTiesBySmallerIndex) {
   EXPECT_EQ(all[4], 1);
   EXPECT_EQ(all[6], 1);  // 5.9 is nearest to 2.0 (index 1, class 1)
   EXPECT_EQ(all[7], 1);
-  auto acc = evaluation::one_nn_accuracy(Yd, labels, roles);
+  auto acc = evaluation::one_nn_accuracy(Yd, my_labels, my_roles);
   EXPECT_EQ(acc.n_unlabeled, 2);
   EXPECT_EQ(acc.n_unseen, 3);
   EXPECT_DOUBLE_EQ(acc.unlabeled, 1.0);
@@ -205,7 +310,7 @@ TEST(OneNn, AgreesWithBruteForceAndBreaksTiesBySmallerIndex) {
   // What `ssdr predict` does against a model's labeled samples: the labeled rows gathered in
   // global order, then every row classified (a labeled row is nearest to itself), the same
   // tie rule.
-  const std::vector<double> L = evaluation::gather_labeled_rows(Yd, roles);
+  const std::vector<double> L = evaluation::gather_labeled_rows(Yd, my_roles);
   EXPECT_EQ(L, (std::vector<double>{0, 2, 10}));
   const std::vector<int> near = allgatherv(evaluation::nearest_labels(Yd, L, {0, 1, 1}), MPI_COMM_WORLD);
   EXPECT_EQ(near, (std::vector<int>{0, 1, 0, 1, 1, 1, 1, 1}));

@@ -147,9 +147,9 @@ TEST(CsvReader, ReadsIrisWithRowsDistributedInBlocks) {
   const io::Dataset ds = io::read_dataset(test::data_path("iris.csv"), io::Format::csv, MPI_COMM_WORLD);
   expect_block_layout(ds.X, 150, 4);
   EXPECT_EQ(ds.classes, 3);
-  ASSERT_EQ(ds.labels.size(), 150u);
-  EXPECT_EQ(ds.labels.front(), 0);
-  EXPECT_EQ(ds.labels.back(), 2);
+  ASSERT_EQ(test::all_labels(ds).size(), 150u);
+  EXPECT_EQ(test::all_labels(ds).front(), 0);
+  EXPECT_EQ(test::all_labels(ds).back(), 2);
   EXPECT_EQ(ds.source, test::data_path("iris.csv"));
   // First line "0,5.1,3.5,1.4,0.2"; last line "2,5.9,3.0,5.1,1.8".
   if (ds.X.row_start == 0 && ds.X.n_local > 0) {
@@ -182,7 +182,7 @@ TEST(CsvReader, MatchesASerialReferenceExactlyForIrisWineDigitsAndBreastCancer) 
     Dense ref;
     std::vector<int> ref_labels;
     test::load_csv_replicated(c.name, ref, ref_labels);
-    EXPECT_EQ(ds.labels, ref_labels);
+    EXPECT_EQ(test::all_labels(ds), ref_labels);
     EXPECT_EQ(test::max_abs_diff(allgather(ds.X), ref), 0.0);
   }
 }
@@ -192,7 +192,7 @@ TEST(CsvReader, AcceptsCrlfLineEndingsBlanksAroundValuesAndTrailingBlankLines) {
   const std::string p = dir.write("crlf.csv", "1,0.5,-2e3\r\n0, 1.25 ,+3\r\n2,7,8\r\n\r\n\n");
   const io::Dataset ds = io::read_dataset(p, io::Format::csv, MPI_COMM_WORLD);
   expect_block_layout(ds.X, 3, 2);
-  EXPECT_EQ(ds.labels, (std::vector<int>{1, 0, 2}));
+  EXPECT_EQ(test::all_labels(ds), (std::vector<int>{1, 0, 2}));
   EXPECT_EQ(ds.classes, 3);
   Dense A = allgather(ds.X);
   EXPECT_EQ(A(0, 0), 0.5);
@@ -253,7 +253,8 @@ TEST(CsvReader, StreamsFilesLongerThanOneChunkToTheOwningRanks) {
     ASSERT_EQ(ds.X(i, 1), g == 0 ? 0.5 : -static_cast<double>(g) - 0.5) << "row " << g;
     ASSERT_EQ(ds.X(i, 2), static_cast<double>(g % 17)) << "row " << g;
   }
-  for (int64_t g = 0; g < n; ++g) ASSERT_EQ(ds.labels[static_cast<size_t>(g)], g % 5);
+  const std::vector<int> all = test::all_labels(ds);
+  for (int64_t g = 0; g < n; ++g) ASSERT_EQ(all[static_cast<size_t>(g)], g % 5);
 }
 
 TEST(CsvReader, RejectsARaggedRowNamingFileAndLine) {
@@ -307,7 +308,7 @@ TEST(CsvReader, ReadsValuesWithoutALabelColumnPlainOrGzippedWithNoLabels) {
     const std::string p = dir.write(gz ? "values.csv.gz" : "values.csv", values, gz);
     const io::Dataset ds = io::read_dataset(p, io::Format::automatic, MPI_COMM_WORLD, no_labels);
     expect_block_layout(ds.X, 150, 4);
-    EXPECT_TRUE(ds.labels.empty()) << (gz ? "gzip" : "plain");
+    EXPECT_FALSE(ds.labeled()) << (gz ? "gzip" : "plain");
     EXPECT_EQ(ds.classes, 0);
     EXPECT_EQ(ds.X.v, labeled.X.v);
   }
@@ -363,7 +364,7 @@ TEST(LibsvmReader, FillsOmittedFeaturesWithZerosAndTakesDFromTheLargestIndex) {
   EXPECT_EQ(io::detect_format(p), io::Format::libsvm);
   const io::Dataset ds = io::read_dataset(p, io::Format::automatic, MPI_COMM_WORLD);
   expect_block_layout(ds.X, 4, 5);
-  EXPECT_EQ(ds.labels, (std::vector<int>{1, 0, 2, 1}));
+  EXPECT_EQ(test::all_labels(ds), (std::vector<int>{1, 0, 2, 1}));
   EXPECT_EQ(ds.classes, 3);
   const Dense A = allgather(ds.X);
   Dense E(4, 5);
@@ -428,7 +429,7 @@ TEST(IdxReader, ReadsAnImagesFileWithItsLabelsFilePlainOrGzipped) {
     EXPECT_EQ(io::detect_format(img), io::Format::idx);
     const io::Dataset ds = io::read_dataset(img, io::Format::automatic, MPI_COMM_WORLD);
     expect_block_layout(ds.X, n, rows * cols);
-    EXPECT_EQ(ds.labels, std::vector<int>(lab.begin(), lab.end()));
+    EXPECT_EQ(test::all_labels(ds), std::vector<int>(lab.begin(), lab.end()));
     EXPECT_EQ(ds.classes, 4);
     for (int64_t i = 0; i < ds.X.n_local; ++i)
       for (int64_t k = 0; k < 6; ++k)
@@ -446,7 +447,7 @@ TEST(IdxReader, ReadsADirectoryAsTrainingThenTestSamples) {
   EXPECT_EQ(io::detect_format(dir.path()), io::Format::idx);
   const io::Dataset ds = io::read_dataset(dir.path(), io::Format::automatic, MPI_COMM_WORLD);
   expect_block_layout(ds.X, n1 + n2, d);
-  EXPECT_EQ(ds.labels, (std::vector<int>{0, 1, 2, 0, 1, 5, 4, 3, 2}));
+  EXPECT_EQ(test::all_labels(ds), (std::vector<int>{0, 1, 2, 0, 1, 5, 4, 3, 2}));
   EXPECT_EQ(ds.classes, 6);
   for (int64_t i = 0; i < ds.X.n_local; ++i)
     for (int64_t k = 0; k < d; ++k)

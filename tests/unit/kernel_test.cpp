@@ -120,7 +120,7 @@ Transductive transductive(const io::Dataset& ds, const std::vector<data::Role>& 
                           const data::PreprocessOptions& po) {
   Transductive t;
   for (int64_t i = 0; i < ds.X.n_local; ++i)
-    t.flags.push_back(roles[static_cast<size_t>(ds.X.row_start + i)] != data::Role::unseen);
+    t.flags.push_back(roles[static_cast<size_t>(i)] != data::Role::unseen);  // roles of the local rows
   t.pre = data::fit_preprocessor(ds.X, t.flags, po);
   t.Xt = data::apply(t.pre, select_rows(ds.X, t.flags));
   return t;
@@ -469,7 +469,7 @@ TEST(Ksoda, EqualsSodaOnTheDenseEmpiricalKernelMapAndProjectsNewSamplesByEq40) {
   const std::string path = test::data_path("iris.csv");
   io::Dataset ds = io::read_dataset(path, io::Format::csv, MPI_COMM_WORLD);
   const data::SplitSpec spec = test::transductive_split(3, 0.5, 5);
-  const auto roles = data::make_split(ds.labels, ds.classes, spec);
+  const auto roles = test::split(ds, spec);
   driver::FitConfig cfg;
   cfg.method = "ksoda";
   cfg.preprocess = methods::find_method("ksoda").preprocess;
@@ -482,8 +482,10 @@ TEST(Ksoda, EqualsSodaOnTheDenseEmpiricalKernelMapAndProjectsNewSamplesByEq40) {
   const Dense Xt = allgather(tr.Xt);
   const Dense Xall = allgather(data::apply(tr.pre, ds.X));
   std::vector<int> semi;
-  for (size_t g = 0; g < roles.size(); ++g)
-    if (roles[g] != data::Role::unseen) semi.push_back(roles[g] == data::Role::labeled ? ds.labels[g] : -1);
+  const auto all_roles = test::split_all(path, io::Format::csv, spec);  // every sample's
+  const io::Dataset whole = io::read_dataset(path, io::Format::csv, MPI_COMM_SELF);
+  for (size_t g = 0; g < all_roles.size(); ++g)
+    if (all_roles[g] != data::Role::unseen) semi.push_back(all_roles[g] == data::Role::labeled ? whole.labels[g] : -1);
   const Dense K = dense_kernel(Xt, Xt, kernels::KernelType::polynomial, 3, 0);
   Dense U;
   std::vector<double> lambda;
@@ -524,7 +526,7 @@ TEST(Ksoda, TransformOfTheTrainingSamplesEqualsTheFitEmbeddingForExactAndNystrom
   const std::string path = test::data_path("wine.csv");
   io::Dataset ds = io::read_dataset(path, io::Format::csv, MPI_COMM_WORLD);
   const data::SplitSpec spec = test::transductive_split(3, 0.4, 2);
-  const auto roles = data::make_split(ds.labels, ds.classes, spec);
+  const auto roles = test::split(ds, spec);
   test::TempDir dir("kernel");
   for (const int64_t landmarks : {int64_t{0}, int64_t{30}}) {
     driver::FitConfig cfg;
@@ -548,8 +550,9 @@ TEST(Ksoda, TransformOfTheTrainingSamplesEqualsTheFitEmbeddingForExactAndNystrom
     const Dense Yall = allgather(out.embedding);
     double diff = 0;
     int64_t t = 0;
-    for (size_t g = 0; g < roles.size(); ++g)
-      if (roles[g] != data::Role::unseen) {
+    const auto all_roles = test::split_all(path, io::Format::csv, spec);  // every sample's
+    for (size_t g = 0; g < all_roles.size(); ++g)
+      if (all_roles[g] != data::Role::unseen) {
         for (int64_t c = 0; c < Yall.cols; ++c) diff = std::max(diff, std::abs(Yall(static_cast<int64_t>(g), c) - Yt(t, c)));
         ++t;
       }
@@ -576,7 +579,7 @@ TEST(Ksoda, AnExactModelSavedOnAnyRankCountLoadsAndTransformsBitForBitOnAnyOther
   // bits. Run on 1 … 4 ranks this covers every save/load pair of rank counts up to 4.
   const std::string data = test::data_path("breast_cancer.csv");
   io::Dataset ds = io::read_dataset(data, io::Format::csv, MPI_COMM_WORLD);
-  const auto roles = data::make_split(ds.labels, ds.classes, test::transductive_split(3, 0.8, 5));
+  const auto roles = test::split(ds, test::transductive_split(3, 0.8, 5));
   driver::FitConfig cfg;
   cfg.method = "ksoda";
   cfg.preprocess = methods::find_method("ksoda").preprocess;

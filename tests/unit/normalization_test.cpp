@@ -184,7 +184,7 @@ TEST(Normalization, EveryMethodRecordsTheScaleOfItsColumnsAndUnitAndMetricSpanTh
   //    confidence selection runs kNN in the first GDA embedding, whose scale the option
   //    sets, so the augmented labeled set (and W) may differ.
   const io::Dataset ds = io::read_dataset(test::data_path("wine.csv"), io::Format::csv, MPI_COMM_WORLD);
-  const auto roles = data::make_split(ds.labels, ds.classes, test::transductive_split(3, 0.8, 7));
+  const auto roles = test::split(ds, test::transductive_split(3, 0.8, 7));
   const std::vector<std::string> scaled = {"lda", "gda", "sda", "sl-lda", "tca", "otca", "ssgda", "m-ssgda"};
   for (const auto& info : methods::method_table()) {
     if (!info.projects) continue;

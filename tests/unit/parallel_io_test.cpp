@@ -211,7 +211,7 @@ TEST(NpyReader, ReadsEveryRealAndIntegerTypeInEitherByteOrderAsTheSameMatrix) {
     ASSERT_EQ(A.cols, d);
     for (int64_t i = 0; i < n; ++i)
       for (int64_t j = 0; j < d; ++j) EXPECT_EQ(A(i, j), ref[static_cast<size_t>(i * d + j)]);
-    EXPECT_EQ(ds.labels, (std::vector<int>{0, 1, 2, 0, 1, 2, 2}));
+    EXPECT_EQ(test::all_labels(ds), (std::vector<int>{0, 1, 2, 0, 1, 2, 2}));
     EXPECT_EQ(ds.classes, 3);
     // In their own type (fit, evaluate, experiment): '|u1' and '<f4' stay bytes and floats,
     // the same values; the other types are read as doubles.
@@ -279,7 +279,7 @@ TEST(NpyReader, RejectsWhatItCannotReadWithTheFileAndTheReason) {
   o.labels_required = false;
   const io::Dataset ds = io::read_dataset(dir.write("x.npy", npy("<f8", "(3, 2)", raw_bytes(v))), io::Format::npy,
                                           MPI_COMM_WORLD, o);
-  EXPECT_TRUE(ds.labels.empty());
+  EXPECT_FALSE(ds.labeled());
   EXPECT_EQ(ds.X.n_global, 3);
 }
 
@@ -338,7 +338,7 @@ TEST(Hdf5, ConvertsUint8ImagesAndInt16LabelsWrittenByAnotherProgram) {
   ASSERT_EQ(A.rows, n);
   for (int i = 0; i < n; ++i)
     for (int j = 0; j < d; ++j) EXPECT_EQ(A(i, j), static_cast<double>(px[static_cast<size_t>(i * d + j)]));
-  EXPECT_EQ(ds.labels, std::vector<int>(lab.begin(), lab.end()));
+  EXPECT_EQ(test::all_labels(ds), std::vector<int>(lab.begin(), lab.end()));
   EXPECT_EQ(ds.classes, 4);
   {  // the 8-bit pixels kept as bytes
     io::ReadOptions nt = o;

@@ -87,7 +87,7 @@ struct Fitted {
 Fitted fit_both(const std::string& file, const std::string& name, double fraction, int64_t landmarks = -1) {
   Fitted f;
   f.ds = io::read_dataset(test::data_path(file), io::Format::csv, MPI_COMM_WORLD);
-  const auto roles = data::make_split(f.ds.labels, f.ds.classes, test::transductive_split(3, fraction, 7));
+  const auto roles = test::split(f.ds, test::transductive_split(3, fraction, 7));
   driver::FitConfig cfg;
   cfg.method = name;
   cfg.preprocess = methods::find_method(name).preprocess;
@@ -135,6 +135,42 @@ TEST(ConsumingFit, GivesBitwiseTheAccuracyModelAndEmbeddingOfTheFitThatKeepsTheD
     // although the consuming fit embedded its rows from their preprocessed copy.
     const DistMatrix Y = model::project(f.consume.model, f.ds.X);
     EXPECT_EQ(Y.v, f.consume.embedding.v) << what;
+  }
+}
+
+TEST(StreamedEvaluation, CountsWhatTheOneNnOfTheWholeEmbeddingCountsWithoutHoldingIt) {
+  // A fit that keeps no embedding classifies each tile as it is embedded: the same correct
+  // counts, bit for bit the same labeled rows (the model's reference for predict), for the
+  // consuming fit (unseen rows from their preprocessed copy), the fit that keeps the data
+  // (unseen rows from the raw X, in their own type too) and every sample transductive.
+  const struct {
+    const char* file;
+    const char* method;
+    double fraction;
+  } cases[] = {{"wine.csv", "soda", 0.5}, {"digits.csv", "lda", 0.3}, {"wine.csv", "olda", 1.0}};
+  for (const auto& c : cases) {
+    const std::string what = std::string(c.method) + " on " + c.file;
+    const io::Dataset ds = io::read_dataset(test::data_path(c.file), io::Format::csv, MPI_COMM_WORLD);
+    const auto roles = test::split(ds, test::transductive_split(3, c.fraction, 7));
+    driver::FitConfig cfg;
+    cfg.method = c.method;
+    cfg.preprocess = methods::find_method(c.method).preprocess;
+    const driver::FitOutcome whole = driver::fit_and_evaluate(ds, roles, cfg, true);
+    const driver::FitOutcome kept = driver::fit_and_evaluate(ds, roles, cfg, false);
+    io::Dataset copy = ds;
+    const driver::FitOutcome consumed = driver::fit_and_evaluate_consuming(copy, roles, cfg, false);
+    for (const driver::FitOutcome* s : {&kept, &consumed}) {
+      EXPECT_TRUE(s->embedding.v.empty()) << what;
+      EXPECT_EQ(s->accuracy.n_unlabeled, whole.accuracy.n_unlabeled) << what;
+      EXPECT_EQ(s->accuracy.correct_unlabeled, whole.accuracy.correct_unlabeled) << what;
+      EXPECT_EQ(s->accuracy.n_unseen, whole.accuracy.n_unseen) << what;
+      EXPECT_EQ(s->accuracy.correct_unseen, whole.accuracy.correct_unseen) << what;
+      EXPECT_EQ(s->labeled_embedding, whole.labeled_embedding) << what;
+      EXPECT_EQ(s->labeled_labels, whole.labeled_labels) << what;
+    }
+    // The labeled rows are the embedding's rows of the labeled samples, in global order.
+    EXPECT_EQ(whole.labeled_embedding, evaluation::gather_labeled_rows(whole.embedding, roles)) << what;
+    EXPECT_EQ(static_cast<int64_t>(whole.labeled_labels.size()), 3 * ds.classes) << what;
   }
 }
 
@@ -199,7 +235,7 @@ TEST(SweepCaches, GiveEveryFitTheBitsOfASingleConsumingFit) {
   // stages. The order visits a graph's larger k before a smaller one (the smaller k's lists
   // come from the larger search) and repeats settings after others have filled the caches.
   io::Dataset ds = io::read_dataset(test::data_path("wine.csv"), io::Format::csv, MPI_COMM_WORLD);
-  const auto roles = data::make_split(ds.labels, ds.classes, test::transductive_split(4, 0.5, 11));
+  const auto roles = test::split(ds, test::transductive_split(4, 0.5, 11));
   struct Case {
     const char* method;
     nlohmann::json params;
@@ -277,7 +313,7 @@ TEST(TypedRows, FitFromUint8AndFloat32RowsGivesTheBitsOfTheirDoubleCopy) {
   // stored preprocessed), the fit that keeps its data and the sweep's cached one all give
   // the double data set's model, embedding and accuracy, bit for bit.
   io::Dataset ds = io::read_dataset(test::data_path("digits.csv"), io::Format::csv, MPI_COMM_WORLD);
-  const auto roles = data::make_split(ds.labels, ds.classes, test::transductive_split(5, 0.3, 2));
+  const auto roles = test::split(ds, test::transductive_split(5, 0.3, 2));
   for (const char* method : {"soda", "ksoda"}) {
     // KSODA with a Nyström map (80 landmarks): the kernel's tiles see the converted rows too.
     std::vector<driver::ParameterSetting> ps;

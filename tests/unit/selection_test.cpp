@@ -19,6 +19,7 @@
 #include "ssdr/kernels/feature_map.hpp"
 #include "ssdr/methods/method.hpp"
 #include "support.hpp"
+#include "ssdr/core/mpi_util.hpp"
 
 using namespace ssdr;
 using ::testing::HasSubstr;
@@ -63,44 +64,50 @@ std::string broadcast(std::string s) {
 }  // namespace
 
 TEST(CvFolds, AreStratifiedAndDependOnlyOnTheLabelsRolesAndSeed) {
-  const io::Dataset ds = io::read_dataset(test::data_path("iris.csv"), io::Format::csv, MPI_COMM_WORLD);
-  const auto roles = data::make_split(ds.labels, ds.classes, per_class_split(3, 20, 0));
-  const std::vector<int> f = driver::cv_folds(ds.labels, roles, ds.classes, 5, 0);
-  ASSERT_EQ(f.size(), roles.size());
+  const std::string path = test::data_path("iris.csv");
+  const io::Dataset ds = io::read_dataset(path, io::Format::csv, MPI_COMM_WORLD);
+  const io::Dataset whole = io::read_dataset(path, io::Format::csv, MPI_COMM_SELF);  // every sample's labels
+  const auto roles = test::split(ds, per_class_split(3, 20, 0));
+  const auto all_roles = test::split_all(path, io::Format::csv, per_class_split(3, 20, 0));
+  // The folds of every rank's rows, gathered in row order.
+  auto gathered = [&](const std::vector<data::Role>& r, int folds, uint64_t seed) {
+    return allgatherv(driver::cv_folds(ds.labels, r, ds.classes, folds, seed, MPI_COMM_WORLD), MPI_COMM_WORLD);
+  };
+  const std::vector<int> f = gathered(roles, 5, 0);
+  ASSERT_EQ(f.size(), all_roles.size());
   // 9 labeled samples dealt into 5 folds, continuing across classes: 2, 2, 2, 2, 1.
   std::vector<int> size(5, 0);
   std::vector<std::vector<int>> per_class(3, std::vector<int>(5, 0));
   for (size_t i = 0; i < f.size(); ++i) {
-    if (roles[i] != data::Role::labeled) {
+    if (all_roles[i] != data::Role::labeled) {
       EXPECT_EQ(f[i], -1);
       continue;
     }
     ASSERT_GE(f[i], 0);
     ASSERT_LT(f[i], 5);
     ++size[static_cast<size_t>(f[i])];
-    ++per_class[static_cast<size_t>(ds.labels[i])][static_cast<size_t>(f[i])];
+    ++per_class[static_cast<size_t>(whole.labels[i])][static_cast<size_t>(f[i])];
   }
   EXPECT_EQ(size, (std::vector<int>{2, 2, 2, 2, 1}));
   for (const auto& c : per_class)
     for (int v : c) EXPECT_LE(v, 1);  // 3 per class in 5 folds: at most one per fold
-  // A function of labels, roles and seed only: the same on every rank (and any rank count).
-  std::string mine(f.begin(), f.end());
-  for (auto& ch : mine) ch = static_cast<char>(ch + 1);
-  EXPECT_EQ(broadcast(mine), mine);
-  EXPECT_EQ(driver::cv_folds(ds.labels, roles, ds.classes, 5, 0), f);
-  EXPECT_NE(driver::cv_folds(ds.labels, roles, ds.classes, 5, 1), f);
+  // A function of labels, roles and seed only: the serial folds (every row on one rank) are
+  // the distributed ones, on any rank count.
+  EXPECT_EQ(driver::cv_folds(whole.labels, all_roles, ds.classes, 5, 0, MPI_COMM_SELF), f);
+  EXPECT_EQ(gathered(roles, 5, 0), f);
+  EXPECT_NE(gathered(roles, 5, 1), f);
   // More folds than labeled samples: leave-one-out.
-  const std::vector<int> loo = driver::cv_folds(ds.labels, roles, ds.classes, 50, 0);
+  const std::vector<int> loo = gathered(roles, 50, 0);
   std::vector<int> seen;
   for (size_t i = 0; i < loo.size(); ++i)
     if (loo[i] >= 0) seen.push_back(loo[i]);
   std::sort(seen.begin(), seen.end());
   EXPECT_EQ(seen, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7, 8}));
   // Errors name the option or the class.
-  EXPECT_THAT(error_of([&] { driver::cv_folds(ds.labels, roles, ds.classes, 1, 0); }),
+  EXPECT_THAT(error_of([&] { driver::cv_folds(ds.labels, roles, ds.classes, 1, 0, MPI_COMM_WORLD); }),
               HasSubstr("--cv-folds must be at least 2, got 1"));
-  const auto one = data::make_split(ds.labels, ds.classes, per_class_split(1, 20, 0));
-  EXPECT_THAT(error_of([&] { driver::cv_folds(ds.labels, one, ds.classes, 5, 0); }),
+  const auto one = test::split(ds, per_class_split(1, 20, 0));
+  EXPECT_THAT(error_of([&] { driver::cv_folds(ds.labels, one, ds.classes, 5, 0, MPI_COMM_WORLD); }),
               HasSubstr("at least 2 labeled samples per class; class 0 has 1"));
 }
 
@@ -108,24 +115,28 @@ TEST(CrossValidate, ScoresEachHeldOutFoldByOneNnAgainstTheRemainingLabeledSample
   // Reference: per fold, the fold's labeled samples hidden (unlabeled), the pipeline fit, and a
   // brute-force 1-NN over the gathered embedding (nearest remaining labeled sample, ties to the
   // smaller index). The counts must agree exactly.
-  const io::Dataset ds = io::read_dataset(test::data_path("wine.csv"), io::Format::csv, MPI_COMM_WORLD);
-  const auto roles = data::make_split(ds.labels, ds.classes, per_class_split(4, 20, 3));
+  const std::string path = test::data_path("wine.csv");
+  const io::Dataset ds = io::read_dataset(path, io::Format::csv, MPI_COMM_WORLD);
+  const io::Dataset whole = io::read_dataset(path, io::Format::csv, MPI_COMM_SELF);  // every sample's labels
+  const auto roles = test::split(ds, per_class_split(4, 20, 3));
+  const auto all_roles = test::split_all(path, io::Format::csv, per_class_split(4, 20, 3));
   driver::FitConfig cfg = config_for("sl-lda");
   cfg.preprocess.scaling = data::Scaling::standardize;
-  const std::vector<int> folds = driver::cv_folds(ds.labels, roles, ds.classes, 5, 3);
+  const std::vector<int> folds = driver::cv_folds(ds.labels, roles, ds.classes, 5, 3, MPI_COMM_WORLD);
+  const std::vector<int> all_folds = allgatherv(folds, MPI_COMM_WORLD);
   driver::CvCaches caches;
   const driver::CvScore s = driver::cross_validate(ds, roles, cfg, folds, &caches);
   EXPECT_EQ(s.folds, 5);
   EXPECT_EQ(s.scored, 12);
   int64_t correct = 0;
   for (int f = 0; f < 5; ++f) {
-    std::vector<data::Role> r = roles;
+    std::vector<data::Role> r = all_roles;
     for (size_t i = 0; i < r.size(); ++i)
-      if (folds[i] == f) r[i] = data::Role::unlabeled;
-    const driver::FitOutcome out = driver::fit_and_evaluate(ds, r, cfg, true);
+      if (all_folds[i] == f) r[i] = data::Role::unlabeled;
+    const driver::FitOutcome out = driver::fit_and_evaluate(ds, test::local_part(r, ds.X), cfg, true);
     const Dense Y = allgather(out.embedding);
     for (size_t i = 0; i < r.size(); ++i) {
-      if (folds[i] != f) continue;
+      if (all_folds[i] != f) continue;
       double best = std::numeric_limits<double>::infinity();
       int label = -1;
       for (size_t j = 0; j < r.size(); ++j) {
@@ -136,10 +147,10 @@ TEST(CrossValidate, ScoresEachHeldOutFoldByOneNnAgainstTheRemainingLabeledSample
                 (Y(static_cast<int64_t>(i), c) - Y(static_cast<int64_t>(j), c));
         if (d2 < best) {
           best = d2;
-          label = ds.labels[j];
+          label = whole.labels[j];
         }
       }
-      correct += label == ds.labels[i];
+      correct += label == whole.labels[i];
     }
   }
   EXPECT_EQ(s.correct, correct);
@@ -151,9 +162,9 @@ TEST(CrossValidate, ScoresEachHeldOutFoldByOneNnAgainstTheRemainingLabeledSample
 
 TEST(CrossValidate, NeverLooksAtTheLabelsOfUnlabeledOrUnseenSamples) {
   io::Dataset ds = io::read_dataset(test::data_path("iris.csv"), io::Format::csv, MPI_COMM_WORLD);
-  const auto roles = data::make_split(ds.labels, ds.classes, per_class_split(3, 20, 2));
+  const auto roles = test::split(ds, per_class_split(3, 20, 2));
   driver::FitConfig cfg = config_for("m-ssgda");
-  const std::vector<int> folds = driver::cv_folds(ds.labels, roles, ds.classes, 5, 2);
+  const std::vector<int> folds = driver::cv_folds(ds.labels, roles, ds.classes, 5, 2, MPI_COMM_WORLD);
   const driver::CvScore a = driver::cross_validate(ds, roles, cfg, folds, nullptr);
   for (size_t i = 0; i < roles.size(); ++i)
     if (roles[i] != data::Role::labeled) ds.labels[i] = (ds.labels[i] + 1) % ds.classes;
@@ -176,13 +187,14 @@ TEST(SelectByCv, ChoosesTheSameParameterWithTheSameScoresOnOneRankAsOnAllRanks) 
   for (const auto& c : cases) {
     driver::FitConfig cfg = config_for(c.method);
     const io::Dataset ds = io::read_dataset(test::data_path(c.file), io::Format::csv, MPI_COMM_WORLD);
-    const auto roles = data::make_split(ds.labels, ds.classes, per_class_split(c.p, c.q, 5));
+    const auto roles = test::split(ds, per_class_split(c.p, c.q, 5));
     const driver::Grid grid = c.grid.empty() ? driver::default_grid(cfg) : c.grid;
     const driver::Selection all = driver::select_by_cv(ds, roles, cfg, grid, 5, 5);
     std::string serial;
     if (test::rank() == 0) {
       const io::Dataset one = io::read_dataset(test::data_path(c.file), io::Format::csv, MPI_COMM_SELF);
-      serial = driver::select_by_cv(one, roles, cfg, grid, 5, 5).report.dump();
+      const auto all_roles = test::split_all(test::data_path(c.file), io::Format::csv, per_class_split(c.p, c.q, 5));
+      serial = driver::select_by_cv(one, all_roles, cfg, grid, 5, 5).report.dump();
     }
     const nlohmann::json s = nlohmann::json::parse(broadcast(serial));
     const nlohmann::json& r = all.report;
@@ -266,7 +278,7 @@ TEST(SelectByCv, GridArgumentsAndParametersAreCheckedWithOneLineErrors) {
     EXPECT_EQ(m.find('\n'), std::string::npos);
   // Nothing to select, and a method without a projection.
   const io::Dataset ds = io::read_dataset(test::data_path("iris.csv"), io::Format::csv, MPI_COMM_WORLD);
-  const auto roles = data::make_split(ds.labels, ds.classes, per_class_split(3, 20, 0));
+  const auto roles = test::split(ds, per_class_split(3, 20, 0));
   EXPECT_THAT(error_of([&] { driver::select_by_cv(ds, roles, config_for("lda"), {}, 5, 0); }),
               HasSubstr("--select-by cv: nothing to select for method 'lda'"));
   EXPECT_THAT(error_of([&] { driver::select_by_cv(ds, roles, config_for("lp"), {{"alpha_u", {0.9}}}, 5, 0); }),

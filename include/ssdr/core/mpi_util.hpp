@@ -30,7 +30,7 @@ uint64_t fnv1a64(const char* data, size_t n);
 /// `text` of rank `root` on every rank of comm (its length, then its bytes). Collective over comm.
 std::string bcast_string(const std::string& text, int root, MPI_Comm comm);
 
-/// The MPI datatype of T (double, int, int64_t). Not collective.
+/// The MPI datatype of T (double, int, int64_t, char). Not collective.
 template <class T>
 MPI_Datatype mpi_datatype();
 template <>
@@ -39,6 +39,8 @@ template <>
 inline MPI_Datatype mpi_datatype<int>() { return MPI_INT; }
 template <>
 inline MPI_Datatype mpi_datatype<int64_t>() { return MPI_INT64_T; }
+template <>
+inline MPI_Datatype mpi_datatype<char>() { return MPI_CHAR; }
 
 /// Element counts and offsets of every rank's block in an MPI_Allgatherv (rank order).
 struct GatherCounts {
@@ -72,6 +74,24 @@ std::vector<T> allgatherv(const T* local, int64_t count, MPI_Comm comm, GatherCo
 template <class T>
 std::vector<T> allgatherv(const std::vector<T>& local, MPI_Comm comm, GatherCounts* layout = nullptr) {
   return allgatherv(local.data(), static_cast<int64_t>(local.size()), comm, layout);
+}
+
+/// Moves per-row items between two row layouts of the same n rows: this rank holds the items
+/// of global rows [from_start, from_start + from_count) at `from` (`bytes` bytes each) and
+/// receives those of [to_start, to_start + to_count) into `to` (to_count·bytes bytes). Each
+/// layout's ranges must tile [0, n) in rank order (any balance). One MPI_Alltoallv of a
+/// contiguous datatype of `bytes` bytes (at most 2^31 − 1 items per pair of ranks). Collective
+/// over comm. O(from_count + to_count + P) memory: nothing of size n.
+void redistribute_rows(const void* from, int64_t from_start, int64_t from_count, void* to, int64_t to_start,
+                       int64_t to_count, size_t bytes, MPI_Comm comm);
+
+/// redistribute_rows for a vector of items (this rank's rows from `from_start` on): the items
+/// of rows [to_start, to_start + to_n). Collective over c.
+template <class T>
+std::vector<T> redistribute_rows(const std::vector<T>& from, int64_t from_start, int64_t to_start, int64_t to_n, MPI_Comm c) {
+  std::vector<T> to(static_cast<size_t>(to_n));
+  redistribute_rows(from.data(), from_start, static_cast<int64_t>(from.size()), to.data(), to_start, to_n, sizeof(T), c);
+  return to;
 }
 
 /// The memory a rank may plan for: 50 % of MemAvailable (/proc/meminfo) divided by the ranks

@@ -23,29 +23,42 @@ struct SplitSpec {
   uint64_t seed = 0;
 };
 
-/// Stratified split, identical on every rank and for every rank count (it depends only on
-/// the labels and the seed: a Fisher–Yates shuffle per class driven by std::mt19937_64).
-/// Per class k with n_k samples: with transductive_fraction F, the transductive set is
-/// round(F·n_k) samples of which p are labeled; with unlabeled_per_class q, p labeled + q
-/// unlabeled; the rest unseen. Local (no communication).
-/// \throws ssdr::Error when a class has fewer samples than requested (naming the class and
-///   the option), p < 1, or F ∉ (0,1].
-std::vector<Role> make_split(const std::vector<int>& labels, int classes, const SplitSpec& spec);
+/// The counter-based key of sample i (global index, 0-based) under `seed`: splitmix64's
+/// finalizer of i + splitmix64(seed). A bijection of i for a fixed seed, so no two samples
+/// share a key. Local.
+uint64_t split_key(uint64_t seed, int64_t i);
+
+/// Stratified split, identical for every rank count (it depends only on the labels and the
+/// seed). Per class k with n_k samples, its samples are ordered by split_key(seed, i): the
+/// first round(F·n_k) (transductive_fraction F) or p + q (unlabeled_per_class q) are
+/// transductive, the first p of them labeled (labeled_per_class p), the rest unseen. The
+/// per-class thresholds are found by a distributed radix selection (8 rounds of one
+/// MPI_Allreduce of 2c × 256 counts), so no rank holds anything of size n.
+/// \param labels    the labels of this rank's rows, global rows [row_start, row_start + n_local)
+/// \param classes   c (the same on every rank)
+/// \return the roles of this rank's rows (n_local)
+/// Collective over comm. \throws ssdr::Error (collectively) when a class has fewer samples than
+///   requested (naming the class and the option), p < 1, or F ∉ (0,1].
+std::vector<Role> make_split(const std::vector<int>& labels, int64_t row_start, int classes, const SplitSpec& spec,
+                             MPI_Comm comm);
 
 /// Reads a split file: one word per line (`labeled`, `unlabeled` or `unseen`; also the
-/// letters L/U/T), exactly n lines, in sample order. Rank 0 reads, all ranks receive it.
+/// letters L/U/T; blank lines skipped), exactly n lines, in sample order. Each rank reads its
+/// byte range of the file in parallel and receives the roles of its rows [row_start,
+/// row_start + n_local) (io::read_line_codes, then one MPI_Alltoallv): nothing of size n.
 /// Collective. \throws ssdr::Error on every rank naming the file and line.
-std::vector<Role> read_split(const std::string& path, int64_t n, MPI_Comm comm);
+std::vector<Role> read_split(const std::string& path, int64_t row_start, int64_t n_local, int64_t n, MPI_Comm comm);
 
-/// Checks a split against the labels: every class has at least one labeled sample.
-/// Local. \throws ssdr::Error naming the first class without a labeled sample.
-void validate_split(const std::vector<int>& labels, int classes, const std::vector<Role>& roles);
+/// Checks a split against the labels (both of this rank's rows): every class has at least one
+/// labeled sample on some rank. Collective (one MPI_Allreduce of c counts).
+/// \throws ssdr::Error (collectively) naming the first class without a labeled sample.
+void validate_split(const std::vector<int>& labels, int classes, const std::vector<Role>& roles, MPI_Comm comm);
 
 /// Counts of each role.
 struct SplitCounts {
   int64_t labeled = 0, unlabeled = 0, unseen = 0;
 };
-/// The counts of each role in `roles`. Local.
-SplitCounts count_roles(const std::vector<Role>& roles);
+/// The counts of each role over every rank's `roles`. Collective (one MPI_Allreduce).
+SplitCounts count_roles(const std::vector<Role>& roles, MPI_Comm comm);
 
 }  // namespace ssdr::data

@@ -85,6 +85,11 @@ struct FitOutcome {
   nlohmann::json info = nlohmann::json::object();
   model::Model model;
   DistMatrix embedding;  ///< n×m, every sample in file order (empty unless kept)
+  /// The labeled samples' embedding, l×m row-major in increasing global index, and their
+  /// labels (l), on every rank (projecting methods; empty for the others): the model's
+  /// reference rows for predict, kept whether or not the embedding is.
+  std::vector<double> labeled_embedding;
+  std::vector<int> labeled_labels;
   /// The propagated soft labels F of the methods that propagate labels (methods::FitResult::
   /// soft_labels): n_t×(c+1), the transductive samples in file order, each on the rank that
   /// holds it (layout generally unbalanced); empty for the other methods.
@@ -94,7 +99,8 @@ struct FitOutcome {
   graph::KnnLists knn_lists;
 };
 
-/// Runs one fit on the data set `ds` with the split `roles` (replicated, n entries).
+/// Runs one fit on the data set `ds` with the split `roles` (the roles of ds.X's local rows,
+/// n_local entries, as ds.labels).
 /// Timings keys: preprocess, knn_graph, propagation, scatter, eigensolve, evaluate.
 /// Collective over ds.X.comm. \throws ssdr::Error (collectively) on invalid options or
 /// data, e.g. a class without a labeled sample or k ≥ number of transductive samples.

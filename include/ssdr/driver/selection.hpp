@@ -64,17 +64,19 @@ std::vector<nlohmann::json> grid_points(const Grid& grid);
 /// Local.
 Grid default_grid(const FitConfig& config);
 
-/// The CV fold of every sample (n entries): labeled samples get 0..k−1, the others −1, with
+/// The CV fold of every local row (labels and roles of this rank's rows, n_local entries; the
+/// result likewise): labeled samples get 0..k−1, the others −1, with
 /// k = min(folds, number of labeled samples). Classes in order 0..c−1; within a class the
 /// labeled samples (in sample order) are shuffled by Fisher–Yates driven by
-/// std::mt19937_64(seed) (explicit modulo arithmetic, as data::make_split) and dealt
+/// std::mt19937_64(seed) (explicit modulo arithmetic) and dealt
 /// round-robin into the folds, continuing where the previous class stopped: a stratified
 /// split, fold sizes differ by at most one and each fold holds ⌊l_c/k⌋ or ⌈l_c/k⌉ of class c.
-/// Depends only on labels, roles and seed: identical on every rank and every rank count.
-/// Local. \throws ssdr::Error (collective) when folds < 2 or a class has fewer than two
+/// Depends only on labels, roles and seed: the same folds for every rank count. The labeled
+/// samples' labels (l, never n) are gathered on every rank. Collective over comm.
+/// \throws ssdr::Error (collective) when folds < 2 or a class has fewer than two
 ///   labeled samples (hiding a fold could leave it without one).
 std::vector<int> cv_folds(const std::vector<int>& labels, const std::vector<data::Role>& roles, int classes,
-                          int folds, uint64_t seed);
+                          int folds, uint64_t seed, MPI_Comm comm);
 
 /// Graph caches a cross-validation keeps across the candidates of a grid: one per fold
 /// (propagations depend on the fold's labels) and `shared` for what depends only on the
@@ -96,8 +98,8 @@ struct CvScore {
 /// fold's labeled samples become unlabeled (roles only; still transductive), the method is
 /// fitted (fit_and_evaluate) and each held-out sample is classified by 1-NN in the
 /// embedding against the remaining labeled samples. Collective over ds.X.comm; the fits
-/// use `caches` (nullptr: none). ds: n samples distributed by rows; roles, folds: n entries,
-/// replicated. \throws ssdr::Error (collective) when the method does not project (lp) or
+/// use `caches` (nullptr: none). ds: n samples distributed by rows; roles, folds: of ds.X's
+/// local rows (n_local entries). \throws ssdr::Error (collective) when the method does not project (lp) or
 /// a fit fails.
 CvScore cross_validate(const io::Dataset& ds, const std::vector<data::Role>& roles, const FitConfig& config,
                        const std::vector<int>& folds, CvCaches* caches);
@@ -114,8 +116,8 @@ struct Selection {
 /// Chooses the grid point with the highest cross_validate accuracy; a tie goes to the
 /// earlier point (grid order). A candidate whose fit fails with a collective ssdr::Error (a
 /// solver that does not converge, a rejected option) is recorded with its message and
-/// skipped. `seed` fixes the folds (cv_folds). ds: n samples, X distributed by rows, labels
-/// replicated; roles: n entries, replicated. The kNN graphs and σ₀ of base.cache (if any) are
+/// skipped. `seed` fixes the folds (cv_folds). ds: n samples, X distributed by rows with
+/// their labels; roles: of ds.X's local rows (n_local entries). The kNN graphs and σ₀ of base.cache (if any) are
 /// reused. Collective over ds.X.comm.
 /// \throws ssdr::Error (collective) when the grid is empty, the method does not project, a
 ///   class has fewer than two labeled samples, or every candidate failed.

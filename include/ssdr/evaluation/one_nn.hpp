@@ -23,7 +23,7 @@ struct Accuracy {
 /// The rows of Y whose role is labeled, in increasing global index, on every rank: l×m
 /// row-major (row j the j-th labeled sample), the same on any rank count. Collective over
 /// Y.comm (MPI_Allgatherv of the labeled rows, blocks in rank order).
-/// \param roles  replicated, n entries
+/// \param roles  the roles of Y's local rows (n_local entries)
 std::vector<double> gather_labeled_rows(const DistMatrix& Y, const std::vector<data::Role>& roles);
 
 /// 1-NN against reference rows: for every local row of Y (n×m) the label of the nearest of
@@ -34,20 +34,19 @@ std::vector<double> gather_labeled_rows(const DistMatrix& Y, const std::vector<d
 std::vector<int> nearest_labels(const DistMatrix& Y, const std::vector<double>& reference,
                                 const std::vector<int>& reference_labels);
 
-/// 1-NN predictions for the local rows of Y (n×m, all samples, block layout): the label
+/// 1-NN predictions for the local rows of Y (n×m, all samples, rows in rank order): the label
 /// of the nearest labeled sample by exact squared Euclidean distance; a distance tie goes
-/// to the labeled sample with the smaller global index. The labeled rows (l×m, l small)
-/// are gathered on every rank (MPI_Allgatherv); each rank classifies its own rows.
-/// Labeled samples get their own label. Collective over Y.comm.
-/// \param labels, roles  replicated, n entries each
+/// to the labeled sample with the smaller global index. The labeled rows (l×m, l small) and
+/// their labels are gathered on every rank (MPI_Allgatherv: O(l), never O(n)); each rank
+/// classifies its own rows. Labeled samples get their own label. Collective over Y.comm.
+/// \param labels, roles  of Y's local rows (n_local entries each)
 std::vector<int> one_nn_predict(const DistMatrix& Y, const std::vector<int>& labels,
                                 const std::vector<data::Role>& roles);
 
-/// Accuracy of local predictions (one per local row of a block-layout n-row matrix that
-/// starts at global row `row_start`) on the unlabeled and unseen samples. Collective.
-Accuracy accuracy(const std::vector<int>& predicted, int64_t row_start,
-                  const std::vector<int>& labels, const std::vector<data::Role>& roles,
-                  MPI_Comm comm);
+/// Accuracy of local predictions (one per local row, with the rows' true labels and roles,
+/// all n_local entries) on the unlabeled and unseen samples. Collective (one MPI_Allreduce).
+Accuracy accuracy(const std::vector<int>& predicted, const std::vector<int>& labels,
+                  const std::vector<data::Role>& roles, MPI_Comm comm);
 
 /// one_nn_predict + accuracy. Collective over Y.comm.
 Accuracy one_nn_accuracy(const DistMatrix& Y, const std::vector<int>& labels,

@@ -3,7 +3,9 @@
 /// Reading labeled data sets into a sample-distributed matrix.
 #include <mpi.h>
 
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ssdr/core/dense.hpp"
@@ -27,8 +29,8 @@ bool has_extension(const std::string& path, const std::string& ext);
 Format detect_format(const std::string& path);
 
 /// A labeled data set: X is n×d distributed by rows in the block layout of `comm` (rank r
-/// holds rows [X.row_start, X.row_start + X.n_local)); labels are replicated (n ints on
-/// every rank: O(n) memory, never O(n·d)).
+/// holds rows [X.row_start, X.row_start + X.n_local)); the labels live with the rows (X's
+/// n_local rows' labels on each rank): no rank holds anything of size n.
 struct Dataset {
   /// n×d raw feature values, rows in file order. When the data were kept sparse (`sparse`),
   /// X has its shape and layout (n_global, row_start, n_local, cols) but no values (v
@@ -42,8 +44,11 @@ struct Dataset {
   /// values, as with `sparse`.
   TypedRows rows;
   bool typed = false;
-  std::vector<int> labels;  ///< n labels in 0..c-1, replicated on every rank
-  int classes = 0;          ///< c = largest label + 1
+  std::vector<int> labels;  ///< the labels of X's local rows (n_local, in 0..c-1; empty without labels)
+  int classes = 0;          ///< c = largest label + 1 over every rank (the same on every rank)
+  /// Whether the data set has labels (the same on every rank, unlike labels.empty(), which is
+  /// also true on a rank without rows).
+  bool labeled() const { return classes > 0; }
   std::string source;       ///< the path as given
 };
 
@@ -107,6 +112,22 @@ struct ReadOptions {
 ///   an empty file, an NPY/HDF5 array that is not 2-D or not numeric, labels missing (when
 ///   required), of the wrong count or not integers, a NaN/Inf value in a binary file.
 Dataset read_dataset(const std::string& path, Format format, MPI_Comm comm, const ReadOptions& options = {});
+
+/// The non-blank lines of a text file of one item per line, each coded as one byte: this
+/// rank's share of them, read in parallel by byte ranges as CSV is (rank r parses the lines
+/// that start in its 1/P of the bytes; no rank reads or holds the whole file).
+struct LineCodes {
+  std::vector<char> codes;  ///< one code per owned non-blank line, in file order
+  int64_t first = 0;        ///< the item index (0-based, blank lines skipped) of codes[0]
+  int64_t total = 0;        ///< non-blank lines in the whole file (the same on every rank)
+};
+
+/// Reads `path` as LineCodes: `code(line)` (the line without its end and surrounding blanks)
+/// returns the line's code, or 0 for a line it refuses. Collective over comm.
+/// \throws ssdr::Error (collectively) on a missing, unreadable or irregular file, naming it,
+///   and on the file's first refused line as "path:LINE: expected <expected>, found 'text'".
+LineCodes read_line_codes(const std::string& path, const std::string& expected,
+                          const std::function<char(std::string_view line)>& code, MPI_Comm comm);
 
 /// Rows [row_start, row_start + rows_local) of the 2-D numeric HDF5 data set `name` of `path`
 /// (any stored integer or floating type), read collectively with the MPI-IO driver and

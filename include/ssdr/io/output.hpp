@@ -123,9 +123,12 @@ void write_embedding(const DistMatrix& Y, const std::string& path, const std::st
 /// block. Atomic. Collective over Y.comm.
 void write_embedding_streamed(const DistMatrix& Y, const std::string& path);
 
-/// Writes the n replicated labels as a 1-D int64 NPY file from rank 0, atomically.
+/// Writes the labels of every rank's rows (this rank: `labels`, its rows' labels; the ranks'
+/// blocks in rank order make the n labels in row order): a 1-D int64 NPY file when `path`
+/// ends in ".npy", else text with one label per line. Streamed through rank 0, which receives
+/// one rank's block at a time (never all n), atomically (a temporary name + rename).
 /// Collective over comm (the outcome is raised on every rank).
-void write_labels_npy(const std::vector<int>& labels, const std::string& path, MPI_Comm comm);
+void write_labels(const std::vector<int>& labels, const std::string& path, MPI_Comm comm);
 
 /// One data set of write_hdf5_rows: this rank's rows of an n × cols array (cols = 0: a 1-D
 /// array of n values), row-major, `type` values each.
@@ -149,7 +152,7 @@ void write_hdf5_rows(const std::string& path, int64_t rows_local, const std::vec
                      MPI_Comm comm);
 
 /// Writes X (n×d, rows distributed) as the HDF5 data set `name` (float64) and, when given,
-/// the replicated n labels as the data set `labels_name` (int32), collectively with the
+/// the labels of X's local rows (n_local on each rank) as the data set `labels_name` (n int32), collectively with the
 /// MPI-IO driver; each rank writes its own rows. Intermediate groups are created. Atomic.
 /// Collective over X.comm. \throws ssdr::Error on every rank naming `path`.
 void write_hdf5(const std::string& path, const DistMatrix& X, const std::string& name,
