@@ -1,6 +1,7 @@
 #include "ssdr/methods/common.hpp"
 
 #include "ssdr/core/error.hpp"
+#include "ssdr/graph/locality.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -155,7 +156,12 @@ GraphAndLabels graph_and_propagation(const TrainingData& data, const graph::Grap
   }
   {
     Phase phase("propagation", &t);
-    r.lp = propagation::propagate(r.g.A, data.labels, data.classes, o.propagation);
+    // The kNN graph renumbered so that each rank's neighbours sit on a few ranks (rows in
+    // file order link every rank to nearly every other): the solve's halo exchange then
+    // talks to those ranks only. F comes back in the rows' own layout.
+    const graph::Renumbering ren = graph::renumber_for_locality(r.g.A, o.propagation.prefix);
+    r.lp = propagation::propagate(ren.B, graph::to_renumbered(ren, data.labels), data.classes, o.propagation);
+    r.lp.F = graph::from_renumbered(ren, r.lp.F, data.X.comm);
   }
   if (data.cache) data.cache->propagations.emplace(key, r.lp);
   return r;

@@ -18,6 +18,9 @@ inline void petsc_destroy(Mat& h) { MatDestroy(&h); }
 inline void petsc_destroy(Vec& h) { VecDestroy(&h); }
 inline void petsc_destroy(KSP& h) { KSPDestroy(&h); }
 inline void petsc_destroy(EPS& h) { EPSDestroy(&h); }
+inline void petsc_destroy(IS& h) { ISDestroy(&h); }
+inline void petsc_destroy(VecScatter& h) { VecScatterDestroy(&h); }
+inline void petsc_destroy(MatPartitioning& h) { MatPartitioningDestroy(&h); }
 
 /// Owning PETSc handle: Owned<Mat> A; MatCreate(comm, A.out()); ... destroyed at scope end.
 /// Copies share the object through PETSc's reference count (PetscObjectReference), so a

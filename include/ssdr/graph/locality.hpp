@@ -1,0 +1,47 @@
+#pragma once
+/// \file locality.hpp
+/// A symmetric renumbering of a graph's vertices that puts each vertex's neighbours on as few
+/// ranks as possible (a graph partitioning by PETSc's MatPartitioning, PT-Scotch by default),
+/// so that a sparse product with the graph exchanges its halo with a few neighbouring ranks
+/// instead of with every rank (rows in file order link every rank to nearly every other).
+#include <petscmat.h>
+
+#include <string>
+#include <vector>
+
+#include "ssdr/core/dense.hpp"
+#include "ssdr/core/petsc.hpp"
+
+namespace ssdr::graph {
+
+/// A graph A (n×n, rows distributed) renumbered: B = Π A Πᵀ with B's rows distributed as the
+/// partitioning chose (uneven counts), and the moves of per-vertex data between A's layout
+/// and B's. Empty (`renumbered()` false) when nothing was renumbered (one rank, or the
+/// partitioning type `current`): then B is A itself.
+struct Renumbering {
+  Owned<Mat> B;            ///< the renumbered graph (or A)
+  Owned<IS> rows;          ///< B's local rows as A's global row indices (empty when not renumbered)
+  Owned<VecScatter> move;  ///< A's layout → B's layout (SCATTER_REVERSE: back)
+  Owned<Vec> a_vec, b_vec; ///< work vectors in A's and B's layouts
+  std::string partitioner; ///< the MatPartitioning type used ("" when not renumbered)
+  bool renumbered() const { return rows.get() != nullptr; }
+};
+
+/// Partitions the graph A (symmetric, non-negative, zero diagonal; n×n MPIAIJ, rows
+/// distributed) into one part per rank of its communicator by PETSc's MatPartitioning on A's
+/// pattern (unit edge and vertex weights; options prefix `prefix`, so
+/// `-lp_mat_partitioning_type current|average|ptscotch|...` chooses it; default PT-Scotch where
+/// PETSc has it, else no renumbering) and renumbers A accordingly (MatCreateSubMatrix with the
+/// inverse of ISPartitioningToNumbering). The result is the same graph in another order:
+/// solves on B agree with solves on A to their tolerance. Collective over A's communicator.
+/// \throws ssdr::Error (collectively) on a PETSc failure, with PETSc's message.
+Renumbering renumber_for_locality(Mat A, const std::string& prefix);
+
+/// Per-vertex integers (one per local row of A) moved to B's rows. Collective.
+std::vector<int> to_renumbered(const Renumbering& r, const std::vector<int>& v);
+
+/// A row-distributed matrix in B's rows (n×k, B's local rows) moved back to A's rows: the
+/// rows of A's vertices in A's layout, column by column through the scatter. Collective.
+DistMatrix from_renumbered(const Renumbering& r, const DistMatrix& X, MPI_Comm comm);
+
+}  // namespace ssdr::graph

@@ -1,0 +1,111 @@
+#include "ssdr/graph/locality.hpp"
+
+#include <petscis.h>
+
+#include "ssdr/core/error.hpp"
+
+namespace ssdr::graph {
+
+Renumbering renumber_for_locality(Mat A, const std::string& prefix) {
+  MPI_Comm comm = PETSC_COMM_WORLD;
+  SSDR_PETSC(PetscObjectGetComm(reinterpret_cast<PetscObject>(A), &comm));
+  Renumbering r;
+  PetscObjectReference(reinterpret_cast<PetscObject>(A));
+  r.B = Owned<Mat>(A);
+  int size = 1;
+  MPI_Comm_size(comm, &size);
+  if (size == 1) return r;
+  PetscInt lo = 0, hi = 0, N = 0;
+  SSDR_PETSC(MatGetOwnershipRange(A, &lo, &hi));
+  SSDR_PETSC(MatGetSize(A, &N, nullptr));
+  // A's pattern without its diagonal, as the partitioner's adjacency (MPIAdj takes ownership
+  // of the PetscMalloc'd arrays).
+  const PetscInt m = hi - lo;
+  PetscInt* ia = nullptr;
+  SSDR_PETSC(PetscMalloc1(m + 1, &ia));
+  ia[0] = 0;
+  std::vector<PetscInt> cols;
+  for (PetscInt i = lo; i < hi; ++i) {
+    PetscInt nc = 0;
+    const PetscInt* c = nullptr;
+    SSDR_PETSC(MatGetRow(A, i, &nc, &c, nullptr));
+    for (PetscInt k = 0; k < nc; ++k)
+      if (c[k] != i) cols.push_back(c[k]);
+    SSDR_PETSC(MatRestoreRow(A, i, &nc, &c, nullptr));
+    ia[i - lo + 1] = static_cast<PetscInt>(cols.size());
+  }
+  PetscInt* ja = nullptr;
+  SSDR_PETSC(PetscMalloc1(cols.empty() ? 1 : cols.size(), &ja));
+  std::copy(cols.begin(), cols.end(), ja);
+  cols = std::vector<PetscInt>();
+  Owned<Mat> adj;
+  SSDR_PETSC(MatCreateMPIAdj(comm, m, N, ia, ja, nullptr, adj.out()));
+  Owned<MatPartitioning> part;
+  SSDR_PETSC(MatPartitioningCreate(comm, part.out()));
+  SSDR_PETSC(MatPartitioningSetAdjacency(part, adj));
+#if defined(PETSC_HAVE_PTSCOTCH)
+  SSDR_PETSC(MatPartitioningSetType(part, MATPARTITIONINGPTSCOTCH));
+#else
+  SSDR_PETSC(MatPartitioningSetType(part, MATPARTITIONINGCURRENT));
+#endif
+  SSDR_PETSC(PetscObjectSetOptionsPrefix(reinterpret_cast<PetscObject>(part.get()), prefix.c_str()));
+  SSDR_PETSC_OPTIONS(MatPartitioningSetFromOptions(part));
+  MatPartitioningType type = nullptr;
+  SSDR_PETSC(PetscObjectGetType(reinterpret_cast<PetscObject>(part.get()), &type));
+  if (std::string(type) == MATPARTITIONINGCURRENT) return r;
+  Owned<IS> target, number;
+  SSDR_PETSC(MatPartitioningApply(part, target.out()));
+  SSDR_PETSC(ISPartitioningToNumbering(target, number.out()));
+  std::vector<PetscInt> counts(static_cast<size_t>(size));
+  SSDR_PETSC(ISPartitioningCount(target, size, counts.data()));
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  // number: the new global index of each of A's local rows; its inverse, distributed with the
+  // new counts, lists B's local rows as A's global indices.
+  SSDR_PETSC(ISInvertPermutation(number, counts[static_cast<size_t>(rank)], r.rows.out()));
+  Owned<Mat> B;
+  SSDR_PETSC(MatCreateSubMatrix(A, r.rows, r.rows, MAT_INITIAL_MATRIX, B.out()));
+  r.B = std::move(B);
+  r.partitioner = type;
+  SSDR_PETSC(MatCreateVecs(A, r.a_vec.out(), nullptr));
+  SSDR_PETSC(MatCreateVecs(r.B, r.b_vec.out(), nullptr));
+  SSDR_PETSC(VecScatterCreate(r.a_vec, r.rows, r.b_vec, nullptr, r.move.out()));
+  return r;
+}
+
+std::vector<int> to_renumbered(const Renumbering& r, const std::vector<int>& v) {
+  if (!r.renumbered()) return v;
+  PetscScalar* a = nullptr;
+  SSDR_PETSC(VecGetArray(r.a_vec, &a));
+  for (size_t i = 0; i < v.size(); ++i) a[i] = v[i];
+  SSDR_PETSC(VecRestoreArray(r.a_vec, &a));
+  SSDR_PETSC(VecScatterBegin(r.move, r.a_vec, r.b_vec, INSERT_VALUES, SCATTER_FORWARD));
+  SSDR_PETSC(VecScatterEnd(r.move, r.a_vec, r.b_vec, INSERT_VALUES, SCATTER_FORWARD));
+  PetscInt nb = 0;
+  SSDR_PETSC(VecGetLocalSize(r.b_vec, &nb));
+  const PetscScalar* b = nullptr;
+  SSDR_PETSC(VecGetArrayRead(r.b_vec, &b));
+  std::vector<int> out(static_cast<size_t>(nb));
+  for (PetscInt i = 0; i < nb; ++i) out[static_cast<size_t>(i)] = static_cast<int>(b[i]);
+  SSDR_PETSC(VecRestoreArrayRead(r.b_vec, &b));
+  return out;
+}
+
+DistMatrix from_renumbered(const Renumbering& r, const DistMatrix& X, MPI_Comm comm) {
+  if (!r.renumbered()) return X;
+  PetscInt na = 0;
+  SSDR_PETSC(VecGetLocalSize(r.a_vec, &na));
+  DistMatrix out = make_dist_local(comm, na, X.cols);
+  for (int64_t j = 0; j < X.cols; ++j) {
+    PetscScalar* b = nullptr;
+    SSDR_PETSC(VecGetArray(r.b_vec, &b));
+    for (int64_t i = 0; i < X.n_local; ++i) b[i] = X(i, j);
+    SSDR_PETSC(VecRestoreArray(r.b_vec, &b));
+    SSDR_PETSC(VecScatterBegin(r.move, r.b_vec, r.a_vec, INSERT_VALUES, SCATTER_REVERSE));
+    SSDR_PETSC(VecScatterEnd(r.move, r.b_vec, r.a_vec, INSERT_VALUES, SCATTER_REVERSE));
+    vec_to_column(r.a_vec, out, j);
+  }
+  return out;
+}
+
+}  // namespace ssdr::graph
