@@ -1,5 +1,7 @@
 #include "ssdr/graph/locality.hpp"
 
+#include <dlfcn.h>
+#include <stdlib.h>
 #include <petscis.h>
 
 #include "ssdr/core/error.hpp"
@@ -53,6 +55,16 @@ Renumbering renumber_for_locality(Mat A, const std::string& prefix) {
   MatPartitioningType type = nullptr;
   SSDR_PETSC(PetscObjectGetType(reinterpret_cast<PetscObject>(part.get()), &type));
   if (std::string(type) == MATPARTITIONINGCURRENT) return r;
+  // PT-Scotch draws from one random stream per process: reset it, so the same graph gets the
+  // same partition in every fit (two fits of one data set in one sweep, or in two runs, give
+  // the same bits). Looked up at run time: libscotch is PETSc's dependency, not ours.
+  // PT-Scotch's threads make its partition vary from call to call; one thread (one rank per
+  // core, as ssdr runs) makes it reproducible. A user's own SCOTCH_PTHREAD_NUMBER is kept.
+  setenv("SCOTCH_PTHREAD_NUMBER", "1", 0);
+  // SCOTCH_randomSeed also initializes the stream (a first use would otherwise seed it from the
+  // clock); SCOTCH_Num is an int in Debian's libscotch (scotch.h: SCOTCH_Num is int).
+  if (auto seed = reinterpret_cast<void (*)(int)>(dlsym(RTLD_DEFAULT, "SCOTCH_randomSeed"))) seed(1);
+  if (auto reset = reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "SCOTCH_randomReset"))) reset();
   Owned<IS> target, number;
   SSDR_PETSC(MatPartitioningApply(part, target.out()));
   SSDR_PETSC(ISPartitioningToNumbering(target, number.out()));

@@ -24,6 +24,7 @@ struct Renumbering {
   Owned<VecScatter> move;  ///< A's layout → B's layout (SCATTER_REVERSE: back)
   Owned<Vec> a_vec, b_vec; ///< work vectors in A's and B's layouts
   std::string partitioner; ///< the MatPartitioning type used ("" when not renumbered)
+  /// Whether B is a renumbered copy (false: B is A). Local.
   bool renumbered() const { return rows.get() != nullptr; }
 };
 
@@ -33,7 +34,10 @@ struct Renumbering {
 /// `-lp_mat_partitioning_type current|average|ptscotch|...` chooses it; default PT-Scotch where
 /// PETSc has it, else no renumbering) and renumbers A accordingly (MatCreateSubMatrix with the
 /// inverse of ISPartitioningToNumbering). The result is the same graph in another order:
-/// solves on B agree with solves on A to their tolerance. Collective over A's communicator.
+/// solves on B agree with solves on A to their tolerance. The same graph gets the same
+/// partition every time on a given rank count (PT-Scotch with one thread,
+/// SCOTCH_PTHREAD_NUMBER=1 unless set, and its random stream reset before each call).
+/// Collective over A's communicator.
 /// \throws ssdr::Error (collectively) on a PETSc failure, with PETSc's message.
 Renumbering renumber_for_locality(Mat A, const std::string& prefix);
 
