@@ -64,6 +64,54 @@ Owned<Mat> diagonal_plus_scaled(Mat A, const std::vector<double>& a, const std::
   return M;
 }
 
+Reordered rcm_reorder(Mat A) {
+  MPI_Comm comm = PETSC_COMM_WORLD;
+  SSDR_PETSC(PetscObjectGetComm(reinterpret_cast<PetscObject>(A), &comm));
+  PetscInt N = 0, n_local = 0;
+  SSDR_PETSC(MatGetSize(A, &N, nullptr));
+  SSDR_PETSC(MatGetLocalSize(A, &n_local, nullptr));
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  // π on rank 0 from the whole pattern (new row j is A's row π[j]).
+  std::vector<PetscInt> perm;
+  {
+    IS all = nullptr;
+    SSDR_PETSC(ISCreateStride(PETSC_COMM_SELF, rank == 0 ? N : 0, 0, 1, &all));
+    Mat* sub = nullptr;
+    const PetscErrorCode ierr = MatCreateSubMatrices(A, 1, &all, &all, MAT_INITIAL_MATRIX, &sub);
+    ISDestroy(&all);
+    SSDR_PETSC(ierr);
+    if (rank == 0) {
+      IS rperm = nullptr, cperm = nullptr;
+      SSDR_PETSC(MatGetOrdering(sub[0], MATORDERINGRCM, &rperm, &cperm));
+      const PetscInt* idx = nullptr;
+      SSDR_PETSC(ISGetIndices(rperm, &idx));
+      perm.assign(idx, idx + N);
+      SSDR_PETSC(ISRestoreIndices(rperm, &idx));
+      SSDR_PETSC(ISDestroy(&rperm));
+      SSDR_PETSC(ISDestroy(&cperm));
+    }
+    SSDR_PETSC(MatDestroySubMatrices(1, &sub));
+  }
+  std::vector<int> counts(static_cast<size_t>(size)), displs(static_cast<size_t>(size), 0);
+  const int mine = static_cast<int>(n_local);
+  MPI_Allgather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, comm);
+  for (int r = 1; r < size; ++r) displs[static_cast<size_t>(r)] = displs[static_cast<size_t>(r - 1)] + counts[static_cast<size_t>(r - 1)];
+  Reordered out;
+  out.rows.resize(static_cast<size_t>(n_local));
+  MPI_Scatterv(perm.data(), counts.data(), displs.data(), MPIU_INT, out.rows.data(), mine, MPIU_INT, 0, comm);
+  IS is = nullptr;
+  SSDR_PETSC(ISCreateGeneral(comm, n_local, out.rows.data(), PETSC_USE_POINTER, &is));
+  const PetscErrorCode ierr = MatCreateSubMatrix(A, is, is, MAT_INITIAL_MATRIX, out.B.out());
+  ISDestroy(&is);
+  SSDR_PETSC(ierr);
+  PetscBool set = PETSC_FALSE, sym = PETSC_FALSE;
+  SSDR_PETSC(MatIsSymmetricKnown(A, &set, &sym));
+  if (set && sym) SSDR_PETSC(MatSetOption(out.B, MAT_SYMMETRIC, PETSC_TRUE));
+  return out;
+}
+
 Owned<Mat> laplacian(Mat A) {
   std::vector<double> d = degrees(A);
   return diagonal_plus_scaled(A, d, std::vector<double>(d.size(), -1.0));

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "ssdr/core/error.hpp"
-#include "ssdr/core/ordered_sum.hpp"
+#include "ssdr/core/dense.hpp"
 #include "ssdr/core/petsc.hpp"
 #include "ssdr/core/progress.hpp"
 #include "ssdr/graph/laplacian.hpp"
@@ -22,13 +22,22 @@ namespace ssdr::propagation {
 
 namespace {
 
-/// The PETSc log event of the block CG's sparse products (the graph times the n×(c+1) block),
-/// registered on first use (PetscLogEventRegister returns the existing id for a known name).
-PetscLogEvent block_product_event() {
+/// A PETSc log event of the block CG, registered on first use (PetscLogEventRegister returns
+/// the existing id for a known name): LPBlockProduct (the graph times the n×(c+1) block, one
+/// per iteration plus one for the right-hand side), LPBlockVector (the recurrences' passes
+/// over the block with their reductions).
+PetscLogEvent log_event(const char* name) {
   PetscLogEvent ev = 0;
-  SSDR_PETSC(PetscLogEventRegister("LPBlockProduct", MAT_CLASSID, &ev));
+  SSDR_PETSC(PetscLogEventRegister(name, MAT_CLASSID, &ev));
   return ev;
 }
+
+/// Logs the enclosing scope as event `ev` (-log_view). Not collective.
+struct LogScope {
+  PetscLogEvent ev;
+  explicit LogScope(PetscLogEvent e) : ev(e) { PetscLogEventBegin(ev, 0, 0, 0, 0); }
+  ~LogScope() { PetscLogEventEnd(ev, 0, 0, 0, 0); }
+};
 
 /// Whether A is exactly symmetric (the flag its builder set, else MatIsSymmetric with
 /// tolerance 0, one transpose) with non-negative entries, on every rank. Collective.
@@ -111,13 +120,135 @@ struct Tolerances {
               __FILE__, __LINE__, true);
 }
 
+/// Column sums Σ_i c_i (c_i ∈ ℝʷ the contribution of global row i) with bits that do not
+/// depend on the partition: the n rows are cut into chunks of B(n) = max(64, ⌈n/256⌉) rows
+/// (boundaries depend on n only), each chunk summed sequentially in row order, the chunk
+/// sums then added in chunk order. A chunk that straddles ranks is continued: the rank
+/// holding its first rows sends its running sum (w doubles) to the next rank with rows,
+/// which folds its own rows onto it, exactly as one rank would. Per call: at most one
+/// message to each neighbour and one MPI_Allgatherv of ≤ 256·w doubles in all (the
+/// completed chunks' sums). The guarantee of ordered_row_sum (the same bits on any rank
+/// count and layout) with two collectives fewer per call and the row callback inlined, so
+/// a pass over the block computes its contributions as it updates the rows.
+class ChunkedColumnSums {
+ public:
+  /// Collective over comm (the layout's Allgather).
+  ChunkedColumnSums(MPI_Comm comm, int64_t n_local, int width) : comm_(comm), w_(width) {
+    int size = 1;
+    MPI_Comm_rank(comm, &rank_);
+    MPI_Comm_size(comm, &size);
+    std::vector<int64_t> starts, counts;
+    const Layout lay = layout_from_local(n_local, comm);
+    gather_layout(comm, lay.start, n_local, starts, counts);
+    n_ = lay.n_global;
+    start_ = lay.start;
+    end_ = lay.start + n_local;
+    B_ = std::max<int64_t>(64, (n_ + 255) / 256);
+    chunk_counts_.assign(static_cast<size_t>(size), 0);
+    displs_.assign(static_cast<size_t>(size), 0);
+    for (int r = 0; r < size; ++r) {
+      chunk_counts_[static_cast<size_t>(r)] = static_cast<int>(completed(starts[r], starts[r] + counts[r]) * w_);
+      if (r > 0) displs_[static_cast<size_t>(r)] = displs_[static_cast<size_t>(r - 1)] + chunk_counts_[static_cast<size_t>(r - 1)];
+    }
+    for (int r = rank_ - 1; r >= 0 && prev_ < 0; --r)
+      if (counts[r] > 0) prev_ = r;
+    for (int r = rank_ + 1; r < size && next_ < 0; ++r)
+      if (counts[r] > 0) next_ = r;
+    chunks_ = n_ > 0 ? (n_ + B_ - 1) / B_ : 0;
+    all_.assign(static_cast<size_t>(chunks_ * w_), 0.0);
+    mine_.assign(static_cast<size_t>(completed(start_, end_) * w_), 0.0);
+    result_.assign(static_cast<size_t>(w_), 0.0);
+    acc_.assign(static_cast<size_t>(w_), 0.0);
+    carry_.assign(static_cast<size_t>(w_), 0.0);
+    out_.assign(static_cast<size_t>(w_), 0.0);
+    c_.assign(static_cast<size_t>(w_), 0.0);
+  }
+
+  /// Σ over all ranks' rows of row(i, c) (i a local row, in increasing order within each
+  /// chunk; c: w doubles the functor overwrites with row i's contribution; the functor may
+  /// update row i of the caller's arrays, it is called once per local row). Collective over
+  /// comm; every rank gets the same bits.
+  template <class RowFn>
+  const std::vector<double>& sum(RowFn&& row) {
+    const int w = w_;
+    double* __restrict acc = acc_.data();
+    double* __restrict c = c_.data();
+    // Rows [g0, g1) folded onto acc in order.
+    auto fold = [&](int64_t g0, int64_t g1) {
+      for (int64_t g = g0; g < g1; ++g) {
+        row(g - start_, c);
+        for (int k = 0; k < w; ++k) acc[k] += c[k];
+      }
+    };
+    const bool has_rows = end_ > start_;
+    const bool carry_in = has_rows && start_ % B_ != 0;
+    const bool carry_out = has_rows && end_ % B_ != 0 && end_ < n_;
+    const int64_t head_end = carry_in ? std::min(end_, (start_ / B_ + 1) * B_) : start_;
+    const bool head_completes = carry_in && (head_end % B_ == 0 || head_end == n_);
+    MPI_Request reqs[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    if (carry_in && !head_completes) {
+      // The whole range lies inside one chunk that neither starts nor ends here.
+      MPI_Recv(acc, w, MPI_DOUBLE, prev_, kTag, comm_, MPI_STATUS_IGNORE);
+      fold(start_, end_);
+      MPI_Send(acc, w, MPI_DOUBLE, next_, kTag, comm_);
+    } else if (has_rows) {
+      if (carry_in) MPI_Irecv(carry_.data(), w, MPI_DOUBLE, prev_, kTag, comm_, &reqs[0]);
+      size_t slot = head_completes ? 1 : 0;  // the head chunk, completed here, comes first
+      for (int64_t g0 = head_end; g0 < end_;) {
+        const int64_t g1 = std::min({end_, (g0 / B_ + 1) * B_, n_});
+        std::fill(acc, acc + w, 0.0);
+        fold(g0, g1);
+        if (g1 % B_ == 0 || g1 == n_) {
+          std::copy(acc, acc + w, mine_.begin() + static_cast<std::ptrdiff_t>(slot * static_cast<size_t>(w)));
+          ++slot;
+        } else {  // the last chunk continues on the next rank
+          std::copy(acc, acc + w, out_.begin());
+          MPI_Isend(out_.data(), w, MPI_DOUBLE, next_, kTag, comm_, &reqs[1]);
+        }
+        g0 = g1;
+      }
+      if (carry_in) {
+        MPI_Wait(&reqs[0], MPI_STATUS_IGNORE);
+        std::copy(carry_.begin(), carry_.end(), acc);
+        fold(start_, head_end);
+        std::copy(acc, acc + w, mine_.begin());
+      }
+      (void)carry_out;
+      MPI_Wait(&reqs[1], MPI_STATUS_IGNORE);
+    }
+    MPI_Allgatherv(mine_.data(), static_cast<int>(mine_.size()), MPI_DOUBLE, all_.data(), chunk_counts_.data(),
+                   displs_.data(), MPI_DOUBLE, comm_);
+    std::fill(result_.begin(), result_.end(), 0.0);
+    for (int64_t t = 0; t < chunks_; ++t)
+      for (int k = 0; k < w; ++k) result_[static_cast<size_t>(k)] += all_[static_cast<size_t>(t * w + k)];
+    return result_;
+  }
+
+ private:
+  /// Chunks whose last row lies in [a, b).
+  int64_t completed(int64_t a, int64_t b) const {
+    if (b <= a) return 0;
+    const int64_t lo = a / B_;
+    const int64_t hi = b == n_ ? (n_ - 1) / B_ : b / B_ - 1;
+    return std::max<int64_t>(0, hi - lo + 1);
+  }
+  static constexpr int kTag = 3535;
+  MPI_Comm comm_;
+  int w_ = 0, rank_ = 0, prev_ = -1, next_ = -1;
+  int64_t n_ = 0, start_ = 0, end_ = 0, B_ = 64, chunks_ = 0;
+  std::vector<int> chunk_counts_, displs_;
+  std::vector<double> mine_, all_, result_, acc_, carry_, out_, c_;
+};
+
 /// Conjugate gradients with point Jacobi on S F_f = B_f for the m columns at once: one
 /// product of A (as MAIJ: the m interlaced columns read A once) with the n×m block P per
-/// iteration, m scalar recurrences; a converged column is frozen (its x, r, p no longer
-/// change). Column k stops when ‖z_k‖₂ ≤ max(rtol·‖z_k⁽⁰⁾‖₂, atol), z = D_S⁻¹r (PETSc's
-/// KSPCG with its default preconditioned norm and x⁽⁰⁾_f = 0). Every reduction is an
-/// ordered_row_sum, so the scalars do not depend on the partition beyond the products'
-/// rounding. F holds the known rows on entry and the solution on exit. Collective.
+/// iteration, m scalar recurrences; a converged column is frozen (its α = 0 and p unchanged,
+/// so x and r keep their bits). Column k stops when ‖z_k‖₂ ≤ max(rtol·‖z_k⁽⁰⁾‖₂, atol),
+/// z = D_S⁻¹r (PETSc's KSPCG with its default preconditioned norm and x⁽⁰⁾_f = 0). Every
+/// reduction is a ChunkedColumnSums, so the scalars do not depend on the partition beyond
+/// the products' rounding. Three passes over the block per iteration besides the product:
+/// q = S p with γ = p·q; x, r updates with ρ = r·z and ‖z‖²; p = z + βp. F holds the known
+/// rows on entry and the solution on exit. Collective.
 std::vector<int> block_cg(Mat A, const System& s, const Tolerances& tol, const PropagationOptions& o,
                           DistMatrix& F) {
   MPI_Comm comm = F.comm;
@@ -127,14 +258,16 @@ std::vector<int> block_cg(Mat A, const System& s, const Tolerances& tol, const P
   SSDR_PETSC(MatCreateMAIJ(A, static_cast<PetscInt>(m), Am.out()));
   Owned<Vec> Pv, Qv;
   SSDR_PETSC(MatCreateVecs(Am, Pv.out(), Qv.out()));
-  const PetscLogEvent ev = block_product_event();
+  const PetscLogEvent ev_product = log_event("LPBlockProduct"), ev_vector = log_event("LPBlockVector");
   auto product = [&]() {  // Q = A P
-    SSDR_PETSC(PetscLogEventBegin(ev, 0, 0, 0, 0));
+    LogScope scope(ev_product);
     SSDR_PETSC(MatMult(Am, Pv, Qv));
-    SSDR_PETSC(PetscLogEventEnd(ev, 0, 0, 0, 0));
   };
+  ChunkedColumnSums sums_m(comm, n, static_cast<int>(m)), sums_2m(comm, n, static_cast<int>(2 * m));
   double* X = F.v.data();
   std::vector<double> R(static_cast<size_t>(n * m), 0.0);
+  const double* dinv = s.dinv.data();
+  const double* scale = s.scale.data();
 
   // B_f = (D β/α) Y + A_fk F_k: one product with the known rows' values.
   {
@@ -150,45 +283,34 @@ std::vector<int> block_cg(Mat A, const System& s, const Tolerances& tol, const P
     SSDR_PETSC(VecGetArrayRead(Qv, &q));
     for (int64_t i = 0; i < n; ++i) {
       if (s.known[static_cast<size_t>(i)]) continue;
-      const double sc = s.scale[static_cast<size_t>(i)];
-      for (int64_t k = 0; k < m; ++k) R[static_cast<size_t>(i * m + k)] = sc * s.beta_y[static_cast<size_t>(i * m + k)] + q[i * m + k];
+      for (int64_t k = 0; k < m; ++k)
+        R[static_cast<size_t>(i * m + k)] = scale[i] * s.beta_y[static_cast<size_t>(i * m + k)] + q[i * m + k];
     }
     SSDR_PETSC(VecRestoreArrayRead(Qv, &q));
   }
 
-  // ρ_k = r_k·z_k and ‖z_k‖² in one fixed-order reduction.
-  auto rho_and_znorm = [&]() {
-    return ordered_row_sum(
-        comm, n, 2 * m, 2 * m,
-        [&](int64_t i, double* out) {
-          const double d = s.dinv[static_cast<size_t>(i)];
-          const double* r = R.data() + i * m;
-          for (int64_t k = 0; k < m; ++k) {
-            const double z = r[k] * d;
-            out[k] = r[k] * z;
-            out[m + k] = z * z;
-          }
-        },
-        [&](const double* block, int64_t rows, double* out) {
-          std::fill(out, out + 2 * m, 0.0);
-          for (int64_t i = 0; i < rows; ++i)
-            for (int64_t k = 0; k < 2 * m; ++k) out[k] += block[i * 2 * m + k];
-        });
-  };
-  std::vector<double> sums = rho_and_znorm();
-  std::vector<double> rho(sums.begin(), sums.begin() + m), znorm0(mm), alpha(mm), beta(mm, 0.0);
+  std::vector<double> rho(mm), znorm0(mm), alpha(mm, 0.0), zcoef(mm, 1.0), beta(mm, 0.0);
   std::vector<char> active(mm, 0);
   std::vector<int> its(mm, 0);
-  for (size_t k = 0; k < mm; ++k) {
-    znorm0[k] = std::sqrt(sums[mm + k]);
-    active[k] = znorm0[k] > std::max(tol.atol, PetscReal(0));  // a zero right-hand side converges at once
-  }
-  {  // P = Z
+  {
+    // P = Z = D_S⁻¹R, ρ = r·z, ‖z‖².
     PetscScalar* p = nullptr;
     SSDR_PETSC(VecGetArrayWrite(Pv, &p));
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t k = 0; k < m; ++k) p[i * m + k] = R[static_cast<size_t>(i * m + k)] * s.dinv[static_cast<size_t>(i)];
+    const std::vector<double>& t = sums_2m.sum([&](int64_t i, double* out) {
+      const double* r = R.data() + i * m;
+      for (int64_t k = 0; k < m; ++k) {
+        const double z = r[k] * dinv[i];
+        p[i * m + k] = z;
+        out[k] = r[k] * z;
+        out[m + k] = z * z;
+      }
+    });
     SSDR_PETSC(VecRestoreArrayWrite(Pv, &p));
+    for (size_t k = 0; k < mm; ++k) {
+      rho[k] = t[k];
+      znorm0[k] = std::sqrt(t[mm + k]);
+      active[k] = znorm0[k] > std::max(tol.atol, PetscReal(0));  // a zero right-hand side converges at once
+    }
   }
 
   Progress progress("label propagation (block CG, " + std::to_string(m) + " columns)", 0);
@@ -197,82 +319,175 @@ std::vector<int> block_cg(Mat A, const System& s, const Tolerances& tol, const P
       not_converged(o, "block CG reached -" + o.prefix + "ksp_max_it " + std::to_string(tol.max_it) +
                            " iterations");
     product();
-    // q = S p = (D/α) p − A p on free rows (0 on known rows: p is 0 there), and γ_k = p_k·q_k.
     PetscScalar* p = nullptr;
     PetscScalar* q = nullptr;
     SSDR_PETSC(VecGetArray(Pv, &p));
     SSDR_PETSC(VecGetArray(Qv, &q));
-    for (int64_t i = 0; i < n; ++i) {
-      const double sc = s.scale[static_cast<size_t>(i)];
-      if (s.known[static_cast<size_t>(i)])
-        for (int64_t k = 0; k < m; ++k) q[i * m + k] = 0.0;
-      else
-        for (int64_t k = 0; k < m; ++k) q[i * m + k] = sc * p[i * m + k] - q[i * m + k];
-    }
-    const std::vector<double> gamma = ordered_row_sum(
-        comm, n, m, m,
-        [&](int64_t i, double* out) {
-          for (int64_t k = 0; k < m; ++k) out[k] = p[i * m + k] * q[i * m + k];
-        },
-        [&](const double* block, int64_t rows, double* out) {
-          std::fill(out, out + m, 0.0);
-          for (int64_t i = 0; i < rows; ++i)
-            for (int64_t k = 0; k < m; ++k) out[k] += block[i * m + k];
-        });
+    PetscLogEventBegin(ev_vector, 0, 0, 0, 0);
+    // q = S p = (D/α) p − A p on free rows (0 on known rows, where p is 0), γ_k = p_k·q_k.
+    const std::vector<double>& gamma = sums_m.sum([&](int64_t i, double* out) {
+      double* qi = q + i * m;
+      const double* pi = p + i * m;
+      if (s.known[static_cast<size_t>(i)]) {
+        for (int64_t k = 0; k < m; ++k) qi[k] = out[k] = 0.0;
+      } else {
+        for (int64_t k = 0; k < m; ++k) {
+          qi[k] = scale[i] * pi[k] - qi[k];
+          out[k] = pi[k] * qi[k];
+        }
+      }
+    });
+    bool breakdown = false;
     for (size_t k = 0; k < mm; ++k) {
       alpha[k] = 0.0;
       if (!active[k]) continue;
-      if (!(gamma[k] > 0)) {
-        SSDR_PETSC(VecRestoreArray(Qv, &q));
-        SSDR_PETSC(VecRestoreArray(Pv, &p));
-        not_converged(o, "block CG broke down (pᵀSp = " + std::to_string(gamma[k]) + " in column " +
-                             std::to_string(k) + ": S is not positive definite)");
-      }
+      breakdown = breakdown || !(gamma[k] > 0);
       alpha[k] = rho[k] / gamma[k];
     }
-    for (int64_t i = 0; i < n; ++i)
+    if (breakdown) {
+      PetscLogEventEnd(ev_vector, 0, 0, 0, 0);
+      SSDR_PETSC(VecRestoreArray(Qv, &q));
+      SSDR_PETSC(VecRestoreArray(Pv, &p));
+      not_converged(o, "block CG broke down (pᵀSp ≤ 0: S is not positive definite)");
+    }
+    // x += α p, r −= α q (α = 0 on frozen columns), ρ = r·z and ‖z‖², z = D_S⁻¹r.
+    const double* al = alpha.data();
+    const std::vector<double>& t = sums_2m.sum([&](int64_t i, double* out) {
+      double* xi = X + i * m;
+      double* ri = R.data() + i * m;
+      const double* pi = p + i * m;
+      const double* qi = q + i * m;
       for (int64_t k = 0; k < m; ++k) {
-        const size_t e = static_cast<size_t>(i * m + k);
-        X[e] += alpha[static_cast<size_t>(k)] * p[e];
-        R[e] -= alpha[static_cast<size_t>(k)] * q[e];
+        xi[k] += al[k] * pi[k];
+        ri[k] -= al[k] * qi[k];
+        const double z = ri[k] * dinv[i];
+        out[k] = ri[k] * z;
+        out[m + k] = z * z;
       }
-    SSDR_PETSC(VecRestoreArray(Qv, &q));
-    sums = rho_and_znorm();
+    });
     int left = 0;
     double worst = 0;
+    bool diverged = false;
     for (size_t k = 0; k < mm; ++k) {
-      beta[k] = 0.0;
+      // p ← zcoef·z + β·p: z + βp on active columns, p unchanged (0·z + 1·p) on frozen ones.
+      zcoef[k] = 0.0;
+      beta[k] = 1.0;
       if (!active[k]) continue;
       its[k] = it;
-      const double znorm = std::sqrt(sums[mm + k]);
+      const double znorm = std::sqrt(t[mm + k]);
       if (znorm <= std::max(tol.rtol * znorm0[k], tol.atol)) {
         active[k] = 0;
         continue;
       }
-      if (!(znorm < tol.dtol * znorm0[k])) {
-        SSDR_PETSC(VecRestoreArray(Pv, &p));
-        not_converged(o, "block CG diverged in column " + std::to_string(k));
-      }
-      beta[k] = sums[k] / rho[k];
-      rho[k] = sums[k];
+      diverged = diverged || !(znorm < tol.dtol * znorm0[k]);
+      zcoef[k] = 1.0;
+      beta[k] = t[k] / rho[k];
+      rho[k] = t[k];
       worst = std::max(worst, znorm / znorm0[k]);
       ++left;
     }
-    // p = z + β p on the active columns (a frozen column's p keeps its last value).
-    for (int64_t i = 0; i < n; ++i) {
-      const double d = s.dinv[static_cast<size_t>(i)];
-      for (int64_t k = 0; k < m; ++k)
-        if (active[static_cast<size_t>(k)]) {
-          const size_t e = static_cast<size_t>(i * m + k);
-          p[e] = R[e] * d + beta[static_cast<size_t>(k)] * p[e];
-        }
+    if (diverged) {
+      PetscLogEventEnd(ev_vector, 0, 0, 0, 0);
+      SSDR_PETSC(VecRestoreArray(Qv, &q));
+      SSDR_PETSC(VecRestoreArray(Pv, &p));
+      not_converged(o, "block CG diverged (‖z‖ ≥ divtol·‖z0‖)");
     }
+    const double* zc = zcoef.data();
+    const double* be = beta.data();
+    for (int64_t i = 0; i < n; ++i) {
+      double* pi = p + i * m;
+      const double* ri = R.data() + i * m;
+      for (int64_t k = 0; k < m; ++k) pi[k] = zc[k] * (ri[k] * dinv[i]) + be[k] * pi[k];
+    }
+    PetscLogEventEnd(ev_vector, 0, 0, 0, 0);
+    SSDR_PETSC(VecRestoreArray(Qv, &q));
     SSDR_PETSC(VecRestoreArray(Pv, &p));
-    SSDR_PETSC(PetscLogFlops(static_cast<PetscLogDouble>(n * m) * 12.0));
+    SSDR_PETSC(PetscLogFlops(static_cast<PetscLogDouble>(n * m) * 14.0));
     char detail[96];
     std::snprintf(detail, sizeof detail, "%d of %lld columns left, largest ‖z‖/‖z0‖ %.1e", left,
                   static_cast<long long>(m), worst);
     progress.update(it, 0, detail);
+  }
+  return its;
+}
+
+/// The block CG on B = A(π, π), graph::rcm_reorder: the rows and columns renumbered by
+/// reverse Cuthill–McKee of the whole graph, each rank keeping its row count. In A's own order (the data
+/// file's, for a kNN graph) a row's neighbours lie anywhere: each product gathers rows of the
+/// block from all over it (cache misses) and from every other rank (a halo of nearly all
+/// rows). After RCM, neighbours have nearby numbers: the gathers hit the cache and the halo
+/// shrinks to the rows near the ranks' boundaries. π depends on the graph only, so the
+/// reductions, in B's row order, are still independent of the partition. Labels go to B's
+/// order and F back by VecScatters. o.reorder false: A itself. Collective.
+std::vector<int> block_cg_reordered(Mat A, const std::vector<int>& labels, int classes, const Tolerances& tol,
+                                    const PropagationOptions& o, const System& s, DistMatrix& F) {
+  MPI_Comm comm = F.comm;
+  const int64_t n_local = F.n_local, m = F.cols;
+  PetscInt N = 0;
+  SSDR_PETSC(MatGetSize(A, &N, nullptr));
+  if (!o.reorder || N < 3) return block_cg(A, s, tol, o, F);
+  const graph::Reordered re = graph::rcm_reorder(A);
+  Mat B = re.B;
+  IS is = nullptr, isb = nullptr;
+  SSDR_PETSC(ISCreateGeneral(comm, static_cast<PetscInt>(n_local), re.rows.data(), PETSC_COPY_VALUES, &is));
+  SSDR_PETSC(ISCreateBlock(comm, static_cast<PetscInt>(m), static_cast<PetscInt>(n_local), re.rows.data(),
+                           PETSC_COPY_VALUES, &isb));
+  struct Destroy {
+    IS* a;
+    IS* b;
+    ~Destroy() {
+      ISDestroy(a);
+      ISDestroy(b);
+    }
+  } destroy{&is, &isb};
+
+  // Labels in B's order: one scatter of the labels as scalars.
+  std::vector<int> labels_b(static_cast<size_t>(n_local));
+  {
+    Owned<Vec> from, to;
+    SSDR_PETSC(MatCreateVecs(A, from.out(), nullptr));
+    SSDR_PETSC(MatCreateVecs(B, to.out(), nullptr));
+    PetscScalar* v = nullptr;
+    SSDR_PETSC(VecGetArrayWrite(from, &v));
+    for (int64_t i = 0; i < n_local; ++i) v[i] = labels[static_cast<size_t>(i)];
+    SSDR_PETSC(VecRestoreArrayWrite(from, &v));
+    VecScatter sc = nullptr;
+    SSDR_PETSC(VecScatterCreate(from, is, to, nullptr, &sc));
+    PetscErrorCode ierr = VecScatterBegin(sc, from, to, INSERT_VALUES, SCATTER_FORWARD);
+    if (!ierr) ierr = VecScatterEnd(sc, from, to, INSERT_VALUES, SCATTER_FORWARD);
+    VecScatterDestroy(&sc);
+    SSDR_PETSC(ierr);
+    const PetscScalar* t = nullptr;
+    SSDR_PETSC(VecGetArrayRead(to, &t));
+    for (int64_t i = 0; i < n_local; ++i) labels_b[static_cast<size_t>(i)] = static_cast<int>(PetscRealPart(t[i]));
+    SSDR_PETSC(VecRestoreArrayRead(to, &t));
+  }
+  const System sb = make_system(B, labels_b, classes, o);
+  DistMatrix Fb = make_dist_local(comm, n_local, m);
+  for (int64_t i = 0; i < n_local; ++i)
+    if (sb.known[static_cast<size_t>(i)])
+      for (int64_t k = 0; k < m; ++k) Fb(i, k) = sb.beta_y[static_cast<size_t>(i * m + k)];
+  const std::vector<int> its = block_cg(B, sb, tol, o, Fb);
+
+  // F back to A's order: the block scatter (m values per row) reversed.
+  {
+    Owned<Vec> from, to;
+    SSDR_PETSC(VecCreateMPI(comm, static_cast<PetscInt>(n_local * m), PETSC_DETERMINE, from.out()));
+    SSDR_PETSC(VecCreateMPI(comm, static_cast<PetscInt>(n_local * m), PETSC_DETERMINE, to.out()));
+    PetscScalar* v = nullptr;
+    SSDR_PETSC(VecGetArrayWrite(to, &v));
+    std::copy(Fb.v.begin(), Fb.v.end(), v);
+    SSDR_PETSC(VecRestoreArrayWrite(to, &v));
+    VecScatter sc = nullptr;
+    SSDR_PETSC(VecScatterCreate(from, isb, to, nullptr, &sc));
+    PetscErrorCode ierr = VecScatterBegin(sc, to, from, INSERT_VALUES, SCATTER_REVERSE);
+    if (!ierr) ierr = VecScatterEnd(sc, to, from, INSERT_VALUES, SCATTER_REVERSE);
+    VecScatterDestroy(&sc);
+    SSDR_PETSC(ierr);
+    const PetscScalar* t = nullptr;
+    SSDR_PETSC(VecGetArrayRead(from, &t));
+    std::copy(t, t + n_local * m, F.v.begin());
+    SSDR_PETSC(VecRestoreArrayRead(from, &t));
   }
   return its;
 }
@@ -374,7 +589,7 @@ PropagationResult propagate(Mat A, const std::vector<int>& labels, int classes,
     Tolerances tol;
     SSDR_PETSC(KSPGetTolerances(ksp, &tol.rtol, &tol.atol, &tol.dtol, &tol.max_it));
     result.solver = "block-cg";
-    result.iterations = block_cg(A, s, tol, options, result.F);
+    result.iterations = block_cg_reordered(A, labels, classes, tol, options, s, result.F);
   } else if (symmetric && is_cg) {
     // S with the known rows and columns replaced by identity rows (MatZeroRowsColumns keeps
     // it symmetric); their right-hand side and initial guess are the known values, so the

@@ -28,6 +28,7 @@
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/petsc.hpp"
 #include "ssdr/graph/knn.hpp"
+#include "ssdr/graph/laplacian.hpp"
 #include "ssdr/propagation/label_propagation.hpp"
 #include "support.hpp"
 
@@ -213,4 +214,66 @@ TEST(LabelPropagation, BlockCgThatCannotConvergeThrowsOnEveryRank) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("-lpt_ksp_max_it 3"), std::string::npos) << e.what();
   }
+}
+
+TEST(LabelPropagation, ReorderedAndOriginalOrderAgree) {
+  // The block CG runs on the RCM-renumbered graph by default; on A's own order it must give
+  // the same soft labels (both within E of the exact ones) and iteration counts (±1).
+  test::Problem pr = test::load_problem("wine.csv", 3, true);
+  DistMatrix X = ref::distribute(pr.X, MPI_COMM_WORLD);
+  auto g = graph::build_knn_graph(X, graph::GraphOptions{});
+  propagation::PropagationOptions plain = defaults();
+  plain.reorder = false;
+  const auto a = run(g.A, pr.semi, pr.classes, defaults());
+  const auto b = run(g.A, pr.semi, pr.classes, plain);
+  EXPECT_LT(test::max_abs_diff(allgather(a.F), allgather(b.F)), 2 * solution_bound(kRtol, pr.X.rows, kAlpha));
+  for (size_t k = 0; k < a.iterations.size(); ++k) EXPECT_NEAR(a.iterations[k], b.iterations[k], 1) << k;
+}
+
+TEST(RcmReorder, IsASymmetricPermutationOfTheGraphIndependentOfTheRankCount) {
+  test::Problem pr = test::load_problem("iris.csv", 3, false);
+  const int64_t n = pr.X.rows;
+  const Dense A = ref::knn_heat_graph(pr.X, 8, 1e-3 / 8);
+  auto permutation = [&](MPI_Comm comm, Dense* B_out) {
+    Owned<Mat> Am = to_aij(A, comm);
+    const graph::Reordered re = graph::rcm_reorder(Am);
+    // π gathered in B's row order, and B's entries checked against A(π, π).
+    int cnt = static_cast<int>(re.rows.size()), size = 1;
+    MPI_Comm_size(comm, &size);
+    std::vector<int> counts(static_cast<size_t>(size)), displs(static_cast<size_t>(size), 0);
+    MPI_Allgather(&cnt, 1, MPI_INT, counts.data(), 1, MPI_INT, comm);
+    for (int r = 1; r < size; ++r) displs[static_cast<size_t>(r)] = displs[static_cast<size_t>(r - 1)] + counts[static_cast<size_t>(r - 1)];
+    std::vector<PetscInt> pi(static_cast<size_t>(n));
+    MPI_Allgatherv(re.rows.data(), cnt, MPIU_INT, pi.data(), counts.data(), displs.data(), MPIU_INT, comm);
+    PetscInt s = 0, e = 0;
+    MatGetOwnershipRange(re.B, &s, &e);
+    Dense B(n, n);
+    for (PetscInt i = s; i < e; ++i) {
+      PetscInt nz = 0;
+      const PetscInt* c = nullptr;
+      const PetscScalar* v = nullptr;
+      MatGetRow(re.B, i, &nz, &c, &v);
+      for (PetscInt t = 0; t < nz; ++t) B(i, c[t]) = v[t];
+      MatRestoreRow(re.B, i, &nz, &c, &v);
+    }
+    MPI_Allreduce(MPI_IN_PLACE, B.data(), static_cast<int>(n * n), MPI_DOUBLE, MPI_SUM, comm);
+    *B_out = B;
+    return pi;
+  };
+  Dense B, Bs;
+  const std::vector<PetscInt> pi = permutation(MPI_COMM_WORLD, &B);
+  const std::vector<PetscInt> pi_self = permutation(MPI_COMM_SELF, &Bs);
+  EXPECT_EQ(pi, pi_self);  // π depends on the graph only
+  std::vector<PetscInt> sorted = pi;
+  std::sort(sorted.begin(), sorted.end());
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(sorted[static_cast<size_t>(i)], i);
+  double worst = 0;
+  bool moved = false;
+  for (int64_t i = 0; i < n; ++i) {
+    moved = moved || pi[static_cast<size_t>(i)] != i;
+    for (int64_t j = 0; j < n; ++j)
+      worst = std::max(worst, std::abs(B(i, j) - A(pi[static_cast<size_t>(i)], pi[static_cast<size_t>(j)])));
+  }
+  EXPECT_EQ(worst, 0.0);  // entries are moved, not computed
+  EXPECT_TRUE(moved);     // iris in file order is not already in RCM order
 }

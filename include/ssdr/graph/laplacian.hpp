@@ -20,6 +20,21 @@ std::vector<double> degrees(Mat A);
 /// Examples: Laplacian L = D − A is a = D, s = −1; I + αL is a = 1 + αD, s = −α.
 Owned<Mat> diagonal_plus_scaled(Mat A, const std::vector<double>& a, const std::vector<double>& s);
 
+/// A graph renumbered: B = A(π, π) with each rank keeping its row count, and the row of A
+/// behind each local row of B.
+struct Reordered {
+  Owned<Mat> B;               ///< n×n MPIAIJ, A's local sizes; B_ij = A_{π(i)π(j)}
+  std::vector<PetscInt> rows;  ///< π on this rank: A's global row of each local row of B
+};
+
+/// Reverse Cuthill–McKee of the whole graph (PETSc's MatGetOrdering on rank 0, which gathers
+/// A's pattern once through MatCreateSubMatrices: O(nnz) memory there), then B = A(π, π) by
+/// MatCreateSubMatrix. Neighbours get nearby numbers: a product with B gathers the block's
+/// rows from nearby memory, and its halo shrinks to rows near the ranks' boundaries. π
+/// depends on A's pattern only, not on the partition. B keeps A's MAT_SYMMETRIC flag.
+/// Collective over A's communicator. \throws ssdr::Error on a PETSc failure (memory on rank 0).
+Reordered rcm_reorder(Mat A);
+
 /// The graph Laplacian L = D − A. Collective.
 Owned<Mat> laplacian(Mat A);
 

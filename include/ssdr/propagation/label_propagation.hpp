@@ -21,6 +21,11 @@ struct PropagationOptions {
   /// CG with point Jacobi on a symmetric graph runs as one block CG (all columns per graph
   /// pass); false runs PETSc's KSPCG one column at a time on the same system (comparisons).
   bool block = true;
+  /// The block CG works on the graph renumbered by reverse Cuthill–McKee (computed on rank 0
+  /// from the whole graph's pattern; each rank keeps its row count): locality of the block
+  /// product and a halo of the rows near the ranks' boundaries. F is returned in A's order.
+  /// false: A's own order (comparisons; a graph too large to gather on one rank).
+  bool reorder = true;
 };
 
 /// The propagated soft labels F and the solver's record.
