@@ -2,7 +2,8 @@
 # Label propagation against its memory bound (benchmarks/bench_propagation.cpp), in one run:
 # a STREAM-like triad, one graph × vector and one graph × block product on the same graph, the
 # propagation (block CG) as a multiple of (iterations + 1) × the block product, and, with
-# GMRES=1, the same propagation by GMRES + Jacobi one column at a time.
+# GMRES=1, the same propagation by GMRES + Jacobi one column at a time (RUNS times each,
+# alternating which solver goes first).
 #
 #   jobs/bench_propagation.sh                              # 200 000 blob points, NN-descent
 #   N=1000000 jobs/bench_propagation.sh                    # the tall set's size
@@ -17,6 +18,7 @@ RANKS="${RANKS:-2}"
 N="${N:-200000}"
 GRAPH="${GRAPH:-}"
 GMRES="${GMRES:-0}"
+RUNS="${RUNS:-3}"
 REPS="${REPS:-20}"
 EXTRA="${EXTRA:-}"
 
@@ -24,7 +26,7 @@ source "$ROOT/jobs/lib/bench_build.sh"
 bench_build bench_propagation
 source "$ROOT/jobs/env.sh"
 
-args=(--n="$N" --reps="$REPS")
+args=(--n="$N" --reps="$REPS" --runs="$RUNS")
 [ -n "$GRAPH" ] && args+=(--graph="$GRAPH")
 [ "$GMRES" = 1 ] && args+=(--gmres)
 for np in $RANKS; do

@@ -5,7 +5,9 @@ per node, from the formulas of that page.
     /usr/bin/python3 jobs/cost_model.py --n 1e8 --f 0.2 --nodes 128
 
 Rates: NN-descent 310 µs·core per sample at d' = 214 (the 10.5 M run of docs/scale.md);
-S = 2 100 sparse products for the propagation (measured with -log_view at n_t = 14 000);
+S = 230 block products for the propagation (block CG, all c + 1 columns per product; 228
+measured with -log_view at n_t = 70 000, independent of n), in file order beyond the
+4·10⁶ rows that graph::rcm_reorder gathers on rank 0;
 dgemm 40 GFLOP/s per core; alpha, link bandwidth and file-system bandwidth as arguments.
 """
 import argparse
@@ -13,7 +15,7 @@ import math
 
 
 def project(n, F, nodes, cores=32, d=784, dp=214, k=8, c=10, link=12.5e9, alpha=1e-6, dgemm=40e9, fs=1e12,
-            products=2100, candidates=50, rounds=10):
+            products=230, candidates=50, rounds=10):
     P = nodes * cores
     nt = F * n
     bw = link / cores  # a rank's share of its node's link
@@ -23,9 +25,10 @@ def project(n, F, nodes, cores=32, d=784, dp=214, k=8, c=10, link=12.5e9, alpha=
         + alpha * 2 * math.log2(P)
     t["knn_graph"] = nt * 310e-6 * (dp / 214) / P + rounds * (
         min(nt * (P - 1) / P, nt / P * candidates) * dp * 4 / bw + alpha * (P - 1))
-    halo = min(nt * (P - 1) / P, 2 * k * nt / P)
-    latency = products * alpha * min(P - 1, 2 * k * nt / P) + products * 2 * alpha * math.log2(P)
-    t["propagation"] = latency + products * halo * 8 / bw + products * 4 * nt * k / P / 2e9
+    halo = min(nt * (P - 1) / P, 2 * k * nt / P)  # rows, file order (no RCM past 4e6 rows)
+    latency = products * alpha * min(P - 1, 2 * k * nt / P) + products * 2 * alpha * (math.log2(P) + 1)
+    t["propagation"] = latency + products * halo * 8 * (c + 1) / bw \
+        + products * (4 * k + 14) * nt * (c + 1) / P / 2e9
     t["propagation_latency"] = latency
     memory_rank = n * d / P + 8 * nt * dp / P + 650 * nt / P + 3 * 160 * 2 ** 20 + 24 * d * d + 5 * n
     return P, t, memory_rank * cores

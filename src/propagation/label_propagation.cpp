@@ -14,6 +14,7 @@
 
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/dense.hpp"
+#include "ssdr/core/ordered_sum.hpp"
 #include "ssdr/core/petsc.hpp"
 #include "ssdr/core/progress.hpp"
 #include "ssdr/graph/laplacian.hpp"
@@ -119,126 +120,6 @@ struct Tolerances {
              "ksp_max_it or a smaller --alpha-u",
               __FILE__, __LINE__, true);
 }
-
-/// Column sums Σ_i c_i (c_i ∈ ℝʷ the contribution of global row i) with bits that do not
-/// depend on the partition: the n rows are cut into chunks of B(n) = max(64, ⌈n/256⌉) rows
-/// (boundaries depend on n only), each chunk summed sequentially in row order, the chunk
-/// sums then added in chunk order. A chunk that straddles ranks is continued: the rank
-/// holding its first rows sends its running sum (w doubles) to the next rank with rows,
-/// which folds its own rows onto it, exactly as one rank would. Per call: at most one
-/// message to each neighbour and one MPI_Allgatherv of ≤ 256·w doubles in all (the
-/// completed chunks' sums). The guarantee of ordered_row_sum (the same bits on any rank
-/// count and layout) with two collectives fewer per call and the row callback inlined, so
-/// a pass over the block computes its contributions as it updates the rows.
-class ChunkedColumnSums {
- public:
-  /// Collective over comm (the layout's Allgather).
-  ChunkedColumnSums(MPI_Comm comm, int64_t n_local, int width) : comm_(comm), w_(width) {
-    int size = 1;
-    MPI_Comm_rank(comm, &rank_);
-    MPI_Comm_size(comm, &size);
-    std::vector<int64_t> starts, counts;
-    const Layout lay = layout_from_local(n_local, comm);
-    gather_layout(comm, lay.start, n_local, starts, counts);
-    n_ = lay.n_global;
-    start_ = lay.start;
-    end_ = lay.start + n_local;
-    B_ = std::max<int64_t>(64, (n_ + 255) / 256);
-    chunk_counts_.assign(static_cast<size_t>(size), 0);
-    displs_.assign(static_cast<size_t>(size), 0);
-    for (int r = 0; r < size; ++r) {
-      chunk_counts_[static_cast<size_t>(r)] = static_cast<int>(completed(starts[r], starts[r] + counts[r]) * w_);
-      if (r > 0) displs_[static_cast<size_t>(r)] = displs_[static_cast<size_t>(r - 1)] + chunk_counts_[static_cast<size_t>(r - 1)];
-    }
-    for (int r = rank_ - 1; r >= 0 && prev_ < 0; --r)
-      if (counts[r] > 0) prev_ = r;
-    for (int r = rank_ + 1; r < size && next_ < 0; ++r)
-      if (counts[r] > 0) next_ = r;
-    chunks_ = n_ > 0 ? (n_ + B_ - 1) / B_ : 0;
-    all_.assign(static_cast<size_t>(chunks_ * w_), 0.0);
-    mine_.assign(static_cast<size_t>(completed(start_, end_) * w_), 0.0);
-    result_.assign(static_cast<size_t>(w_), 0.0);
-    acc_.assign(static_cast<size_t>(w_), 0.0);
-    carry_.assign(static_cast<size_t>(w_), 0.0);
-    out_.assign(static_cast<size_t>(w_), 0.0);
-    c_.assign(static_cast<size_t>(w_), 0.0);
-  }
-
-  /// Σ over all ranks' rows of row(i, c) (i a local row, in increasing order within each
-  /// chunk; c: w doubles the functor overwrites with row i's contribution; the functor may
-  /// update row i of the caller's arrays, it is called once per local row). Collective over
-  /// comm; every rank gets the same bits.
-  template <class RowFn>
-  const std::vector<double>& sum(RowFn&& row) {
-    const int w = w_;
-    double* __restrict acc = acc_.data();
-    double* __restrict c = c_.data();
-    // Rows [g0, g1) folded onto acc in order.
-    auto fold = [&](int64_t g0, int64_t g1) {
-      for (int64_t g = g0; g < g1; ++g) {
-        row(g - start_, c);
-        for (int k = 0; k < w; ++k) acc[k] += c[k];
-      }
-    };
-    const bool has_rows = end_ > start_;
-    const bool carry_in = has_rows && start_ % B_ != 0;
-    const bool carry_out = has_rows && end_ % B_ != 0 && end_ < n_;
-    const int64_t head_end = carry_in ? std::min(end_, (start_ / B_ + 1) * B_) : start_;
-    const bool head_completes = carry_in && (head_end % B_ == 0 || head_end == n_);
-    MPI_Request reqs[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-    if (carry_in && !head_completes) {
-      // The whole range lies inside one chunk that neither starts nor ends here.
-      MPI_Recv(acc, w, MPI_DOUBLE, prev_, kTag, comm_, MPI_STATUS_IGNORE);
-      fold(start_, end_);
-      MPI_Send(acc, w, MPI_DOUBLE, next_, kTag, comm_);
-    } else if (has_rows) {
-      if (carry_in) MPI_Irecv(carry_.data(), w, MPI_DOUBLE, prev_, kTag, comm_, &reqs[0]);
-      size_t slot = head_completes ? 1 : 0;  // the head chunk, completed here, comes first
-      for (int64_t g0 = head_end; g0 < end_;) {
-        const int64_t g1 = std::min({end_, (g0 / B_ + 1) * B_, n_});
-        std::fill(acc, acc + w, 0.0);
-        fold(g0, g1);
-        if (g1 % B_ == 0 || g1 == n_) {
-          std::copy(acc, acc + w, mine_.begin() + static_cast<std::ptrdiff_t>(slot * static_cast<size_t>(w)));
-          ++slot;
-        } else {  // the last chunk continues on the next rank
-          std::copy(acc, acc + w, out_.begin());
-          MPI_Isend(out_.data(), w, MPI_DOUBLE, next_, kTag, comm_, &reqs[1]);
-        }
-        g0 = g1;
-      }
-      if (carry_in) {
-        MPI_Wait(&reqs[0], MPI_STATUS_IGNORE);
-        std::copy(carry_.begin(), carry_.end(), acc);
-        fold(start_, head_end);
-        std::copy(acc, acc + w, mine_.begin());
-      }
-      (void)carry_out;
-      MPI_Wait(&reqs[1], MPI_STATUS_IGNORE);
-    }
-    MPI_Allgatherv(mine_.data(), static_cast<int>(mine_.size()), MPI_DOUBLE, all_.data(), chunk_counts_.data(),
-                   displs_.data(), MPI_DOUBLE, comm_);
-    std::fill(result_.begin(), result_.end(), 0.0);
-    for (int64_t t = 0; t < chunks_; ++t)
-      for (int k = 0; k < w; ++k) result_[static_cast<size_t>(k)] += all_[static_cast<size_t>(t * w + k)];
-    return result_;
-  }
-
- private:
-  /// Chunks whose last row lies in [a, b).
-  int64_t completed(int64_t a, int64_t b) const {
-    if (b <= a) return 0;
-    const int64_t lo = a / B_;
-    const int64_t hi = b == n_ ? (n_ - 1) / B_ : b / B_ - 1;
-    return std::max<int64_t>(0, hi - lo + 1);
-  }
-  static constexpr int kTag = 3535;
-  MPI_Comm comm_;
-  int w_ = 0, rank_ = 0, prev_ = -1, next_ = -1;
-  int64_t n_ = 0, start_ = 0, end_ = 0, B_ = 64, chunks_ = 0;
-  std::vector<int> chunk_counts_, displs_;
-  std::vector<double> mine_, all_, result_, acc_, carry_, out_, c_;
-};
 
 /// Conjugate gradients with point Jacobi on S F_f = B_f for the m columns at once: one
 /// product of A (as MAIJ: the m interlaced columns read A once) with the n×m block P per
@@ -418,14 +299,21 @@ std::vector<int> block_cg(Mat A, const System& s, const Tolerances& tol, const P
 /// rows). After RCM, neighbours have nearby numbers: the gathers hit the cache and the halo
 /// shrinks to the rows near the ranks' boundaries. π depends on the graph only, so the
 /// reductions, in B's row order, are still independent of the partition. Labels go to B's
-/// order and F back by VecScatters. o.reorder false: A itself. Collective.
+/// order and F back by VecScatters. A itself when o.reorder is false, -<prefix>reorder false
+/// is given, or A has more than kReorderMaxRows rows. Collective.
+/// The largest graph rcm_reorder gathers on rank 0 (its pattern and values: about 12·nnz
+/// bytes, 0.6 GB for 4·10⁶ rows of a k = 8 graph); larger ones run in their own order.
+constexpr PetscInt kReorderMaxRows = 4000000;
+
 std::vector<int> block_cg_reordered(Mat A, const std::vector<int>& labels, int classes, const Tolerances& tol,
                                     const PropagationOptions& o, const System& s, DistMatrix& F) {
   MPI_Comm comm = F.comm;
   const int64_t n_local = F.n_local, m = F.cols;
   PetscInt N = 0;
   SSDR_PETSC(MatGetSize(A, &N, nullptr));
-  if (!o.reorder || N < 3) return block_cg(A, s, tol, o, F);
+  PetscBool reorder = o.reorder ? PETSC_TRUE : PETSC_FALSE;
+  SSDR_PETSC(PetscOptionsGetBool(nullptr, o.prefix.c_str(), "-reorder", &reorder, nullptr));
+  if (!reorder || N < 3 || N > kReorderMaxRows) return block_cg(A, s, tol, o, F);
   const graph::Reordered re = graph::rcm_reorder(A);
   Mat B = re.B;
   IS is = nullptr, isb = nullptr;

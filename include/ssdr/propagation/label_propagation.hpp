@@ -24,7 +24,8 @@ struct PropagationOptions {
   /// The block CG works on the graph renumbered by reverse Cuthill–McKee (computed on rank 0
   /// from the whole graph's pattern; each rank keeps its row count): locality of the block
   /// product and a halo of the rows near the ranks' boundaries. F is returned in A's order.
-  /// false: A's own order (comparisons; a graph too large to gather on one rank).
+  /// false, or -<prefix>reorder false, or more than 4·10⁶ rows (the pattern would not fit
+  /// rank 0 comfortably): A's own order.
   bool reorder = true;
 };
 
@@ -57,13 +58,15 @@ struct PropagationResult {
 /// non-negative A: the builder's MAT_SYMMETRIC flag, else MatIsSymmetric with tolerance 0)
 /// or GMRES (otherwise), point Jacobi (the same iteration on any rank count), rtol `rtol`,
 /// atol 1e-300, max_it 10 000; KSPSetFromOptions last. Then
-/// - CG + plain point Jacobi on a symmetric A (default): block CG, one MAIJ product of A with
-///   the n_local×(c+1) block per iteration (PETSc log event "LPBlockProduct"), c+1 scalar
-///   CG recurrences, a column frozen once ‖D_S⁻¹r‖₂ ≤ max(rtol·‖D_S⁻¹b‖₂, atol) (KSPCG's
-///   test, x⁽⁰⁾ = 0 on the free rows), its reductions in a partition-independent order
-///   (ordered_row_sum); -<prefix>ksp_rtol/_atol/_divtol/_max_it apply, other KSP options
-///   (monitors, norm types other than preconditioned, other Jacobi variants) select the
-///   next path instead;
+/// - CG + plain point Jacobi on a symmetric A (default): block CG on A renumbered by reverse
+///   Cuthill–McKee (graph::rcm_reorder; see PropagationOptions::reorder), one MAIJ product
+///   of the graph with the n×(c+1) block per iteration (PETSc log event "LPBlockProduct"; the
+///   block's passes: "LPBlockVector"), c+1 scalar CG recurrences, a column frozen once
+///   ‖D_S⁻¹r‖₂ ≤ max(rtol·‖D_S⁻¹b‖₂, atol) (KSPCG's test, x⁽⁰⁾ = 0 on the free rows), its
+///   reductions in a fixed order that depends on n only (chunks of rows summed in order),
+///   so only the products' rounding changes with the partition; -<prefix>ksp_rtol, _atol,
+///   _divtol and _max_it apply; other KSP options (monitors, norm types other than
+///   preconditioned, other Jacobi variants) select the next path instead;
 /// - CG with another preconditioner on a symmetric A: KSPSolve per column on S (the known
 ///   rows eliminated by MatZeroRowsColumns);
 /// - any other KSP type, or a non-symmetric / negative A: KSPSolve per column on M from
