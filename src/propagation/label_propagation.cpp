@@ -127,9 +127,9 @@ struct Tolerances {
 /// so x and r keep their bits). Column k stops when ‖z_k‖₂ ≤ max(rtol·‖z_k⁽⁰⁾‖₂, atol),
 /// z = D_S⁻¹r (PETSc's KSPCG with its default preconditioned norm and x⁽⁰⁾_f = 0). Every
 /// reduction is a ChunkedColumnSums, so the scalars do not depend on the partition beyond
-/// the products' rounding. Three passes over the block per iteration besides the product:
-/// q = S p with γ = p·q; x, r updates with ρ = r·z and ‖z‖²; p = z + βp. F holds the known
-/// rows on entry and the solution on exit. Collective.
+/// the products' rounding. Three passes over the block per iteration besides the product
+/// (11 block-sized streams): γ = p·Sp; x, r updates with ρ = r·z and ‖z‖²; p = z + βp. F
+/// holds the known rows on entry and the solution on exit. Collective.
 std::vector<int> block_cg(Mat A, const System& s, const Tolerances& tol, const PropagationOptions& o,
                           DistMatrix& F) {
   MPI_Comm comm = F.comm;
@@ -205,17 +205,15 @@ std::vector<int> block_cg(Mat A, const System& s, const Tolerances& tol, const P
     SSDR_PETSC(VecGetArray(Pv, &p));
     SSDR_PETSC(VecGetArray(Qv, &q));
     PetscLogEventBegin(ev_vector, 0, 0, 0, 0);
-    // q = S p = (D/α) p − A p on free rows (0 on known rows, where p is 0), γ_k = p_k·q_k.
+    // S p = (D/α) p − A p on free rows (0 on known rows, where p is 0), formed where it is
+    // used (here and in the next pass) rather than stored: one stream less. γ_k = p_k·(S p)_k.
     const std::vector<double>& gamma = sums_m.sum([&](int64_t i, double* out) {
-      double* qi = q + i * m;
+      const double* qi = q + i * m;
       const double* pi = p + i * m;
       if (s.known[static_cast<size_t>(i)]) {
-        for (int64_t k = 0; k < m; ++k) qi[k] = out[k] = 0.0;
+        for (int64_t k = 0; k < m; ++k) out[k] = 0.0;
       } else {
-        for (int64_t k = 0; k < m; ++k) {
-          qi[k] = scale[i] * pi[k] - qi[k];
-          out[k] = pi[k] * qi[k];
-        }
+        for (int64_t k = 0; k < m; ++k) out[k] = pi[k] * (scale[i] * pi[k] - qi[k]);
       }
     });
     bool breakdown = false;
@@ -231,16 +229,21 @@ std::vector<int> block_cg(Mat A, const System& s, const Tolerances& tol, const P
       SSDR_PETSC(VecRestoreArray(Pv, &p));
       not_converged(o, "block CG broke down (pᵀSp ≤ 0: S is not positive definite)");
     }
-    // x += α p, r −= α q (α = 0 on frozen columns), ρ = r·z and ‖z‖², z = D_S⁻¹r.
+    // x += α p, r −= α S p (α = 0 on frozen columns), ρ = r·z and ‖z‖², z = D_S⁻¹r. Known
+    // rows keep x (their values) and r = 0.
     const double* al = alpha.data();
     const std::vector<double>& t = sums_2m.sum([&](int64_t i, double* out) {
+      if (s.known[static_cast<size_t>(i)]) {
+        for (int64_t k = 0; k < 2 * m; ++k) out[k] = 0.0;
+        return;
+      }
       double* xi = X + i * m;
       double* ri = R.data() + i * m;
       const double* pi = p + i * m;
       const double* qi = q + i * m;
       for (int64_t k = 0; k < m; ++k) {
         xi[k] += al[k] * pi[k];
-        ri[k] -= al[k] * qi[k];
+        ri[k] -= al[k] * (scale[i] * pi[k] - qi[k]);
         const double z = ri[k] * dinv[i];
         out[k] = ri[k] * z;
         out[m + k] = z * z;
