@@ -65,8 +65,9 @@ struct PropagationResult {
 ///   ‖D_S⁻¹r‖₂ ≤ max(rtol·‖D_S⁻¹b‖₂, atol) (KSPCG's test, x⁽⁰⁾ = 0 on the free rows), its
 ///   reductions in a fixed order that depends on n only (chunks of rows summed in order),
 ///   so only the products' rounding changes with the partition; -<prefix>ksp_rtol, _atol,
-///   _divtol and _max_it apply; other KSP options (monitors, norm types other than
-///   preconditioned, other Jacobi variants) select the next path instead;
+///   _divtol and _max_it apply, KSP monitors do not run (the progress line reports the
+///   columns left), and a norm type other than preconditioned or another Jacobi variant
+///   (-<prefix>pc_jacobi_type, _abs) selects the next path instead;
 /// - CG with another preconditioner on a symmetric A: KSPSolve per column on S (the known
 ///   rows eliminated by MatZeroRowsColumns);
 /// - any other KSP type, or a non-symmetric / negative A: KSPSolve per column on M from
