@@ -5,7 +5,9 @@ per node, from the formulas of that page.
     /usr/bin/python3 jobs/cost_model.py --n 1e8 --f 0.2 --nodes 128
 
 Rates: NN-descent 310 µs·core per sample at d' = 214 (the 10.5 M run of docs/scale.md);
-S = 2 100 sparse products for the propagation (measured with -log_view at n_t = 14 000);
+S = 230 block products for the propagation (block CG, all c + 1 columns per product; 228
+measured with -log_view at n_t = 70 000, independent of n) on the graph partitioned by
+PT-Scotch (halo 1/18 of file order's, measured at P = 2, 4, 8);
 dgemm 40 GFLOP/s per core; alpha, link bandwidth and file-system bandwidth as arguments.
 """
 import argparse
@@ -13,7 +15,7 @@ import math
 
 
 def project(n, F, nodes, cores=32, d=784, dp=214, k=8, c=10, link=12.5e9, alpha=1e-6, dgemm=40e9, fs=1e12,
-            products=2100, candidates=50, rounds=10, locality=18.0):
+            products=230, candidates=50, rounds=10, locality=18.0):
     P = nodes * cores
     nt = F * n
     bw = link / cores  # a rank's share of its node's link
@@ -23,12 +25,14 @@ def project(n, F, nodes, cores=32, d=784, dp=214, k=8, c=10, link=12.5e9, alpha=
         + alpha * 2 * math.log2(P)
     t["knn_graph"] = nt * 310e-6 * (dp / 214) / P + rounds * (
         min(nt * (P - 1) / P, nt / P * candidates) * dp * 4 / bw + alpha * (P - 1))
-    # The graph renumbered by PT-Scotch (MatPartitioning): a rank's halo is its part's boundary,
-    # measured at 1/18 of file order's at P = 2, 4, 8 on Fashion-MNIST (566 against 10 200
-    # values per rank at P = 4 and 8); the partners stay min(P - 1, ...) (measured: P - 1 up to 8).
+    # The graph partitioned by PT-Scotch (graph::renumber_for_locality): a rank's halo is its
+    # part's boundary, measured at 1/18 of file order's at P = 2, 4, 8 on Fashion-MNIST (566
+    # against 10 200 values per rank at P = 4 and 8); the partners stay min(P - 1, ...)
+    # (measured: P - 1 up to P = 8). Block CG: one product carries the c + 1 columns.
     halo = min(nt * (P - 1) / P, 2 * k * nt / P) / locality
-    latency = products * alpha * min(P - 1, 2 * k * nt / P) + products * 2 * alpha * math.log2(P)
-    t["propagation"] = latency + products * halo * 8 / bw + products * 4 * nt * k / P / 2e9
+    latency = products * alpha * min(P - 1, 2 * k * nt / P) + products * 2 * alpha * (math.log2(P) + 1)
+    t["propagation"] = latency + products * halo * 8 * (c + 1) / bw \
+        + products * (4 * k + 14) * nt * (c + 1) / P / 2e9
     t["propagation_latency"] = latency
     # X in its own type, the labels (int32), roles and transductive flags (one byte each) of the
     # rank's rows: nothing of size n on a rank.

@@ -229,4 +229,43 @@ double ordered_sum(MPI_Comm comm, const std::vector<double>& v) {
   return out[0];
 }
 
+ChunkedColumnSums::ChunkedColumnSums(MPI_Comm comm, int64_t n_local, int width) : comm_(comm), w_(width) {
+  SSDR_CHECK(width > 0, "ChunkedColumnSums: width must be positive");
+  int size = 1;
+  MPI_Comm_rank(comm, &rank_);
+  MPI_Comm_size(comm, &size);
+  std::vector<int64_t> starts, counts;
+  const Layout lay = layout_from_local(n_local, comm);
+  gather_layout(comm, lay.start, n_local, starts, counts);
+  n_ = lay.n_global;
+  start_ = lay.start;
+  end_ = lay.start + n_local;
+  B_ = std::max<int64_t>(64, (n_ + 255) / 256);
+  chunk_counts_.assign(static_cast<size_t>(size), 0);
+  displs_.assign(static_cast<size_t>(size), 0);
+  for (int r = 0; r < size; ++r) {
+    chunk_counts_[static_cast<size_t>(r)] = static_cast<int>(completed(starts[r], starts[r] + counts[r]) * w_);
+    if (r > 0) displs_[static_cast<size_t>(r)] = displs_[static_cast<size_t>(r - 1)] + chunk_counts_[static_cast<size_t>(r - 1)];
+  }
+  for (int r = rank_ - 1; r >= 0 && prev_ < 0; --r)
+    if (counts[r] > 0) prev_ = r;
+  for (int r = rank_ + 1; r < size && next_ < 0; ++r)
+    if (counts[r] > 0) next_ = r;
+  chunks_ = n_ > 0 ? (n_ + B_ - 1) / B_ : 0;
+  all_.assign(static_cast<size_t>(chunks_ * w_), 0.0);
+  mine_.assign(static_cast<size_t>(completed(start_, end_) * w_), 0.0);
+  result_.assign(static_cast<size_t>(w_), 0.0);
+  acc_.assign(static_cast<size_t>(w_), 0.0);
+  carry_.assign(static_cast<size_t>(w_), 0.0);
+  out_.assign(static_cast<size_t>(w_), 0.0);
+  c_.assign(static_cast<size_t>(w_), 0.0);
+}
+
+int64_t ChunkedColumnSums::completed(int64_t a, int64_t b) const {
+  if (b <= a) return 0;
+  const int64_t lo = a / B_;
+  const int64_t hi = b == n_ ? (n_ - 1) / B_ : b / B_ - 1;
+  return std::max<int64_t>(0, hi - lo + 1);
+}
+
 }  // namespace ssdr

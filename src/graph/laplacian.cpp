@@ -64,6 +64,40 @@ Owned<Mat> diagonal_plus_scaled(Mat A, const std::vector<double>& a, const std::
   return M;
 }
 
+Reordered rcm_reorder(Mat A) {
+  MPI_Comm comm = PETSC_COMM_WORLD;
+  SSDR_PETSC(PetscObjectGetComm(reinterpret_cast<PetscObject>(A), &comm));
+  PetscInt lo = 0, hi = 0;
+  SSDR_PETSC(MatGetOwnershipRange(A, &lo, &hi));
+  const PetscInt n_local = hi - lo;
+  // π on each rank from its own diagonal block (the edges among its rows): no rank sees more
+  // than its rows' edges; the rows stay on their rank (the partition is graph::
+  // renumber_for_locality's).
+  Reordered out;
+  out.rows.resize(static_cast<size_t>(n_local));
+  {
+    Mat Ad = nullptr;
+    SSDR_PETSC(MatGetDiagonalBlock(A, &Ad));
+    IS rperm = nullptr, cperm = nullptr;
+    SSDR_PETSC(MatGetOrdering(Ad, MATORDERINGRCM, &rperm, &cperm));
+    const PetscInt* idx = nullptr;
+    SSDR_PETSC(ISGetIndices(rperm, &idx));
+    for (PetscInt i = 0; i < n_local; ++i) out.rows[static_cast<size_t>(i)] = lo + idx[i];
+    SSDR_PETSC(ISRestoreIndices(rperm, &idx));
+    SSDR_PETSC(ISDestroy(&rperm));
+    SSDR_PETSC(ISDestroy(&cperm));
+  }
+  IS is = nullptr;
+  SSDR_PETSC(ISCreateGeneral(comm, n_local, out.rows.data(), PETSC_USE_POINTER, &is));
+  const PetscErrorCode ierr = MatCreateSubMatrix(A, is, is, MAT_INITIAL_MATRIX, out.B.out());
+  ISDestroy(&is);
+  SSDR_PETSC(ierr);
+  PetscBool set = PETSC_FALSE, sym = PETSC_FALSE;
+  SSDR_PETSC(MatIsSymmetricKnown(A, &set, &sym));
+  if (set && sym) SSDR_PETSC(MatSetOption(out.B, MAT_SYMMETRIC, PETSC_TRUE));
+  return out;
+}
+
 Owned<Mat> laplacian(Mat A) {
   std::vector<double> d = degrees(A);
   return diagonal_plus_scaled(A, d, std::vector<double>(d.size(), -1.0));

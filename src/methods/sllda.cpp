@@ -108,6 +108,7 @@ void soft_label_info(const SoftLabels& s, const MethodOptions& o, nlohmann::json
   info["alpha_l"] = o.propagation.alpha_labeled;
   info["alpha_u"] = o.propagation.alpha_unlabeled;
   info["propagation_iterations"] = s.lp.iterations;
+  info["propagation_solver"] = s.lp.solver;
 }
 
 /// α relative to tr(S̃t)/d': --alpha (default 1e-3) times tr(S̃t)/d'.

@@ -25,6 +25,7 @@ class Soda final : public Method {
     FitResult out = solve_trace_ratio(S, m, o, data.X.comm, t, data.cache, soft_scatter_key(data, gl));
     graph_info(gl.g, go, out.info);
     out.info["propagation_iterations"] = gl.lp.iterations;
+    out.info["propagation_solver"] = gl.lp.solver;
     out.soft_labels = soft_labels(gl.lp, data);
     return out;
   }
@@ -71,6 +72,7 @@ class LabelPropagation final : public Method {
     out.transductive_prediction = propagation::predict(gl.lp.F, data.classes);
     graph_info(gl.g, go, out.info);
     out.info["propagation_iterations"] = gl.lp.iterations;
+    out.info["propagation_solver"] = gl.lp.solver;
     out.soft_labels = soft_labels(gl.lp, data);
     return out;
   }

@@ -1,15 +1,420 @@
+// Label propagation with the outlier class (soda-nie2009 eq. (24)-(27)): the symmetric system
+// S F_f = B_f on the free rows, solved for all c + 1 columns by conjugate-gradient recurrences
+// advanced together over one product of the graph with the n×(c+1) block per iteration, or
+// PETSc's KSP one column at a time (on S, or on the original M = I − I_α D⁻¹A).
 #include "ssdr/propagation/label_propagation.hpp"
 
 #include <petscksp.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
 #include <vector>
 
 #include "ssdr/core/error.hpp"
+#include "ssdr/core/dense.hpp"
+#include "ssdr/core/ordered_sum.hpp"
 #include "ssdr/core/petsc.hpp"
 #include "ssdr/core/progress.hpp"
 #include "ssdr/graph/laplacian.hpp"
 
 namespace ssdr::propagation {
+
+namespace {
+
+/// A PETSc log event of the block CG, registered on first use (PetscLogEventRegister returns
+/// the existing id for a known name): LPBlockProduct (the graph times the n×(c+1) block, one
+/// per iteration plus one for the right-hand side), LPBlockVector (the recurrences' passes
+/// over the block with their reductions).
+PetscLogEvent log_event(const char* name) {
+  PetscLogEvent ev = 0;
+  SSDR_PETSC(PetscLogEventRegister(name, MAT_CLASSID, &ev));
+  return ev;
+}
+
+/// Logs the enclosing scope as event `ev` (-log_view). Not collective.
+struct LogScope {
+  PetscLogEvent ev;
+  explicit LogScope(PetscLogEvent e) : ev(e) { PetscLogEventBegin(ev, 0, 0, 0, 0); }
+  ~LogScope() { PetscLogEventEnd(ev, 0, 0, 0, 0); }
+};
+
+/// Whether A is exactly symmetric (the flag its builder set, else MatIsSymmetric with
+/// tolerance 0, one transpose) with non-negative entries, on every rank. Collective.
+bool symmetric_nonnegative(Mat A, MPI_Comm comm) {
+  PetscBool set = PETSC_FALSE, sym = PETSC_FALSE;
+  SSDR_PETSC(MatIsSymmetricKnown(A, &set, &sym));
+  if (!set) SSDR_PETSC(MatIsSymmetric(A, 0.0, &sym));
+  if (!sym) return false;
+  PetscInt start = 0, end = 0;
+  SSDR_PETSC(MatGetOwnershipRange(A, &start, &end));
+  int ok = 1;
+  for (PetscInt r = start; r < end && ok; ++r) {
+    PetscInt nz = 0;
+    const PetscScalar* v = nullptr;
+    SSDR_PETSC(MatGetRow(A, r, &nz, nullptr, &v));
+    for (PetscInt t = 0; t < nz; ++t) ok = ok && v[t] >= 0;
+    SSDR_PETSC(MatRestoreRow(A, r, &nz, nullptr, &v));
+  }
+  MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm);
+  return ok == 1;
+}
+
+/// The system's pieces for the local rows (m = c + 1 columns, row-major n_local×m blocks).
+/// Row i of M F = I_β Y reads F_i − (α_i/D_ii) Σ_j A_ij F_j = β_i Y_i. Where α_i = 0 (the
+/// paper's labeled samples) or D_ii = 0 (M's row is the identity) it fixes F_i = β_i Y_i:
+/// a known row. Every other row is free; multiplied by D_ii/α_i it becomes
+///   (D_ii/α_i) F_i − Σ_{j free} A_ij F_j = (D_ii β_i/α_i) Y_i + Σ_{j known} A_ij F_j,
+/// i.e. S F_f = B_f with S = diag(D/α)_ff − A_ff, symmetric when A is, and strictly
+/// diagonally dominant (Σ_j A_ij ≤ D_ii < D_ii/α_i) with a positive diagonal: SPD.
+struct System {
+  int64_t n_local = 0, m = 0;
+  std::vector<char> known;      ///< per local row
+  std::vector<double> scale;    ///< D_ii/α_i on free rows, 0 on known rows
+  std::vector<double> dinv;     ///< 1/S_ii = 1/(D_ii/α_i − A_ii) on free rows, 0 on known rows
+  std::vector<double> beta_y;   ///< β_i Y_i (n_local×m): the right-hand side I_β Y of M F = I_β Y
+};
+
+System make_system(Mat A, const std::vector<int>& labels, int classes, const PropagationOptions& o) {
+  System s;
+  s.n_local = static_cast<int64_t>(labels.size());
+  s.m = classes + 1;
+  const std::vector<double> degree = graph::degrees(A);
+  Owned<Vec> diag;
+  SSDR_PETSC(MatCreateVecs(A, nullptr, diag.out()));
+  SSDR_PETSC(MatGetDiagonal(A, diag));
+  const PetscScalar* a = nullptr;
+  SSDR_PETSC(VecGetArrayRead(diag, &a));
+  s.known.assign(static_cast<size_t>(s.n_local), 0);
+  s.scale.assign(static_cast<size_t>(s.n_local), 0.0);
+  s.dinv.assign(static_cast<size_t>(s.n_local), 0.0);
+  s.beta_y.assign(static_cast<size_t>(s.n_local * s.m), 0.0);
+  for (int64_t i = 0; i < s.n_local; ++i) {
+    const size_t li = static_cast<size_t>(i);
+    const int l = labels[li];
+    const double alpha = l >= 0 ? o.alpha_labeled : o.alpha_unlabeled;
+    const int target = l >= 0 ? l : classes;  // unlabeled: the outlier class c+1
+    s.beta_y[static_cast<size_t>(i * s.m + target)] = 1.0 - alpha;
+    if (alpha == 0 || !(degree[li] > 0)) {
+      s.known[li] = 1;
+    } else {
+      s.scale[li] = degree[li] / alpha;
+      s.dinv[li] = 1.0 / (s.scale[li] - a[i]);
+    }
+  }
+  SSDR_PETSC(VecRestoreArrayRead(diag, &a));
+  return s;
+}
+
+/// The KSP tolerances the block CG honours (-<prefix>ksp_rtol, _atol, _divtol, _max_it).
+struct Tolerances {
+  PetscReal rtol = 0, atol = 0, dtol = 0;
+  PetscInt max_it = 0;
+};
+
+[[noreturn]] void not_converged(const PropagationOptions& o, const std::string& why) {
+  // Every rank reaches this with the same replicated scalars: a collective error.
+  throw Error("label propagation: " + why + " (options prefix -" + o.prefix + "); try -" + o.prefix +
+             "ksp_type gmres -" + o.prefix + "pc_type jacobi, a larger -" + o.prefix +
+             "ksp_max_it or a smaller --alpha-u",
+              __FILE__, __LINE__, true);
+}
+
+/// Conjugate gradients with point Jacobi on S F_f = B_f for the m columns at once: one
+/// product of A (as MAIJ: the m interlaced columns read A once) with the n×m block P per
+/// iteration, m scalar recurrences; a converged column is frozen (its α = 0 and p unchanged,
+/// so x and r keep their bits). Column k stops when ‖z_k‖₂ ≤ max(rtol·‖z_k⁽⁰⁾‖₂, atol),
+/// z = D_S⁻¹r (PETSc's KSPCG with its default preconditioned norm and x⁽⁰⁾_f = 0). Every
+/// reduction is a ChunkedColumnSums, so the scalars do not depend on the partition beyond
+/// the products' rounding. Three passes over the block per iteration besides the product
+/// (11 block-sized streams): γ = p·Sp; x, r updates with ρ = r·z and ‖z‖²; p = z + βp. F
+/// holds the known rows on entry and the solution on exit. Collective.
+std::vector<int> block_cg(Mat A, const System& s, const Tolerances& tol, const PropagationOptions& o,
+                          DistMatrix& F) {
+  MPI_Comm comm = F.comm;
+  const int64_t n = s.n_local, m = s.m;
+  const size_t mm = static_cast<size_t>(m);
+  Owned<Mat> Am;
+  SSDR_PETSC(MatCreateMAIJ(A, static_cast<PetscInt>(m), Am.out()));
+  Owned<Vec> Pv, Qv;
+  SSDR_PETSC(MatCreateVecs(Am, Pv.out(), Qv.out()));
+  const PetscLogEvent ev_product = log_event("LPBlockProduct"), ev_vector = log_event("LPBlockVector");
+  auto product = [&]() {  // Q = A P
+    LogScope scope(ev_product);
+    SSDR_PETSC(MatMult(Am, Pv, Qv));
+  };
+  ChunkedColumnSums sums_m(comm, n, static_cast<int>(m)), sums_2m(comm, n, static_cast<int>(2 * m));
+  double* X = F.v.data();
+  std::vector<double> R(static_cast<size_t>(n * m), 0.0);
+  const double* dinv = s.dinv.data();
+  const double* scale = s.scale.data();
+
+  // B_f = (D β/α) Y + A_fk F_k: one product with the known rows' values.
+  {
+    PetscScalar* p = nullptr;
+    SSDR_PETSC(VecGetArrayWrite(Pv, &p));
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t k = 0; k < m; ++k) p[i * m + k] = s.known[static_cast<size_t>(i)] ? X[i * m + k] : 0.0;
+    SSDR_PETSC(VecRestoreArrayWrite(Pv, &p));
+  }
+  product();
+  {
+    const PetscScalar* q = nullptr;
+    SSDR_PETSC(VecGetArrayRead(Qv, &q));
+    for (int64_t i = 0; i < n; ++i) {
+      if (s.known[static_cast<size_t>(i)]) continue;
+      for (int64_t k = 0; k < m; ++k)
+        R[static_cast<size_t>(i * m + k)] = scale[i] * s.beta_y[static_cast<size_t>(i * m + k)] + q[i * m + k];
+    }
+    SSDR_PETSC(VecRestoreArrayRead(Qv, &q));
+  }
+
+  std::vector<double> rho(mm), znorm0(mm), alpha(mm, 0.0), zcoef(mm, 1.0), beta(mm, 0.0);
+  std::vector<char> active(mm, 0);
+  std::vector<int> its(mm, 0);
+  {
+    // P = Z = D_S⁻¹R, ρ = r·z, ‖z‖².
+    PetscScalar* p = nullptr;
+    SSDR_PETSC(VecGetArrayWrite(Pv, &p));
+    const std::vector<double>& t = sums_2m.sum([&](int64_t i, double* out) {
+      const double* r = R.data() + i * m;
+      for (int64_t k = 0; k < m; ++k) {
+        const double z = r[k] * dinv[i];
+        p[i * m + k] = z;
+        out[k] = r[k] * z;
+        out[m + k] = z * z;
+      }
+    });
+    SSDR_PETSC(VecRestoreArrayWrite(Pv, &p));
+    for (size_t k = 0; k < mm; ++k) {
+      rho[k] = t[k];
+      znorm0[k] = std::sqrt(t[mm + k]);
+      active[k] = znorm0[k] > std::max(tol.atol, PetscReal(0));  // a zero right-hand side converges at once
+    }
+  }
+
+  Progress progress("label propagation (block CG, " + std::to_string(m) + " columns)", 0);
+  for (int it = 1; std::count(active.begin(), active.end(), 1) > 0; ++it) {
+    if (it > tol.max_it)
+      not_converged(o, "block CG reached -" + o.prefix + "ksp_max_it " + std::to_string(tol.max_it) +
+                           " iterations");
+    product();
+    PetscScalar* p = nullptr;
+    PetscScalar* q = nullptr;
+    SSDR_PETSC(VecGetArray(Pv, &p));
+    SSDR_PETSC(VecGetArray(Qv, &q));
+    PetscLogEventBegin(ev_vector, 0, 0, 0, 0);
+    // S p = (D/α) p − A p on free rows (0 on known rows, where p is 0), formed where it is
+    // used (here and in the next pass) rather than stored: one stream less. γ_k = p_k·(S p)_k.
+    const std::vector<double>& gamma = sums_m.sum([&](int64_t i, double* out) {
+      const double* qi = q + i * m;
+      const double* pi = p + i * m;
+      if (s.known[static_cast<size_t>(i)]) {
+        for (int64_t k = 0; k < m; ++k) out[k] = 0.0;
+      } else {
+        for (int64_t k = 0; k < m; ++k) out[k] = pi[k] * (scale[i] * pi[k] - qi[k]);
+      }
+    });
+    bool breakdown = false;
+    for (size_t k = 0; k < mm; ++k) {
+      alpha[k] = 0.0;
+      if (!active[k]) continue;
+      breakdown = breakdown || !(gamma[k] > 0);
+      alpha[k] = rho[k] / gamma[k];
+    }
+    if (breakdown) {
+      PetscLogEventEnd(ev_vector, 0, 0, 0, 0);
+      SSDR_PETSC(VecRestoreArray(Qv, &q));
+      SSDR_PETSC(VecRestoreArray(Pv, &p));
+      not_converged(o, "block CG broke down (pᵀSp ≤ 0: S is not positive definite)");
+    }
+    // x += α p, r −= α S p (α = 0 on frozen columns), ρ = r·z and ‖z‖², z = D_S⁻¹r. Known
+    // rows keep x (their values) and r = 0.
+    const double* al = alpha.data();
+    const std::vector<double>& t = sums_2m.sum([&](int64_t i, double* out) {
+      if (s.known[static_cast<size_t>(i)]) {
+        for (int64_t k = 0; k < 2 * m; ++k) out[k] = 0.0;
+        return;
+      }
+      double* xi = X + i * m;
+      double* ri = R.data() + i * m;
+      const double* pi = p + i * m;
+      const double* qi = q + i * m;
+      for (int64_t k = 0; k < m; ++k) {
+        xi[k] += al[k] * pi[k];
+        ri[k] -= al[k] * (scale[i] * pi[k] - qi[k]);
+        const double z = ri[k] * dinv[i];
+        out[k] = ri[k] * z;
+        out[m + k] = z * z;
+      }
+    });
+    int left = 0;
+    double worst = 0;
+    bool diverged = false;
+    for (size_t k = 0; k < mm; ++k) {
+      // p ← zcoef·z + β·p: z + βp on active columns, p unchanged (0·z + 1·p) on frozen ones.
+      zcoef[k] = 0.0;
+      beta[k] = 1.0;
+      if (!active[k]) continue;
+      its[k] = it;
+      const double znorm = std::sqrt(t[mm + k]);
+      if (znorm <= std::max(tol.rtol * znorm0[k], tol.atol)) {
+        active[k] = 0;
+        continue;
+      }
+      diverged = diverged || !(znorm < tol.dtol * znorm0[k]);
+      zcoef[k] = 1.0;
+      beta[k] = t[k] / rho[k];
+      rho[k] = t[k];
+      worst = std::max(worst, znorm / znorm0[k]);
+      ++left;
+    }
+    if (diverged) {
+      PetscLogEventEnd(ev_vector, 0, 0, 0, 0);
+      SSDR_PETSC(VecRestoreArray(Qv, &q));
+      SSDR_PETSC(VecRestoreArray(Pv, &p));
+      not_converged(o, "block CG diverged (‖z‖ ≥ divtol·‖z0‖)");
+    }
+    const double* zc = zcoef.data();
+    const double* be = beta.data();
+    for (int64_t i = 0; i < n; ++i) {
+      double* pi = p + i * m;
+      const double* ri = R.data() + i * m;
+      for (int64_t k = 0; k < m; ++k) pi[k] = zc[k] * (ri[k] * dinv[i]) + be[k] * pi[k];
+    }
+    PetscLogEventEnd(ev_vector, 0, 0, 0, 0);
+    SSDR_PETSC(VecRestoreArray(Qv, &q));
+    SSDR_PETSC(VecRestoreArray(Pv, &p));
+    SSDR_PETSC(PetscLogFlops(static_cast<PetscLogDouble>(n * m) * 14.0));
+    char detail[96];
+    std::snprintf(detail, sizeof detail, "%d of %lld columns left, largest ‖z‖/‖z0‖ %.1e", left,
+                  static_cast<long long>(m), worst);
+    progress.update(it, 0, detail);
+  }
+  return its;
+}
+
+/// The block CG on B = A(π, π), graph::rcm_reorder: each rank's rows renumbered by reverse
+/// Cuthill–McKee of its diagonal block. In A's own order (the data file's, for a kNN graph)
+/// a row's neighbours lie anywhere in the block: each product gathers rows from all over it
+/// (cache misses). After RCM, neighbours have nearby numbers and the gathers hit the cache.
+/// (Which rows share a rank, and so the halo, is the partition of graph::
+/// renumber_for_locality, applied before.) Labels go to B's order and F back by VecScatters.
+/// A itself when o.reorder is false or -<prefix>reorder false is given. Collective.
+
+std::vector<int> block_cg_reordered(Mat A, const std::vector<int>& labels, int classes, const Tolerances& tol,
+                                    const PropagationOptions& o, const System& s, DistMatrix& F) {
+  MPI_Comm comm = F.comm;
+  const int64_t n_local = F.n_local, m = F.cols;
+  PetscInt N = 0;
+  SSDR_PETSC(MatGetSize(A, &N, nullptr));
+  PetscBool reorder = o.reorder ? PETSC_TRUE : PETSC_FALSE;
+  SSDR_PETSC(PetscOptionsGetBool(nullptr, o.prefix.c_str(), "-reorder", &reorder, nullptr));
+  if (!reorder || N < 3) return block_cg(A, s, tol, o, F);
+  const graph::Reordered re = graph::rcm_reorder(A);
+  Mat B = re.B;
+  IS is = nullptr, isb = nullptr;
+  SSDR_PETSC(ISCreateGeneral(comm, static_cast<PetscInt>(n_local), re.rows.data(), PETSC_COPY_VALUES, &is));
+  SSDR_PETSC(ISCreateBlock(comm, static_cast<PetscInt>(m), static_cast<PetscInt>(n_local), re.rows.data(),
+                           PETSC_COPY_VALUES, &isb));
+  struct Destroy {
+    IS* a;
+    IS* b;
+    ~Destroy() {
+      ISDestroy(a);
+      ISDestroy(b);
+    }
+  } destroy{&is, &isb};
+
+  // Labels in B's order: one scatter of the labels as scalars.
+  std::vector<int> labels_b(static_cast<size_t>(n_local));
+  {
+    Owned<Vec> from, to;
+    SSDR_PETSC(MatCreateVecs(A, from.out(), nullptr));
+    SSDR_PETSC(MatCreateVecs(B, to.out(), nullptr));
+    PetscScalar* v = nullptr;
+    SSDR_PETSC(VecGetArrayWrite(from, &v));
+    for (int64_t i = 0; i < n_local; ++i) v[i] = labels[static_cast<size_t>(i)];
+    SSDR_PETSC(VecRestoreArrayWrite(from, &v));
+    VecScatter sc = nullptr;
+    SSDR_PETSC(VecScatterCreate(from, is, to, nullptr, &sc));
+    PetscErrorCode ierr = VecScatterBegin(sc, from, to, INSERT_VALUES, SCATTER_FORWARD);
+    if (!ierr) ierr = VecScatterEnd(sc, from, to, INSERT_VALUES, SCATTER_FORWARD);
+    VecScatterDestroy(&sc);
+    SSDR_PETSC(ierr);
+    const PetscScalar* t = nullptr;
+    SSDR_PETSC(VecGetArrayRead(to, &t));
+    for (int64_t i = 0; i < n_local; ++i) labels_b[static_cast<size_t>(i)] = static_cast<int>(PetscRealPart(t[i]));
+    SSDR_PETSC(VecRestoreArrayRead(to, &t));
+  }
+  const System sb = make_system(B, labels_b, classes, o);
+  DistMatrix Fb = make_dist_local(comm, n_local, m);
+  for (int64_t i = 0; i < n_local; ++i)
+    if (sb.known[static_cast<size_t>(i)])
+      for (int64_t k = 0; k < m; ++k) Fb(i, k) = sb.beta_y[static_cast<size_t>(i * m + k)];
+  const std::vector<int> its = block_cg(B, sb, tol, o, Fb);
+
+  // F back to A's order: the block scatter (m values per row) reversed.
+  {
+    Owned<Vec> from, to;
+    SSDR_PETSC(VecCreateMPI(comm, static_cast<PetscInt>(n_local * m), PETSC_DETERMINE, from.out()));
+    SSDR_PETSC(VecCreateMPI(comm, static_cast<PetscInt>(n_local * m), PETSC_DETERMINE, to.out()));
+    PetscScalar* v = nullptr;
+    SSDR_PETSC(VecGetArrayWrite(to, &v));
+    std::copy(Fb.v.begin(), Fb.v.end(), v);
+    SSDR_PETSC(VecRestoreArrayWrite(to, &v));
+    VecScatter sc = nullptr;
+    SSDR_PETSC(VecScatterCreate(from, isb, to, nullptr, &sc));
+    PetscErrorCode ierr = VecScatterBegin(sc, to, from, INSERT_VALUES, SCATTER_REVERSE);
+    if (!ierr) ierr = VecScatterEnd(sc, to, from, INSERT_VALUES, SCATTER_REVERSE);
+    VecScatterDestroy(&sc);
+    SSDR_PETSC(ierr);
+    const PetscScalar* t = nullptr;
+    SSDR_PETSC(VecGetArrayRead(from, &t));
+    std::copy(t, t + n_local * m, F.v.begin());
+    SSDR_PETSC(VecRestoreArrayRead(from, &t));
+  }
+  return its;
+}
+
+/// One KSPSolve per column of `rhs` (n_local×m, row-major) on the KSP's operator, from x0
+/// (n_local×m, or empty for zero) into F. Returns the iterations per column. Collective.
+std::vector<int> ksp_columns(KSP ksp, const std::vector<double>& rhs, const std::vector<double>& x0,
+                             const PropagationOptions& o, DistMatrix& F) {
+  const int64_t n = F.n_local, m = F.cols;
+  Mat op = nullptr;
+  SSDR_PETSC(KSPGetOperators(ksp, &op, nullptr));
+  Owned<Vec> b, x;
+  SSDR_PETSC(MatCreateVecs(op, x.out(), b.out()));
+  SSDR_PETSC(KSPSetInitialGuessNonzero(ksp, x0.empty() ? PETSC_FALSE : PETSC_TRUE));
+  std::vector<int> its;
+  Progress progress("label propagation", static_cast<long>(m));
+  for (int64_t k = 0; k < m; ++k) {
+    progress.update(static_cast<long>(k));
+    PetscScalar* pb = nullptr;
+    PetscScalar* px = nullptr;
+    SSDR_PETSC(VecGetArrayWrite(b, &pb));
+    SSDR_PETSC(VecGetArrayWrite(x, &px));
+    for (int64_t i = 0; i < n; ++i) {
+      pb[i] = rhs[static_cast<size_t>(i * m + k)];
+      px[i] = x0.empty() ? 0.0 : x0[static_cast<size_t>(i * m + k)];
+    }
+    SSDR_PETSC(VecRestoreArrayWrite(x, &px));
+    SSDR_PETSC(VecRestoreArrayWrite(b, &pb));
+    SSDR_PETSC(KSPSolve(ksp, b, x));
+    KSPConvergedReason reason;
+    SSDR_PETSC(KSPGetConvergedReason(ksp, &reason));
+    if (reason <= 0) not_converged(o, "KSP did not converge (reason " + std::to_string(static_cast<int>(reason)) + ")");
+    PetscInt it = 0;
+    SSDR_PETSC(KSPGetIterationNumber(ksp, &it));
+    its.push_back(static_cast<int>(it));
+    vec_to_column(x, F, k);
+  }
+  return its;
+}
+
+}  // namespace
 
 PropagationResult propagate(Mat A, const std::vector<int>& labels, int classes,
                             const PropagationOptions& options) {
@@ -21,65 +426,115 @@ PropagationResult propagate(Mat A, const std::vector<int>& labels, int classes,
                "--alpha-u must be in [0, 1), got " + std::to_string(options.alpha_unlabeled));
   SSDR_REQUIRE(options.alpha_labeled >= 0 && options.alpha_labeled < 1,
                "alpha on labeled samples must be in [0, 1)");
+  SSDR_REQUIRE(classes >= 1, "propagate: classes must be positive");
   bool ok = static_cast<PetscInt>(labels.size()) == n_local;
   for (int l : labels) ok = ok && l >= -1 && l < classes;
   SSDR_CHECK_COLLECTIVE(comm, ok, "propagate: labels must be one per local graph row, in -1..c-1");
 
-  // M = I − diag(α_i / D_ii) A (rows with D_ii = 0 are identity rows).
-  const std::vector<double> degree = graph::degrees(A);
-  std::vector<double> scale(static_cast<size_t>(n_local));
-  for (PetscInt i = 0; i < n_local; ++i) {
-    const size_t li = static_cast<size_t>(i);
-    const double alpha = labels[li] >= 0 ? options.alpha_labeled : options.alpha_unlabeled;
-    scale[li] = degree[li] > 0 ? -alpha / degree[li] : 0.0;
-  }
-  Owned<Mat> M = graph::diagonal_plus_scaled(A, std::vector<double>(static_cast<size_t>(n_local), 1.0), scale);
+  const bool symmetric = symmetric_nonnegative(A, comm);
+  const System s = make_system(A, labels, classes, options);
+  const int64_t m = s.m;
 
+  // Defaults that do not depend on the partition: point Jacobi (PETSc's own default, block
+  // Jacobi + ILU, changes with the rank count), rtol options.rtol; CG on the symmetric
+  // system where A is symmetric and non-negative, else GMRES on M. -lp_ksp_type and
+  // -lp_pc_type override; the block CG runs for CG with plain point Jacobi.
   Owned<KSP> ksp;
   SSDR_PETSC(KSPCreate(comm, ksp.out()));
-  SSDR_PETSC(KSPSetOperators(ksp, M, M));
-  // Defaults that do not depend on the partition: GMRES with point Jacobi (PETSc's own
-  // default, block Jacobi + ILU, changes with the rank count) to rtol 1e-12, so F has the
-  // same value on any rank count up to rounding. -lp_ksp_type / -lp_pc_type override.
-  SSDR_PETSC(KSPSetType(ksp, KSPGMRES));
-  {
-    PC pc = nullptr;
-    SSDR_PETSC(KSPGetPC(ksp, &pc));
-    SSDR_PETSC(PCSetType(pc, PCJACOBI));
-  }
+  SSDR_PETSC(KSPSetType(ksp, symmetric ? KSPCG : KSPGMRES));
+  PC pc = nullptr;
+  SSDR_PETSC(KSPGetPC(ksp, &pc));
+  SSDR_PETSC(PCSetType(pc, PCJACOBI));
   SSDR_PETSC(KSPSetTolerances(ksp, options.rtol, 1e-300, PETSC_DEFAULT, 10000));
   SSDR_PETSC(KSPSetOptionsPrefix(ksp, options.prefix.c_str()));
   SSDR_PETSC_OPTIONS(KSPSetFromOptions(ksp));
-  SSDR_PETSC(KSPSetUp(ksp));
+  KSPType ksp_type = nullptr;
+  PCType pc_type = nullptr;
+  SSDR_PETSC(KSPGetType(ksp, &ksp_type));
+  SSDR_PETSC(PCGetType(pc, &pc_type));
+  PetscBool is_cg = PETSC_FALSE, is_jacobi = PETSC_FALSE, jacobi_abs = PETSC_FALSE;
+  SSDR_PETSC(PetscStrcmp(ksp_type, KSPCG, &is_cg));
+  SSDR_PETSC(PetscStrcmp(pc_type, PCJACOBI, &is_jacobi));
+  PCJacobiType jacobi_type = PC_JACOBI_DIAGONAL;
+  if (is_jacobi) {
+    SSDR_PETSC(PCJacobiGetType(pc, &jacobi_type));
+    SSDR_PETSC(PCJacobiGetUseAbs(pc, &jacobi_abs));
+  }
+  KSPNormType norm = KSP_NORM_DEFAULT;
+  SSDR_PETSC(KSPGetNormType(ksp, &norm));
+  const bool plain_jacobi = is_jacobi && jacobi_type == PC_JACOBI_DIAGONAL && !jacobi_abs;
+  const bool preconditioned_norm = norm == KSP_NORM_DEFAULT || norm == KSP_NORM_PRECONDITIONED;
 
   PropagationResult result;
-  result.F = make_dist_local(comm, n_local, classes + 1);
-  Owned<Vec> rhs, x;
-  SSDR_PETSC(MatCreateVecs(M, x.out(), rhs.out()));
-  Progress progress("label propagation", classes + 1);
-  for (int k = 0; k <= classes; ++k) {
-    progress.update(k);
-    PetscScalar* b = nullptr;
-    SSDR_PETSC(VecGetArray(rhs, &b));
-    for (PetscInt i = 0; i < n_local; ++i) {
-      const int l = labels[static_cast<size_t>(i)];
-      const double beta = 1.0 - (l >= 0 ? options.alpha_labeled : options.alpha_unlabeled);
-      const int target = l >= 0 ? l : classes;  // unlabeled: the outlier class c+1
-      b[i] = target == k ? beta : 0.0;
+  result.F = make_dist_local(comm, n_local, m);
+  for (int64_t i = 0; i < n_local; ++i)  // the known rows' values, F_i = β_i Y_i
+    if (s.known[static_cast<size_t>(i)])
+      for (int64_t k = 0; k < m; ++k) result.F(i, k) = s.beta_y[static_cast<size_t>(i * m + k)];
+
+  if (symmetric && is_cg && plain_jacobi && preconditioned_norm && options.block) {
+    Tolerances tol;
+    SSDR_PETSC(KSPGetTolerances(ksp, &tol.rtol, &tol.atol, &tol.dtol, &tol.max_it));
+    result.solver = "block-cg";
+    result.iterations = block_cg_reordered(A, labels, classes, tol, options, s, result.F);
+  } else if (symmetric && is_cg) {
+    // S with the known rows and columns replaced by identity rows (MatZeroRowsColumns keeps
+    // it symmetric); their right-hand side and initial guess are the known values, so the
+    // residual is zero there and CG works on the free rows alone.
+    std::vector<double> a(static_cast<size_t>(n_local), 1.0), sc(static_cast<size_t>(n_local), 0.0);
+    std::vector<PetscInt> known_rows;
+    PetscInt start = 0;
+    SSDR_PETSC(MatGetOwnershipRange(A, &start, nullptr));
+    for (int64_t i = 0; i < n_local; ++i) {
+      if (s.known[static_cast<size_t>(i)]) {
+        known_rows.push_back(start + static_cast<PetscInt>(i));
+      } else {
+        a[static_cast<size_t>(i)] = s.scale[static_cast<size_t>(i)];
+        sc[static_cast<size_t>(i)] = -1.0;
+      }
     }
-    SSDR_PETSC(VecRestoreArray(rhs, &b));
-    SSDR_PETSC(VecSet(x, 0.0));
-    SSDR_PETSC(KSPSolve(ksp, rhs, x));
-    KSPConvergedReason reason;
-    SSDR_PETSC(KSPGetConvergedReason(ksp, &reason));
-    SSDR_REQUIRE(reason > 0, "label propagation: KSP (options prefix -" + options.prefix +
-                                 ") did not converge (reason " + std::to_string(static_cast<int>(reason)) +
-                                 "); try -" + options.prefix + "ksp_type gmres -" + options.prefix +
-                                 "pc_type jacobi or a smaller --alpha-u");
-    PetscInt its = 0;
-    SSDR_PETSC(KSPGetIterationNumber(ksp, &its));
-    result.iterations.push_back(static_cast<int>(its));
-    vec_to_column(x, result.F, k);
+    Owned<Mat> S = graph::diagonal_plus_scaled(A, a, sc);
+    // B_f = (D β/α) Y + A_fk F_k, the second term as A times the known rows.
+    Owned<Mat> Am;
+    SSDR_PETSC(MatCreateMAIJ(A, static_cast<PetscInt>(m), Am.out()));
+    Owned<Vec> K, T;
+    SSDR_PETSC(MatCreateVecs(Am, K.out(), T.out()));
+    PetscScalar* pk = nullptr;
+    SSDR_PETSC(VecGetArrayWrite(K, &pk));
+    std::copy(result.F.v.begin(), result.F.v.end(), pk);
+    SSDR_PETSC(VecRestoreArrayWrite(K, &pk));
+    SSDR_PETSC(MatMult(Am, K, T));
+    std::vector<double> rhs = result.F.v;
+    const PetscScalar* pt = nullptr;
+    SSDR_PETSC(VecGetArrayRead(T, &pt));
+    for (int64_t i = 0; i < n_local; ++i)
+      if (!s.known[static_cast<size_t>(i)])
+        for (int64_t k = 0; k < m; ++k) {
+          const size_t e = static_cast<size_t>(i * m + k);
+          rhs[e] = s.scale[static_cast<size_t>(i)] * s.beta_y[e] + pt[e];
+        }
+    SSDR_PETSC(VecRestoreArrayRead(T, &pt));
+    SSDR_PETSC(MatZeroRowsColumns(S, static_cast<PetscInt>(known_rows.size()), known_rows.data(), 1.0, nullptr,
+                                  nullptr));
+    SSDR_PETSC(KSPSetOperators(ksp, S, S));
+    SSDR_PETSC(KSPSetUp(ksp));
+    result.solver = std::string(ksp_type) + "-symmetric";
+    const std::vector<double> x0 = result.F.v;
+    result.iterations = ksp_columns(ksp, rhs, x0, options, result.F);
+  } else {
+    // M = I − diag(α_i / D_ii) A (rows with D_ii = 0 are identity rows), one KSPSolve per
+    // column of I_β Y from x = 0.
+    const std::vector<double> degree = graph::degrees(A);
+    std::vector<double> scale(static_cast<size_t>(n_local));
+    for (PetscInt i = 0; i < n_local; ++i) {
+      const size_t li = static_cast<size_t>(i);
+      const double alpha = labels[li] >= 0 ? options.alpha_labeled : options.alpha_unlabeled;
+      scale[li] = degree[li] > 0 ? -alpha / degree[li] : 0.0;
+    }
+    Owned<Mat> M = graph::diagonal_plus_scaled(A, std::vector<double>(static_cast<size_t>(n_local), 1.0), scale);
+    SSDR_PETSC(KSPSetOperators(ksp, M, M));
+    SSDR_PETSC(KSPSetUp(ksp));
+    result.solver = ksp_type;
+    result.iterations = ksp_columns(ksp, s.beta_y, {}, options, result.F);
   }
   return result;
 }

@@ -141,6 +141,46 @@ TEST(OrderedRowSum, HasTheSameBitsAsTheSerialFixedTreeForEveryLayout) {
   }
 }
 
+TEST(ChunkedColumnSums, HasTheSameBitsAsTheSerialChunkOrderForEveryLayout) {
+  // The documented order (chunks of B(n) = max(64, ⌈n/256⌉) rows summed in row order, chunk
+  // sums added in order) written out serially, against every layout: block, all on the last
+  // rank, uneven with empty ranks; n below one chunk, across several chunks, and one where a
+  // rank's rows lie inside one chunk (the carried running sum passes through it). The row
+  // values span twelve orders of magnitude, so another order changes the bits.
+  for (int64_t n : {0, 1, 5, 64, 65, 100, 130, 200, 1000, 20000}) {
+    for (int layout = 0; layout < 3; ++layout) {
+      const int p = test::size(), r = test::rank();
+      std::vector<int64_t> weight(static_cast<size_t>(p));
+      for (int q = 0; q < p; ++q) weight[q] = layout == 0 ? 1 : layout == 1 ? (q == p - 1) : (q * 5 + 1) % 4;
+      int64_t wsum = 0, before = 0;
+      for (int q = 0; q < p; ++q) wsum += weight[q];
+      for (int q = 0; q < r; ++q) before += weight[q];
+      const int64_t start = n * before / wsum, end = n * (before + weight[r]) / wsum;
+      ChunkedColumnSums sums(MPI_COMM_WORLD, end - start, 3);
+      std::vector<int64_t> visited;
+      const std::vector<double> got = sums.sum([&](int64_t i, double* out) {
+        visited.push_back(i);
+        test_row(start + i, out);
+      });
+      std::sort(visited.begin(), visited.end());
+      for (int64_t i = 0; i < end - start; ++i) ASSERT_EQ(visited[static_cast<size_t>(i)], i) << "each row once";
+      ASSERT_EQ(static_cast<int64_t>(visited.size()), end - start);
+      const int64_t B = std::max<int64_t>(64, (n + 255) / 256);
+      std::vector<double> want(3, 0.0), chunk(3);
+      for (int64_t g0 = 0; g0 < n; g0 += B) {
+        std::fill(chunk.begin(), chunk.end(), 0.0);
+        for (int64_t g = g0; g < std::min(n, g0 + B); ++g) {
+          double row[3];
+          test_row(g, row);
+          for (int j = 0; j < 3; ++j) chunk[j] += row[j];
+        }
+        for (int j = 0; j < 3; ++j) want[j] += chunk[j];
+      }
+      for (int j = 0; j < 3; ++j) EXPECT_EQ(got[j], want[j]) << "n " << n << " layout " << layout << " column " << j;
+    }
+  }
+}
+
 TEST(Multiply, GivesEveryRowTheSameBitsWhateverTheLocalRowCount) {
   // 150 rows × 13 by a 13×5 W on 1 rank and on every rank: fixed-shape GEMM tiles.
   const int64_t n = 150, d = 13, m = 5;

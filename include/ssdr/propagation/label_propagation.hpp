@@ -11,13 +11,21 @@
 
 namespace ssdr::propagation {
 
-/// Label propagation with the outlier class (soda-nie2009 eq. (9)-(12)): α per sample kind,
+/// Label propagation with the outlier class (soda-nie2009 eq. (24)–(27)): α per sample kind,
 /// the solver's tolerance and its options prefix.
 struct PropagationOptions {
   double alpha_labeled = 0.0;     ///< α_i on labeled samples (paper: 0)
   double alpha_unlabeled = 0.99;  ///< α_u on unlabeled samples, in [0, 1)
-  double rtol = 1e-12;            ///< KSP relative tolerance (rows of F sum to 1 to ~rtol)
-  std::string prefix = "lp_";     ///< KSP options prefix (-lp_ksp_type, -lp_pc_type, ...)
+  double rtol = 1e-12;            ///< relative tolerance on each column's preconditioned residual
+  std::string prefix = "lp_";     ///< KSP options prefix (-lp_ksp_type, -lp_pc_type, -lp_ksp_rtol, ...)
+  /// CG with point Jacobi on a symmetric graph runs as one block CG (all columns per graph
+  /// pass); false runs PETSc's KSPCG one column at a time on the same system (comparisons).
+  bool block = true;
+  /// The block CG works on each rank's rows renumbered by reverse Cuthill–McKee of its own
+  /// diagonal block (graph::rcm_reorder; rows stay on their rank): locality of the block
+  /// product's gathers. F is returned in A's order. false, or -<prefix>reorder false: A's
+  /// own order. (The partition, and so the halo, is graph::renumber_for_locality's.)
+  bool reorder = true;
 };
 
 /// The propagated soft labels F and the solver's record.
@@ -26,20 +34,51 @@ struct PropagationResult {
   /// communicator, valid while A (or another PETSc object on it) lives: a copy that outlives
   /// the graph takes its caller's communicator (methods::soft_labels).
   DistMatrix F;
-  std::vector<int> iterations;  ///< KSP iterations per right-hand side (c+1)
+  /// Iterations per right-hand side (c+1): for the block CG the graph products that column
+  /// took (its recurrence is frozen after them), else KSPGetIterationNumber per KSPSolve.
+  std::vector<int> iterations;
+  /// "block-cg" (the default on symmetric graphs), "<ksp type>-symmetric" (PETSc's KSP per
+  /// column on S, e.g. "cg-symmetric") or "<ksp type>" (PETSc's KSP per column on M, e.g. "gmres").
+  std::string solver;
 };
 
-/// Solves (I − I_α D⁻¹A) F = I_β Y for the c+1 columns of Y with one PETSc KSP (options
-/// prefix `prefix`, default GMRES + block Jacobi/ILU(0); KSPSetFromOptions last; the
-/// preconditioner is built once and reused for every right-hand side).
-/// Y_i = e_{label_i} for labeled samples, Y_i = e_{c+1} (the outlier class) for unlabeled
-/// ones. A vertex without edges (D_ii = 0) keeps its initial label.
-/// \param A       n×n symmetric non-negative graph (MPIAIJ), rows distributed
+/// Solves (I − I_α D⁻¹A) F = I_β Y (soda-nie2009 eq. (25)–(27): F = (I − I_α P)⁻¹ I_β Y,
+/// P = D⁻¹A, I_β = I − I_α) for the c+1 columns of Y, Y_i = e_{label_i} for labeled samples
+/// and e_{c+1} (the outlier class) for unlabeled ones.
+///
+/// Rows with α_i = 0 (labeled samples by default) or D_ii = 0 are identity rows of the system:
+/// F_i = β_i Y_i = (1 − α_i) Y_i, i.e. a labeled sample keeps its label and an isolated
+/// unlabeled vertex gets (1 − α_u) e_{c+1}. The other (free) rows, multiplied by D_ii/α_i,
+/// form S F_f = (D β/α)_f Y_f + A_fk F_k with S = diag(D/α)_ff − A_ff, which for a symmetric
+/// non-negative A is symmetric and strictly diagonally dominant, hence SPD, and its Jacobi-
+/// scaled form I − N has ‖N‖_∞ ≤ α_max, so κ_∞ ≤ (1 + α)/(1 − α).
+///
+/// Solvers: a KSP with options prefix `prefix` is created with defaults CG (symmetric
+/// non-negative A: the builder's MAT_SYMMETRIC flag, else MatIsSymmetric with tolerance 0)
+/// or GMRES (otherwise), point Jacobi (the same iteration on any rank count), rtol `rtol`,
+/// atol 1e-300, max_it 10 000; KSPSetFromOptions last. Then
+/// - CG + plain point Jacobi on a symmetric A (default): block CG on A with each rank's rows
+///   renumbered by reverse Cuthill–McKee (graph::rcm_reorder; PropagationOptions::reorder), one MAIJ product
+///   of the graph with the n×(c+1) block per iteration (PETSc log event "LPBlockProduct"; the
+///   block's passes: "LPBlockVector"), c+1 scalar CG recurrences, a column frozen once
+///   ‖D_S⁻¹r‖₂ ≤ max(rtol·‖D_S⁻¹b‖₂, atol) (KSPCG's test, x⁽⁰⁾ = 0 on the free rows), its
+///   reductions in a fixed order of B's rows (chunks of rows summed in order); -<prefix>ksp_rtol, _atol,
+///   _divtol and _max_it apply, KSP monitors do not run (the progress line reports the
+///   columns left), and a norm type other than preconditioned or another Jacobi variant
+///   (-<prefix>pc_jacobi_type, _abs) selects the next path instead;
+/// - CG with another preconditioner on a symmetric A: KSPSolve per column on S (the known
+///   rows eliminated by MatZeroRowsColumns);
+/// - any other KSP type, or a non-symmetric / negative A: KSPSolve per column on M from
+///   x = 0 (the solver before the block CG, e.g. -lp_ksp_type gmres).
+/// \param A       n×n graph (MPIAIJ, non-negative; symmetric for the CG paths), rows distributed
 /// \param labels  one entry per LOCAL row of A: class in 0..c−1, or −1 when unlabeled
-/// \param classes c
-/// Collective over A's communicator. Every row of F sums to 1 (up to the KSP tolerance).
-/// \throws ssdr::Error (collectively) when α_u ∉ [0,1), a label is out of range, labels
-///   has the wrong length, or the KSP diverges (naming the prefix).
+/// \param classes c ≥ 1
+/// \return F n×(c+1) in A's row layout, iterations per column, the solver used. Rows with
+///   D_ii > 0 sum to 1 up to the tolerance (M·1 = β).
+/// Collective over A's communicator.
+/// \throws ssdr::Error (collectively) when α_u or α_l ∉ [0,1), classes < 1, a label is out
+///   of range, labels has the wrong length, or the solver does not converge, breaks down or
+///   diverges (naming the prefix).
 PropagationResult propagate(Mat A, const std::vector<int>& labels, int classes,
                             const PropagationOptions& options);
 

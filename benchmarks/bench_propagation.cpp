@@ -1,0 +1,287 @@
+// Label propagation against its memory bound, all measured in one run (issue 35).
+//
+//   mpiexec -n P bench_propagation [--graph=G.h5 --n=N] [--n=N --d=4 --blobs=10 --k=8]
+//                                  [--classes=10] [--labeled=20] [--reps=20] [--triad-mib=256]
+//                                  [--gmres] [--runs=3] [--no-reorder] [PETSc options, e.g. -log_view]
+//
+// The graph: the kNN lists of `ssdr fit --graph-out G.h5` (N rows; heat weights, eq. (42)),
+// else N points of `blobs` Gaussian blobs in d dimensions (row i: blob i mod blobs, its
+// coordinates from a generator seeded by i, so the same data on any rank count) searched by
+// NN-descent. Labels: the first `labeled` rows of each class (class = row mod classes) are
+// labeled, the rest unlabeled. Reported (rank 0, one JSON object per line, times = max over
+// ranks after a barrier):
+//   triad          a = b + s·c on three arrays of triad-mib MiB per rank, all ranks at once:
+//                  the streaming bandwidth (24 bytes per element, STREAM's count), summed over ranks
+//   vector_product MatMult(A, x): one column, seconds (best of reps)
+//   block_product  MatMult(MAIJ(A, c+1), X): the n×(c+1) block in one pass (what the block CG
+//                  does per iteration), seconds (best of reps); bytes = the compulsory traffic
+//                  12·nnz + 4·n (AIJ values, 32-bit column indices, row offsets) + 16·n·(c+1)
+//                  (block read once, result written once) + 8·ghosts·(c+1) (the halo's values),
+//                  and its rate against the triad's
+//   matmatmult     MatMatMult(A, MATDENSE n×(c+1)) for comparison (PETSc's other block product)
+//   reordered      both products on the graph as the block CG multiplies it (renumbered by
+//                  reverse Cuthill–McKee, graph::rcm_reorder): the gathers of the block's rows
+//                  hit the cache and the halo shrinks; bytes with the reordered halo
+//   propagation    ssdr::propagation::propagate with the defaults (block CG; --no-reorder: on A's
+//                  own order), seconds, the iterations per column, and seconds / ((max
+//                  iterations + 1) × the block product it runs, reordered or not)
+//   gmres          (--gmres) the same with -lp_ksp_type gmres (one KSPSolve per column), both
+//                  solvers run `runs` times alternating which goes first; the minimum and
+//                  median times, the speed-ups, and the max |F_cg − F_gmres|
+// The propagation line reports the block CG's fastest run.
+#include <petscmat.h>
+#include <petscsys.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ssdr/core/dense.hpp"
+#include "ssdr/core/petsc.hpp"
+#include "ssdr/core/progress.hpp"
+#include "ssdr/core/runtime.hpp"
+#include "ssdr/graph/knn.hpp"
+#include "ssdr/graph/laplacian.hpp"
+#include "ssdr/propagation/label_propagation.hpp"
+
+namespace {
+
+int g_rank = 0, g_size = 1;
+
+double now_synced() {
+  MPI_Barrier(MPI_COMM_WORLD);
+  return MPI_Wtime();
+}
+
+double max_over_ranks(double t) {
+  MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return t;
+}
+
+/// Best (smallest) max-over-ranks time of `reps` calls of f.
+template <class F>
+double best_of(int reps, F&& f) {
+  double best = INFINITY;
+  for (int r = 0; r < reps; ++r) {
+    const double t0 = now_synced();
+    f();
+    best = std::min(best, max_over_ranks(MPI_Wtime() - t0));
+  }
+  return best;
+}
+
+/// STREAM triad on every rank at once: aggregate bytes per second (24 bytes per element).
+double triad_rate(double mib, int reps) {
+  const size_t n = static_cast<size_t>(mib * 1024 * 1024 / 8);
+  std::vector<double> a(n, 0.0), b(n, 1.0), c(n, 2.0);
+  const double s = 3.0;
+  const double t = best_of(reps, [&] {
+    double* __restrict pa = a.data();
+    const double* __restrict pb = b.data();
+    const double* __restrict pc = c.data();
+    for (size_t i = 0; i < n; ++i) pa[i] = pb[i] + s * pc[i];
+  });
+  volatile double sink = a[n / 2];
+  (void)sink;
+  return 24.0 * static_cast<double>(n) * g_size / t;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ssdr::initialize(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+  std::string graph_file;
+  int64_t n = 200000;
+  int d = 4, blobs = 10, k = 8, classes = 10, labeled = 20, reps = 20, runs = 3;
+  double triad_mib = 256;
+  bool gmres = false, reorder = true;
+  for (int a = 1; a < argc; ++a) {
+    const std::string s = argv[a];
+    auto val = [&](const char* key) { return s.substr(std::string(key).size()); };
+    if (s.rfind("--graph=", 0) == 0) graph_file = val("--graph=");
+    else if (s.rfind("--n=", 0) == 0) n = std::stoll(val("--n="));
+    else if (s.rfind("--d=", 0) == 0) d = std::stoi(val("--d="));
+    else if (s.rfind("--blobs=", 0) == 0) blobs = std::stoi(val("--blobs="));
+    else if (s.rfind("--k=", 0) == 0) k = std::stoi(val("--k="));
+    else if (s.rfind("--classes=", 0) == 0) classes = std::stoi(val("--classes="));
+    else if (s.rfind("--labeled=", 0) == 0) labeled = std::stoi(val("--labeled="));
+    else if (s.rfind("--reps=", 0) == 0) reps = std::stoi(val("--reps="));
+    else if (s.rfind("--triad-mib=", 0) == 0) triad_mib = std::stod(val("--triad-mib="));
+    else if (s == "--gmres") gmres = true;
+    else if (s == "--no-reorder") reorder = false;
+    else if (s.rfind("--runs=", 0) == 0) runs = std::stoi(val("--runs="));
+  }
+  int rc = 0;
+  try {
+    ssdr::set_quiet(true);
+    // Rows: the block layout of n.
+    ssdr::DistMatrix X = ssdr::make_dist(MPI_COMM_WORLD, n, graph_file.empty() ? d : 1);
+    ssdr::graph::GraphOptions go;
+    go.k = k;
+    go.knn_recall_sample = 0;
+    ssdr::graph::Graph g;
+    const double tg0 = now_synced();
+    if (!graph_file.empty()) {
+      const ssdr::graph::KnnLists lists = ssdr::graph::read_knn_lists(graph_file, n, X.row_start, X.n_local, MPI_COMM_WORLD);
+      go.k = std::min(k, lists.k);
+      const ssdr::graph::KnnLists use = ssdr::graph::truncate(lists, go.k);
+      go.knn_method = ssdr::graph::KnnMethod::exact;
+      g = ssdr::graph::build_knn_graph(X, go, &use);
+    } else {
+      for (int64_t i = 0; i < X.n_local; ++i) {
+        const int64_t gi = X.row_start + i;
+        std::mt19937_64 rng(static_cast<uint64_t>(gi) * 0x9E3779B97F4A7C15ULL + 1);
+        std::normal_distribution<double> N(0.0, 1.0);
+        const int blob = static_cast<int>(gi % blobs);
+        for (int t = 0; t < d; ++t) X(i, t) = N(rng) + 6.0 * ((blob >> (t % 4)) & 1) + 2.0 * blob * (t == 0);
+      }
+      go.knn_method = ssdr::graph::KnnMethod::nndescent;
+      g = ssdr::graph::build_knn_graph(X, go);
+    }
+    const double t_graph = max_over_ranks(MPI_Wtime() - tg0);
+    Mat A = g.A;
+    const int m = classes + 1;
+    std::vector<int> labels(static_cast<size_t>(X.n_local), -1);
+    for (int64_t i = 0; i < X.n_local; ++i) {
+      const int64_t gi = X.row_start + i;
+      if (gi / classes < labeled) labels[static_cast<size_t>(i)] = static_cast<int>(gi % classes);
+    }
+    MatInfo info;
+    MatGetInfo(A, MAT_GLOBAL_SUM, &info);
+    const double nnz = info.nz_used;
+    // Ghost rows of the block product: the off-diagonal part's columns.
+    PetscInt ghosts = 0;
+    PetscBool mpi = PETSC_FALSE;  // one rank: SEQAIJ, no halo
+    PetscObjectTypeCompare(reinterpret_cast<PetscObject>(A), MATMPIAIJ, &mpi);
+    if (mpi) {
+      Mat Ad = nullptr, Ao = nullptr;
+      const PetscInt* garray = nullptr;
+      MatMPIAIJGetSeqAIJ(A, &Ad, &Ao, &garray);
+      MatGetSize(Ao, nullptr, &ghosts);
+    }
+    double ghosts_total = static_cast<double>(ghosts);
+    MPI_Allreduce(MPI_IN_PLACE, &ghosts_total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+
+    const double triad = triad_rate(triad_mib, 10);
+
+    ssdr::Owned<Vec> x, y;
+    MatCreateVecs(A, x.out(), y.out());
+    VecSet(x, 1.0);
+    const double t_vec = best_of(reps, [&] { MatMult(A, x, y); });
+
+    ssdr::Owned<Mat> Am;
+    MatCreateMAIJ(A, m, Am.out());
+    ssdr::Owned<Vec> xb, yb;
+    MatCreateVecs(Am, xb.out(), yb.out());
+    VecSet(xb, 1.0);
+    const double t_block = best_of(reps, [&] { MatMult(Am, xb, yb); });
+    const double bytes = 12.0 * nnz + 4.0 * static_cast<double>(n) + 16.0 * static_cast<double>(n) * m +
+                         8.0 * ghosts_total * m;
+
+    PetscInt nl = 0;
+    MatGetLocalSize(A, &nl, nullptr);
+    ssdr::Owned<Mat> Bd, Cd;
+    MatCreateDense(MPI_COMM_WORLD, nl, PETSC_DECIDE, n, m, nullptr, Bd.out());
+    MatSetRandom(Bd, nullptr);
+    MatMatMult(A, Bd, MAT_INITIAL_MATRIX, PETSC_DEFAULT, Cd.out());
+    const double t_mmm = best_of(reps, [&] {
+      Mat c = Cd.get();
+      MatMatMult(A, Bd, MAT_REUSE_MATRIX, PETSC_DEFAULT, &c);
+    });
+
+    // The graph as the block CG multiplies it: renumbered by reverse Cuthill–McKee
+    // (graph::rcm_reorder, PropagationOptions::reorder).
+    const double tr0 = now_synced();
+    const ssdr::graph::Reordered re = ssdr::graph::rcm_reorder(A);
+    const double t_reorder = max_over_ranks(MPI_Wtime() - tr0);
+    Mat Ar = re.B;
+    PetscInt ghosts_r = 0;
+    if (mpi) {
+      Mat Ad = nullptr, Ao = nullptr;
+      const PetscInt* garray = nullptr;
+      MatMPIAIJGetSeqAIJ(Ar, &Ad, &Ao, &garray);
+      MatGetSize(Ao, nullptr, &ghosts_r);
+    }
+    double ghosts_r_total = static_cast<double>(ghosts_r);
+    MPI_Allreduce(MPI_IN_PLACE, &ghosts_r_total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    const double bytes_r = bytes - 8.0 * (ghosts_total - ghosts_r_total) * m;
+    ssdr::Owned<Mat> Arm;
+    MatCreateMAIJ(Ar, m, Arm.out());
+    const double t_block_r = best_of(reps, [&] { MatMult(Arm, xb, yb); });
+    const double t_vec_r = best_of(reps, [&] { MatMult(Ar, x, y); });
+
+    ssdr::propagation::PropagationOptions po;
+    po.reorder = reorder;
+    // `runs` propagations by each solver, alternating which goes first (a busy machine's
+    // load drifts): the minimum and the median of each.
+    ssdr::propagation::PropagationResult cg, gm;
+    std::vector<double> tc, tg;
+    auto run_cg = [&] { tc.push_back(best_of(1, [&] { cg = ssdr::propagation::propagate(A, labels, classes, po); })); };
+    auto run_gm = [&] {
+      PetscOptionsSetValue(nullptr, "-lp_ksp_type", "gmres");
+      tg.push_back(best_of(1, [&] { gm = ssdr::propagation::propagate(A, labels, classes, po); }));
+      PetscOptionsClearValue(nullptr, "-lp_ksp_type");
+    };
+    for (int r = 0; r < (gmres ? runs : 1); ++r) {
+      if (r % 2 == 1 && gmres) run_gm();
+      run_cg();
+      if (r % 2 == 0 && gmres) run_gm();
+    }
+    auto median = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return v.empty() ? 0.0 : v[v.size() / 2];
+    };
+    const double t_cg = *std::min_element(tc.begin(), tc.end());
+    const int max_it = *std::max_element(cg.iterations.begin(), cg.iterations.end());
+
+    if (g_rank == 0) {
+      std::printf("{\"what\": \"graph\", \"n\": %lld, \"nnz\": %.0f, \"ghosts\": %.0f, \"columns\": %d, \"ranks\": %d, "
+                  "\"build_s\": %.3f, \"source\": \"%s\"}\n",
+                  static_cast<long long>(n), nnz, ghosts_total, m, g_size, t_graph,
+                  graph_file.empty() ? "blobs+nndescent" : graph_file.c_str());
+      std::printf("{\"what\": \"triad\", \"GB_per_s\": %.2f}\n", triad / 1e9);
+      std::printf("{\"what\": \"vector_product\", \"s\": %.3e, \"per_column_of_block_s\": %.3e}\n", t_vec, t_block / m);
+      std::printf("{\"what\": \"block_product\", \"s\": %.3e, \"bytes\": %.4e, \"GB_per_s\": %.2f, "
+                  "\"of_triad\": %.2f, \"vs_%d_vector_products\": %.2f}\n",
+                  t_block, bytes, bytes / t_block / 1e9, bytes / t_block / triad, m, t_block / (m * t_vec));
+      std::printf("{\"what\": \"matmatmult_dense\", \"s\": %.3e, \"vs_block_product\": %.2f}\n", t_mmm, t_mmm / t_block);
+      std::printf("{\"what\": \"reordered (RCM)\", \"reorder_s\": %.3f, \"ghosts\": %.0f, \"vector_product_s\": %.3e, "
+                  "\"block_product_s\": %.3e, \"bytes\": %.4e, \"GB_per_s\": %.2f, \"of_triad\": %.2f, "
+                  "\"vs_%d_vector_products\": %.2f}\n",
+                  t_reorder, ghosts_r_total, t_vec_r, t_block_r, bytes_r, bytes_r / t_block_r / 1e9, bytes_r / t_block_r / triad,
+                  m, t_block_r / (m * t_vec_r));
+      std::printf("{\"what\": \"propagation\", \"solver\": \"%s\", \"s\": %.3f, \"max_iterations\": %d, "
+                  "\"over_iterations_x_block_product\": %.2f, \"iterations\": [",
+                  cg.solver.c_str(), t_cg, max_it, t_cg / ((max_it + 1) * (reorder ? t_block_r : t_block)));
+      for (size_t c = 0; c < cg.iterations.size(); ++c) std::printf("%s%d", c ? ", " : "", cg.iterations[c]);
+      std::printf("]}\n");
+      std::fflush(stdout);
+    }
+    if (gmres) {
+      double diff = 0;
+      for (size_t e = 0; e < gm.F.v.size(); ++e) diff = std::max(diff, std::abs(gm.F.v[e] - cg.F.v[e]));
+      diff = max_over_ranks(diff);
+      int total = 0;
+      for (int it : gm.iterations) total += it;
+      const double t_gm = *std::min_element(tg.begin(), tg.end());
+      if (g_rank == 0) {
+        std::printf("{\"what\": \"gmres\", \"solver\": \"%s\", \"s\": %.3f, \"median_s\": %.3f, "
+                    "\"block_cg_median_s\": %.3f, \"runs\": %d, \"total_iterations\": %d, "
+                    "\"speedup_of_block_cg\": %.2f, \"speedup_medians\": %.2f, \"max_abs_diff_F\": %.3e}\n",
+                    gm.solver.c_str(), t_gm, median(tg), median(tc), runs, total, t_gm / t_cg,
+                    median(tg) / median(tc), diff);
+        std::fflush(stdout);
+      }
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_propagation: %s\n", e.what());
+    rc = 1;
+  }
+  ssdr::finalize();
+  return rc;
+}

@@ -1,0 +1,287 @@
+// Label propagation's solvers (soda-nie2009 eq. (25)–(27)) against each other, a serial dense
+// reference (reference.cpp: Cholesky of the unlabeled block) and across rank counts.
+//
+// Error analysis behind the tolerances. On the free rows f the system is S x = b with
+// S = diag(D/α) − A_ff; its Jacobi-scaled form T = D_S⁻¹S = I − N has ‖N‖_∞ ≤ α (row i of N
+// sums to (D_ii − A_ii)/(D_ii/α − A_ii) ≤ α), so ‖T⁻¹‖_∞ ≤ 1/(1 − α) and ‖T‖_∞ ≤ 1 + α:
+// κ_∞(T) ≤ (1 + α)/(1 − α) = 199 at α = 0.99. Every solver here stops a column when its
+// preconditioned residual z = D_S⁻¹(b − S x̃) has ‖z‖₂ ≤ rtol·‖z⁽⁰⁾‖₂ with z⁽⁰⁾ = D_S⁻¹b = T x
+// (GMRES on M = I − I_α D⁻¹A with left Jacobi has the same T on the free rows and identity
+// rows elsewhere, so the same bounds hold). The error e = x̃ − x = T⁻¹z then satisfies
+//   ‖e‖_∞ ≤ ‖z‖₂/(1 − α) ≤ rtol·‖z⁽⁰⁾‖₂/(1 − α) ≤ rtol·√n·‖z⁽⁰⁾‖_∞/(1 − α)
+//        ≤ rtol·√n·(1 + α)/(1 − α)·‖x‖_∞,  and ‖x‖_∞ ≤ 1 (F is a probability).
+// So one solution is within E = rtol·√n·κ of the exact one in max norm, two solutions within
+// 2E (5e-9 for n = 150 at rtol 1e-12). The dense reference (Cholesky, backward stable) adds
+// ≈ n·ε·κ₂ of the unscaled D_uu − αA_uu, κ₂ ≤ κ·(d_max/d_min), which the tests evaluate
+// from the graph's degrees. Iteration counts: the block CG and PETSc's KSPCG run the same
+// recurrence with the same stopping test; only the order of the reductions differs, so a
+// column stops at the same iteration or, when ‖z‖ lands within rounding of the threshold, one
+// later or earlier (±1).
+#include <gtest/gtest.h>
+#include <petscksp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "reference.hpp"
+#include "ssdr/core/error.hpp"
+#include "ssdr/core/petsc.hpp"
+#include "ssdr/graph/knn.hpp"
+#include "ssdr/graph/laplacian.hpp"
+#include "ssdr/propagation/label_propagation.hpp"
+#include "support.hpp"
+
+using namespace ssdr;
+
+namespace {
+
+constexpr double kAlpha = 0.99;
+constexpr double kRtol = 1e-12;
+
+/// E = rtol·√n·(1 + α)/(1 − α): the max-norm error of one solution (see the file comment).
+double solution_bound(double rtol, int64_t n, double alpha) {
+  return rtol * std::sqrt(static_cast<double>(n)) * (1 + alpha) / (1 - alpha);
+}
+
+/// The dense reference's rounding: n·ε·κ·(d_max/d_min) of the n_u×n_u Cholesky solve.
+double dense_bound(const Dense& A, double alpha) {
+  double dmin = INFINITY, dmax = 0;
+  for (int64_t i = 0; i < A.rows; ++i) {
+    double d = 0;
+    for (int64_t j = 0; j < A.cols; ++j) d += A(i, j);
+    if (d > 0) dmin = std::min(dmin, d);
+    dmax = std::max(dmax, d);
+  }
+  return 10.0 * static_cast<double>(A.rows) * 1.1e-16 * (1 + alpha) / (1 - alpha) * (dmax / dmin);
+}
+
+/// A replicated dense n×n matrix as an MPIAIJ on comm (block rows, its non-zeros only; no
+/// symmetry flag, so propagate checks it itself). Collective over comm.
+Owned<Mat> to_aij(const Dense& A, MPI_Comm comm) {
+  DistMatrix rows = ref::distribute(A, comm);  // only for the layout
+  Owned<Mat> M;
+  MatCreateAIJ(comm, static_cast<PetscInt>(rows.n_local), static_cast<PetscInt>(rows.n_local), A.rows, A.rows,
+               static_cast<PetscInt>(A.rows), nullptr, static_cast<PetscInt>(A.rows), nullptr, M.out());
+  for (int64_t i = rows.row_start; i < rows.row_start + rows.n_local; ++i)
+    for (int64_t j = 0; j < A.cols; ++j)
+      if (A(i, j) != 0) MatSetValue(M, static_cast<PetscInt>(i), static_cast<PetscInt>(j), A(i, j), INSERT_VALUES);
+  MatAssemblyBegin(M, MAT_FINAL_ASSEMBLY);
+  MatAssemblyEnd(M, MAT_FINAL_ASSEMBLY);
+  return M;
+}
+
+/// The labels of A's local rows.
+std::vector<int> local_labels(Mat A, const std::vector<int>& all) {
+  PetscInt s = 0, e = 0;
+  MatGetOwnershipRange(A, &s, &e);
+  return std::vector<int>(all.begin() + s, all.begin() + e);
+}
+
+/// propagate with `-lpt_<option> value` pairs set for this call only (prefix lpt_).
+propagation::PropagationResult run(Mat A, const std::vector<int>& labels, int classes,
+                                   propagation::PropagationOptions po,
+                                   const std::vector<std::pair<std::string, std::string>>& opts = {}) {
+  po.prefix = "lpt_";
+  for (const auto& o : opts) PetscOptionsSetValue(nullptr, ("-lpt_" + o.first).c_str(), o.second.c_str());
+  struct Clear {
+    const std::vector<std::pair<std::string, std::string>>& o;
+    ~Clear() {
+      for (const auto& x : o) PetscOptionsClearValue(nullptr, ("-lpt_" + x.first).c_str());
+    }
+  } clear{opts};
+  return propagation::propagate(A, local_labels(A, labels), classes, po);
+}
+
+propagation::PropagationOptions defaults() {
+  propagation::PropagationOptions po;
+  po.alpha_unlabeled = kAlpha;
+  po.rtol = kRtol;
+  return po;
+}
+
+}  // namespace
+
+TEST(LabelPropagation, BlockCgAgreesWithGmresWithPetscCgAndWithTheDenseReference) {
+  for (const char* name : {"iris.csv", "wine.csv"}) {
+    test::Problem pr = test::load_problem(name, 3, true);
+    const int64_t n = pr.X.rows;
+    DistMatrix X = ref::distribute(pr.X, MPI_COMM_WORLD);
+    auto g = graph::build_knn_graph(X, graph::GraphOptions{});
+    const auto cg = run(g.A, pr.semi, pr.classes, defaults());
+    const auto gmres = run(g.A, pr.semi, pr.classes, defaults(), {{"ksp_type", "gmres"}});
+    propagation::PropagationOptions per_column = defaults();
+    per_column.block = false;
+    const auto petsc_cg = run(g.A, pr.semi, pr.classes, per_column);
+    // The paths are the ones asked for: a comparison of GMRES with itself proves nothing.
+    EXPECT_EQ(cg.solver, "block-cg") << name;
+    EXPECT_EQ(gmres.solver, "gmres") << name;
+    EXPECT_EQ(petsc_cg.solver, "cg-symmetric") << name;
+    ASSERT_EQ(cg.iterations.size(), static_cast<size_t>(pr.classes + 1));
+
+    const double E = solution_bound(kRtol, n, kAlpha);
+    const Dense F = allgather(cg.F);
+    EXPECT_LT(test::max_abs_diff(F, allgather(gmres.F)), 2 * E) << name;
+    EXPECT_LT(test::max_abs_diff(F, allgather(petsc_cg.F)), 2 * E) << name;
+    for (size_t k = 0; k < cg.iterations.size(); ++k) {
+      EXPECT_NEAR(cg.iterations[k], petsc_cg.iterations[k], 1) << name << " column " << k;
+      EXPECT_GT(cg.iterations[k], 0) << name << " column " << k;
+    }
+    const Dense A = ref::knn_heat_graph(pr.X, 8, 1e-3 / 8);
+    const Dense Fr = ref::propagate(A, pr.semi, pr.classes, kAlpha);
+    EXPECT_LT(test::max_abs_diff(F, Fr), E + dense_bound(A, kAlpha)) << name;
+    // Labeled rows are known rows: exactly their label (α_l = 0, β = 1).
+    for (size_t i = 0; i < pr.semi.size(); ++i)
+      if (pr.semi[i] >= 0)
+        for (int k = 0; k <= pr.classes; ++k)
+          EXPECT_EQ(F(static_cast<int64_t>(i), k), k == pr.semi[i] ? 1.0 : 0.0) << name << " row " << i;
+  }
+}
+
+TEST(LabelPropagation, BlockCgGivesTheSameSoftLabelsOnAnyRankCount) {
+  // digits (n = 1797, 10 classes): the graph has the same bits on every rank count, the
+  // block CG's reductions are partition independent, only the products' rounding differs:
+  // both solutions are within E of the exact one.
+  test::Problem pr = test::load_problem("digits.csv", 5, true);
+  const int64_t n = pr.X.rows;
+  DistMatrix Xw = ref::distribute(pr.X, MPI_COMM_WORLD);
+  DistMatrix Xs = ref::distribute(pr.X, MPI_COMM_SELF);
+  auto gw = graph::build_knn_graph(Xw, graph::GraphOptions{});
+  auto gs = graph::build_knn_graph(Xs, graph::GraphOptions{});
+  const auto dist = run(gw.A, pr.semi, pr.classes, defaults());
+  const auto serial = run(gs.A, pr.semi, pr.classes, defaults());
+  EXPECT_EQ(dist.solver, "block-cg");
+  EXPECT_EQ(serial.solver, "block-cg");
+  EXPECT_LT(test::max_abs_diff(allgather(dist.F), allgather(serial.F)), 2 * solution_bound(kRtol, n, kAlpha));
+  ASSERT_EQ(dist.iterations.size(), serial.iterations.size());
+  for (size_t k = 0; k < dist.iterations.size(); ++k) EXPECT_NEAR(dist.iterations[k], serial.iterations[k], 1) << k;
+}
+
+TEST(LabelPropagation, NonSymmetricGraphIsSolvedByGmresOnTheOriginalSystem) {
+  // Scaling row i of A by s_i leaves P = D⁻¹A, hence F, unchanged but makes A non-symmetric:
+  // propagate must notice, take GMRES on M and still find the symmetric graph's F.
+  test::Problem pr = test::load_problem("iris.csv", 3, false);
+  const int64_t n = pr.X.rows;
+  const Dense A = ref::knn_heat_graph(pr.X, 8, 1e-3 / 8);
+  Dense B = A;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) B(i, j) *= 1.0 + 0.5 * static_cast<double>(i % 3);
+  Owned<Mat> Bm = to_aij(B, MPI_COMM_WORLD);
+  const auto r = run(Bm, pr.semi, pr.classes, defaults());
+  EXPECT_EQ(r.solver, "gmres");
+  const Dense Fr = ref::propagate(A, pr.semi, pr.classes, kAlpha);
+  EXPECT_LT(test::max_abs_diff(allgather(r.F), Fr), solution_bound(kRtol, n, kAlpha) + dense_bound(A, kAlpha));
+  // The symmetric original, without the builder's symmetry flag: MatIsSymmetric finds it.
+  Owned<Mat> Am = to_aij(A, MPI_COMM_WORLD);
+  EXPECT_EQ(run(Am, pr.semi, pr.classes, defaults()).solver, "block-cg");
+}
+
+TEST(LabelPropagation, FreeLabeledRowsAndIsolatedVerticesMatchGmres) {
+  // α_l = 0.5: labeled rows are free rows too; vertex 0 loses its edges (D_00 = 0): its row
+  // is the identity row of M, F_0 = β_0 Y_0 exactly, on both paths.
+  test::Problem pr = test::load_problem("iris.csv", 3, false);
+  const int64_t n = pr.X.rows;
+  Dense A = ref::knn_heat_graph(pr.X, 8, 1e-3 / 8);
+  for (int64_t j = 0; j < n; ++j) A(0, j) = A(j, 0) = 0.0;
+  Owned<Mat> Am = to_aij(A, MPI_COMM_WORLD);
+  propagation::PropagationOptions po = defaults();
+  po.alpha_labeled = 0.5;
+  const auto cg = run(Am, pr.semi, pr.classes, po);
+  const auto gmres = run(Am, pr.semi, pr.classes, po, {{"ksp_type", "gmres"}});
+  EXPECT_EQ(cg.solver, "block-cg");
+  EXPECT_EQ(gmres.solver, "gmres");
+  const Dense F = allgather(cg.F);
+  EXPECT_LT(test::max_abs_diff(F, allgather(gmres.F)), 2 * solution_bound(kRtol, n, kAlpha));
+  const double beta0 = 1.0 - (pr.semi[0] >= 0 ? po.alpha_labeled : kAlpha);
+  const int y0 = pr.semi[0] >= 0 ? pr.semi[0] : pr.classes;
+  for (int k = 0; k <= pr.classes; ++k) EXPECT_EQ(F(0, k), k == y0 ? beta0 : 0.0);
+  double worst = 0;  // rows with edges sum to 1 (M·1 = β = I_β Y·1)
+  for (int64_t i = 1; i < n; ++i) {
+    double s = 0;
+    for (int k = 0; k <= pr.classes; ++k) s += F(i, k);
+    worst = std::max(worst, std::abs(s - 1.0));
+  }
+  EXPECT_LT(worst, (pr.classes + 1) * solution_bound(kRtol, n, kAlpha));
+}
+
+TEST(LabelPropagation, BlockCgThatCannotConvergeThrowsOnEveryRank) {
+  test::Problem pr = test::load_problem("iris.csv", 3, true);
+  DistMatrix X = ref::distribute(pr.X, MPI_COMM_WORLD);
+  auto g = graph::build_knn_graph(X, graph::GraphOptions{});
+  try {
+    run(g.A, pr.semi, pr.classes, defaults(), {{"ksp_max_it", "3"}});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("-lpt_ksp_max_it 3"), std::string::npos) << e.what();
+  }
+}
+
+TEST(LabelPropagation, ReorderedAndOriginalOrderAgree) {
+  // The block CG runs on the RCM-renumbered graph by default; on A's own order it must give
+  // the same soft labels (both within E of the exact ones) and iteration counts (±1).
+  test::Problem pr = test::load_problem("wine.csv", 3, true);
+  DistMatrix X = ref::distribute(pr.X, MPI_COMM_WORLD);
+  auto g = graph::build_knn_graph(X, graph::GraphOptions{});
+  propagation::PropagationOptions plain = defaults();
+  plain.reorder = false;
+  const auto a = run(g.A, pr.semi, pr.classes, defaults());
+  const auto b = run(g.A, pr.semi, pr.classes, plain);
+  EXPECT_LT(test::max_abs_diff(allgather(a.F), allgather(b.F)), 2 * solution_bound(kRtol, pr.X.rows, kAlpha));
+  for (size_t k = 0; k < a.iterations.size(); ++k) EXPECT_NEAR(a.iterations[k], b.iterations[k], 1) << k;
+}
+
+TEST(RcmReorder, IsASymmetricPermutationThatKeepsEveryRowOnItsRank) {
+  test::Problem pr = test::load_problem("iris.csv", 3, false);
+  const int64_t n = pr.X.rows;
+  const Dense A = ref::knn_heat_graph(pr.X, 8, 1e-3 / 8);
+  auto permutation = [&](MPI_Comm comm, Dense* B_out) {
+    Owned<Mat> Am = to_aij(A, comm);
+    const graph::Reordered re = graph::rcm_reorder(Am);
+    // π gathered in B's row order, and B's entries checked against A(π, π).
+    int cnt = static_cast<int>(re.rows.size()), size = 1;
+    MPI_Comm_size(comm, &size);
+    std::vector<int> counts(static_cast<size_t>(size)), displs(static_cast<size_t>(size), 0);
+    MPI_Allgather(&cnt, 1, MPI_INT, counts.data(), 1, MPI_INT, comm);
+    for (int r = 1; r < size; ++r) displs[static_cast<size_t>(r)] = displs[static_cast<size_t>(r - 1)] + counts[static_cast<size_t>(r - 1)];
+    std::vector<PetscInt> pi(static_cast<size_t>(n));
+    MPI_Allgatherv(re.rows.data(), cnt, MPIU_INT, pi.data(), counts.data(), displs.data(), MPIU_INT, comm);
+    PetscInt s = 0, e = 0;
+    MatGetOwnershipRange(re.B, &s, &e);
+    Dense B(n, n);
+    for (PetscInt i = s; i < e; ++i) {
+      PetscInt nz = 0;
+      const PetscInt* c = nullptr;
+      const PetscScalar* v = nullptr;
+      MatGetRow(re.B, i, &nz, &c, &v);
+      for (PetscInt t = 0; t < nz; ++t) B(i, c[t]) = v[t];
+      MatRestoreRow(re.B, i, &nz, &c, &v);
+    }
+    MPI_Allreduce(MPI_IN_PLACE, B.data(), static_cast<int>(n * n), MPI_DOUBLE, MPI_SUM, comm);
+    *B_out = B;
+    return pi;
+  };
+  Dense B, Bs;
+  const std::vector<PetscInt> pi = permutation(MPI_COMM_WORLD, &B);
+  const std::vector<PetscInt> pi_self = permutation(MPI_COMM_SELF, &Bs);
+  // Each rank renumbers its own rows only: π maps every rank's block of rows onto itself.
+  const Layout l = block_layout(n, MPI_COMM_WORLD);
+  for (int64_t i = l.start; i < l.start + l.n_local; ++i) {
+    EXPECT_GE(pi[static_cast<size_t>(i)], l.start);
+    EXPECT_LT(pi[static_cast<size_t>(i)], l.start + l.n_local);
+  }
+  std::vector<PetscInt> sorted = pi_self;
+  std::sort(sorted.begin(), sorted.end());
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(sorted[static_cast<size_t>(i)], i);
+  sorted = pi;
+  std::sort(sorted.begin(), sorted.end());
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(sorted[static_cast<size_t>(i)], i);
+  double worst = 0;
+  bool moved = false;
+  for (int64_t i = 0; i < n; ++i) {
+    moved = moved || pi[static_cast<size_t>(i)] != i;
+    for (int64_t j = 0; j < n; ++j)
+      worst = std::max(worst, std::abs(B(i, j) - A(pi[static_cast<size_t>(i)], pi[static_cast<size_t>(j)])));
+  }
+  EXPECT_EQ(worst, 0.0);  // entries are moved, not computed
+  EXPECT_TRUE(moved);     // iris in file order is not already in RCM order
+}
