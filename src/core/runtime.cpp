@@ -1,5 +1,7 @@
 #include "ssdr/core/runtime.hpp"
 
+#include <stdlib.h>
+
 #include <slepcsys.h>
 
 #include "ssdr/core/error.hpp"
@@ -12,6 +14,10 @@ bool g_initialized_here = false;
 }  // namespace
 
 bool initialize(int* argc, char*** argv, bool signal_handler) {
+  // PT-Scotch (PETSc's graph partitioner, graph::renumber_for_locality) single-threaded: one
+  // rank per core, and a reproducible partition. Set before any thread starts; a user's own
+  // value is kept.
+  setenv("SCOTCH_PTHREAD_NUMBER", "1", 0);
   PetscBool done = PETSC_FALSE;
   SlepcInitialized(&done);
   if (done) return false;

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include <algorithm>
 #include <cmath>
 
 #include "ssdr/core/error.hpp"
@@ -37,41 +38,58 @@ namespace {
 /// samples of that class on all ranks: a radix selection on the keys' bytes, most significant
 /// first, one MPI_Allreduce of S × 256 counts per byte (exact integer sums, so the same on any
 /// rank count). Keys are distinct (split_key is a bijection), so exactly t[s] samples have a
-/// key ≤ the result. Collective over comm.
+/// key ≤ the result. A selection of a whole class (t[s] = n_k[s]) is every key (UINT64_MAX)
+/// without a round. The selections go in chunks of at most kChunk (8 MiB of counts per
+/// round), so many classes never ask for more memory or a larger count than that. Collective.
 std::vector<uint64_t> select_keys(const std::vector<int>& labels, int64_t row_start, uint64_t seed,
-                                  const std::vector<int>& cls, const std::vector<int64_t>& t, int classes,
-                                  MPI_Comm comm) {
+                                  const std::vector<int>& cls, const std::vector<int64_t>& t,
+                                  const std::vector<int64_t>& nk, int classes, MPI_Comm comm) {
+  constexpr size_t kChunk = 4096;
   const size_t S = cls.size();
-  std::vector<uint64_t> prefix(S, 0);
-  std::vector<int64_t> need(t);
-  // The selections of each class (a class has at most two: labeled and transductive).
+  std::vector<uint64_t> prefix(S, ~uint64_t{0});
+  std::vector<size_t> todo;  // the selections that need rounds
+  for (size_t s = 0; s < S; ++s)
+    if (t[s] < nk[static_cast<size_t>(cls[s])]) todo.push_back(s);
+  // The selections of each class within the current chunk (at most two per class).
   std::vector<std::vector<size_t>> of(static_cast<size_t>(classes));
-  for (size_t s = 0; s < S; ++s) of[static_cast<size_t>(cls[s])].push_back(s);
-  std::vector<int64_t> hist(S * 256);
-  for (int byte = 7; byte >= 0; --byte) {
-    const int shift = 8 * byte;
-    std::fill(hist.begin(), hist.end(), 0);
-    for (size_t i = 0; i < labels.size(); ++i) {
-      const int k = labels[i];
-      if (k < 0 || k >= classes) continue;
-      const auto& sel = of[static_cast<size_t>(k)];
-      if (sel.empty()) continue;
-      const uint64_t key = split_key(seed, row_start + static_cast<int64_t>(i));
-      for (size_t s : sel) {
-        // Only keys that agree with the prefix found so far (the bytes above this one).
-        if (byte < 7 && (key >> (shift + 8)) != (prefix[s] >> (shift + 8))) continue;
-        ++hist[s * 256 + ((key >> shift) & 0xFF)];
-      }
+  std::vector<int64_t> hist;
+  for (size_t c0 = 0; c0 < todo.size(); c0 += kChunk) {
+    const size_t C = std::min(kChunk, todo.size() - c0);
+    for (auto& v : of) v.clear();
+    std::vector<int64_t> need(C);
+    for (size_t j = 0; j < C; ++j) {
+      const size_t s = todo[c0 + j];
+      of[static_cast<size_t>(cls[s])].push_back(j);
+      prefix[s] = 0;
+      need[j] = t[s];
     }
-    MPI_Allreduce(MPI_IN_PLACE, hist.data(), static_cast<int>(hist.size()), MPI_INT64_T, MPI_SUM, comm);
-    for (size_t s = 0; s < S; ++s) {
-      uint64_t b = 0;
-      for (; b < 255; ++b) {
-        const int64_t h = hist[s * 256 + b];
-        if (need[s] <= h) break;
-        need[s] -= h;
+    hist.assign(C * 256, 0);
+    for (int byte = 7; byte >= 0; --byte) {
+      const int shift = 8 * byte;
+      std::fill(hist.begin(), hist.end(), 0);
+      for (size_t i = 0; i < labels.size(); ++i) {
+        const int k = labels[i];
+        if (k < 0 || k >= classes) continue;
+        const auto& sel = of[static_cast<size_t>(k)];
+        if (sel.empty()) continue;
+        const uint64_t key = split_key(seed, row_start + static_cast<int64_t>(i));
+        for (size_t j : sel) {
+          const uint64_t p = prefix[todo[c0 + j]];
+          // Only keys that agree with the prefix found so far (the bytes above this one).
+          if (byte < 7 && (key >> (shift + 8)) != (p >> (shift + 8))) continue;
+          ++hist[j * 256 + ((key >> shift) & 0xFF)];
+        }
       }
-      prefix[s] |= b << shift;
+      MPI_Allreduce(MPI_IN_PLACE, hist.data(), static_cast<int>(hist.size()), MPI_INT64_T, MPI_SUM, comm);
+      for (size_t j = 0; j < C; ++j) {
+        uint64_t b = 0;
+        for (; b < 255; ++b) {
+          const int64_t h = hist[j * 256 + b];
+          if (need[j] <= h) break;
+          need[j] -= h;
+        }
+        prefix[todo[c0 + j]] |= b << shift;
+      }
     }
   }
   return prefix;
@@ -129,7 +147,7 @@ std::vector<Role> make_split(const std::vector<int>& labels, int64_t row_start, 
     cls.push_back(k);
     target.push_back(transductive);
   }
-  const std::vector<uint64_t> thr = select_keys(labels, row_start, spec.seed, cls, target, classes, comm);
+  const std::vector<uint64_t> thr = select_keys(labels, row_start, spec.seed, cls, target, nk, classes, comm);
   std::vector<Role> roles(labels.size(), Role::unseen);
   for (size_t i = 0; i < labels.size(); ++i) {
     const size_t k = static_cast<size_t>(labels[i]);

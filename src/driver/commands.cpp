@@ -371,6 +371,8 @@ int run_convert(const ConvertCommand& cmd, MPI_Comm comm) {
   SSDR_REQUIRE(!npy || !cmd.labels_output.empty(),
                "--output " + cmd.output + ": an NPY file holds no labels; give --labels-output y.npy as well");
   SSDR_REQUIRE(!h5 || cmd.labels_output.empty(), "--labels-output: only with an NPY --output (HDF5 keeps the labels as /y)");
+  SSDR_REQUIRE(cmd.labels_output.empty() || io::has_extension(cmd.labels_output, ".npy"),
+               "--labels-output " + cmd.labels_output + ": expected a name ending in .npy (the labels as int64 NPY)");
   io::check_outputs({{"--output", cmd.output}, {"--labels-output", cmd.labels_output}},
                     {{"--data", cmd.data}, {"--labels", cmd.read.labels}}, comm);
   methods::Timings t;

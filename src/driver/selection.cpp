@@ -160,7 +160,7 @@ std::vector<int> cv_folds(const std::vector<int>& labels, const std::vector<data
   std::mt19937_64 rng(seed);
   int next = 0;
   for (auto& idx : members) {
-    for (size_t i = idx.size() - 1; i > 0; --i) {  // Fisher–Yates, as data::make_split
+    for (size_t i = idx.size() - 1; i > 0; --i) {  // Fisher–Yates, explicit modulo arithmetic
       const size_t j = static_cast<size_t>(rng() % static_cast<uint64_t>(i + 1));
       std::swap(idx[i], idx[j]);
     }

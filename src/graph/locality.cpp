@@ -1,12 +1,43 @@
 #include "ssdr/graph/locality.hpp"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <stdlib.h>
 #include <petscis.h>
+
+#include <string>
 
 #include "ssdr/core/error.hpp"
 
 namespace ssdr::graph {
+
+namespace {
+
+/// A function of the loaded libscotch (PETSc's dependency, not ours): from the global scope
+/// (the CLI links it through PETSc), else from the loaded library itself (a Python extension
+/// is loaded RTLD_LOCAL, so its dependencies are not in the global scope). nullptr when no
+/// libscotch is loaded. Local.
+void* scotch_symbol(const char* name) {
+  if (void* f = dlsym(RTLD_DEFAULT, name)) return f;
+  std::string path;
+  dl_iterate_phdr(
+      [](struct dl_phdr_info* info, size_t, void* out) {
+        const std::string n = info->dlpi_name ? info->dlpi_name : "";
+        const size_t slash = n.rfind('/');
+        const std::string base = slash == std::string::npos ? n : n.substr(slash + 1);
+        if (base.rfind("libscotch-", 0) == 0 || base.rfind("libscotch.so", 0) == 0) {
+          *static_cast<std::string*>(out) = n;
+          return 1;
+        }
+        return 0;
+      },
+      &path);
+  if (path.empty()) return nullptr;
+  void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD);
+  return lib ? dlsym(lib, name) : nullptr;  // the reference NOLOAD took lives with the process
+}
+
+}  // namespace
 
 Renumbering renumber_for_locality(Mat A, const std::string& prefix) {
   MPI_Comm comm = PETSC_COMM_WORLD;
@@ -16,7 +47,13 @@ Renumbering renumber_for_locality(Mat A, const std::string& prefix) {
   r.B = Owned<Mat>(A);
   int size = 1;
   MPI_Comm_size(comm, &size);
-  if (size == 1) return r;
+  if (size == 1) {
+    // Nothing to partition; the option is still read, so a script that passes it for every
+    // rank count gets no "option not used" warning.
+    PetscBool given = PETSC_FALSE;
+    SSDR_PETSC(PetscOptionsHasName(nullptr, prefix.c_str(), "-mat_partitioning_type", &given));
+    return r;
+  }
   PetscInt lo = 0, hi = 0, N = 0;
   SSDR_PETSC(MatGetOwnershipRange(A, &lo, &hi));
   SSDR_PETSC(MatGetSize(A, &N, nullptr));
@@ -63,8 +100,8 @@ Renumbering renumber_for_locality(Mat A, const std::string& prefix) {
   setenv("SCOTCH_PTHREAD_NUMBER", "1", 0);
   // SCOTCH_randomSeed also initializes the stream (a first use would otherwise seed it from the
   // clock); SCOTCH_Num is an int in Debian's libscotch (scotch.h: SCOTCH_Num is int).
-  if (auto seed = reinterpret_cast<void (*)(int)>(dlsym(RTLD_DEFAULT, "SCOTCH_randomSeed"))) seed(1);
-  if (auto reset = reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "SCOTCH_randomReset"))) reset();
+  if (auto seed = reinterpret_cast<void (*)(int)>(scotch_symbol("SCOTCH_randomSeed"))) seed(1);
+  if (auto reset = reinterpret_cast<void (*)()>(scotch_symbol("SCOTCH_randomReset"))) reset();
   Owned<IS> target, number;
   SSDR_PETSC(MatPartitioningApply(part, target.out()));
   SSDR_PETSC(ISPartitioningToNumbering(target, number.out()));
@@ -77,6 +114,10 @@ Renumbering renumber_for_locality(Mat A, const std::string& prefix) {
   SSDR_PETSC(ISInvertPermutation(number, counts[static_cast<size_t>(rank)], r.rows.out()));
   Owned<Mat> B;
   SSDR_PETSC(MatCreateSubMatrix(A, r.rows, r.rows, MAT_INITIAL_MATRIX, B.out()));
+  // The same graph in another order: keep its known symmetry (no MatIsSymmetric transpose).
+  PetscBool set = PETSC_FALSE, sym = PETSC_FALSE;
+  SSDR_PETSC(MatIsSymmetricKnown(A, &set, &sym));
+  if (set && sym) SSDR_PETSC(MatSetOption(B, MAT_SYMMETRIC, PETSC_TRUE));
   r.B = std::move(B);
   r.partitioner = type;
   SSDR_PETSC(MatCreateVecs(A, r.a_vec.out(), nullptr));
@@ -87,6 +128,9 @@ Renumbering renumber_for_locality(Mat A, const std::string& prefix) {
 
 std::vector<int> to_renumbered(const Renumbering& r, const std::vector<int>& v) {
   if (!r.renumbered()) return v;
+  PetscInt na = 0;
+  SSDR_PETSC(VecGetLocalSize(r.a_vec, &na));
+  SSDR_CHECK(static_cast<PetscInt>(v.size()) == na, "to_renumbered: one value per local row of A expected");
   PetscScalar* a = nullptr;
   SSDR_PETSC(VecGetArray(r.a_vec, &a));
   for (size_t i = 0; i < v.size(); ++i) a[i] = v[i];

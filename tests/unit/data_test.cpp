@@ -119,6 +119,22 @@ TEST(Split, IsTheSerialReferenceOnEveryRankCountAndInAnyLayout) {
   }
 }
 
+TEST(Split, SelectsInChunksWhenThereAreManyClasses) {
+  // 5 000 classes of 6 samples: 10 000 selections (labeled and transductive per class) go in
+  // chunks of 4 096, each with its own 8 rounds; a whole class (F = 1) needs no round.
+  const int classes = 5000;
+  std::vector<int> labels(6 * classes);
+  for (size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<int>((i * 7919) % classes);
+  for (double fraction : {0.5, 1.0}) {
+    data::SplitSpec spec;
+    spec.labeled_per_class = 1;
+    spec.transductive_fraction = fraction;
+    spec.seed = 5;
+    EXPECT_EQ(distributed_split(labels, classes, spec, MPI_COMM_WORLD), naive_split(labels, classes, spec))
+        << "F = " << fraction;
+  }
+}
+
 TEST(Split, KeysAreDistinctSoEveryClassGetsExactlyItsCount) {
   // split_key is a bijection of the index for a fixed seed: no ties among 10⁶ consecutive
   // indices (a collision would let a threshold select one sample too many).

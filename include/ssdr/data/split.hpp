@@ -33,7 +33,8 @@ uint64_t split_key(uint64_t seed, int64_t i);
 /// first round(F·n_k) (transductive_fraction F) or p + q (unlabeled_per_class q) are
 /// transductive, the first p of them labeled (labeled_per_class p), the rest unseen. The
 /// per-class thresholds are found by a distributed radix selection (8 rounds of one
-/// MPI_Allreduce of 2c × 256 counts), so no rank holds anything of size n.
+/// MPI_Allreduce of 256 counts per selection, at most 4 096 selections at a time; a whole
+/// class needs none), so no rank holds the labels or roles of all n samples.
 /// \param labels    the labels of this rank's rows, global rows [row_start, row_start + n_local)
 /// \param classes   c (the same on every rank)
 /// \return the roles of this rank's rows (n_local)

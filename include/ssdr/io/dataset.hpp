@@ -30,7 +30,7 @@ Format detect_format(const std::string& path);
 
 /// A labeled data set: X is n×d distributed by rows in the block layout of `comm` (rank r
 /// holds rows [X.row_start, X.row_start + X.n_local)); the labels live with the rows (X's
-/// n_local rows' labels on each rank): no rank holds anything of size n.
+/// n_local rows' labels on each rank): no rank holds all n labels.
 struct Dataset {
   /// n×d raw feature values, rows in file order. When the data were kept sparse (`sparse`),
   /// X has its shape and layout (n_global, row_start, n_local, cols) but no values (v
