@@ -354,7 +354,7 @@ int run_predict(const PredictCommand& cmd, MPI_Comm comm) {
   MPI_Allreduce(MPI_IN_PLACE, &correct, 1, MPI_INT64_T, MPI_SUM, comm);
   ds = io::Dataset();
   // Each rank's predictions, streamed to the file through rank 0 in row order.
-  io::write_labels(predicted, cmd.output, comm);
+  io::write_labels(predicted, cmd.output, comm, io::has_extension(cmd.output, ".npy"));
   say("wrote " + std::to_string(n) + " predicted labels to " + cmd.output);
   if (labeled && comm_rank(comm) == 0) {  // the accuracy, like fit's table, whatever --quiet says
     std::printf("predict: %lld samples, accuracy %s (%lld correct)\n", static_cast<long long>(n),
@@ -371,8 +371,6 @@ int run_convert(const ConvertCommand& cmd, MPI_Comm comm) {
   SSDR_REQUIRE(!npy || !cmd.labels_output.empty(),
                "--output " + cmd.output + ": an NPY file holds no labels; give --labels-output y.npy as well");
   SSDR_REQUIRE(!h5 || cmd.labels_output.empty(), "--labels-output: only with an NPY --output (HDF5 keeps the labels as /y)");
-  SSDR_REQUIRE(cmd.labels_output.empty() || io::has_extension(cmd.labels_output, ".npy"),
-               "--labels-output " + cmd.labels_output + ": expected a name ending in .npy (the labels as int64 NPY)");
   io::check_outputs({{"--output", cmd.output}, {"--labels-output", cmd.labels_output}},
                     {{"--data", cmd.data}, {"--labels", cmd.read.labels}}, comm);
   methods::Timings t;
@@ -383,7 +381,7 @@ int run_convert(const ConvertCommand& cmd, MPI_Comm comm) {
   } else {
     io::write_embedding(ds.X, cmd.output);
     try {
-      io::write_labels(ds.labels, cmd.labels_output, comm);
+      io::write_labels(ds.labels, cmd.labels_output, comm, true);  // always NPY, whatever the name
     } catch (const Error&) {
       // Both files or neither: X without its labels is no data set.
       if (comm_rank(comm) == 0) ::unlink(cmd.output.c_str());

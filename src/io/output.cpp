@@ -578,9 +578,8 @@ void write_hdf5(const std::string& path, const DistMatrix& X, const std::string&
   write_hdf5_rows(path, X.n_local, blocks, X.comm);
 }
 
-void write_labels(const std::vector<int>& labels, const std::string& path, MPI_Comm comm) {
+void write_labels(const std::vector<int>& labels, const std::string& path, MPI_Comm comm, bool npy) {
   const int rank = comm_rank(comm), size = comm_size(comm);
-  const bool npy = has_extension(path, ".npy");
   std::vector<int64_t> counts(static_cast<size_t>(size), 0);
   const int64_t mine = static_cast<int64_t>(labels.size());
   MPI_Gather(&mine, 1, MPI_INT64_T, counts.data(), 1, MPI_INT64_T, 0, comm);
@@ -621,7 +620,7 @@ void write_labels(const std::vector<int>& labels, const std::string& path, MPI_C
   SSDR_CHECK_COLLECTIVE(comm, ok, message);
   const int64_t per_msg = int64_t{1} << 24;  // labels per message, the same split on both sides
   if (rank == 0) {
-    put(labels.data(), mine);
+    for (int64_t i = 0; i < mine; i += per_msg) put(labels.data() + i, std::min(per_msg, mine - i));
     std::vector<int> buf;
     for (int r = 1; r < size; ++r) {
       const int64_t rows = counts[static_cast<size_t>(r)];

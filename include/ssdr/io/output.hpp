@@ -124,11 +124,11 @@ void write_embedding(const DistMatrix& Y, const std::string& path, const std::st
 void write_embedding_streamed(const DistMatrix& Y, const std::string& path);
 
 /// Writes the labels of every rank's rows (this rank: `labels`, its rows' labels; the ranks'
-/// blocks in rank order make the n labels in row order): a 1-D int64 NPY file when `path`
-/// ends in ".npy", else text with one label per line. Streamed through rank 0, which receives
+/// blocks in rank order make the n labels in row order): a 1-D int64 NPY file when `npy`
+/// (predict: a name ending in ".npy"; convert: always), else text with one label per line. Streamed through rank 0, which receives
 /// one rank's block at a time (never all n), atomically (a temporary name + rename).
 /// Collective over comm (the outcome is raised on every rank).
-void write_labels(const std::vector<int>& labels, const std::string& path, MPI_Comm comm);
+void write_labels(const std::vector<int>& labels, const std::string& path, MPI_Comm comm, bool npy);
 
 /// One data set of write_hdf5_rows: this rank's rows of an n × cols array (cols = 0: a 1-D
 /// array of n values), row-major, `type` values each.
