@@ -184,7 +184,7 @@ evaluation::Accuracy evaluate_streamed(const model::Model& m, const FitRows& row
   });
   L = allgatherv(mine, rows.comm);  // blocks in rank order: global order
   L_labels = allgatherv(mine_labels, rows.comm);
-  int64_t c[4] = {0, 0, 0, 0};  // n_unlabeled, correct_unlabeled, n_unseen, correct_unseen
+  evaluation::AccuracyCounts counts;
   DistMatrix Yt;
   Yt.comm = MPI_COMM_SELF;
   Yt.cols = out;
@@ -194,14 +194,7 @@ evaluation::Accuracy evaluate_streamed(const model::Model& m, const FitRows& row
     const std::vector<int> pred = evaluation::nearest_labels(Yt, L, L_labels);
     for (int64_t r = 0; r < b; ++r) {
       const size_t i = static_cast<size_t>(where[static_cast<size_t>(r)]);
-      const bool right = pred[static_cast<size_t>(r)] == labels[i];
-      if (roles[i] == data::Role::unlabeled) {
-        ++c[0];
-        c[1] += right;
-      } else if (roles[i] == data::Role::unseen) {
-        ++c[2];
-        c[3] += right;
-      }
+      counts.add(pred[static_cast<size_t>(r)], labels[i], roles[i]);
     }
   };
   transductive_tiles(classify);
@@ -225,15 +218,7 @@ evaluation::Accuracy evaluate_streamed(const model::Model& m, const FitRows& row
     u += b;
     classify(b);
   }
-  MPI_Allreduce(MPI_IN_PLACE, c, 4, MPI_INT64_T, MPI_SUM, rows.comm);
-  evaluation::Accuracy a;
-  a.n_unlabeled = c[0];
-  a.correct_unlabeled = c[1];
-  a.n_unseen = c[2];
-  a.correct_unseen = c[3];
-  if (c[0] > 0) a.unlabeled = static_cast<double>(c[1]) / static_cast<double>(c[0]);
-  if (c[2] > 0) a.unseen = static_cast<double>(c[3]) / static_cast<double>(c[2]);
-  return a;
+  return counts.total(rows.comm);
 }
 
 /// The transductive flags and the method's labels (class or −1 per transductive local row).
@@ -243,10 +228,10 @@ void transductive_rows(const io::Dataset& ds, const std::vector<data::Role>& rol
   transductive.assign(static_cast<size_t>(X.n_local), 0);
   labels.clear();
   for (int64_t i = 0; i < X.n_local; ++i) {
-    const size_t g = static_cast<size_t>(i);  // labels and roles live with the rows
-    transductive[static_cast<size_t>(i)] = roles[g] != data::Role::unseen;
-    if (roles[g] == data::Role::labeled) labels.push_back(ds.labels[g]);
-    else if (roles[g] == data::Role::unlabeled) labels.push_back(-1);
+    const size_t li = static_cast<size_t>(i);  // labels and roles live with the rows
+    transductive[li] = roles[li] != data::Role::unseen;
+    if (roles[li] == data::Role::labeled) labels.push_back(ds.labels[li]);
+    else if (roles[li] == data::Role::unlabeled) labels.push_back(-1);
   }
 }
 

@@ -124,9 +124,9 @@ std::vector<int> one_nn_predict(const DistMatrix& Y, const std::vector<int>& lab
   std::vector<int64_t> arg;
   nearest_rows(Y, L.data(), l, m, arg);
   for (int64_t i = 0; i < Y.n_local; ++i) {
-    const size_t g = static_cast<size_t>(i);
-    const int64_t a = arg[static_cast<size_t>(i)];
-    pred[static_cast<size_t>(i)] = roles[g] == data::Role::labeled ? labels[g] : (a >= 0 ? lab[static_cast<size_t>(a)] : -1);
+    const size_t li = static_cast<size_t>(i);
+    const int64_t a = arg[li];
+    pred[li] = roles[li] == data::Role::labeled ? labels[li] : (a >= 0 ? lab[static_cast<size_t>(a)] : -1);
   }
   return pred;
 }
@@ -135,18 +135,13 @@ Accuracy accuracy(const std::vector<int>& predicted, const std::vector<int>& lab
                   const std::vector<data::Role>& roles, MPI_Comm comm) {
   SSDR_CHECK(labels.size() == predicted.size() && roles.size() == predicted.size(),
              "accuracy: predictions, labels and roles must have one entry per local row");
-  int64_t c[4] = {0, 0, 0, 0};  // n_unlabeled, correct_unlabeled, n_unseen, correct_unseen
-  for (size_t i = 0; i < predicted.size(); ++i) {
-    const size_t g = i;
-    const bool right = predicted[i] == labels[g];
-    if (roles[g] == data::Role::unlabeled) {
-      ++c[0];
-      c[1] += right;
-    } else if (roles[g] == data::Role::unseen) {
-      ++c[2];
-      c[3] += right;
-    }
-  }
+  AccuracyCounts counts;
+  for (size_t i = 0; i < predicted.size(); ++i) counts.add(predicted[i], labels[i], roles[i]);
+  return counts.total(comm);
+}
+
+Accuracy AccuracyCounts::total(MPI_Comm comm) const {
+  int64_t c[4] = {n_unlabeled, correct_unlabeled, n_unseen, correct_unseen};
   MPI_Allreduce(MPI_IN_PLACE, c, 4, MPI_INT64_T, MPI_SUM, comm);
   Accuracy a;
   a.n_unlabeled = c[0];

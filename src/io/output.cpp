@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -480,6 +481,73 @@ void write_npy_parallel(const DistMatrix& Y, const std::string& path) {
   commit_shared(tmp, path, message.empty(), message, comm, file_size);
 }
 
+/// Writes every rank's rows (this rank: `rows` rows of `width` T's at `local`; the ranks'
+/// blocks in rank order) to `path` through rank 0, which receives one piece of at most
+/// `per_msg` rows at a time (never more than that of another rank's block): rank 0 opens an
+/// AtomicFile (binary or text), writes `header(n)` for the n rows in all, then
+/// `put(file, piece, k)` for every piece in row order (false: a write failed, errno says
+/// why), and commits only if every put succeeded. Collective over comm; a failure is raised
+/// on every rank.
+template <class T>
+void stream_rows_through_root(const T* local, int64_t rows, int64_t width, int64_t per_msg, int tag,
+                              const std::string& path, bool binary, const std::function<std::string(int64_t)>& header,
+                              const std::function<bool(std::FILE*, const T*, int64_t)>& put, MPI_Comm comm) {
+  const int rank = comm_rank(comm), size = comm_size(comm);
+  // Every rank's row count, known on rank 0 (the layout need not be balanced).
+  std::vector<int64_t> counts(static_cast<size_t>(size), 0);
+  MPI_Gather(&rows, 1, MPI_INT64_T, counts.data(), 1, MPI_INT64_T, 0, comm);
+  std::unique_ptr<AtomicFile> out;
+  std::string message;
+  bool ok = true;
+  if (rank == 0) {
+    try {
+      out = std::make_unique<AtomicFile>(path, binary);
+      int64_t n = 0;
+      for (int64_t c : counts) n += c;
+      const std::string h = header(n);
+      std::fwrite(h.data(), 1, h.size(), out->get());
+    } catch (const Error& e) {
+      ok = false;
+      message = e.what();
+    }
+  }
+  SSDR_CHECK_COLLECTIVE(comm, ok, message);
+  auto write = [&](const T* v, int64_t k) {
+    if (ok && !put(out->get(), v, k)) {
+      ok = false;
+      message = "cannot write '" + path + "': " + std::strerror(errno);
+    }
+  };
+  if (rank == 0) {
+    for (int64_t i = 0; i < rows; i += per_msg) write(local + i * width, std::min(per_msg, rows - i));
+    std::vector<T> buf;
+    for (int r = 1; r < size; ++r) {
+      const int64_t theirs = counts[static_cast<size_t>(r)];
+      for (int64_t i = 0; i < theirs; i += per_msg) {
+        const int64_t k = std::min(per_msg, theirs - i);
+        buf.resize(static_cast<size_t>(k * width));
+        if (k * width > 0) MPI_Recv(buf.data(), static_cast<int>(k * width), mpi_datatype<T>(), r, tag, comm, MPI_STATUS_IGNORE);
+        write(buf.data(), k);
+      }
+    }
+    if (ok) {
+      try {
+        out->commit();
+      } catch (const Error& e) {
+        ok = false;
+        message = e.what();
+      }
+    }
+    out.reset();
+  } else {
+    for (int64_t i = 0; i < rows; i += per_msg) {
+      const int64_t k = std::min(per_msg, rows - i);
+      if (k * width > 0) MPI_Send(local + i * width, static_cast<int>(k * width), mpi_datatype<T>(), 0, tag, comm);
+    }
+  }
+  SSDR_CHECK_COLLECTIVE(comm, ok, message);
+}
+
 }  // namespace
 
 void write_hdf5_rows(const std::string& path, int64_t rows_local, const std::vector<Hdf5RowBlock>& blocks,
@@ -579,74 +647,23 @@ void write_hdf5(const std::string& path, const DistMatrix& X, const std::string&
 }
 
 void write_labels(const std::vector<int>& labels, const std::string& path, MPI_Comm comm, bool npy) {
-  const int rank = comm_rank(comm), size = comm_size(comm);
-  std::vector<int64_t> counts(static_cast<size_t>(size), 0);
-  const int64_t mine = static_cast<int64_t>(labels.size());
-  MPI_Gather(&mine, 1, MPI_INT64_T, counts.data(), 1, MPI_INT64_T, 0, comm);
-  std::unique_ptr<AtomicFile> out;
-  std::string message;
-  bool ok = true;
-  auto put = [&](const int* v, int64_t k) {
-    if (!ok) return;
-    std::string text;
-    for (int64_t i = 0; i < k; ++i) {
-      if (npy) {
-        const uint64_t x = static_cast<uint64_t>(static_cast<int64_t>(v[i]));
-        for (int b = 0; b < 8; ++b) text.push_back(static_cast<char>((x >> (8 * b)) & 0xff));
-      } else {
-        text += std::to_string(v[i]);
-        text.push_back('\n');
-      }
-    }
-    if (std::fwrite(text.data(), 1, text.size(), out->get()) != text.size()) {
-      ok = false;
-      message = "cannot write '" + path + "': " + std::strerror(errno);
-    }
-  };
-  if (rank == 0) {
-    try {
-      out = std::make_unique<AtomicFile>(path, npy);
-      int64_t n = 0;
-      for (int64_t c : counts) n += c;
-      if (npy) {
-        const std::string h = npy_header(n, 0, "<i8", true);
-        std::fwrite(h.data(), 1, h.size(), out->get());
-      }
-    } catch (const Error& e) {
-      ok = false;
-      message = e.what();
-    }
-  }
-  SSDR_CHECK_COLLECTIVE(comm, ok, message);
-  const int64_t per_msg = int64_t{1} << 24;  // labels per message, the same split on both sides
-  if (rank == 0) {
-    for (int64_t i = 0; i < mine; i += per_msg) put(labels.data() + i, std::min(per_msg, mine - i));
-    std::vector<int> buf;
-    for (int r = 1; r < size; ++r) {
-      const int64_t rows = counts[static_cast<size_t>(r)];
-      for (int64_t i = 0; i < rows; i += per_msg) {
-        const int64_t k = std::min(per_msg, rows - i);
-        buf.resize(static_cast<size_t>(k));
-        MPI_Recv(buf.data(), static_cast<int>(k), MPI_INT, r, 8, comm, MPI_STATUS_IGNORE);
-        put(buf.data(), k);
-      }
-    }
-    if (ok) {
-      try {
-        out->commit();
-      } catch (const Error& e) {
-        ok = false;
-        message = e.what();
-      }
-    }
-    out.reset();
-  } else {
-    for (int64_t i = 0; i < mine; i += per_msg) {
-      const int64_t k = std::min(per_msg, mine - i);
-      MPI_Send(labels.data() + i, static_cast<int>(k), MPI_INT, 0, 8, comm);
-    }
-  }
-  SSDR_CHECK_COLLECTIVE(comm, ok, message);
+  stream_rows_through_root<int>(
+      labels.data(), static_cast<int64_t>(labels.size()), 1, int64_t{1} << 24, 8, path, npy,
+      [&](int64_t n) { return npy ? npy_header(n, 0, "<i8", true) : std::string(); },
+      [&](std::FILE* f, const int* v, int64_t k) {
+        std::string text;
+        for (int64_t i = 0; i < k; ++i) {
+          if (npy) {
+            const uint64_t x = static_cast<uint64_t>(static_cast<int64_t>(v[i]));
+            for (int b = 0; b < 8; ++b) text.push_back(static_cast<char>((x >> (8 * b)) & 0xff));
+          } else {
+            text += std::to_string(v[i]);
+            text.push_back('\n');
+          }
+        }
+        return std::fwrite(text.data(), 1, text.size(), f) == text.size();
+      },
+      comm);
 }
 
 void write_embedding(const DistMatrix& Y, const std::string& path, const std::string& dataset) {
@@ -662,68 +679,18 @@ void write_embedding(const DistMatrix& Y, const std::string& path, const std::st
 }
 
 void write_embedding_streamed(const DistMatrix& Y, const std::string& path) {
-  MPI_Comm comm = Y.comm;
-  int rank = 0, size = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
   const bool npy = has_extension(path, ".npy");
   const int64_t cols = Y.cols;
-
-  // Every rank's row count, known on rank 0 (the layout need not be balanced).
-  std::vector<int64_t> counts(static_cast<size_t>(size), 0);
-  int64_t mine = Y.n_local;
-  MPI_Gather(&mine, 1, MPI_INT64_T, counts.data(), 1, MPI_INT64_T, 0, comm);
-
-  std::unique_ptr<AtomicFile> out;
-  std::string message;
-  bool ok = true;
-  if (rank == 0) {
-    try {
-      out = std::make_unique<AtomicFile>(path, npy);
-      int64_t n = 0;
-      for (int64_t c : counts) n += c;
-      if (npy) {
-        const std::string h = npy_header(n, cols);
-        std::fwrite(h.data(), 1, h.size(), out->get());
-      }
-    } catch (const Error& e) {
-      ok = false;
-      message = e.what();
-    }
-  }
-  SSDR_CHECK_COLLECTIVE(comm, ok, message);
-
   // Messages of at most ~2^26 doubles: the same split on the sending and receiving side.
   const int64_t rows_per_msg = std::max<int64_t>(1, (int64_t{1} << 26) / std::max<int64_t>(cols, 1));
-  if (rank == 0) {
-    write_rows(out->get(), Y.v.data(), Y.n_local, cols, npy);
-    std::vector<double> buf;
-    for (int r = 1; r < size; ++r) {
-      const int64_t rows = counts[static_cast<size_t>(r)];
-      for (int64_t i = 0; i < rows; i += rows_per_msg) {
-        const int64_t k = std::min(rows_per_msg, rows - i);
-        buf.resize(static_cast<size_t>(k * cols));
-        if (k * cols > 0)
-          MPI_Recv(buf.data(), static_cast<int>(k * cols), MPI_DOUBLE, r, 7, comm,
-                   MPI_STATUS_IGNORE);
-        write_rows(out->get(), buf.data(), k, cols, npy);
-      }
-    }
-    try {
-      out->commit();
-    } catch (const Error& e) {
-      ok = false;
-      message = e.what();
-    }
-    out.reset();
-  } else {
-    for (int64_t i = 0; i < Y.n_local; i += rows_per_msg) {
-      const int64_t k = std::min(rows_per_msg, Y.n_local - i);
-      if (k * cols > 0)
-        MPI_Send(Y.v.data() + i * cols, static_cast<int>(k * cols), MPI_DOUBLE, 0, 7, comm);
-    }
-  }
-  SSDR_CHECK_COLLECTIVE(comm, ok, message);
+  stream_rows_through_root<double>(
+      Y.v.data(), Y.n_local, cols, rows_per_msg, 7, path, npy,
+      [&](int64_t n) { return npy ? npy_header(n, cols) : std::string(); },
+      [&](std::FILE* f, const double* v, int64_t k) {
+        write_rows(f, v, k, cols, npy);
+        return true;  // write_rows' errors surface at the commit (the stream's error flag)
+      },
+      Y.comm);
 }
 
 }  // namespace ssdr::io

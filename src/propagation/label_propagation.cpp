@@ -205,6 +205,13 @@ std::vector<int> block_cg(Mat A, const System& s, const Tolerances& tol, const P
     SSDR_PETSC(VecGetArray(Pv, &p));
     SSDR_PETSC(VecGetArray(Qv, &q));
     PetscLogEventBegin(ev_vector, 0, 0, 0, 0);
+    // A failure inside the vector passes: close the event, hand the arrays back, raise.
+    auto fail = [&](const std::string& what) {
+      PetscLogEventEnd(ev_vector, 0, 0, 0, 0);
+      SSDR_PETSC(VecRestoreArray(Qv, &q));
+      SSDR_PETSC(VecRestoreArray(Pv, &p));
+      not_converged(o, what);
+    };
     // S p = (D/α) p − A p on free rows (0 on known rows, where p is 0), formed where it is
     // used (here and in the next pass) rather than stored: one stream less. γ_k = p_k·(S p)_k.
     const std::vector<double>& gamma = sums_m.sum([&](int64_t i, double* out) {
@@ -223,12 +230,7 @@ std::vector<int> block_cg(Mat A, const System& s, const Tolerances& tol, const P
       breakdown = breakdown || !(gamma[k] > 0);
       alpha[k] = rho[k] / gamma[k];
     }
-    if (breakdown) {
-      PetscLogEventEnd(ev_vector, 0, 0, 0, 0);
-      SSDR_PETSC(VecRestoreArray(Qv, &q));
-      SSDR_PETSC(VecRestoreArray(Pv, &p));
-      not_converged(o, "block CG broke down (pᵀSp ≤ 0: S is not positive definite)");
-    }
+    if (breakdown) fail("block CG broke down (pᵀSp ≤ 0: S is not positive definite)");
     // x += α p, r −= α S p (α = 0 on frozen columns), ρ = r·z and ‖z‖², z = D_S⁻¹r. Known
     // rows keep x (their values) and r = 0.
     const double* al = alpha.data();
@@ -270,12 +272,7 @@ std::vector<int> block_cg(Mat A, const System& s, const Tolerances& tol, const P
       worst = std::max(worst, znorm / znorm0[k]);
       ++left;
     }
-    if (diverged) {
-      PetscLogEventEnd(ev_vector, 0, 0, 0, 0);
-      SSDR_PETSC(VecRestoreArray(Qv, &q));
-      SSDR_PETSC(VecRestoreArray(Pv, &p));
-      not_converged(o, "block CG diverged (‖z‖ ≥ divtol·‖z0‖)");
-    }
+    if (diverged) fail("block CG diverged (‖z‖ ≥ divtol·‖z0‖)");
     const double* zc = zcoef.data();
     const double* be = beta.data();
     for (int64_t i = 0; i < n; ++i) {

@@ -3,6 +3,8 @@
 /// The papers' evaluation: 1-nearest-neighbor classification in the projected space,
 /// trained on the labeled samples, accuracy on the unlabeled (transductive) and on the
 /// unseen samples.
+#include <mpi.h>
+
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -42,6 +44,26 @@ std::vector<int> nearest_labels(const DistMatrix& Y, const std::vector<double>& 
 /// \param labels, roles  of Y's local rows (n_local entries each)
 std::vector<int> one_nn_predict(const DistMatrix& Y, const std::vector<int>& labels,
                                 const std::vector<data::Role>& roles);
+
+/// The counts behind an Accuracy, accumulated one prediction at a time on a rank and summed
+/// over a communicator: what accuracy() and a streamed evaluation (tile by tile) share.
+struct AccuracyCounts {
+  int64_t n_unlabeled = 0, correct_unlabeled = 0, n_unseen = 0, correct_unseen = 0;
+  /// Counts one row: its prediction, its true label and its role (labeled rows are not
+  /// scored). Local.
+  void add(int predicted, int truth, data::Role role) {
+    if (role == data::Role::unlabeled) {
+      ++n_unlabeled;
+      correct_unlabeled += predicted == truth;
+    } else if (role == data::Role::unseen) {
+      ++n_unseen;
+      correct_unseen += predicted == truth;
+    }
+  }
+  /// Every rank's counts summed and the accuracies (NaN where nothing was scored).
+  /// Collective over comm (one MPI_Allreduce of four integers).
+  Accuracy total(MPI_Comm comm) const;
+};
 
 /// Accuracy of local predictions (one per local row, with the rows' true labels and roles,
 /// all n_local entries) on the unlabeled and unseen samples. Collective (one MPI_Allreduce).
