@@ -139,22 +139,26 @@ void redistribute_rows(const void* from, int64_t from_start, int64_t from_count,
   std::vector<int64_t> all(4 * static_cast<size_t>(size));
   MPI_Allgather(mine, 4, MPI_INT64_T, all.data(), 4, MPI_INT64_T, comm);
   std::vector<int> sc(static_cast<size_t>(size), 0), sd(sc), rc(sc), rd(sc);
+  bool fits = true;
   // Overlap of my source range with rank r's target range, and of rank r's source with mine.
   for (int r = 0; r < size; ++r) {
     const int64_t* a = all.data() + 4 * static_cast<size_t>(r);
     const int64_t s_lo = std::max(from_start, a[2]), s_hi = std::min(from_start + from_count, a[2] + a[3]);
     if (s_hi > s_lo) {
-      SSDR_CHECK(s_hi - s_lo <= INT_MAX && s_lo - from_start <= INT_MAX, "redistribute_rows: a block exceeds MPI's count limit");
+      fits = fits && s_hi - s_lo <= INT_MAX && s_lo - from_start <= INT_MAX;
       sc[static_cast<size_t>(r)] = static_cast<int>(s_hi - s_lo);
       sd[static_cast<size_t>(r)] = static_cast<int>(s_lo - from_start);
     }
     const int64_t r_lo = std::max(to_start, a[0]), r_hi = std::min(to_start + to_count, a[0] + a[1]);
     if (r_hi > r_lo) {
-      SSDR_CHECK(r_hi - r_lo <= INT_MAX && r_lo - to_start <= INT_MAX, "redistribute_rows: a block exceeds MPI's count limit");
+      fits = fits && r_hi - r_lo <= INT_MAX && r_lo - to_start <= INT_MAX;
       rc[static_cast<size_t>(r)] = static_cast<int>(r_hi - r_lo);
       rd[static_cast<size_t>(r)] = static_cast<int>(r_lo - to_start);
     }
   }
+  // Agreed before the exchange: a rank that cannot post its counts must not leave the others
+  // waiting in MPI_Alltoallv.
+  SSDR_CHECK_COLLECTIVE(comm, fits, "redistribute_rows: a block between two ranks exceeds MPI's count limit (2^31 - 1 items)");
   MPI_Datatype item = MPI_DATATYPE_NULL;
   MPI_Type_contiguous(static_cast<int>(bytes), MPI_BYTE, &item);
   MPI_Type_commit(&item);

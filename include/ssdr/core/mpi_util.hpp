@@ -82,6 +82,7 @@ std::vector<T> allgatherv(const std::vector<T>& local, MPI_Comm comm, GatherCoun
 /// layout's ranges must tile [0, n) in rank order (any balance). One MPI_Alltoallv of a
 /// contiguous datatype of `bytes` bytes (at most 2^31 − 1 items per pair of ranks). Collective
 /// over comm. O(from_count + to_count + P) memory: nothing of size n.
+/// \throws ssdr::Error (collectively) when a block between two ranks exceeds MPI's int count.
 void redistribute_rows(const void* from, int64_t from_start, int64_t from_count, void* to, int64_t to_start,
                        int64_t to_count, size_t bytes, MPI_Comm comm);
 

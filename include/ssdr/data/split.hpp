@@ -28,8 +28,10 @@ struct SplitSpec {
 /// share a key. Local.
 uint64_t split_key(uint64_t seed, int64_t i);
 
-/// Stratified split, identical for every rank count (it depends only on the labels and the
-/// seed). Per class k with n_k samples, its samples are ordered by split_key(seed, i): the
+/// Stratified split (the protocol of soda-nie2009 §6: per class p labeled, a fraction F of
+/// the samples transductive, the rest unseen; sllda-zhao2014 and ssgda-zhang-yeung: p
+/// labeled and q unlabeled per class), identical for every rank count (it depends only on
+/// the labels and the seed). Per class k with n_k samples, its samples are ordered by split_key(seed, i): the
 /// first round(F·n_k) (transductive_fraction F) or p + q (unlabeled_per_class q) are
 /// transductive, the first p of them labeled (labeled_per_class p), the rest unseen. The
 /// per-class thresholds are found by a distributed radix selection (8 rounds of one

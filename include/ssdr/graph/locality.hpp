@@ -41,7 +41,9 @@ struct Renumbering {
 /// \throws ssdr::Error (collectively) on a PETSc failure, with PETSc's message.
 Renumbering renumber_for_locality(Mat A, const std::string& prefix);
 
-/// Per-vertex integers (one per local row of A) moved to B's rows. Collective.
+/// Per-vertex integers (one per local row of A, exact as doubles: |v| < 2^53) moved to B's
+/// rows (one per local row of B). Collective. \throws ssdr::Error when v is not one per
+/// local row of A.
 std::vector<int> to_renumbered(const Renumbering& r, const std::vector<int>& v);
 
 /// A row-distributed matrix in B's rows (n×k, B's local rows) moved back to A's rows: the
