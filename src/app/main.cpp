@@ -46,6 +46,7 @@ const char* kUsage =
     "  transform  apply a saved --model to --data and write the --embedding\n"
     "  predict    label --data by 1-NN against the model's labeled samples, write one label per line\n"
     "  convert    rewrite a data set as HDF5 or NPY, which every rank then reads in parallel\n"
+    "  plot       draw an embedding (CSV, NPY, HDF5) as a PNG/SVG scatter coloured by class (matplotlib)\n"
     "  experiment run a YAML job: protocols, parameter grids, splits, groups, checkpoints, plots\n"
     "  methods    list the methods\n"
     "\n"
@@ -84,7 +85,7 @@ bool is_petsc_option(const char* a) {
   return a[0] == '-' && a[1] != '-' && a[1] != '\0' && !is_negative_number(a);
 }
 
-const char* const kCommands[] = {"fit", "evaluate", "transform", "predict", "convert", "experiment", "methods",
+const char* const kCommands[] = {"fit", "evaluate", "transform", "predict", "convert", "plot", "experiment", "methods",
                                  "help", "version"};
 
 bool is_command(const char* a) {
@@ -263,6 +264,35 @@ std::string parameter_help(const methods::ParameterSpec& p) {
   return h + "]";
 }
 
+/// The label options every command that reads data takes (io::LabelOptions), added to `d`
+/// and read back by read_label_options. Not collective.
+void add_label_options(po::options_description& d) {
+  // clang-format off
+  d.add_options()
+    ("header", po::value<std::string>()->default_value("auto"),
+     "auto | yes | no: the CSV/TSV file's first line names its columns (auto: when one of its value fields is not a number)")
+    ("label-column", po::value<std::string>(),
+     "CSV/TSV: the label column, by header name or 1-based number [default: 1]")
+    ("unlabeled-marker", po::value<std::vector<std::string>>()->composing(),
+     "a label field value that marks an unlabeled row (repeatable; replaces the defaults: the empty field, ?, NA, -1)")
+    ("label-type", po::value<std::string>()->default_value("auto"),
+     "auto | integer | string: labels are integers or names (auto: integers when every label is one; a mix is refused)");
+  // clang-format on
+}
+
+/// The label options given (add_label_options). \throws ssdr::Error naming a bad value.
+io::LabelOptions read_label_options(const po::variables_map& vm) {
+  io::LabelOptions o;
+  o.header = io::parse_header(vm["header"].as<std::string>());
+  o.type = io::parse_label_type(vm["label-type"].as<std::string>());
+  if (vm.count("label-column")) {
+    o.column = vm["label-column"].as<std::string>();
+    SSDR_REQUIRE(!o.column.empty(), "--label-column: expected a column name or number, got an empty string");
+  }
+  if (vm.count("unlabeled-marker")) o.unlabeled_markers = vm["unlabeled-marker"].as<std::vector<std::string>>();
+  return o;
+}
+
 /// The options of `fit` (evaluate = false) or `evaluate`: the run's options bound to c, and
 /// one option per entry of methods::parameter_table() (read back by parse_fit, which checks
 /// each through methods::set_parameter). Not collective.
@@ -288,6 +318,9 @@ po::options_description fit_options(driver::FitCommand& c, std::string& format, 
     ("transductive-fraction", po::value(&c.split.transductive_fraction), "fraction F of each class in the transductive set; rest unseen")
     ("seed", po::value<int64_t>()->default_value(0), "random seed of the split (and of NN-descent and the landmarks), >= 0")
     ("dim", po::value(&mo.dim)->default_value(0), "projected dimension m (0: c-1)");
+  if (!evaluate)
+    d.add_options()("plot", po::value(&c.plot), "a PNG/SVG scatter of the embedding at the end (as ssdr plot; matplotlib)");
+  add_label_options(d);
   po::options_description params("method parameters (job-file keys: the option without '--', '-' -> '_')");
   for (const auto& p : methods::parameter_table()) {
     const std::string name = p.cli_option().substr(2), help = parameter_help(p);
@@ -374,9 +407,11 @@ void reject_positional(const po::parsed_options& parsed) {
 /// instead of parsing further, required options checked, --quiet applied. Returns true when
 /// --help was asked for. Replicated (every rank parses the same argv).
 bool parse_command(const std::vector<std::string>& args, const po::options_description& d, po::variables_map& vm,
-                   const std::string& help_tail = "") {
-  const po::parsed_options parsed = po::command_line_parser(args).options(d).run();
-  reject_positional(parsed);
+                   const std::string& help_tail = "", const po::positional_options_description* positional = nullptr) {
+  const po::parsed_options parsed = positional != nullptr
+                                        ? po::command_line_parser(args).options(d).positional(*positional).run()
+                                        : po::command_line_parser(args).options(d).run();
+  if (positional == nullptr) reject_positional(parsed);
   po::store(parsed, vm);
   if (vm.count("help")) {
     std::ostringstream s;
@@ -403,15 +438,16 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
   c.format = io::parse_format(format);
   c.read.sparse = io::parse_sparsity(vm["sparse"].as<std::string>());
   c.read.native_types = true;  // the fit reads uint8/float32 rows through TypedRows
+  c.read.label = read_label_options(vm);
   const int64_t seed = vm["seed"].as<int64_t>();  // an unsigned option would take -1 as 2^64 - 1
   SSDR_REQUIRE(seed >= 0, "--seed: expected an integer >= 0, got " + std::to_string(seed));
   c.split.seed = static_cast<uint64_t>(seed);
-  for (const char* option : {"report", "model", "embedding", "soft-labels", "split", "data", "graph-in", "graph-out"})
+  for (const char* option : {"report", "model", "embedding", "soft-labels", "split", "data", "graph-in", "graph-out", "plot"})
     SSDR_REQUIRE(!vm.count(option) || !vm[option].as<std::string>().empty(),
                  std::string("--") + option + ": expected a file name, got an empty string");
   const auto& info = methods::find_method(c.config.method);
   if (!info.projects)  // lp: a transductive classifier, nothing to save or embed
-    for (const char* option : {"model", "embedding"})
+    for (const char* option : {"model", "embedding", "plot"})
       SSDR_REQUIRE(!vm.count(option), std::string("--") + option + ": method " + info.name +
                                           " learns no projection, so it has no " + option + " to write");
   // The method's paper preprocessing and kernel with every parameter option the user gave
@@ -432,7 +468,15 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
   c.config = driver::make_fit_config(c.config.method, settings, c.config.method_options.dim, c.split.seed,
                                      max_kernel_memory);
   const bool has_split = vm.count("split") > 0, has_p = vm.count("labeled-per-class") > 0;
-  SSDR_REQUIRE(has_split != has_p, "give either --split FILE or --labeled-per-class P");
+  // Neither: the data's own labeled and unlabeled rows (data::roles_from_labels); evaluate
+  // draws random splits and needs p.
+  SSDR_REQUIRE(!(has_split && has_p), "give either --split FILE or --labeled-per-class P, not both");
+  SSDR_REQUIRE(!evaluate || has_p, "evaluate draws random splits: give --labeled-per-class P");
+  c.roles_from_data = !has_split && !has_p;
+  SSDR_REQUIRE(c.plot.empty() || io::has_extension(c.plot, ".png") || io::has_extension(c.plot, ".svg"),
+               "--plot " + c.plot + ": expected a name ending in .png or .svg");
+  SSDR_REQUIRE(has_split || has_p || (!vm.count("unlabeled-per-class") && !vm.count("transductive-fraction")),
+               "--unlabeled-per-class/--transductive-fraction go with --labeled-per-class");
   if (has_split)
     SSDR_REQUIRE(!vm.count("unlabeled-per-class") && !vm.count("transductive-fraction"),
                  "--unlabeled-per-class/--transductive-fraction go with --labeled-per-class, not --split");
@@ -486,11 +530,13 @@ driver::TransformCommand parse_transform(const std::vector<std::string>& args, b
     ("embedding", po::value(&c.embedding)->required(), "output, .csv, .npy (parallel MPI-IO) or .h5 (parallel HDF5)")
     ("quiet,q", "no progress output");
   // clang-format on
+  add_label_options(d);
   po::variables_map vm;
   help = parse_command(args, d, vm);
   if (help) return c;
   for (const char* option : {"model", "data", "embedding"})
     SSDR_REQUIRE(!vm[option].as<std::string>().empty(), std::string("--") + option + ": expected a file name, got an empty string");
+  c.read.label = read_label_options(vm);
   c.format = io::parse_format(format);
   c.read.no_labels = vm.count("no-labels") > 0;
   c.read.sparse = io::parse_sparsity(vm["sparse"].as<std::string>());
@@ -516,11 +562,13 @@ driver::PredictCommand parse_predict(const std::vector<std::string>& args, bool&
     ("output", po::value(&c.output)->required(), "predicted labels, one per line in file order (.npy: a 1-D int64 array)")
     ("quiet,q", "no progress output");
   // clang-format on
+  add_label_options(d);
   po::variables_map vm;
   help = parse_command(args, d, vm);
   if (help) return c;
   for (const char* option : {"model", "data", "output"})
     SSDR_REQUIRE(!vm[option].as<std::string>().empty(), std::string("--") + option + ": expected a file name, got an empty string");
+  c.read.label = read_label_options(vm);
   c.format = io::parse_format(format);
   c.read.no_labels = vm.count("no-labels") > 0;
   c.read.sparse = io::parse_sparsity(vm["sparse"].as<std::string>());
@@ -543,12 +591,40 @@ driver::ConvertCommand parse_convert(const std::vector<std::string>& args, bool&
     ("labels-output", po::value(&c.labels_output), "with an .npy --output: the labels as an int64 .npy")
     ("quiet,q", "no progress output");
   // clang-format on
+  add_label_options(d);
   po::variables_map vm;
   help = parse_command(args, d, vm);
   if (help) return c;
   for (const char* option : {"data", "output"})
     SSDR_REQUIRE(!vm[option].as<std::string>().empty(), std::string("--") + option + ": expected a file name, got an empty string");
+  c.read.label = read_label_options(vm);
   c.format = io::parse_format(format);
+  return c;
+}
+
+driver::PlotCommand parse_plot(const std::vector<std::string>& args, bool& help) {
+  driver::PlotCommand c;
+  po::options_description d("ssdr plot EMBEDDING --output FIG.png|.svg (first two coordinates, coloured by the label column)");
+  // clang-format off
+  d.add_options()
+    ("help,h", "show this help")
+    ("embedding", po::value(&c.embedding)->required(), "embedding file: CSV written by ssdr (id,label,y1..), NPY or HDF5 (/embedding)")
+    ("output", po::value(&c.output)->required(), "the figure: a name ending in .png or .svg")
+    ("labels", po::value(&c.labels), "an NPY file of labels (integers, -1 unlabeled, or strings) for an NPY/HDF5 embedding")
+    ("title", po::value(&c.title), "the figure's title (default: the embedding's file name)")
+    ("pca", "draw the first two principal components of all m coordinates instead of y1, y2")
+    ("quiet,q", "no progress output");
+  // clang-format on
+  po::positional_options_description pos;
+  pos.add("embedding", 1);
+  po::variables_map vm;
+  help = parse_command(args, d, vm, "", &pos);
+  if (help) return c;
+  for (const char* option : {"embedding", "output"})
+    SSDR_REQUIRE(!vm[option].as<std::string>().empty(), std::string("--") + option + ": expected a file name, got an empty string");
+  SSDR_REQUIRE(io::has_extension(c.output, ".png") || io::has_extension(c.output, ".svg"),
+               "--output " + c.output + ": expected a name ending in .png or .svg");
+  c.pca = vm.count("pca") > 0;
   return c;
 }
 
@@ -682,9 +758,12 @@ int main(int argc, char** argv) {
     } else if (command == "convert") {
       auto c = parse_convert(rest, help);
       if (!help) code = driver::run_convert(c, comm);
+    } else if (command == "plot") {
+      auto c = parse_plot(rest, help);
+      if (!help) code = driver::run_plot(c, comm);
     } else {
       throw Error("unknown command '" + command +
-                      "'; expected fit, evaluate, transform, predict, convert, experiment or methods",
+                      "'; expected fit, evaluate, transform, predict, convert, plot, experiment or methods",
                   __FILE__, __LINE__, true);
     }
   } catch (const po::error& e) {

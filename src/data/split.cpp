@@ -119,10 +119,10 @@ std::vector<Role> make_split(const std::vector<int>& labels, int64_t row_start, 
   std::vector<int64_t> nk(static_cast<size_t>(classes), 0);
   bool in_range = true;
   for (int l : labels) {
-    if (l < 0 || l >= classes) in_range = false;
-    else ++nk[static_cast<size_t>(l)];
+    if (l < -1 || l >= classes) in_range = false;
+    else if (l >= 0) ++nk[static_cast<size_t>(l)];
   }
-  SSDR_CHECK_COLLECTIVE(comm, in_range, "make_split: labels must be in 0.." + std::to_string(classes - 1));
+  SSDR_CHECK_COLLECTIVE(comm, in_range, "make_split: labels must be in 0.." + std::to_string(classes - 1) + " or -1");
   MPI_Allreduce(MPI_IN_PLACE, nk.data(), classes, MPI_INT64_T, MPI_SUM, comm);
   std::vector<int> cls;
   std::vector<int64_t> target;
@@ -150,6 +150,10 @@ std::vector<Role> make_split(const std::vector<int>& labels, int64_t row_start, 
   const std::vector<uint64_t> thr = select_keys(labels, row_start, spec.seed, cls, target, nk, classes, comm);
   std::vector<Role> roles(labels.size(), Role::unseen);
   for (size_t i = 0; i < labels.size(); ++i) {
+    if (labels[i] < 0) {  // a row without a label is always transductive
+      roles[i] = Role::unlabeled;
+      continue;
+    }
     const size_t k = static_cast<size_t>(labels[i]);
     const uint64_t key = split_key(spec.seed, row_start + static_cast<int64_t>(i));
     if (key <= thr[2 * k]) roles[i] = Role::labeled;
@@ -196,6 +200,16 @@ void validate_split(const std::vector<int>& labels, int classes, const std::vect
   SSDR_CHECK_COLLECTIVE(comm, labels.size() == roles.size(),
                         "split has " + std::to_string(roles.size()) + " roles for " + std::to_string(labels.size()) +
                             " samples on this rank");
+  // A row the split calls labeled must have a label (a split file over partly labeled data).
+  int64_t first = -1, row_start = 0, local = static_cast<int64_t>(labels.size());
+  MPI_Exscan(&local, &row_start, 1, MPI_INT64_T, MPI_SUM, comm);
+  if (comm_rank(comm) == 0) row_start = 0;
+  for (size_t i = 0; i < labels.size() && first < 0; ++i)
+    if (roles[i] == Role::labeled && labels[i] < 0) first = row_start + static_cast<int64_t>(i);
+  SSDR_CHECK_COLLECTIVE(comm, first < 0,
+                        "split: sample " + std::to_string(first) +
+                            " is labeled in the split but has no label in the data (an unlabeled marker); expected "
+                            "'unlabeled' or 'unseen' for it");
   std::vector<int64_t> labeled(static_cast<size_t>(classes), 0);
   for (size_t i = 0; i < labels.size(); ++i)
     if (roles[i] == Role::labeled && labels[i] >= 0 && labels[i] < classes) ++labeled[static_cast<size_t>(labels[i])];
@@ -203,6 +217,22 @@ void validate_split(const std::vector<int>& labels, int classes, const std::vect
   for (int k = 0; k < classes; ++k)
     SSDR_REQUIRE(labeled[static_cast<size_t>(k)] > 0,
                "class " + std::to_string(k) + " has no labeled sample; every class needs at least one");
+}
+
+std::vector<Role> roles_from_labels(const std::vector<int>& labels, MPI_Comm comm) {
+  std::vector<Role> roles(labels.size(), Role::labeled);
+  int64_t unlabeled = 0;
+  for (size_t i = 0; i < labels.size(); ++i)
+    if (labels[i] < 0) {
+      roles[i] = Role::unlabeled;
+      ++unlabeled;
+    }
+  MPI_Allreduce(MPI_IN_PLACE, &unlabeled, 1, MPI_INT64_T, MPI_SUM, comm);
+  SSDR_REQUIRE(unlabeled > 0,
+               "every row of the data is labeled, so there is nothing to propagate to: mark the unlabeled rows in the "
+               "label field (empty, ?, NA or -1; --unlabeled-marker), or draw a split with --labeled-per-class P or "
+               "--split FILE");
+  return roles;
 }
 
 SplitCounts count_roles(const std::vector<Role>& roles, MPI_Comm comm) {

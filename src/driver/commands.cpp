@@ -1,6 +1,9 @@
 #include "ssdr/driver/commands.hpp"
 
+#include <fcntl.h>
+#include <spawn.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -44,6 +47,10 @@ std::string fmt_acc(double v) {
 
 std::vector<data::Role> make_roles(const FitCommand& cmd, const io::Dataset& ds, uint64_t seed, MPI_Comm comm) {
   if (!cmd.split_file.empty()) return data::read_split(cmd.split_file, ds.X.row_start, ds.X.n_local, ds.X.n_global, comm);
+  if (cmd.roles_from_data) {
+    SSDR_REQUIRE(ds.labeled(), cmd.data + ": the data have no labels; expected a label column (or --labels FILE for NPY)");
+    return data::roles_from_labels(ds.labels, comm);
+  }
   data::SplitSpec spec = cmd.split;
   spec.seed = seed;
   return data::make_split(ds.labels, ds.X.row_start, ds.classes, spec, comm);
@@ -59,6 +66,32 @@ io::Dataset read_data(const std::string& path, io::Format format, const io::Read
   return ds;
 }
 
+/// The data set's class names as the model records them (integers as numbers, names as
+/// strings), or null when they are 0..c-1. Local.
+nlohmann::json class_names_json(const io::Dataset& ds) {
+  bool identity = ds.integer_labels;
+  for (size_t k = 0; identity && k < ds.class_names.size(); ++k) identity = ds.class_names[k] == std::to_string(k);
+  if (identity) return nullptr;
+  nlohmann::json names = nlohmann::json::array();
+  for (const std::string& s : ds.class_names)
+    names.push_back(ds.integer_labels ? nlohmann::json(std::stoll(s)) : nlohmann::json(s));
+  return names;
+}
+
+/// The model's class names: its parameters' class_names (numbers as their decimal text, as
+/// the data readers name integer classes), else "0".."c-1". Local.
+std::vector<std::string> model_class_names(const model::Model& m) {
+  std::vector<std::string> names;
+  const nlohmann::json p = nlohmann::json::parse(m.parameters_json, nullptr, false);
+  if (p.is_object() && p.contains("class_names") && p["class_names"].is_array() &&
+      static_cast<int64_t>(p["class_names"].size()) == m.classes) {
+    for (const auto& v : p["class_names"]) names.push_back(v.is_string() ? v.get<std::string>() : v.dump());
+    return names;
+  }
+  for (int64_t k = 0; k < m.classes; ++k) names.push_back(std::to_string(k));
+  return names;
+}
+
 nlohmann::json base_report(const FitCommand& cmd, const io::Dataset& ds, MPI_Comm comm) {
   nlohmann::json r;
   r["ssdr_version"] = version();
@@ -70,6 +103,7 @@ nlohmann::json base_report(const FitCommand& cmd, const io::Dataset& ds, MPI_Com
   r["n"] = ds.X.n_global;
   r["d"] = ds.X.cols;
   r["classes"] = ds.classes;
+  r["class_names"] = ds.class_names;
   r["parameters"] = cmd.config.parameters;
   return r;
 }
@@ -120,7 +154,7 @@ FitConfig selected_config(const FitCommand& cmd, const io::Dataset& ds, const st
 
 void check_outputs(const FitCommand& cmd, MPI_Comm comm) {
   io::check_outputs({{"--report", cmd.report}, {"--model", cmd.model}, {"--embedding", cmd.embedding},
-                     {"--soft-labels", cmd.soft_labels}, {"--graph-out", cmd.graph_out}},
+                     {"--soft-labels", cmd.soft_labels}, {"--graph-out", cmd.graph_out}, {"--plot", cmd.plot}},
                     {{"--data", cmd.data}, {"--split", cmd.split_file}, {"--labels", cmd.read.labels},
                      {"--graph-in", cmd.graph_in}},
                     comm);
@@ -140,13 +174,17 @@ int run_fit(const FitCommand& cmd, MPI_Comm comm) {
   FitConfig config = selected_config(cmd, ds, roles, cmd.split.seed, timings, selection);
   config.graph_in = cmd.graph_in;
   config.keep_lists = !cmd.graph_out.empty();
+  // The classes' names in the model and the report, as Python's fit records them (not for
+  // the classes 0..c-1 themselves).
+  const nlohmann::json names = class_names_json(ds);
+  if (!names.is_null()) config.parameters["class_names"] = names;
   nlohmann::json r = base_report(cmd, ds, comm);
   const int64_t n = ds.X.n_global;
   // The single fit consumes the data (one copy of it in memory, not the raw and the
   // preprocessed rows side by side). The embedding (n×m, small) is kept for --embedding
   // and for the model's labeled samples.
   Estimator estimator(config);
-  FitOutcome out = estimator.fit_split(ds, roles, !cmd.embedding.empty());
+  FitOutcome out = estimator.fit_split(ds, roles, !cmd.embedding.empty() || !cmd.plot.empty());
   for (auto& [k, v] : out.timings) timings[k] += v;
   if (!selection.is_null()) out.info["selection"] = selection;
   const double total = MPI_Wtime() - t0;
@@ -158,6 +196,10 @@ int run_fit(const FitCommand& cmd, MPI_Comm comm) {
                 {"seed", cmd.split.seed}, {"file", cmd.split_file}};
   r["accuracy"] = {{"unlabeled", number_or_null(out.accuracy.unlabeled)},
                    {"unseen", number_or_null(out.accuracy.unseen)}};
+  // The samples scored: those with a true label (an unlabeled row of the data has none).
+  r["scored"] = {{"unlabeled", out.accuracy.n_unlabeled}, {"unseen", out.accuracy.n_unseen}};
+  const bool truth = out.accuracy.n_unlabeled + out.accuracy.n_unseen > 0;
+  if (!truth) r["accuracy_note"] = "no accuracy: no unlabeled or unseen sample has a true label in the data";
   r["trace_ratio"] = number_or_null(out.trace_ratio);
   // An approximate graph's estimated recall@k at the top level, where nobody misses it.
   if (out.info.contains("graph") && out.info["graph"].contains("knn_recall"))
@@ -171,9 +213,16 @@ int run_fit(const FitCommand& cmd, MPI_Comm comm) {
   // nothing that looks like a result.
   std::vector<std::string> written;
   try {
+    // CSV outputs name their columns: each row's sample index, its label by name (empty for an
+    // unlabeled row), then y1..ym (soft labels: the classes' names and "outlier").
     if (!cmd.embedding.empty()) {
       Phase phase("write embedding");
-      io::write_embedding(out.embedding, cmd.embedding);
+      io::TableColumns table;
+      if (ds.labeled() && static_cast<int64_t>(ds.labels.size()) == out.embedding.n_local) {
+        table.labels = &ds.labels;
+        table.names = &ds.class_names;
+      }
+      io::write_embedding(out.embedding, cmd.embedding, "/embedding", table);
       written.push_back(cmd.embedding);
     }
     if (!cmd.graph_out.empty()) {
@@ -184,7 +233,24 @@ int run_fit(const FitCommand& cmd, MPI_Comm comm) {
     }
     if (!cmd.soft_labels.empty()) {
       Phase phase("write soft labels");
-      io::write_embedding(out.soft_labels, cmd.soft_labels, "/soft_labels");
+      io::TableColumns table;
+      std::vector<int64_t> ids;
+      std::vector<int> truth;
+      for (size_t i = 0; i < roles.size(); ++i)
+        if (roles[i] != data::Role::unseen) {
+          ids.push_back(ds.X.row_start + static_cast<int64_t>(i));
+          truth.push_back(ds.labels[i]);
+        }
+      if (static_cast<int64_t>(ids.size()) == out.soft_labels.n_local) {
+        table.ids = &ids;
+        table.labels = &truth;
+        table.names = &ds.class_names;
+      }
+      if (out.soft_labels.cols == ds.classes || out.soft_labels.cols == ds.classes + 1) {
+        table.columns = ds.class_names;
+        if (out.soft_labels.cols == ds.classes + 1) table.columns.push_back("outlier");
+      }
+      io::write_embedding(out.soft_labels, cmd.soft_labels, "/soft_labels", table);
       written.push_back(cmd.soft_labels);
     }
     if (!cmd.model.empty()) {
@@ -192,6 +258,32 @@ int run_fit(const FitCommand& cmd, MPI_Comm comm) {
       written.push_back(cmd.model);
     }
     if (!cmd.report.empty()) on_root(comm, [&] { io::write_text_atomic(cmd.report, r.dump(2) + "\n"); });
+    if (!cmd.plot.empty()) {
+      // From the CSV embedding just written, else from a temporary CSV beside the figure.
+      Phase phase("plot");
+      const bool csv = !cmd.embedding.empty() && io::has_extension(cmd.embedding, ".csv");
+      PlotCommand plot{csv ? cmd.embedding : cmd.plot + ".tmp." + std::to_string(::getpid()) + ".csv", cmd.plot, "",
+                       cmd.config.method + " on " + cmd.data, false};
+      int pid = ::getpid();
+      MPI_Bcast(&pid, 1, MPI_INT, 0, comm);
+      if (!csv) {
+        plot.embedding = cmd.plot + ".tmp." + std::to_string(pid) + ".csv";
+        io::TableColumns table;
+        if (ds.labeled() && static_cast<int64_t>(ds.labels.size()) == out.embedding.n_local) {
+          table.labels = &ds.labels;
+          table.names = &ds.class_names;
+        }
+        io::write_embedding_streamed(out.embedding, plot.embedding, table);
+      }
+      try {
+        run_plot(plot, comm);
+      } catch (...) {
+        if (!csv && comm_rank(comm) == 0) ::unlink(plot.embedding.c_str());
+        throw;
+      }
+      if (!csv && comm_rank(comm) == 0) ::unlink(plot.embedding.c_str());
+      written.push_back(cmd.plot);
+    }
   } catch (...) {
     if (comm_rank(comm) == 0)
       for (const std::string& path : written) {
@@ -201,7 +293,15 @@ int run_fit(const FitCommand& cmd, MPI_Comm comm) {
     throw;
   }
 
-  if (comm_rank(comm) == 0) {
+  if (comm_rank(comm) == 0 && !truth) {  // nothing to score: no accuracy columns
+    std::printf("%-10s %5s %7s %7s %9s %7s %4s %9s %12s\n", "method", "ranks", "n", "labeled", "unlabeled", "unseen",
+                "dim", "time_s", "peak_MiB/rk");
+    std::printf("%-10s %5d %7lld %7lld %9lld %7lld %4lld %9.2f %12.0f\n", cmd.config.method.c_str(), comm_size(comm),
+                static_cast<long long>(n), static_cast<long long>(counts.labeled),
+                static_cast<long long>(counts.unlabeled), static_cast<long long>(counts.unseen),
+                static_cast<long long>(out.dim), total, r["peak_memory_mib"]["max"].get<double>());
+    std::fflush(stdout);
+  } else if (comm_rank(comm) == 0) {
     print_table_header();
     std::printf("%-10s %5d %7lld %7lld %9lld %7lld %4lld %9s %9s %9.2f %12.0f\n", cmd.config.method.c_str(), comm_size(comm),
                 static_cast<long long>(n), static_cast<long long>(counts.labeled),
@@ -323,7 +423,12 @@ int run_transform(const TransformCommand& cmd, MPI_Comm comm) {
                                            " features but the model '" + cmd.model + "' expects " +
                                            std::to_string(m.d_input));
   const DistMatrix Y = ds.sparse ? estimator.transform(ds.Xs) : estimator.transform(ds.X);
-  io::write_embedding(Y, cmd.embedding);
+  io::TableColumns table;
+  if (ds.labeled() && static_cast<int64_t>(ds.labels.size()) == Y.n_local) {
+    table.labels = &ds.labels;
+    table.names = &ds.class_names;
+  }
+  io::write_embedding(Y, cmd.embedding, "/embedding", table);
   say("wrote " + std::to_string(Y.n_global) + " x " + std::to_string(Y.cols) + " embedding to " + cmd.embedding);
   return 0;
 }
@@ -347,20 +452,105 @@ int run_predict(const PredictCommand& cmd, MPI_Comm comm) {
   const std::vector<int> predicted = ds.sparse ? estimator.predict(ds.Xs) : estimator.predict(ds.X);
   const int64_t n = ds.X.n_global;
   const bool labeled = ds.labeled();
-  int64_t correct = 0;
+  // The model's classes by name (its class_names, else 0..c-1); the data's labels are
+  // compared by name, so the two files need not code the classes alike.
+  const std::vector<std::string> names = model_class_names(m);
+  int64_t facts[2] = {0, 0};  // correct, scored
   if (labeled)
-    for (size_t i = 0; i < predicted.size(); ++i)
-      correct += predicted[i] == ds.labels[i] ? 1 : 0;
-  MPI_Allreduce(MPI_IN_PLACE, &correct, 1, MPI_INT64_T, MPI_SUM, comm);
+    for (size_t i = 0; i < predicted.size(); ++i) {
+      if (ds.labels[i] < 0) continue;  // an unlabeled row has no truth
+      ++facts[1];
+      facts[0] += names[static_cast<size_t>(predicted[i])] == ds.class_names[static_cast<size_t>(ds.labels[i])] ? 1 : 0;
+    }
+  MPI_Allreduce(MPI_IN_PLACE, facts, 2, MPI_INT64_T, MPI_SUM, comm);
   ds = io::Dataset();
-  // Each rank's predictions, streamed to the file through rank 0 in row order.
-  io::write_labels(predicted, cmd.output, comm, io::has_extension(cmd.output, ".npy"));
+  // Each rank's predictions by name, streamed to the file through rank 0 in row order.
+  io::write_labels(predicted, cmd.output, comm, io::has_extension(cmd.output, ".npy"), &names, "prediction");
   say("wrote " + std::to_string(n) + " predicted labels to " + cmd.output);
-  if (labeled && comm_rank(comm) == 0) {  // the accuracy, like fit's table, whatever --quiet says
-    std::printf("predict: %lld samples, accuracy %s (%lld correct)\n", static_cast<long long>(n),
-                fmt_acc(static_cast<double>(correct) / static_cast<double>(n)).c_str(), static_cast<long long>(correct));
+  if (labeled && facts[1] > 0 && comm_rank(comm) == 0) {  // the accuracy, like fit's table, whatever --quiet says
+    std::printf("predict: %lld samples, accuracy %s (%lld correct of %lld labeled)\n", static_cast<long long>(n),
+                fmt_acc(static_cast<double>(facts[0]) / static_cast<double>(facts[1])).c_str(),
+                static_cast<long long>(facts[0]), static_cast<long long>(facts[1]));
     std::fflush(stdout);
   }
+  return 0;
+}
+
+namespace {
+
+/// The plotting script: beside an installed ssdr (PREFIX/share/ssdr), else in the source tree.
+std::string plot_script() {
+  char exe[4096];
+  const ssize_t len = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (len > 0) {
+    std::string dir(exe, static_cast<size_t>(len));
+    dir = dir.substr(0, dir.rfind('/'));
+    const std::string installed = dir + "/../share/ssdr/plot_embedding.py";
+    struct stat st {};
+    if (::stat(installed.c_str(), &st) == 0) return installed;
+  }
+  return SSDR_PLOT_SCRIPT_SOURCE;
+}
+
+/// Runs argv (no shell) and returns its exit status; its stderr is captured into `err`.
+int run_program(const std::vector<std::string>& args, std::string& err) {
+  int fds[2];
+  if (::pipe(fds) != 0) {
+    err = std::string("cannot create a pipe: ") + std::strerror(errno);
+    return -1;
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
+  posix_spawn_file_actions_addclose(&actions, fds[0]);
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(fds[1]);
+  if (rc != 0) {
+    ::close(fds[0]);
+    err = "cannot run " + args[0] + ": " + std::strerror(rc);
+    return -1;
+  }
+  char buf[4096];
+  ssize_t got = 0;
+  while ((got = ::read(fds[0], buf, sizeof buf)) > 0) err.append(buf, static_cast<size_t>(got));
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+}  // namespace
+
+int run_plot(const PlotCommand& cmd, MPI_Comm comm) {
+  io::check_outputs({{"--output", cmd.output}}, {{"EMBEDDING", cmd.embedding}, {"--labels", cmd.labels}}, comm);
+  std::string message;
+  bool ok = true;
+  if (comm_rank(comm) == 0) {
+    std::vector<std::string> args = {SSDR_PYTHON, plot_script(), cmd.embedding, "--output", cmd.output};
+    if (!cmd.labels.empty()) args.insert(args.end(), {"--labels", cmd.labels});
+    if (!cmd.title.empty()) args.insert(args.end(), {"--title", cmd.title});
+    if (cmd.pca) args.push_back("--pca");
+    std::string err;
+    const int status = run_program(args, err);
+    if (status != 0) {
+      ok = false;
+      // The script's last line (its own one-line error), without its "ssdr plot: " prefix.
+      while (!err.empty() && (err.back() == '\n' || err.back() == '\r')) err.pop_back();
+      const size_t nl = err.rfind('\n');
+      message = nl == std::string::npos ? err : err.substr(nl + 1);
+      if (message.rfind("ssdr plot: ", 0) == 0) message = message.substr(11);
+      if (message.empty()) message = "plot: " + args[0] + " exited with status " + std::to_string(status);
+      else message = "plot: " + message;
+    }
+  }
+  SSDR_CHECK_COLLECTIVE(comm, ok, message);
+  say("wrote the plot " + cmd.output);
   return 0;
 }
 

@@ -86,13 +86,19 @@ Dataset read_dataset(const std::string& path, Format format, MPI_Comm comm, cons
     throw Error(std::string("--sparse yes: only LIBSVM data are read sparse; '") + path + "' is read as " +
                     format_name(format),
                 __FILE__, __LINE__, true);
-  if (format == Format::idx) return read_idx(path, comm, options.native_types);
+  const LabelOptions::Header header = options.label.header;
+  if ((header != LabelOptions::Header::automatic || !options.label.column.empty()) && format != Format::csv)
+    throw Error(std::string("--header/--label-column: only for CSV/TSV data; '") + path + "' is read as " +
+                    format_name(format),
+                __FILE__, __LINE__, true);
+  if (format == Format::idx) return read_idx(path, comm, options.native_types, options.label);
   if (format == Format::npy)
-    return detail::read_npy(path, options.labels, options.labels_required, comm, options.native_types);
+    return detail::read_npy(path, options.labels, options.labels_required, comm, options.native_types, options.label);
   if (format == Format::hdf5)
     return detail::read_hdf5(path, options.hdf5_data, options.hdf5_labels, options.labels_required, comm,
-                             options.native_types);
-  return read_text(path, format, comm, !options.no_labels, format == Format::libsvm ? options.sparse : Sparsity::dense);
+                             options.native_types, options.label);
+  return read_text(path, format, comm, !options.no_labels, format == Format::libsvm ? options.sparse : Sparsity::dense,
+                   options.label);
 }
 
 }  // namespace ssdr::io

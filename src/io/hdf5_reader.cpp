@@ -53,7 +53,7 @@ hid_t open_parallel(const std::string& path, MPI_Comm comm, bool create) {
 void quiet_hdf5() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
 
 Dataset read_hdf5(const std::string& path, const std::string& data_name, const std::string& labels_name,
-                  bool labels_required, MPI_Comm comm, bool native_types) {
+                  bool labels_required, MPI_Comm comm, bool native_types, const LabelOptions& label) {
   int size = 1;
   MPI_Comm_size(comm, &size);
   attempt_on_root(comm, [&] {
@@ -127,40 +127,68 @@ Dataset read_hdf5(const std::string& path, const std::string& data_name, const s
   SSDR_CHECK_COLLECTIVE(comm, shape_ok,
                         path + ":" + labels_name + ": expected " + std::to_string(n) + " labels (one per row of " +
                             data_name + ")");
-  SSDR_CHECK_COLLECTIVE(comm, type_class(lab.get()) == H5T_INTEGER,
-                        path + ":" + labels_name + ": labels must have an integer type");
+  const H5T_class_t label_class = type_class(lab.get());
+  SSDR_CHECK_COLLECTIVE(comm, label_class == H5T_INTEGER || label_class == H5T_STRING,
+                        path + ":" + labels_name + ": labels must have an integer or a string type");
   // Each rank reads its own rows' labels (a hyperslab): nothing of size n on any rank.
   const int64_t n_local = ds.X.n_local;
-  std::vector<long long> raw(static_cast<size_t>(n_local));
-  {
-    Hid fspace(H5Dget_space(lab.get()), H5Sclose);
-    const hsize_t start[2] = {static_cast<hsize_t>(ds.X.row_start), 0};
-    const hsize_t count[2] = {static_cast<hsize_t>(n_local), 1};
-    const int rank_of = static_cast<int>(ldims.size());
-    if (n_local > 0) H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start, nullptr, count, nullptr);
-    else H5Sselect_none(fspace.get());
-    Hid mspace(H5Screate_simple(rank_of, count, nullptr), H5Sclose);
-    if (n_local == 0) H5Sselect_none(mspace.get());
-    Hid dxpl(H5Pcreate(H5P_DATASET_XFER), H5Pclose);
-    H5Pset_dxpl_mpio(dxpl.get(), H5FD_MPIO_COLLECTIVE);
+  Hid fspace(H5Dget_space(lab.get()), H5Sclose);
+  const hsize_t start[2] = {static_cast<hsize_t>(ds.X.row_start), 0};
+  const hsize_t count[2] = {static_cast<hsize_t>(n_local), 1};
+  const int rank_of = static_cast<int>(ldims.size());
+  if (n_local > 0) H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start, nullptr, count, nullptr);
+  else H5Sselect_none(fspace.get());
+  Hid mspace(H5Screate_simple(rank_of, count, nullptr), H5Sclose);
+  if (n_local == 0) H5Sselect_none(mspace.get());
+  Hid dxpl(H5Pcreate(H5P_DATASET_XFER), H5Pclose);
+  H5Pset_dxpl_mpio(dxpl.get(), H5FD_MPIO_COLLECTIVE);
+  const std::string what = path + ":" + labels_name;
+  if (label_class == H5T_INTEGER) {
+    std::vector<long long> raw(static_cast<size_t>(n_local));
     const herr_t rc = H5Dread(lab.get(), H5T_NATIVE_LLONG, mspace.get(), fspace.get(), dxpl.get(), raw.data());
-    SSDR_CHECK_COLLECTIVE(comm, rc >= 0, "cannot read " + path + ":" + labels_name + " (HDF5 read error)");
+    SSDR_CHECK_COLLECTIVE(comm, rc >= 0, "cannot read " + what + " (HDF5 read error)");
+    code_integer_labels(ds, std::vector<int64_t>(raw.begin(), raw.end()), label, what, comm);
+    return ds;
   }
-  ds.labels.resize(static_cast<size_t>(n_local));
-  std::string message;  // the lowest failing rank's: the file's first bad label
-  int largest = -1;
-  for (int64_t i = 0; i < n_local && message.empty(); ++i) {
-    const long long v = raw[static_cast<size_t>(i)];
-    if (v < 0 || v >= n)
-      message = path + ":" + labels_name + ": label " + std::to_string(v) + " of sample " +
-                std::to_string(ds.X.row_start + i) +
-                " is not a class: labels must be 0..c-1 with c at most the number of samples (" + std::to_string(n) + ")";
-    else ds.labels[static_cast<size_t>(i)] = static_cast<int>(v);
-    largest = std::max(largest, ds.labels[static_cast<size_t>(i)]);
+  // Names (h5py's variable-length strings, or fixed-length ones), coded as a CSV field is.
+  Hid ftype(H5Dget_type(lab.get()), H5Tclose);
+  const bool variable = H5Tis_variable_str(ftype.get()) > 0;
+  Hid mtype(H5Tcopy(H5T_C_S1), H5Tclose);
+  const size_t width = variable ? 0 : H5Tget_size(ftype.get());
+  H5Tset_size(mtype.get(), variable ? H5T_VARIABLE : width);
+  H5Tset_cset(mtype.get(), H5Tget_cset(ftype.get()));
+  std::vector<std::string> names(static_cast<size_t>(n_local));
+  herr_t rc = 0;
+  if (variable) {
+    std::vector<char*> ptrs(static_cast<size_t>(n_local), nullptr);
+    rc = H5Dread(lab.get(), mtype.get(), mspace.get(), fspace.get(), dxpl.get(), ptrs.data());
+    if (rc >= 0) {
+      for (int64_t i = 0; i < n_local; ++i)
+        if (ptrs[static_cast<size_t>(i)] != nullptr) names[static_cast<size_t>(i)] = ptrs[static_cast<size_t>(i)];
+      H5Dvlen_reclaim(mtype.get(), mspace.get(), H5P_DEFAULT, ptrs.data());
+    }
+  } else {
+    std::vector<char> buf(static_cast<size_t>(n_local) * width + 1, '\0');
+    rc = H5Dread(lab.get(), mtype.get(), mspace.get(), fspace.get(), dxpl.get(), buf.data());
+    for (int64_t i = 0; rc >= 0 && i < n_local; ++i) {
+      const char* e = buf.data() + static_cast<size_t>(i) * width;
+      names[static_cast<size_t>(i)] = std::string(e, strnlen(e, width));
+    }
   }
-  SSDR_CHECK_COLLECTIVE(comm, message.empty(), message);
-  MPI_Allreduce(&largest, &ds.classes, 1, MPI_INT, MPI_MAX, comm);
-  ds.classes += 1;
+  SSDR_CHECK_COLLECTIVE(comm, rc >= 0, "cannot read " + what + " (HDF5 read error)");
+  LabelCoder coder(label);
+  std::vector<int> codes(static_cast<size_t>(n_local), -1);
+  std::string message;
+  const std::string where_path = what + ": label";
+  const bool ok = attempt(
+      [&] {
+        for (int64_t i = 0; i < n_local; ++i)
+          codes[static_cast<size_t>(i)] = coder.code(names[static_cast<size_t>(i)], Where{&where_path, ds.X.row_start + i + 1});
+      },
+      message);
+  SSDR_CHECK_COLLECTIVE(comm, ok, message);
+  coder.finish(comm, what);
+  set_classes(ds, coder, std::move(codes));
   return ds;
 }
 

@@ -124,7 +124,7 @@ void read_idx_labels(const IdxPart& part, int64_t lo, int64_t hi, int* out) {
 
 }  // namespace
 
-Dataset read_idx(const std::string& path, MPI_Comm comm, bool native_types) {
+Dataset read_idx(const std::string& path, MPI_Comm comm, bool native_types, const LabelOptions& label) {
   std::vector<IdxPart> parts;
   std::string message;
   int64_t n = 0, d = 0;
@@ -153,30 +153,21 @@ Dataset read_idx(const std::string& path, MPI_Comm comm, bool native_types) {
   ds.source = path;
   if (native_types) make_typed(ds, n, d, ElementType::u8, comm);  // the pixels as bytes
   else ds.X = make_dist(comm, n, d);
-  ds.labels.assign(static_cast<size_t>(ds.X.n_local), 0);
-  int largest = -1;
-  std::string where;  // the labels file holding this rank's largest label
+  std::vector<int> raw_labels(static_cast<size_t>(ds.X.n_local), 0);
   ok = attempt(
       [&] {
         const int64_t my_start = ds.X.row_start, my_end = ds.X.row_start + ds.X.n_local;
         for (const IdxPart& p : parts) {
           const int64_t lo = std::max(my_start, p.offset), hi = std::min(my_end, p.offset + p.n);
           if (lo >= hi) continue;
-          read_idx_labels(p, lo, hi, ds.labels.data() + (lo - my_start));
-          for (int64_t i = lo; i < hi; ++i)
-            if (ds.labels[static_cast<size_t>(i - my_start)] > largest) {
-              largest = ds.labels[static_cast<size_t>(i - my_start)];
-              where = p.labels;
-            }
+          read_idx_labels(p, lo, hi, raw_labels.data() + (lo - my_start));
         }
       },
       message);
   SSDR_CHECK_COLLECTIVE(comm, ok, message);
-  MPI_Allreduce(&largest, &ds.classes, 1, MPI_INT, MPI_MAX, comm);
-  SSDR_CHECK_COLLECTIVE(comm, ds.classes < n || largest < ds.classes,
-                        "'" + where + "': label " + std::to_string(ds.classes) +
-                            " is not a class: labels must be 0..c-1 with c at most the number of samples");
-  ds.classes += 1;
+  // The label bytes as integer classes, agreed over the ranks (Fashion-MNIST: 0..9 as they are).
+  code_integer_labels(ds, std::vector<int64_t>(raw_labels.begin(), raw_labels.end()), label,
+                      parts.front().labels, comm);
 
   ok = attempt(
       [&] {

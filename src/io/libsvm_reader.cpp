@@ -18,11 +18,17 @@ std::string_view next_token(std::string_view s, size_t& pos) {
 /// Parses one LIBSVM line. Returns the label; `max_index` is raised to the largest index.
 /// When `row` is given (width d), the values are stored at index-1 (indices > d fail).
 int parse_libsvm_line(std::string_view line, const Where& at, int64_t& max_index, double* row, int64_t d,
-                      std::vector<int32_t>* cols, std::vector<double>* vals, int64_t* nnz) {
+                      LabelCoder* coder, std::vector<int32_t>* cols, std::vector<double>* vals, int64_t* nnz) {
   const size_t hash = line.find('#');
   if (hash != std::string_view::npos) line = line.substr(0, hash);
   size_t pos = 0;
-  const int label = parse_label(next_token(line, pos), at);
+  // The label field; a line that starts with a feature has an empty one (unlabeled when ""
+  // is a marker).
+  size_t after = pos;
+  const std::string_view first = next_token(line, after);
+  const bool has_label = first.find(':') == std::string_view::npos;
+  if (has_label) pos = after;
+  const int label = coder == nullptr ? -1 : coder->code(has_label ? first : std::string_view(), at);
   int64_t prev = 0;
   for (;;) {
     const std::string_view tok = next_token(line, pos);

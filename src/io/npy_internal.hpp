@@ -7,13 +7,14 @@
 #include <vector>
 
 #include "ssdr/core/dense.hpp"
+#include "ssdr/io/dataset.hpp"
 
 namespace ssdr::io::detail {
 
 /// What an NPY header says about the array that follows it.
 struct NpyHeader {
   int64_t data_offset = 0;      ///< bytes before the first element
-  char kind = 'f';              ///< 'f' real, 'i' signed, 'u' unsigned integer
+  char kind = 'f';              ///< 'f' real, 'i' signed, 'u' unsigned integer; 'S' bytes, 'U' UTF-32 (labels only)
   int item_size = 8;            ///< bytes per element (f: 4, 8; i/u: 1, 2, 4, 8)
   bool swap = false;            ///< big-endian elements
   std::vector<int64_t> shape;   ///< C order
@@ -28,12 +29,12 @@ NpyHeader read_npy_header(const std::string& path);
 /// round to the nearest double). Local.
 void to_double(const unsigned char* src, int64_t count, const NpyHeader& h, double* dst);
 
-/// Reads labels [row_start, row_start + n_local) of the n labels of a 1-D (or n×1) integer NPY
-/// file (each rank its own rows' labels, collective MPI-IO); each must be in 0..n−1.
-/// `classes` receives c = the largest label + 1 over all ranks. Collective over comm.
+/// Reads the labels of ds's rows [row_start, row_start + n_local) of the n labels of a 1-D
+/// (or n×1) NPY file (each rank its own rows' labels, collective MPI-IO): integers (−1 or the
+/// integer unlabeled markers: unlabeled), floats holding integers (NaN: unlabeled) or strings
+/// ('<U…', '|S…': names; "" unlabeled), coded with `label` and agreed over comm
+/// (ds.labels, ds.classes, ds.class_names). Collective over comm.
 /// \throws ssdr::Error (collectively) naming the file and the first bad sample.
-std::vector<int> read_npy_labels(const std::string& path, int64_t n, int64_t row_start, int64_t n_local,
-                                 int& classes, MPI_Comm comm);
-
+void read_npy_labels(const std::string& path, Dataset& ds, const LabelOptions& label, MPI_Comm comm);
 
 }  // namespace ssdr::io::detail

@@ -69,16 +69,20 @@ NpyHeader read_npy_header(const std::string& path) {
   int item = 0;
   const std::string size_text = descr.substr(3, descr.size() - 4);
   const auto res = std::from_chars(size_text.data(), size_text.data() + size_text.size(), item);
+  // Strings (labels only): 'S' n bytes, 'U' n UTF-32 code points.
+  const bool text = kind == 'U' || kind == 'S';
   const bool known_size = res.ec == std::errc() && res.ptr == size_text.data() + size_text.size() &&
                           (kind == 'f' ? (item == 4 || item == 8)
+                           : text      ? (item >= 1 && item <= 4096)
                                        : (item == 1 || item == 2 || item == 4 || item == 8));
-  if ((order != '<' && order != '>' && order != '|' && order != '=') || (kind != 'f' && kind != 'i' && kind != 'u') ||
-      !known_size)
+  if (kind == 'U') item *= 4;
+  if ((order != '<' && order != '>' && order != '|' && order != '=') ||
+      (kind != 'f' && kind != 'i' && kind != 'u' && !text) || !known_size)
     fail(path + ": NPY dtype " + descr +
          " is not supported (expected a real or integer type: f4, f8, i1..i8, u1..u8)");
   h.kind = kind;
   h.item_size = item;
-  h.swap = item > 1 && order == '>';
+  h.swap = item > 1 && order == '>' && kind != 'S';
   if (dict_value(dict, "fortran_order", path) != "False")
     fail(path + ": a Fortran-order NPY array is not supported (save it with numpy.ascontiguousarray)");
   const std::string shape = dict_value(dict, "shape", path);  // "(n, d)" or "(n,)"
@@ -211,48 +215,104 @@ void read_raw_items(const std::string& path, const NpyHeader& h, int64_t first, 
 
 }  // namespace
 
-std::vector<int> read_npy_labels(const std::string& path, int64_t n, int64_t row_start, int64_t n_local,
-                                 int& classes, MPI_Comm comm) {
+namespace {
+
+/// Appends code point `c` to `out` in UTF-8.
+void append_utf8(uint32_t c, std::string& out) {
+  if (c < 0x80) {
+    out.push_back(static_cast<char>(c));
+  } else if (c < 0x800) {
+    out.push_back(static_cast<char>(0xC0 | (c >> 6)));
+    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+  } else if (c < 0x10000) {
+    out.push_back(static_cast<char>(0xE0 | (c >> 12)));
+    out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+  } else {
+    out.push_back(static_cast<char>(0xF0 | (c >> 18)));
+    out.push_back(static_cast<char>(0x80 | ((c >> 12) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+  }
+}
+
+}  // namespace
+
+void read_npy_labels(const std::string& path, Dataset& ds, const LabelOptions& label, MPI_Comm comm) {
+  const int64_t n = ds.X.n_global, row_start = ds.X.row_start, n_local = ds.X.n_local;
   NpyHeader h;
   attempt_on_root(comm, [&] {
     require_regular(path);
     h = read_npy_header(path);
     const bool column = h.shape.size() == 2 && h.shape[1] == 1;
     if (h.shape.size() != 1 && !column)
-      fail(path + ": labels must be a 1-D array of " + std::to_string(n) + " integers");
-    if (h.kind == 'f') fail(path + ": labels must have an integer dtype (found a floating-point one)");
+      fail(path + ": labels must be a 1-D array of " + std::to_string(n) + " labels (integers or strings)");
     if (h.shape[0] != n)
       fail(path + ": " + std::to_string(h.shape[0]) + " labels for " + std::to_string(n) + " samples");
   });
   bcast_header(h, comm);
   // Each rank reads its own rows' labels: nothing of size n on any rank.
-  std::vector<double> v(static_cast<size_t>(n_local));
-  read_array(path, h, row_start, n_local, v.data(), comm);
-  std::vector<int> labels(static_cast<size_t>(n_local));
-  int64_t bad = -1;
-  int largest = -1;
-  for (int64_t i = 0; i < n_local && bad < 0; ++i) {
-    const double x = v[static_cast<size_t>(i)];
-    if (!(x >= 0.0 && x < static_cast<double>(n))) bad = i;
-    else labels[static_cast<size_t>(i)] = static_cast<int>(x);
-    largest = std::max(largest, labels[static_cast<size_t>(i)]);
+  LabelCoder coder(label);
+  std::vector<int> codes(static_cast<size_t>(n_local), -1);
+  std::string message;
+  bool ok = true;
+  if (h.kind == 'U' || h.kind == 'S') {
+    // Names: each element a fixed-width string (NUL-padded), coded as a CSV field is.
+    std::vector<unsigned char> raw(static_cast<size_t>(n_local * h.item_size));
+    read_raw_items(path, h, row_start, n_local, raw.data(), comm);
+    ok = attempt(
+        [&] {
+          std::string text;
+          for (int64_t i = 0; i < n_local; ++i) {
+            const unsigned char* e = raw.data() + i * h.item_size;
+            text.clear();
+            if (h.kind == 'S') {
+              for (int k = 0; k < h.item_size && e[k] != 0; ++k) text.push_back(static_cast<char>(e[k]));
+            } else {
+              for (int k = 0; k < h.item_size; k += 4) {
+                const uint32_t c = h.swap ? (uint32_t{e[k]} << 24 | uint32_t{e[k + 1]} << 16 | uint32_t{e[k + 2]} << 8 | e[k + 3])
+                                          : (uint32_t{e[k + 3]} << 24 | uint32_t{e[k + 2]} << 16 | uint32_t{e[k + 1]} << 8 | e[k]);
+                if (c == 0) break;
+                if (c > 0x10FFFF) fail(path + ": label of sample " + std::to_string(row_start + i) + " is not valid UTF-32");
+                append_utf8(c, text);
+              }
+            }
+            // "line" = the sample's 1-based position, for messages ("labels.npy:label 7").
+            const std::string where_path = path + ": label";
+            codes[static_cast<size_t>(i)] = coder.code(text, Where{&where_path, row_start + i + 1});
+          }
+        },
+        message);
+  } else {
+    std::vector<double> v(static_cast<size_t>(n_local));
+    read_array(path, h, row_start, n_local, v.data(), comm);
+    int64_t bad = -1;
+    ok = attempt(
+        [&] {
+          for (int64_t i = 0; i < n_local && bad < 0; ++i) {
+            const double x = v[static_cast<size_t>(i)];
+            // NaN: unlabeled (pandas' missing value in a float array); else an integer.
+            if (h.kind == 'f' && std::isnan(x)) continue;
+            if (!(std::isfinite(x) && x == std::floor(x) && std::fabs(x) < 9.0e15)) {
+              bad = i;
+              char num[40];
+              std::snprintf(num, sizeof num, "%.17g", x);
+              fail(path + ": label " + num + " of sample " + std::to_string(row_start + i) +
+                   " is not an integer; expected integer classes, -1 or NaN for unlabeled, or strings");
+            }
+            codes[static_cast<size_t>(i)] = coder.code_integer(static_cast<int64_t>(x), row_start + i);
+          }
+        },
+        message);
   }
   // The lowest failing rank's message: the first bad sample of the file.
-  std::string message;
-  if (bad >= 0) {
-    char num[40];
-    std::snprintf(num, sizeof num, "%.17g", v[static_cast<size_t>(bad)]);
-    message = path + ": label " + num + " of sample " + std::to_string(row_start + bad) +
-              " is not a class: labels must be 0..c-1 with c at most the number of samples (" + std::to_string(n) + ")";
-  }
-  SSDR_CHECK_COLLECTIVE(comm, bad < 0, message);
-  MPI_Allreduce(&largest, &classes, 1, MPI_INT, MPI_MAX, comm);
-  classes += 1;
-  return labels;
+  SSDR_CHECK_COLLECTIVE(comm, ok, message);
+  coder.finish(comm, path);
+  set_classes(ds, coder, std::move(codes));
 }
 
 Dataset read_npy(const std::string& path, const std::string& labels_path, bool labels_required, MPI_Comm comm,
-                 bool native_types) {
+                 bool native_types, const LabelOptions& label) {
   int size = 1;
   MPI_Comm_size(comm, &size);
   NpyHeader h;
@@ -263,6 +323,8 @@ Dataset read_npy(const std::string& path, const std::string& labels_path, bool l
       fail(path + ": an NPY file holds no labels; give --labels FILE.npy (a 1-D integer array of n labels)");
     require_data_file(path);
     h = read_npy_header(path);
+    if (h.kind == 'U' || h.kind == 'S')
+      fail(path + ": an array of strings holds no feature values; expected a real or integer type (f4, f8, i1..i8, u1..u8)");
     if (h.shape.size() != 2)
       fail(path + ": expected a 2-D array (n samples x d features), found " + std::to_string(h.shape.size()) +
            " dimension(s)");
@@ -290,9 +352,7 @@ Dataset read_npy(const std::string& path, const std::string& labels_path, bool l
     read_array(path, h, ds.X.row_start * d, ds.X.n_local * d, ds.X.v.data(), comm);
     check_values(ds.X, path);
   }
-  if (!labels_path.empty()) {
-    ds.labels = read_npy_labels(labels_path, n, ds.X.row_start, ds.X.n_local, ds.classes, comm);
-  }
+  if (!labels_path.empty()) read_npy_labels(labels_path, ds, label, comm);
   return ds;
 }
 

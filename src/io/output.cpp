@@ -12,6 +12,7 @@
 #include <cstdlib>
 
 #include <algorithm>
+#include <charconv>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -646,18 +647,59 @@ void write_hdf5(const std::string& path, const DistMatrix& X, const std::string&
   write_hdf5_rows(path, X.n_local, blocks, X.comm);
 }
 
-void write_labels(const std::vector<int>& labels, const std::string& path, MPI_Comm comm, bool npy) {
+void write_labels(const std::vector<int>& labels, const std::string& path, MPI_Comm comm, bool npy,
+                  const std::vector<std::string>* names, const std::string& column) {
+  // Names that are all integers go to NPY as their integers; other names as '<U w' strings.
+  bool integers = true;
+  size_t width = 1;
+  if (names != nullptr)
+    for (const std::string& s : *names) {
+      int64_t v = 0;
+      const auto res = std::from_chars(s.data(), s.data() + s.size(), v);
+      integers = integers && !s.empty() && res.ec == std::errc() && res.ptr == s.data() + s.size();
+      size_t points = 0;  // UTF-8 code points
+      for (unsigned char ch : s) points += (ch & 0xC0) != 0x80;
+      width = std::max(width, points);
+    }
+  const bool strings = names != nullptr && !integers;
+  const bool csv = !npy && has_extension(path, ".csv");
+  const std::string descr = strings ? "<U" + std::to_string(width) : "<i8";
+  const auto name_of = [&](int v) -> std::string {
+    if (v < 0) return npy && !strings ? "-1" : "";
+    return names != nullptr && v < static_cast<int>(names->size()) ? (*names)[static_cast<size_t>(v)] : std::to_string(v);
+  };
+  int64_t next_id = 0;  // rank 0 writes every row, in order
   stream_rows_through_root<int>(
       labels.data(), static_cast<int64_t>(labels.size()), 1, int64_t{1} << 24, 8, path, npy,
-      [&](int64_t n) { return npy ? npy_header(n, 0, "<i8", true) : std::string(); },
+      [&](int64_t n) {
+        if (npy) return npy_header(n, 0, descr.c_str(), true);
+        return csv ? "id," + column + "\n" : std::string();
+      },
       [&](std::FILE* f, const int* v, int64_t k) {
         std::string text;
         for (int64_t i = 0; i < k; ++i) {
-          if (npy) {
-            const uint64_t x = static_cast<uint64_t>(static_cast<int64_t>(v[i]));
+          if (npy && strings) {
+            const std::string s = name_of(v[i]);
+            std::vector<uint32_t> points;
+            for (size_t p = 0; p < s.size();) {  // UTF-8 to code points
+              const unsigned char b = static_cast<unsigned char>(s[p]);
+              const int len = b < 0x80 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
+              uint32_t c = len == 1 ? b : len == 2 ? (b & 0x1F) : len == 3 ? (b & 0x0F) : (b & 0x07);
+              for (int q = 1; q < len && p + static_cast<size_t>(q) < s.size(); ++q)
+                c = (c << 6) | (static_cast<unsigned char>(s[p + static_cast<size_t>(q)]) & 0x3F);
+              points.push_back(c);
+              p += static_cast<size_t>(len);
+            }
+            points.resize(width, 0);
+            for (uint32_t c : points)
+              for (int b = 0; b < 4; ++b) text.push_back(static_cast<char>((c >> (8 * b)) & 0xff));
+          } else if (npy) {
+            const int64_t value = names != nullptr && v[i] >= 0 ? std::stoll(name_of(v[i])) : v[i];
+            const uint64_t x = static_cast<uint64_t>(value);
             for (int b = 0; b < 8; ++b) text.push_back(static_cast<char>((x >> (8 * b)) & 0xff));
           } else {
-            text += std::to_string(v[i]);
+            if (csv) text += std::to_string(next_id++) + ",";
+            text += name_of(v[i]);
             text.push_back('\n');
           }
         }
@@ -666,7 +708,8 @@ void write_labels(const std::vector<int>& labels, const std::string& path, MPI_C
       comm);
 }
 
-void write_embedding(const DistMatrix& Y, const std::string& path, const std::string& dataset) {
+void write_embedding(const DistMatrix& Y, const std::string& path, const std::string& dataset,
+                     const TableColumns& table) {
   if (has_extension(path, ".h5") || has_extension(path, ".hdf5")) {
     write_hdf5(path, Y, dataset);
     return;
@@ -675,20 +718,69 @@ void write_embedding(const DistMatrix& Y, const std::string& path, const std::st
     write_npy_parallel(Y, path);
     return;
   }
-  write_embedding_streamed(Y, path);
+  write_embedding_streamed(Y, path, table);
 }
 
-void write_embedding_streamed(const DistMatrix& Y, const std::string& path) {
+void write_embedding_streamed(const DistMatrix& Y, const std::string& path, const TableColumns& table) {
   const bool npy = has_extension(path, ".npy");
   const int64_t cols = Y.cols;
-  // Messages of at most ~2^26 doubles: the same split on the sending and receiving side.
-  const int64_t rows_per_msg = std::max<int64_t>(1, (int64_t{1} << 26) / std::max<int64_t>(cols, 1));
+  if (npy) {
+    // Messages of at most ~2^26 doubles: the same split on the sending and receiving side.
+    const int64_t rows_per_msg = std::max<int64_t>(1, (int64_t{1} << 26) / std::max<int64_t>(cols, 1));
+    stream_rows_through_root<double>(
+        Y.v.data(), Y.n_local, cols, rows_per_msg, 7, path, true, [&](int64_t n) { return npy_header(n, cols); },
+        [&](std::FILE* f, const double* v, int64_t k) {
+          write_rows(f, v, k, cols, true);
+          return true;  // write_rows' errors surface at the commit (the stream's error flag)
+        },
+        Y.comm);
+    return;
+  }
+  // CSV: each row as (id, label code, values), formatted on rank 0.
+  SSDR_CHECK(table.columns.empty() || static_cast<int64_t>(table.columns.size()) == cols,
+             "write_embedding: " + std::to_string(table.columns.size()) + " column names for " + std::to_string(cols) +
+                 " columns");
+  const bool with_label = table.labels != nullptr;
+  const int64_t width = cols + 2;
+  const int64_t start = first_row(Y);
+  std::vector<double> rows(static_cast<size_t>(Y.n_local * width));
+  for (int64_t i = 0; i < Y.n_local; ++i) {
+    double* r = rows.data() + i * width;
+    r[0] = static_cast<double>(table.ids != nullptr ? (*table.ids)[static_cast<size_t>(i)] : start + i);
+    r[1] = with_label ? (*table.labels)[static_cast<size_t>(i)] : -1;
+    std::copy(Y.row(i), Y.row(i) + cols, r + 2);
+  }
+  std::string header = "id";
+  if (with_label) header += "," + table.label_column;
+  for (int64_t j = 0; j < cols; ++j)
+    header += "," + (table.columns.empty() ? "y" + std::to_string(j + 1) : table.columns[static_cast<size_t>(j)]);
+  header += "\n";
+  const int64_t rows_per_msg = std::max<int64_t>(1, (int64_t{1} << 26) / width);
   stream_rows_through_root<double>(
-      Y.v.data(), Y.n_local, cols, rows_per_msg, 7, path, npy,
-      [&](int64_t n) { return npy ? npy_header(n, cols) : std::string(); },
+      rows.data(), Y.n_local, width, rows_per_msg, 7, path, false, [&](int64_t) { return header; },
       [&](std::FILE* f, const double* v, int64_t k) {
-        write_rows(f, v, k, cols, npy);
-        return true;  // write_rows' errors surface at the commit (the stream's error flag)
+        std::string line;
+        char num[40];
+        for (int64_t i = 0; i < k; ++i) {
+          const double* r = v + i * width;
+          line = std::to_string(static_cast<int64_t>(r[0]));
+          if (with_label) {
+            const int code = static_cast<int>(r[1]);
+            line.push_back(',');
+            if (code >= 0)
+              line += table.names != nullptr && code < static_cast<int>(table.names->size())
+                          ? (*table.names)[static_cast<size_t>(code)]
+                          : std::to_string(code);
+          }
+          for (int64_t j = 0; j < cols; ++j) {
+            const int len = std::snprintf(num, sizeof num, "%.17g", r[2 + j]);
+            line.push_back(',');
+            line.append(num, static_cast<size_t>(len));
+          }
+          line.push_back('\n');
+          if (std::fwrite(line.data(), 1, line.size(), f) != line.size()) return false;
+        }
+        return true;
       },
       Y.comm);
 }

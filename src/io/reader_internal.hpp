@@ -24,6 +24,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -299,38 +300,98 @@ inline double parse_value(std::string_view tok, const Where& at, const char* wha
   return v;
 }
 
-/// Parses a class label: an integer ≥ 0 ("3", "+3" or "3.0").
-inline int parse_label(std::string_view tok, const Where& at) {
-  std::string_view t = trim(tok);
-  std::string_view num = t;
-  if (!num.empty() && num.front() == '+') num.remove_prefix(1);
-  double v = 0.0;
-  const auto res = std::from_chars(num.data(), num.data() + num.size(), v);
-  const bool ok = !num.empty() && res.ec == std::errc() && res.ptr == num.data() + num.size() &&
-                  std::isfinite(v) && v >= 0.0 && v == std::floor(v) &&
-                  v < static_cast<double>(std::numeric_limits<int>::max());
-  if (!ok) fail("labels must be integers >= 0 (" + at.str() + ": '" + shown(t) + "')");
-  return static_cast<int>(v);
-}
+/// Parses an integer label ("3", "+3", "-2" or "3.0"); false when `t` is not one.
+bool parse_integer_label(std::string_view t, int64_t& value);  // labels.cpp
+
+/// Codes the labels of one data file as they are read, then agrees on the classes over the
+/// communicator: each rank codes the label tokens of its rows with local codes (code()),
+/// finish() gathers every rank's distinct labels (O(c)), sorts them as Python's classes_ and
+/// gives each local code its global one (global()). Unlabeled markers code as −1.
+class LabelCoder {
+ public:
+  explicit LabelCoder(const LabelOptions& options);
+  /// The local code of a label field (−1 for an unlabeled marker). With Type::integer a name
+  /// fails, naming `at` and the field. Local.
+  int code(std::string_view token, const Where& at);
+  /// The local code of an integer label of a binary file (−1 when its decimal text is an
+  /// unlabeled marker). `row` (0-based sample index) is kept for messages. Local.
+  int code_integer(int64_t value, int64_t row);
+  /// Agrees the classes over comm: names sorted (integers by value, names byte-wise), each
+  /// local code mapped to its class. `what` names the file (or "file:line" prefix source)
+  /// for the messages. Collective.
+  /// \throws ssdr::Error (collectively) when integers and names are mixed (naming the first
+  ///   line of the rarer kind), or with Type::integer and a name.
+  void finish(MPI_Comm comm, const std::string& what);
+  /// The class of a local code (−1 stays −1). Valid after finish().
+  int global(int local) const {
+    if (local >= static_cast<int>(remap_.size())) fail("a label appeared that the first pass did not see (file changed while reading?)");
+    return local < 0 ? -1 : remap_[static_cast<size_t>(local)];
+  }
+  /// Maps local codes to classes in place. Valid after finish().
+  void to_global(std::vector<int>& labels) const {
+    for (int& v : labels) v = global(v);
+  }
+  const std::vector<std::string>& names() const { return names_; }
+  bool integers() const { return integers_; }
+
+ private:
+  struct Key {
+    bool integer = false;
+    int64_t value = 0;
+    std::string text;
+  };
+  int add(Key key);
+  LabelOptions options_;
+  std::vector<int64_t> integer_markers_;
+  std::unordered_map<int64_t, int> by_value_;
+  std::unordered_map<std::string, int> by_text_;
+  std::vector<Key> keys_;
+  // The first line (or row) of an integer and of a name, for the mixed-labels message.
+  int64_t first_integer_ = -1, first_name_ = -1, integer_rows_ = 0, name_rows_ = 0;
+  std::string first_integer_token_, first_name_token_;
+  bool rows_are_lines_ = true;
+  std::vector<int> remap_;
+  std::vector<std::string> names_;
+  bool integers_ = true;
+};
 
 // ---------------------------------------------------------------------------------------
 // Readers
 // ---------------------------------------------------------------------------------------
 
-/// Counts the comma-separated fields of a line.
-int64_t count_fields(std::string_view line);  // csv_reader.cpp
+/// How the fields of a CSV/TSV line are laid out, decided from the first non-blank line and
+/// the LabelOptions (csv_layout).
+struct CsvLayout {
+  int64_t fields = 0;        ///< fields per line
+  int64_t label_column = 0;  ///< 0-based; −1: no label column (--no-labels)
+  int64_t header_line = 0;   ///< the 1-based line number of the header (skipped); 0: none
+  char delimiter = ',';
+  /// The number of values d.
+  int64_t values() const { return fields - (label_column >= 0 ? 1 : 0); }
+};
 
-/// Parses one CSV line with `fields` fields (label + fields-1 values, or `fields` values when
-/// not `labeled`). Values go to `row` when it is not null. Returns the label (−1 unlabeled).
-int parse_csv_line(std::string_view line, int64_t fields, const Where& at, double* row,
-                   bool labeled = true);  // csv_reader.cpp
+/// Counts the fields of a line separated by `delimiter`.
+int64_t count_fields(std::string_view line, char delimiter = ',');  // csv_reader.cpp
 
-/// Parses one LIBSVM line. Returns the label; `max_index` is raised to the largest index.
+/// The layout of a CSV/TSV file from its first non-blank line `first` (line `at`): the
+/// delimiter (a tab when the line has a tab and no comma), whether it is a header, the label
+/// column. Local; fails naming the file, line and option (a label column not in the header,
+/// a header-less file with a named label column, fewer than two fields).
+CsvLayout csv_layout(std::string_view first, const Where& at, const LabelOptions& options,
+                     bool labeled);  // csv_reader.cpp
+
+/// Parses one CSV line laid out as `layout`. Values go to `row` when it is not null. Returns
+/// the label's local code from `coder` (−1 unlabeled, or without a label column).
+int parse_csv_line(std::string_view line, const CsvLayout& layout, const Where& at, double* row,
+                   LabelCoder& coder);  // csv_reader.cpp
+
+/// Parses one LIBSVM line. Returns the label's local code from `coder` (−1: unlabeled, or
+/// no coder given); `max_index` is raised to the largest index.
 /// When `row` is given (width d), the values are stored at index-1 (indices > d fail).
 /// When `cols` and `vals` are given, the non-zero values are appended with their 0-based
 /// column (indices > d fail). `nnz`, when given, is raised by the count of non-zero values.
 int parse_libsvm_line(std::string_view line, const Where& at, int64_t& max_index, double* row, int64_t d,
-                      std::vector<int32_t>* cols = nullptr, std::vector<double>* vals = nullptr,
+                      LabelCoder* coder, std::vector<int32_t>* cols = nullptr, std::vector<double>* vals = nullptr,
                       int64_t* nnz = nullptr);  // libsvm_reader.cpp
 
 /// CSV or LIBSVM: a plain file by byte ranges, a gzip stream through rank 0
@@ -338,28 +399,40 @@ int parse_libsvm_line(std::string_view line, const Where& at, int64_t& max_index
 /// no labels (classes 0). Collective over `comm`.
 /// `sparse` (LIBSVM only): keep the rows in CSR form (Dataset::Xs) as ReadOptions::sparse
 /// says; a gzip stream with Sparsity::sparse is refused.
+/// `label`: how labels are read (LabelOptions).
 Dataset read_text(const std::string& path, Format format, MPI_Comm comm, bool labeled = true,
-                  Sparsity sparse = Sparsity::dense);
+                  Sparsity sparse = Sparsity::dense, const LabelOptions& label = {});
 
 /// CSV or LIBSVM streamed through rank 0 (text_reader.cpp; gzip files). Collective.
-Dataset read_text_streamed(const std::string& path, Format format, MPI_Comm comm, bool labeled = true);
+Dataset read_text_streamed(const std::string& path, Format format, MPI_Comm comm, bool labeled = true,
+                           const LabelOptions& label = {});
 
 /// A plain CSV or LIBSVM file, each rank reading its own byte range with MPI-IO
 /// (text_range_reader.cpp). Collective over `comm`.
 Dataset read_text_ranges(const std::string& path, Format format, MPI_Comm comm, bool labeled = true,
-                         Sparsity sparse = Sparsity::dense);
+                         Sparsity sparse = Sparsity::dense, const LabelOptions& label = {});
+
+/// Codes integer labels read from a binary file (NPY, HDF5, IDX; this rank's rows) with
+/// `label`'s markers and agrees the classes over comm: ds.labels, ds.classes,
+/// ds.class_names set. Collective. \throws ssdr::Error (collectively) as LabelCoder::finish.
+void code_integer_labels(Dataset& ds, const std::vector<int64_t>& raw, const LabelOptions& label,
+                         const std::string& what, MPI_Comm comm);  // labels.cpp
+
+/// Sets ds.labels (this rank's codes mapped to classes), ds.classes, ds.class_names and
+/// ds.integer_labels from a finished coder. Local.
+void set_classes(Dataset& ds, const LabelCoder& coder, std::vector<int> local_codes);  // labels.cpp
 
 /// NPY (npy_reader.cpp): X an n×d C-order array of any real or integer type, labels from
 /// `labels_path` (a 1-D integer array of n) when not empty. Collective over `comm`.
 Dataset read_npy(const std::string& path, const std::string& labels_path, bool labels_required, MPI_Comm comm,
-                 bool native_types = false);
+                 bool native_types = false, const LabelOptions& label = {});
 
 /// HDF5 (hdf5_reader.cpp): datasets `data_name` (n×d, any numeric type) and `labels_name`
 /// (n integers), each rank reading its hyperslab collectively. Collective over `comm`.
 Dataset read_hdf5(const std::string& path, const std::string& data_name, const std::string& labels_name,
-                  bool labels_required, MPI_Comm comm, bool native_types = false);
+                  bool labels_required, MPI_Comm comm, bool native_types = false, const LabelOptions& label = {});
 
 /// IDX (idx_reader.cpp). Collective over `comm`.
-Dataset read_idx(const std::string& path, MPI_Comm comm, bool native_types = false);
+Dataset read_idx(const std::string& path, MPI_Comm comm, bool native_types = false, const LabelOptions& label = {});
 
 }  // namespace ssdr::io::detail

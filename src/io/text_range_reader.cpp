@@ -152,7 +152,8 @@ std::vector<RankFacts> allgather(const RankFacts& mine, MPI_Comm comm) {
 
 }  // namespace
 
-Dataset read_text(const std::string& path, Format format, MPI_Comm comm, bool labeled, Sparsity sparse) {
+Dataset read_text(const std::string& path, Format format, MPI_Comm comm, bool labeled, Sparsity sparse,
+                  const LabelOptions& label) {
   // A regular file (never block on a FIFO) that is not gzip-compressed goes by byte ranges.
   int gz = 0;
   attempt_on_root(comm, [&] {
@@ -163,7 +164,8 @@ Dataset read_text(const std::string& path, Format format, MPI_Comm comm, bool la
   SSDR_CHECK_COLLECTIVE(comm, gz == 0 || sparse != Sparsity::sparse,
                         "--sparse yes: '" + path + "' is gzip-compressed and is read through rank 0 densified; "
                         "decompress it (plain files are read sparse, by byte ranges)");
-  return gz != 0 ? read_text_streamed(path, format, comm, labeled) : read_text_ranges(path, format, comm, labeled, sparse);
+  return gz != 0 ? read_text_streamed(path, format, comm, labeled, label)
+                 : read_text_ranges(path, format, comm, labeled, sparse, label);
 }
 
 namespace {
@@ -171,7 +173,8 @@ Dataset place_sparse_rows(std::vector<int64_t>& lengths, std::vector<int32_t>& c
                           const std::vector<int64_t>& row_offset, int64_t n, int64_t d, MPI_Comm comm);
 }  // namespace
 
-Dataset read_text_ranges(const std::string& path, Format format, MPI_Comm comm, bool labeled, Sparsity sparse) {
+Dataset read_text_ranges(const std::string& path, Format format, MPI_Comm comm, bool labeled, Sparsity sparse,
+                         const LabelOptions& label) {
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
@@ -189,79 +192,88 @@ Dataset read_text_ranges(const std::string& path, Format format, MPI_Comm comm, 
   OwnedText text = read_range(fh.get(), file_bytes, path, comm, message, ok);
   SSDR_CHECK_COLLECTIVE(comm, ok, message);
 
-  // First look: rows, and the field count of the first line (CSV).
+  // First look: rows, and this rank's first non-blank line.
   RankFacts mine;
   int64_t first_line = 0;
+  std::string_view first_text;
   for_each_line(text, [&](std::string_view line, int64_t no) {
     if (is_blank(line)) return true;
     if (mine.rows == 0) {
       first_line = no;
-      if (csv) mine.fields = count_fields(line);
+      first_text = line;
     }
     ++mine.rows;
     return true;
   });
   std::vector<RankFacts> facts = allgather(mine, comm);
-  int64_t n = 0, fields = -1;
+  // The CSV layout (delimiter, header, label column) from the file's first non-blank line,
+  // decided by the lowest rank that has lines and broadcast.
+  CsvLayout layout;
+  if (csv) {
+    int owner = -1;
+    for (int r = 0; r < size && owner < 0; ++r)
+      if (facts[static_cast<size_t>(r)].rows > 0) owner = r;
+    SSDR_CHECK_COLLECTIVE(comm, owner >= 0, path + ": empty file (no samples)");
+    if (rank == owner) ok = attempt([&] { layout = csv_layout(first_text, Where{&path, first_line}, label, labeled); }, message);
+    SSDR_CHECK_COLLECTIVE(comm, ok, message);
+    MPI_Bcast(&layout, static_cast<int>(sizeof layout), MPI_BYTE, owner, comm);
+    if (layout.header_line > 0) {
+      if (rank == owner) --mine.rows;
+      --facts[static_cast<size_t>(owner)].rows;
+    }
+  }
+  int64_t n = 0;
+  const int64_t fields = layout.fields;
   std::vector<int64_t> row_offset(static_cast<size_t>(size) + 1, 0);
-  for (int r = 0; r < size; ++r) {
-    const RankFacts& f = facts[static_cast<size_t>(r)];
-    if (fields < 0 && f.fields >= 0) fields = f.fields;
-    row_offset[static_cast<size_t>(r) + 1] = row_offset[static_cast<size_t>(r)] + f.rows;
-  }
+  for (int r = 0; r < size; ++r)
+    row_offset[static_cast<size_t>(r) + 1] = row_offset[static_cast<size_t>(r)] + facts[static_cast<size_t>(r)].rows;
   n = row_offset.back();
+  SSDR_CHECK_COLLECTIVE(comm, n > 0 || layout.header_line == 0,
+                        path + ": a header line alone (line " + std::to_string(layout.header_line) + "), no samples");
   SSDR_CHECK_COLLECTIVE(comm, n > 0, path + ": empty file (no samples)");
-  if (csv && labeled && fields < 2) {
-    // Raised by the rank that owns the first line, with its number.
-    const bool first_owner = mine.rows > 0 && mine.fields == fields && row_offset[static_cast<size_t>(rank)] == 0;
-    SSDR_CHECK_COLLECTIVE(comm, !first_owner,
-                          path + ":" + std::to_string(first_line) +
-                              ": expected a label and at least one value, found 1 field");
-  }
+  /// Blank lines and the header carry no row.
+  const auto no_row = [&](std::string_view line, int64_t no) { return is_blank(line) || no == layout.header_line; };
+  (void)fields;
 
   // Labels (and the validation of every line: a CSV line is parsed into its row right away
   // once d is known; LIBSVM needs its d from every rank first).
   const int64_t m = mine.rows;
   std::vector<int> labels(static_cast<size_t>(m));
   std::vector<double> rows;
-  int64_t d = csv ? fields - (labeled ? 1 : 0) : 0;
+  int64_t d = csv ? layout.values() : 0;
   if (csv) {
     const int per_node = ranks_on_host(comm);
     ok = attempt([&] { require_dense_fits(n, d, size, per_node, path); }, message);
     SSDR_CHECK_COLLECTIVE(comm, ok, message);
   }
+  LabelCoder coder(label);
   ok = attempt(
       [&] {
         if (csv) rows.assign(static_cast<size_t>(m * d), 0.0);
         int64_t i = 0;
         for_each_line(text, [&](std::string_view line, int64_t no) {
-          if (is_blank(line)) return true;
+          if (no_row(line, no)) return true;
           const Where at{&path, no};
-          int label = 0;
+          int code = 0;
           if (csv) {
-            label = parse_csv_line(line, fields, at, rows.data() + i * d, labeled);
+            code = parse_csv_line(line, layout, at, rows.data() + i * d, coder);
           } else {
             const int64_t before = mine.max_index;
-            label = parse_libsvm_line(line, at, mine.max_index, nullptr, 0, nullptr, nullptr, &mine.nnz);
+            code = parse_libsvm_line(line, at, mine.max_index, nullptr, 0, &coder, nullptr, nullptr, &mine.nnz);
             if (mine.max_index > before) mine.max_index_line = no;
           }
-          if (label > mine.max_label) {
-            mine.max_label = label;
-            mine.max_label_line = no;
-          }
-          labels[static_cast<size_t>(i++)] = label;
+          labels[static_cast<size_t>(i++)] = code;
           return true;
         });
       },
       message);
   SSDR_CHECK_COLLECTIVE(comm, ok, message);
+  // The classes, agreed over the ranks; this rank's codes become classes before the rows move.
+  if (labeled) coder.finish(comm, path);
+  coder.to_global(labels);
   facts = allgather(mine, comm);
-  int64_t max_label = -1, max_label_line = 0, max_index = 0, max_index_line = 0;
+  int64_t max_index = 0, max_index_line = 0;
   for (const RankFacts& f : facts) {  // in rank order = file order: the first line wins ties
-    if (f.max_label > max_label) {
-      max_label = f.max_label;
-      max_label_line = f.max_label_line;
-    }
     if (f.max_index > max_index) {
       max_index = f.max_index;
       max_index_line = f.max_index_line;
@@ -271,12 +283,11 @@ Dataset read_text_ranges(const std::string& path, Format format, MPI_Comm comm, 
     d = max_index;
     SSDR_CHECK_COLLECTIVE(comm, d >= 1, path + ": no feature values in any line");
   }
-  // Classes are 0..c−1 and every class needs samples: a label ≥ n cannot be one (and would
-  // size per-class arrays from a few bytes of input).
-  SSDR_CHECK_COLLECTIVE(comm, max_label < n,
-                        path + ":" + std::to_string(max_label_line) + ": label " + std::to_string(max_label) +
-                            " is not a class: labels must be 0..c-1 with c at most the number of samples (" +
-                            std::to_string(n) + ")");
+  const auto set_names = [&](Dataset& ds) {
+    ds.class_names = coder.names();
+    ds.classes = labeled ? static_cast<int>(ds.class_names.size()) : 0;
+    ds.integer_labels = coder.integers();
+  };
   int64_t nnz = 0;
   for (const RankFacts& f : facts) nnz += f.nnz;
   const double dense_bytes = 8.0 * static_cast<double>(n) * static_cast<double>(d);
@@ -304,7 +315,7 @@ Dataset read_text_ranges(const std::string& path, Format format, MPI_Comm comm, 
           for_each_line(text, [&](std::string_view line, int64_t no) {
             if (is_blank(line)) return true;
             const size_t before = cols.size();
-            parse_libsvm_line(line, Where{&path, no}, unused, nullptr, d, &cols, &vals);
+            parse_libsvm_line(line, Where{&path, no}, unused, nullptr, d, nullptr, &cols, &vals);
             lengths.push_back(static_cast<int64_t>(cols.size() - before));
             return true;
           });
@@ -315,7 +326,7 @@ Dataset read_text_ranges(const std::string& path, Format format, MPI_Comm comm, 
     Dataset ds = place_sparse_rows(lengths, cols, vals, row_offset, n, d, comm);
     ds.source = path;
     ds.labels = place_labels(labels, row_offset, ds.X, comm);
-    ds.classes = static_cast<int>(max_label) + 1;
+    set_names(ds);
     return ds;
   }
   if (!csv) {
@@ -328,7 +339,7 @@ Dataset read_text_ranges(const std::string& path, Format format, MPI_Comm comm, 
           int64_t i = 0, unused = 0;
           for_each_line(text, [&](std::string_view line, int64_t no) {
             if (is_blank(line)) return true;
-            parse_libsvm_line(line, Where{&path, no}, unused, rows.data() + i * d, d);
+            parse_libsvm_line(line, Where{&path, no}, unused, rows.data() + i * d, d, nullptr);
             ++i;
             return true;
           });
@@ -341,7 +352,7 @@ Dataset read_text_ranges(const std::string& path, Format format, MPI_Comm comm, 
   // The labels of X's local rows (moved with the rows to their block owner).
   Dataset ds;
   ds.source = path;
-  ds.classes = static_cast<int>(max_label) + 1;  // 0 without labels
+  set_names(ds);  // no classes without labels
   ds.X = make_dist(comm, n, d);
   ds.labels = place_labels(labels, row_offset, ds.X, comm);
   if (!labeled) ds.labels.clear();

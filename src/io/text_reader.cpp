@@ -18,7 +18,8 @@ namespace ssdr::io::detail {
 // Text formats
 // ---------------------------------------------------------------------------------------
 
-Dataset read_text_streamed(const std::string& path, Format format, MPI_Comm comm, bool labeled) {
+Dataset read_text_streamed(const std::string& path, Format format, MPI_Comm comm, bool labeled,
+                           const LabelOptions& label) {
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
@@ -28,6 +29,8 @@ Dataset read_text_streamed(const std::string& path, Format format, MPI_Comm comm
   // labels (pass 2 parses them again and sends each with its row: no rank holds all n).
   int64_t dims[3] = {0, 0, -1};  // n, d, the largest label
   uint64_t label_print = 0;
+  LabelCoder coder(label);
+  CsvLayout layout;
   std::string message;
   bool ok = true;
   const int per_node = ranks_on_host(comm);
@@ -37,42 +40,34 @@ Dataset read_text_streamed(const std::string& path, Format format, MPI_Comm comm
           require_regular(path);
           LineReader in(path);
           std::string_view line;
-          int64_t fields = -1, max_index = 0, max_index_line = 0, max_label_line = 0;
-          int max_label = -1, label = 0;
+          int64_t max_index = 0, max_index_line = 0;
+          bool first = true;
+          int code = 0;
           int64_t count = 0;
           while (in.next(line)) {
             if (is_blank(line)) continue;
             const Where at{&path, in.line_no()};
             if (csv) {
-              if (fields < 0) {
-                fields = count_fields(line);
-                if (fields < 2 && labeled)
-                  fail(at.str() + ": expected a label and at least one value, found 1 field");
+              if (first) {
+                first = false;
+                layout = csv_layout(line, at, label, labeled);
+                if (layout.header_line > 0) continue;
               }
-              label = parse_csv_line(line, fields, at, nullptr, labeled);
+              code = parse_csv_line(line, layout, at, nullptr, coder);
             } else {
               const int64_t before = max_index;
-              label = parse_libsvm_line(line, at, max_index, nullptr, 0);
+              code = parse_libsvm_line(line, at, max_index, nullptr, 0, &coder);
               if (max_index > before) max_index_line = at.line;
             }
             ++count;
-            label_print = label_print * 1099511628211ull + static_cast<uint64_t>(static_cast<int64_t>(label)) + 1;
-            if (label > max_label) {
-              max_label = label;
-              max_label_line = at.line;
-            }
+            label_print = label_print * 1099511628211ull + static_cast<uint64_t>(static_cast<int64_t>(code)) + 1;
           }
+          if (count == 0 && layout.header_line > 0)
+            fail(path + ": a header line alone (line " + std::to_string(layout.header_line) + "), no samples");
           if (count == 0) fail(path + ": empty file (no samples)");
           dims[0] = count;
-          dims[2] = max_label;
-          dims[1] = csv ? fields - (labeled ? 1 : 0) : max_index;
+          dims[1] = csv ? layout.values() : max_index;
           if (dims[1] < 1) fail(path + ": no feature values in any line");
-          // Classes are 0..c−1 and every class needs samples: a label ≥ n cannot be one
-          // (and would size per-class arrays from a few bytes of input).
-          if (max_label >= dims[0])
-            fail(path + ":" + std::to_string(max_label_line) + ": label " + std::to_string(max_label) +
-                 " is not a class: labels must be 0..c-1 with c at most the number of samples (" +
-                 std::to_string(dims[0]) + ")");
           require_dense_fits(dims[0], dims[1], size, per_node,
                              csv ? path : path + ":" + std::to_string(max_index_line) + ": feature index " +
                                               std::to_string(max_index));
@@ -82,10 +77,13 @@ Dataset read_text_streamed(const std::string& path, Format format, MPI_Comm comm
   SSDR_CHECK_COLLECTIVE(comm, ok, message);
   MPI_Bcast(dims, 3, MPI_INT64_T, 0, comm);
   const int64_t n = dims[0], d = dims[1];
+  if (labeled) coder.finish(comm, path);  // rank 0 holds every label; the others none
 
   Dataset ds;
   ds.source = path;
-  ds.classes = static_cast<int>(dims[2]) + 1;  // 0 without labels
+  ds.class_names = coder.names();
+  ds.classes = labeled ? static_cast<int>(ds.class_names.size()) : 0;
+  ds.integer_labels = coder.integers();
   ds.X = make_dist(comm, n, d);
   ds.labels.assign(static_cast<size_t>(ds.X.n_local), 0);
 
@@ -112,14 +110,14 @@ Dataset read_text_streamed(const std::string& path, Format format, MPI_Comm comm
             int64_t max_index = 0;
             for (int64_t i = a; i < b;) {
               if (!in->next(line)) fail(path + ": file ended early (changed while reading?)");
-              if (is_blank(line)) continue;
+              if (is_blank(line) || in->line_no() == layout.header_line) continue;
               const Where at{&path, in->line_no()};
               double* row = chunk.data() + (i - a) * d;
-              const int label = csv ? parse_csv_line(line, d + (labeled ? 1 : 0), at, row, labeled)
-                                    : parse_libsvm_line(line, at, max_index, row, d);
-              again = again * 1099511628211ull + static_cast<uint64_t>(static_cast<int64_t>(label)) + 1;
+              const int code = csv ? parse_csv_line(line, layout, at, row, coder)
+                                   : parse_libsvm_line(line, at, max_index, row, d, &coder);
+              again = again * 1099511628211ull + static_cast<uint64_t>(static_cast<int64_t>(code)) + 1;
               if (i + 1 == n && again != label_print) fail(at.str() + ": file changed while reading");
-              chunk_labels[static_cast<size_t>(i - a)] = label;
+              chunk_labels[static_cast<size_t>(i - a)] = coder.global(code);
               ++i;
             }
           },

@@ -93,11 +93,6 @@ void expect_file_error(const TempDir& dir, const std::string& name, const std::s
   expect_read_error(p, format, before + p + after);
 }
 
-/// expect_file_error for a bad label: "labels must be integers >= 0 (<path><where>".
-void expect_label_error(const TempDir& dir, const std::string& name, const std::string& text, io::Format format,
-                        const std::string& where) {
-  expect_file_error(dir, name, text, format, where, "labels must be integers >= 0 (");
-}
 
 /// Checks that X has the block layout of n×d over MPI_COMM_WORLD.
 void expect_block_layout(const DistMatrix& X, int64_t n, int64_t d) {
@@ -280,11 +275,13 @@ TEST(CsvReader, RejectsNanAndInfValuesNamingTheColumn) {
                     ":2: value in column 3 = -1e+308; expected |x| <= 7.3e+134");
 }
 
-TEST(CsvReader, RejectsLabelsThatAreNotNonNegativeIntegers) {
+TEST(CsvReader, RejectsFractionalLabelsAndANameAmongIntegers) {
+  // -1 and a name alone are labels now (unlabeled; a class name): see Labels.* in
+  // parallel_io_test.cpp. A fraction is never a class, a name among integers is a mistake.
   TempDir dir;
-  expect_label_error(dir, "neg.csv", "0,1\n1,2\n-1,3\n", io::Format::csv, ":3: '-1')");
-  expect_label_error(dir, "frac.csv", "0,1\n1.5,2\n", io::Format::csv, ":2: '1.5')");
-  expect_label_error(dir, "word.csv", "setosa,1\n", io::Format::csv, ":1: 'setosa')");
+  expect_read_error(dir.write("frac.csv", "0,1\n1.5,2\n"), io::Format::csv, ":2: label '1.5' is a fractional number");
+  expect_read_error(dir.write("word.csv", "0,1\nsetosa,1\n1,1\n"), io::Format::csv,
+                    ":2: label 'setosa' is a name among 2 integer labels");
 }
 
 TEST(CsvReader, RejectsEmptyFilesAndFilesWithOnlyLabels) {
@@ -323,7 +320,8 @@ TEST(CsvReader, ReadsValuesWithoutALabelColumnPlainOrGzippedWithNoLabels) {
     EXPECT_THAT(std::string(e.what()), HasSubstr(bad + ":2: value 'x' is not a number"));
   }
   // Without the option, a file of values names its first value as a bad label and says why.
-  expect_read_error(dir.file("values.csv"), io::Format::csv, "'5.1'); data without a label column: --no-labels");
+  expect_read_error(dir.file("values.csv"), io::Format::csv,
+                    "label '5.1' is a fractional number; expected an integer class, a name or an unlabeled marker ('', '?', 'NA', '-1'; --label-type string reads it as a name); data without a label column: --no-labels");
   // Other formats keep their labels where they are: the option is refused.
   try {
     io::read_dataset(test::data_path("iris.libsvm"), io::Format::automatic, MPI_COMM_WORLD, no_labels);
@@ -405,9 +403,10 @@ TEST(LibsvmReader, RejectsIndicesBelowOneAndMalformedPairs) {
   expect_file_error(dir, "nan.libsvm", "0 1:1 4:nan\n", io::Format::libsvm, ":1: NaN/Inf value in feature 4");
 }
 
-TEST(LibsvmReader, RejectsNegativeLabelsAndEmptyFiles) {
+TEST(LibsvmReader, RejectsANameAmongIntegerLabelsAndEmptyFiles) {
   TempDir dir;
-  expect_label_error(dir, "neg.libsvm", "1 1:1\n-1 1:2\n", io::Format::libsvm, ":2: '-1')");
+  expect_read_error(dir.write("neg.libsvm", "1 1:1\nx 1:2\n2 1:3\n"), io::Format::libsvm,
+                    ":2: label 'x' is a name among 2 integer labels");
   expect_file_error(dir, "empty.libsvm", "\n", io::Format::libsvm, ": empty file (no samples)");
   expect_file_error(dir, "nofeat.libsvm", "1\n0\n", io::Format::libsvm, ": no feature values in any line");
 }
@@ -718,11 +717,18 @@ TEST(EmbeddingWriter, WritesCsvInGlobalRowOrderThatReadsBackExactly) {
     const Dense ref = allgather(Y);
     std::ifstream in(p);
     std::string line;
+    // The header names the id and the m columns.
+    std::string header = "id";
+    for (int64_t j = 0; j < ref.cols; ++j) header += ",y" + std::to_string(j + 1);
+    ASSERT_TRUE(std::getline(in, line));
+    EXPECT_EQ(line, header);
     int64_t i = 0;
     while (std::getline(in, line)) {
       ASSERT_LT(i, ref.rows);
       std::stringstream ss(line);
       std::string tok;
+      ASSERT_TRUE(std::getline(ss, tok, ','));
+      EXPECT_EQ(tok, std::to_string(i));  // the sample's index
       int64_t j = 0;
       while (std::getline(ss, tok, ',')) {
         ASSERT_LT(j, ref.cols);

@@ -157,12 +157,13 @@ TEST(ByteRangeReader, NamesTheFirstBadLineOfTheFileOnEveryRankCount) {
   const std::string p = dir.write("bad.csv", text);
   EXPECT_THAT(error_of([&] { io::read_dataset(p, io::Format::csv, MPI_COMM_WORLD); }),
               HasSubstr(p + ":250: expected 3 fields (label + 2 values), found 2"));
-  // A label that cannot be a class: the line of its first occurrence.
+  // A name among integer labels (an unknown missing-value marker): the line of its first
+  // occurrence, whichever rank holds it.
   std::string labels;
-  for (int i = 1; i <= 300; ++i) labels += std::string(i == 123 || i == 280 ? "9999" : "0") + ",1\n";
+  for (int i = 1; i <= 300; ++i) labels += std::string(i == 123 || i == 280 ? "N/A" : i % 2 ? "0" : "1") + ",1\n";
   const std::string q = dir.write("label.csv", labels);
   EXPECT_THAT(error_of([&] { io::read_dataset(q, io::Format::csv, MPI_COMM_WORLD); }),
-              HasSubstr(q + ":123: label 9999 is not a class"));
+              HasSubstr(q + ":123: label 'N/A' is a name among 298 integer labels"));
   // LIBSVM: d from the largest index of any rank's lines.
   std::string sv;
   for (int i = 1; i <= 200; ++i) sv += "0 " + std::to_string(i == 170 ? 77 : 1) + ":1\n";
@@ -177,6 +178,130 @@ TEST(ByteRangeReader, RejectsAnEmptyOrBlankFile) {
     EXPECT_THAT(error_of([&] { io::read_dataset(p, io::Format::csv, MPI_COMM_WORLD); }),
                 HasSubstr(p + ": empty file (no samples)"));
   }
+}
+
+// ------------------------------------------------------------------------------------------
+// Labels as users write them (header, label column, names, unlabeled markers)
+// ------------------------------------------------------------------------------------------
+
+namespace {
+
+/// Every rank's labels gathered in row order (a test's view of the whole file).
+std::vector<int> all_labels(const io::Dataset& ds) {
+  return allgatherv(ds.labels, MPI_COMM_WORLD);
+}
+
+}  // namespace
+
+TEST(Labels, AHeaderNamedLabelColumnNamesAndMarkersReadAsPythonsClassesWouldOnAnyRankCount) {
+  Dir dir;
+  // 40 rows: label column last, named; names; empty, ?, NA and -1 mark unlabeled rows.
+  const char* names[] = {"virginica", "setosa", "", "versicolor", "?", "setosa", "NA", "-1"};
+  std::string text = "a,b,species\n";
+  std::vector<int> expected;
+  for (int i = 0; i < 40; ++i) {
+    const std::string name = names[i % 8];
+    text += std::to_string(i) + "," + std::to_string(2 * i) + ".5," + name + "\n";
+    // np.unique order: setosa 0, versicolor 1, virginica 2; the markers -1.
+    expected.push_back(name == "setosa" ? 0 : name == "versicolor" ? 1 : name == "virginica" ? 2 : -1);
+  }
+  const std::string p = dir.write("named.csv", text);
+  io::ReadOptions o;
+  o.label.column = "species";
+  for (bool streamed : {false, true}) {
+    SCOPED_TRACE(streamed ? "streamed" : "byte ranges");
+    const io::Dataset ds = streamed ? io::detail::read_text_streamed(p, io::Format::csv, MPI_COMM_WORLD, true, o.label)
+                                    : io::read_dataset(p, io::Format::csv, MPI_COMM_WORLD, o);
+    EXPECT_EQ(ds.class_names, (std::vector<std::string>{"setosa", "versicolor", "virginica"}));
+    EXPECT_EQ(ds.classes, 3);
+    EXPECT_FALSE(ds.integer_labels);
+    EXPECT_EQ(ds.X.n_global, 40);
+    EXPECT_EQ(ds.X.cols, 2);
+    EXPECT_EQ(all_labels(ds), expected);
+    // The values are the other columns, in order.
+    for (int64_t i = 0; i < ds.X.n_local; ++i) {
+      EXPECT_EQ(ds.X.row(i)[0], static_cast<double>(ds.X.row_start + i));
+      EXPECT_EQ(ds.X.row(i)[1], 2.0 * static_cast<double>(ds.X.row_start + i) + 0.5);
+    }
+  }
+  // The same file by column number, and a tab-separated copy, give the same labels.
+  o.label.column = "3";
+  EXPECT_EQ(all_labels(io::read_dataset(p, io::Format::csv, MPI_COMM_WORLD, o)), expected);
+  std::string tsv = text;
+  std::replace(tsv.begin(), tsv.end(), ',', '\t');
+  EXPECT_EQ(all_labels(io::read_dataset(dir.write("named.tsv", tsv), io::Format::csv, MPI_COMM_WORLD, o)), expected);
+}
+
+TEST(Labels, IntegerLabelsAreCodedInOrderOfValueWithGapsClosed) {
+  Dir dir;
+  // Labels 10, 2, 7 and -1 (unlabeled): classes "2", "7", "10" (by value, not as text).
+  const int raw[] = {10, 2, -1, 7, 2, 10};
+  std::string text;
+  std::vector<int> expected;
+  for (int i = 0; i < 30; ++i) {
+    const int v = raw[i % 6];
+    text += std::to_string(v) + "," + std::to_string(i) + "\n";
+    expected.push_back(v == 2 ? 0 : v == 7 ? 1 : v == 10 ? 2 : -1);
+  }
+  const io::Dataset ds = io::read_dataset(dir.write("int.csv", text), io::Format::csv, MPI_COMM_WORLD);
+  EXPECT_EQ(ds.class_names, (std::vector<std::string>{"2", "7", "10"}));
+  EXPECT_TRUE(ds.integer_labels);
+  EXPECT_EQ(all_labels(ds), expected);
+  // LIBSVM: the same markers ('?' here, and a line without a label field).
+  std::string sv;
+  for (int i = 0; i < 24; ++i) sv += std::string(i % 4 == 0 ? "?" : i % 4 == 1 ? "" : i % 4 == 2 ? "3" : "5") + " 1:" + std::to_string(i) + "\n";
+  const io::Dataset s = io::read_dataset(dir.write("m.libsvm", sv), io::Format::libsvm, MPI_COMM_WORLD);
+  std::vector<int> want;
+  for (int i = 0; i < 24; ++i) want.push_back(i % 4 < 2 ? -1 : i % 4 == 2 ? 0 : 1);
+  EXPECT_EQ(s.class_names, (std::vector<std::string>{"3", "5"}));
+  EXPECT_EQ(all_labels(s), want);
+}
+
+TEST(Labels, NpyStringAndFloatLabelArraysGiveNamesAndNanIsUnlabeled) {
+  Dir dir;
+  std::vector<double> x(12, 1.0);
+  const std::string p = dir.write("x.npy", npy("<f8", "(6, 2)", raw_bytes(x)));
+  // '<U3' (UTF-32): "b", "a", "", "b", "é", "a"; '' is unlabeled.
+  std::vector<uint32_t> u = {'b', 0, 0, 'a', 0, 0, 0, 0, 0, 'b', 0, 0, 0xE9, 0, 0, 'a', 0, 0};
+  io::ReadOptions o;
+  o.labels = dir.write("yu.npy", npy("<U3", "(6,)", raw_bytes(u)));
+  const io::Dataset a = io::read_dataset(p, io::Format::npy, MPI_COMM_WORLD, o);
+  EXPECT_EQ(a.class_names, (std::vector<std::string>{"a", "b", "\xC3\xA9"}));  // code point order
+  EXPECT_EQ(all_labels(a), (std::vector<int>{1, 0, -1, 1, 2, 0}));
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  o.labels = dir.write("yf.npy", npy("<f8", "(6,)", raw_bytes(std::vector<double>{4, nan, 4, 1, -1, 1})));
+  const io::Dataset b = io::read_dataset(p, io::Format::npy, MPI_COMM_WORLD, o);
+  EXPECT_EQ(b.class_names, (std::vector<std::string>{"1", "4"}));
+  EXPECT_EQ(all_labels(b), (std::vector<int>{1, -1, 1, 0, -1, 0}));
+}
+
+TEST(Labels, BadLabelFilesNameTheFileLineAndWhatWasExpected) {
+  Dir dir;
+  const std::string hdr = dir.write("hdr.csv", "x,y,label\n");
+  io::ReadOptions o;
+  EXPECT_THAT(error_of([&] { io::read_dataset(hdr, io::Format::csv, MPI_COMM_WORLD, o); }),
+              HasSubstr(hdr + ": a header line alone (line 1), no samples"));
+  const std::string p = dir.write("h.csv", "x,y,species\n1,2,a\n3,4,b\n5,6,7\n");
+  o.label.column = "kind";
+  EXPECT_THAT(error_of([&] { io::read_dataset(p, io::Format::csv, MPI_COMM_WORLD, o); }),
+              HasSubstr("--label-column kind: no such column in the header of " + p + ":1 ('x', 'y', 'species')"));
+  o.label.column = "4";
+  EXPECT_THAT(error_of([&] { io::read_dataset(p, io::Format::csv, MPI_COMM_WORLD, o); }),
+              HasSubstr("--label-column 4: " + p + ":1 has 3 fields"));
+  o.label.column = "species";
+  o.label.type = io::LabelOptions::Type::integer;
+  EXPECT_THAT(error_of([&] { io::read_dataset(p, io::Format::csv, MPI_COMM_WORLD, o); }),
+              HasSubstr(p + ":2: label 'a' is not an integer (--label-type integer)"));
+  o.label.type = io::LabelOptions::Type::automatic;
+  EXPECT_THAT(error_of([&] { io::read_dataset(p, io::Format::csv, MPI_COMM_WORLD, o); }),
+              HasSubstr(p + ":4: label '7' is an integer among 2 names"));
+  o.label.type = io::LabelOptions::Type::string;  // every label a name: "7" too
+  EXPECT_EQ(io::read_dataset(p, io::Format::csv, MPI_COMM_WORLD, o).class_names,
+            (std::vector<std::string>{"7", "a", "b"}));
+  // A value file read with a label column: a fractional "label" is refused, not a class.
+  const std::string v = dir.write("v.csv", "0.5,1\n0.25,2\n");
+  EXPECT_THAT(error_of([&] { io::read_dataset(v, io::Format::csv, MPI_COMM_WORLD); }),
+              HasSubstr(v + ":1: label '0.5' is a fractional number"));
 }
 
 // ------------------------------------------------------------------------------------------
@@ -249,7 +374,7 @@ TEST(NpyReader, RejectsWhatItCannotReadWithTheFileAndTheReason) {
   std::vector<int64_t> labels = {0, 1, 0};
   const std::string y = dir.write("y.npy", npy("<i8", "(3,)", raw_bytes(labels)));
   const std::string y2 = dir.write("y2.npy", npy("<i8", "(2,)", raw_bytes(std::vector<int64_t>{0, 1})));
-  const std::string yf = dir.write("yf.npy", npy("<f8", "(3,)", raw_bytes(std::vector<double>{0, 1, 0})));
+  const std::string yf = dir.write("yf.npy", npy("<f8", "(3,)", raw_bytes(std::vector<double>{0, 1.5, 0})));
   std::vector<double> nan = v, huge = v;
   nan[4] = std::numeric_limits<double>::quiet_NaN();
   huge[3] = 1e308;  // finite, but its square is not: beyond kMaxAbsValue
@@ -264,7 +389,7 @@ TEST(NpyReader, RejectsWhatItCannotReadWithTheFileAndTheReason) {
       {"huge.npy", npy("<f8", "(3, 2)", raw_bytes(huge)), y, "huge.npy[1, 1] (sample, feature; 0-based) = 1e+308; expected |x| <= 7.3e+134"},
       {"complex.npy", npy("<c16", "(3, 2)", raw_bytes(v)), y, "NPY dtype '<c16' is not supported"},
       {"count.npy", npy("<f8", "(3, 2)", raw_bytes(v)), y2, "2 labels for 3 samples"},
-      {"float.npy", npy("<f8", "(3, 2)", raw_bytes(v)), yf, "labels must have an integer dtype"},
+      {"float.npy", npy("<f8", "(3, 2)", raw_bytes(v)), yf, "label 1.5 of sample 1 is not an integer"},
       {"nolabels.npy", npy("<f8", "(3, 2)", raw_bytes(v)), "", "an NPY file holds no labels; give --labels"},
       {"notnpy.npy", "0,1,2\n", y, "not an NPY file"}};
   for (const Case& c : cases) {
@@ -352,7 +477,7 @@ TEST(Hdf5, ConvertsUint8ImagesAndInt16LabelsWrittenByAnotherProgram) {
   }
   o.hdf5_labels = "/float_labels";
   EXPECT_THAT(error_of([&] { io::read_dataset(p, io::Format::hdf5, MPI_COMM_WORLD, o); }),
-              HasSubstr(p + ":/float_labels: labels must have an integer type"));
+              HasSubstr(p + ":/float_labels: labels must have an integer or a string type"));
 }
 
 TEST(ParallelWriters, NpyAndHdf5EmbeddingsHoldTheRowsOfAnUnbalancedLayoutInGlobalOrder) {

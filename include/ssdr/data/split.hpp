@@ -37,6 +37,7 @@ uint64_t split_key(uint64_t seed, int64_t i);
 /// per-class thresholds are found by a distributed radix selection (8 rounds of one
 /// MPI_Allreduce of 256 counts per selection, at most 4 096 selections at a time; a whole
 /// class needs none), so no rank holds the labels or roles of all n samples.
+/// A row without a label (−1) is always transductive (unlabeled) and is in no class's count.
 /// \param labels    the labels of this rank's rows, global rows [row_start, row_start + n_local)
 /// \param classes   c (the same on every rank)
 /// \return the roles of this rank's rows (n_local)
@@ -53,9 +54,18 @@ std::vector<Role> make_split(const std::vector<int>& labels, int64_t row_start, 
 std::vector<Role> read_split(const std::string& path, int64_t row_start, int64_t n_local, int64_t n, MPI_Comm comm);
 
 /// Checks a split against the labels (both of this rank's rows): every class has at least one
-/// labeled sample on some rank. Collective (one MPI_Allreduce of c counts).
-/// \throws ssdr::Error (collectively) naming the first class without a labeled sample.
+/// labeled sample on some rank, and no row without a label (−1) is labeled. Collective (one MPI_Allreduce of c counts).
+/// \throws ssdr::Error (collectively) naming the first class without a labeled sample, or the
+///   first labeled sample without a label.
 void validate_split(const std::vector<int>& labels, int classes, const std::vector<Role>& roles, MPI_Comm comm);
+
+/// The roles the data give themselves: a row with a label is labeled, a row without one
+/// (label −1, an unlabeled marker in the file) is transductive (unlabeled); no unseen rows.
+/// What `ssdr fit` does without --labeled-per-class or --split. Local but for one
+/// MPI_Allreduce (collective over comm).
+/// \throws ssdr::Error (collectively) when no row is unlabeled, naming the options that draw
+///   a split instead.
+std::vector<Role> roles_from_labels(const std::vector<int>& labels, MPI_Comm comm);
 
 /// Counts of each role.
 struct SplitCounts {

@@ -18,6 +18,9 @@ struct FitCommand {
   io::ReadOptions read;       ///< --hdf5-data, --hdf5-labels, --labels
   std::string split_file;     ///< --split FILE, or empty
   data::SplitSpec split;      ///< --labeled-per-class P ... --seed S
+  /// Neither --split nor --labeled-per-class: the data's own labeled rows are labeled and its
+  /// unlabeled rows (unlabeled markers) transductive (data::roles_from_labels).
+  bool roles_from_data = false;
   int splits = 1;             ///< evaluate: R random splits, seeds S..S+R−1
   FitConfig config;
   std::string select_by = "none";  ///< --select-by none|cv
@@ -30,6 +33,8 @@ struct FitCommand {
   /// --graph-out: the kNN lists of the transductive samples (graph::write_knn_lists); empty:
   /// not written. --graph-in: such lists used instead of the search; empty: search.
   std::string graph_out, graph_in;
+  /// --plot: a PNG/SVG scatter of the embedding at the end of the fit (run_plot); empty: none.
+  std::string plot;
 };
 
 /// `ssdr transform` and `ssdr predict`: a saved model applied to new samples.
@@ -58,6 +63,15 @@ struct ConvertCommand {
   io::ReadOptions read;
 };
 
+/// `ssdr plot`: a 2-D scatter of an embedding file (CSV from ssdr with its label column, NPY,
+/// HDF5) coloured by class name, unlabeled rows grey, written as PNG or SVG.
+struct PlotCommand {
+  std::string embedding, output;
+  std::string labels;   ///< --labels: an NPY file of labels for an NPY/HDF5 embedding
+  std::string title;    ///< --title (default: the embedding's file name)
+  bool pca = false;     ///< --pca: the first two principal components instead of y1, y2
+};
+
 /// Checks before any computation that each non-empty output path can be created (its
 /// directory exists and is writable), so a long job does not fail at the end.
 /// Collective. \throws ssdr::Error (collectively) naming the option and path.
@@ -81,6 +95,11 @@ int run_transform(const TransformCommand& cmd, MPI_Comm comm);
 /// the model predates format 5 (no labeled samples: refit it), the data's width is not the
 /// model's, or the output cannot be written.
 int run_predict(const PredictCommand& cmd, MPI_Comm comm);
+/// `ssdr plot`: runs the plotting script (src/app/plot_embedding.py, matplotlib) on rank 0
+/// with an argument vector (never a shell) and the Python CMake found; the other ranks wait
+/// for its outcome. Collective. \throws ssdr::Error (collectively) with the script's one-line
+/// message (bad file, bad output name) or naming the missing interpreter or script.
+int run_plot(const PlotCommand& cmd, MPI_Comm comm);
 /// `ssdr convert`: see ConvertCommand. Collective. \throws ssdr::Error naming the option.
 int run_convert(const ConvertCommand& cmd, MPI_Comm comm);
 

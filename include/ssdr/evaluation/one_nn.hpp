@@ -14,7 +14,8 @@
 
 namespace ssdr::evaluation {
 
-/// 1-NN accuracy on the unlabeled (transductive) and unseen samples, in [0, 1].
+/// 1-NN accuracy on the unlabeled (transductive) and unseen samples that have a true label, in
+/// [0, 1]; n_unlabeled and n_unseen count the samples scored.
 struct Accuracy {
   double unlabeled = std::numeric_limits<double>::quiet_NaN();  ///< NaN when there are none
   double unseen = std::numeric_limits<double>::quiet_NaN();
@@ -49,9 +50,10 @@ std::vector<int> one_nn_predict(const DistMatrix& Y, const std::vector<int>& lab
 /// over a communicator: what accuracy() and a streamed evaluation (tile by tile) share.
 struct AccuracyCounts {
   int64_t n_unlabeled = 0, correct_unlabeled = 0, n_unseen = 0, correct_unseen = 0;
-  /// Counts one row: its prediction, its true label and its role (labeled rows are not
-  /// scored). Local.
+  /// Counts one row: its prediction, its true label and its role (labeled rows, and rows
+  /// without a true label, −1, are not scored). Local.
   void add(int predicted, int truth, data::Role role) {
+    if (truth < 0) return;
     if (role == data::Role::unlabeled) {
       ++n_unlabeled;
       correct_unlabeled += predicted == truth;

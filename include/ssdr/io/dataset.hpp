@@ -44,8 +44,17 @@ struct Dataset {
   /// values, as with `sparse`.
   TypedRows rows;
   bool typed = false;
-  std::vector<int> labels;  ///< the labels of X's local rows (n_local, in 0..c-1; empty without labels)
-  int classes = 0;          ///< c = largest label + 1 over every rank (the same on every rank)
+  /// The labels of X's local rows (n_local): class codes 0..c−1 (the index into
+  /// class_names), −1 for an unlabeled row (an unlabeled marker in the file); empty without
+  /// labels.
+  std::vector<int> labels;
+  int classes = 0;          ///< c = class_names.size() (the same on every rank)
+  /// The classes' names, the same on every rank, sorted as Python's `classes_` (np.unique):
+  /// integers by value ("2" before "10"), names byte-wise (UTF-8 code points). Code k is
+  /// class_names[k].
+  std::vector<std::string> class_names;
+  /// Whether every class name is an integer (the labels were read as integers).
+  bool integer_labels = true;
   /// Whether the data set has labels (the same on every rank, unlike labels.empty(), which is
   /// also true on a rank without rows).
   bool labeled() const { return classes > 0; }
@@ -60,6 +69,29 @@ enum class Sparsity { dense, automatic, sparse };
 Sparsity parse_sparsity(const std::string& name);
 inline constexpr double kSparseDenseBytes = 1073741824.0;  ///< 1 GiB of n·d doubles
 inline constexpr double kSparseMaxDensity = 0.1;
+
+/// How labels are read from a data file (every format): which CSV column, whether the first
+/// line is a header, which field values mark an unlabeled row, and whether labels are
+/// integers or names.
+struct LabelOptions {
+  /// --header (CSV/TSV): automatic (the first line is a header when one of its value fields
+  /// is not a number), yes, no.
+  enum class Header { automatic, yes, no } header = Header::automatic;
+  /// --label-column (CSV/TSV): a header name, or a 1-based column number; empty: column 1.
+  std::string column;
+  /// --unlabeled-marker (every format): the label field values of unlabeled rows, compared
+  /// after trimming blanks. Default: the empty field, "?", "NA" and "-1" (also the integer
+  /// −1 of an NPY/HDF5/IDX label array).
+  std::vector<std::string> unlabeled_markers = {"", "?", "NA", "-1"};
+  /// --label-type: automatic (integers when every label is an integer, names when none is;
+  /// a mix is refused), integer (a name is refused) or string (every label is a name).
+  enum class Type { automatic, integer, string } type = Type::automatic;
+};
+
+/// Parses --header: "auto", "yes" or "no". \throws ssdr::Error naming the bad value.
+LabelOptions::Header parse_header(const std::string& name);
+/// Parses --label-type: "auto", "integer" or "string". \throws ssdr::Error naming the bad value.
+LabelOptions::Type parse_label_type(const std::string& name);
 
 /// Where the binary formats keep their labels and matrix.
 struct ReadOptions {
@@ -79,12 +111,20 @@ struct ReadOptions {
   /// doubles. For the commands whose fit reads rows through TypedRows (fit, evaluate,
   /// experiment); the others read doubles.
   bool native_types = false;
+  /// How labels are read (header, label column, unlabeled markers, integer or names).
+  LabelOptions label;
 };
 
 /// Reads a data set. Collective over `comm`.
 ///
-/// - csv: no header; each line `label,x_1,...,x_d` (`x_1,...,x_d` with options.no_labels);
-///   every line must have the same number of fields; label an integer ≥ 0; values finite.
+/// - csv (also TSV: tab-separated when the first line has a tab and no comma): an optional
+///   header line (options.label.header); the label in column options.label.column (by
+///   header name or 1-based number; column 1 by default), the other fields the d values;
+///   every line must have the same number of fields; values finite.
+/// - Labels (every format): a label equal to one of options.label.unlabeled_markers marks an
+///   unlabeled row (label −1); the others are integers or names (options.label.type), coded
+///   0..c−1 in the order of Dataset::class_names, agreed over comm (an MPI_Allgatherv of the
+///   ranks' distinct labels: O(c), never O(n)).
 /// - libsvm/SVMlight: `label idx:val ...`, 1-based strictly increasing indices, zeros
 ///   omitted; d = the largest index seen; may be gzip-compressed (".gz"). Kept sparse
 ///   (Dataset::Xs, rows in the block layout like X, explicit zeros dropped) as
@@ -95,9 +135,10 @@ struct ReadOptions {
 ///   the matching `*-labels-idx1-ubyte[.gz]`).
 ///
 /// - npy: NumPy `.npy`, a C-order n×d array of any real or integer type (f4, f8, i1..i8,
-///   u1..u8, either byte order); labels from `options.labels`, a 1-D integer `.npy`.
+///   u1..u8, either byte order); labels from `options.labels`, a 1-D `.npy` of integers (−1: unlabeled)
+///   or of strings ('<U…' or '|S…': class names; "" unlabeled).
 /// - hdf5: the data set `options.hdf5_data` (n×d, any numeric type) and the labels
-///   `options.hdf5_labels` (n, any integer type).
+///   `options.hdf5_labels` (n, any integer type; −1: unlabeled).
 ///
 /// Every rank reads its own part: plain CSV/LIBSVM by byte ranges (MPI-IO; each rank parses
 /// the lines that start in its 1/P of the bytes, then rows move once to their block owner),
@@ -108,7 +149,8 @@ struct ReadOptions {
 ///
 /// \throws ssdr::Error on every rank (collectively) with a one-line message naming the
 ///   file and line for: missing/unreadable file, ragged CSV row, unparsable number,
-///   NaN/Inf, negative or non-integer label, bad libsvm index, truncated or wrong-magic IDX,
+///   NaN/Inf, a name among integer labels (or a name with label.type integer), a header
+///   alone, a label column that does not exist, bad libsvm index, truncated or wrong-magic IDX,
 ///   an empty file, an NPY/HDF5 array that is not 2-D or not numeric, labels missing (when
 ///   required), of the wrong count or not integers, a NaN/Inf value in a binary file.
 Dataset read_dataset(const std::string& path, Format format, MPI_Comm comm, const ReadOptions& options = {});

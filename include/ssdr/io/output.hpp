@@ -107,28 +107,47 @@ void check_outputs(const std::vector<NamedPath>& outputs, const std::vector<Name
 /// Writes a whole text file atomically from rank 0 only (other ranks do nothing). Local.
 void write_text_atomic(const std::string& path, const std::string& text);
 
+/// What a CSV table of rows shows beside Y's values: a header line `id[,label],c1,...,cm`
+/// where id is each row's sample index (0-based, in the data file's order), the label
+/// column (named `label_column`) holds each row's class name ("" for a row without one) and
+/// the value columns are named `columns` (default y1..ym).
+struct TableColumns {
+  std::vector<std::string> columns;                  ///< m names; empty: y1..ym
+  const std::vector<int>* labels = nullptr;          ///< the local rows' class codes (−1: none); null: no label column
+  const std::vector<std::string>* names = nullptr;   ///< class names of the codes (null: the codes as numbers)
+  std::string label_column = "label";
+  /// The local rows' sample indices (n_local); null: the rows are samples row_start.. in order.
+  const std::vector<int64_t>* ids = nullptr;
+};
+
 /// Writes the n×m embedding Y (rows distributed, in file order) to `path`:
 /// - ".h5"/".hdf5" → HDF5 data set /embedding (n×m float64), written collectively, each
 ///   rank its own hyperslab (write_hdf5);
 /// - ".npy" → NumPy float64 little-endian n×m (C order), written collectively with MPI-IO,
 ///   each rank at its rows' byte offset;
-/// - anything else (and a device or FIFO) → write_embedding_streamed.
+/// - anything else (and a device or FIFO) → write_embedding_streamed: CSV with a header
+///   (TableColumns).
 /// Atomic (a temporary name + rename; nothing is left on failure). Collective over Y.comm.
 /// \throws ssdr::Error on every rank when the file cannot be written.
 /// `dataset` is the HDF5 data set's name (soft labels: "/soft_labels").
-void write_embedding(const DistMatrix& Y, const std::string& path, const std::string& dataset = "/embedding");
+void write_embedding(const DistMatrix& Y, const std::string& path, const std::string& dataset = "/embedding",
+                     const TableColumns& table = {});
 
-/// CSV (comma-separated, no header, 17 significant digits) or NPY streamed through rank 0:
-/// rank 0 receives the blocks one rank at a time, so it never holds more than one rank's
-/// block. Atomic. Collective over Y.comm.
-void write_embedding_streamed(const DistMatrix& Y, const std::string& path);
+/// CSV (comma-separated, a header line as `table` says, 17 significant digits) or NPY (no
+/// header) streamed through rank 0: rank 0 receives the blocks one rank at a time, so it
+/// never holds more than one rank's block. Atomic. Collective over Y.comm.
+void write_embedding_streamed(const DistMatrix& Y, const std::string& path, const TableColumns& table = {});
 
 /// Writes the labels of every rank's rows (this rank: `labels`, its rows' labels; the ranks'
 /// blocks in rank order make the n labels in row order): a 1-D int64 NPY file when `npy`
 /// (predict: a name ending in ".npy"; convert: always), else text with one label per line. Streamed through rank 0, which receives
 /// one rank's block at a time (never all n), atomically (a temporary name + rename).
 /// Collective over comm (the outcome is raised on every rank).
-void write_labels(const std::vector<int>& labels, const std::string& path, MPI_Comm comm, bool npy);
+/// With `names` (the class names of the codes), text holds names and an NPY file their
+/// integers when every name is one, else fixed-width UTF-32 strings ('<U…'); a name ending in
+/// ".csv" gets a header line `id,<column>` and each row its sample index.
+void write_labels(const std::vector<int>& labels, const std::string& path, MPI_Comm comm, bool npy,
+                  const std::vector<std::string>* names = nullptr, const std::string& column = "label");
 
 /// One data set of write_hdf5_rows: this rank's rows of an n × cols array (cols = 0: a 1-D
 /// array of n values), row-major, `type` values each.
