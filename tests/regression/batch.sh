@@ -110,7 +110,7 @@ expect() {
 
 # --- 1. syntax and directives ------------------------------------------------------------
 scripts=("$SLURM_DIR"/*.sbatch "$PBS_DIR"/*.pbs)
-[ "${#scripts[@]}" -eq 5 ] || bad "expected 3 SLURM and 2 PBS scripts, found ${#scripts[@]}"
+[ "${#scripts[@]}" -eq 7 ] || bad "expected 4 SLURM and 3 PBS scripts, found ${#scripts[@]}"
 for f in "${scripts[@]}" "$ROOT"/jobs/*.sh; do
   bash -n "$f" 2>"$tmp/syntax.err" || { bad "bash -n $(basename "$f")"; cat "$tmp/syntax.err"; }
 done
@@ -243,6 +243,28 @@ run pbs_torque env "${clean_env[@]}" PBS_O_WORKDIR="$tmp/root" PBS_NODEFILE="$tm
 cp "$tmp/pbs_torque.err" "$tmp/last.err"
 expect "soda_fashion_mnist.pbs, Torque header: overrides, SSDR_PETSC_OPTIONS= for none, SSDR_MPIEXEC_FLAGS" "$STUB_DIR/launch.log" \
   "mpiexec -n 4 -f $tmp/torque.nodes $STUB fit --method soda --data $tmp/fm --labeled-per-class 20 --transductive-fraction 0.2 --seed 1 --report $tmp/pbsout/soda_fmnist_4r_f0.2.json"
+
+# --- 4b. fit.sbatch and fit.pbs: one's own data, outputs in one folder -------------------------
+run fit_sbatch env "${clean_env[@]}" SLURM_SUBMIT_DIR="$tmp/root" SLURM_NTASKS=2 SSDR_PETSC_OPTIONS="-log_view" \
+  bash "$SLURM_DIR/fit.sbatch" "my data/iris.v2.csv" soda "$tmp/o u t" --label-column species --dim 2
+cp "$tmp/fit_sbatch.err" "$tmp/last.err"
+expect "fit.sbatch DATA METHOD OUTDIR OPTIONS: report, model, CSV embedding and plot named after the data, options passed as they are" \
+  "$STUB_DIR/ssdr.log" "CALL ranks=2 cwd=$tmp/root" fit --method soda --data "my data/iris.v2.csv" --report "$tmp/o u t/iris_soda.json" \
+  --model "$tmp/o u t/iris_soda.model" --embedding "$tmp/o u t/iris_soda.csv" --plot "$tmp/o u t/iris_soda.png" \
+  --label-column species --dim 2 -log_view
+run fit_sbatch_usage env "${clean_env[@]}" SLURM_SUBMIT_DIR="$tmp/root" bash "$SLURM_DIR/fit.sbatch" data.csv
+if [ -s "$tmp/fit_sbatch_usage.err" ] && grep -q "usage: sbatch jobs/slurm/fit.sbatch DATA METHOD OUTDIR" "$tmp/fit_sbatch_usage.err" &&
+   [ ! -s "$STUB_DIR/ssdr.log" ]; then
+  ok "fit.sbatch without METHOD and OUTDIR: its usage line, nothing run"
+else
+  bad "fit.sbatch usage"; cat "$tmp/fit_sbatch_usage.err"
+fi
+run fit_pbs env "${clean_env[@]}" PBS_O_WORKDIR="$tmp/root" PBS_NODEFILE="$tmp/pbs_pro.nodes" SSDR_DATA="$tmp/x.npy" \
+  SSDR_METHOD=lda SSDR_OUT="$tmp/po" SSDR_PLOT=0 SSDR_FIT_OPTIONS="--labels $tmp/y.npy --labeled-per-class 3" \
+  bash "$PBS_DIR/fit.pbs"
+cp "$tmp/fit_pbs.err" "$tmp/last.err"
+expect "fit.pbs: SSDR_DATA, SSDR_METHOD, SSDR_OUT, SSDR_FIT_OPTIONS, SSDR_PLOT=0" "$STUB_DIR/launch.log" \
+  "mpiexec -n 3 --hostfile $tmp/pbs_pro.nodes --bind-to core $tmp/root/build/ssdr fit --method lda --data $tmp/x.npy --report $tmp/po/x_lda.json --model $tmp/po/x_lda.model --embedding $tmp/po/x_lda.csv --labels $tmp/y.npy --labeled-per-class 3"
 
 # --- 5. experiment: arguments and the stop signals --------------------------------------------
 # signal_run NAME SIGNAL SENDER env ... bash SCRIPT...: starts the script with the waiting stub, sends SIGNAL
