@@ -239,23 +239,48 @@ def _rows(X):
     return _np.ascontiguousarray(X, dtype=_np.float64)
 
 
+def _is_missing(v):
+    """None, a float NaN (pandas' missing value in a float column) or pandas.NA."""
+    return v is None or (isinstance(v, float) and v != v) or type(v).__name__ == "NAType"
+
+
 def _unlabeled(y):
-    """The mask of unlabeled entries: -1 in an integer or float array; None or -1 in an object
-    array. Local."""
-    if y.dtype.kind in "if":
+    """The mask of unlabeled entries, one rule for every dtype (as the command line reads label
+    files): -1 and NaN in an integer or float array; None, NaN, pandas.NA and -1 in an object
+    array (a pandas Series or Categorical arrives here as one). Local."""
+    if y.dtype.kind == "i":
         return y == -1
+    if y.dtype.kind == "f":
+        return (y == -1) | _np.isnan(y)
     if y.dtype.kind == "O":
-        return _np.fromiter((v is None or (isinstance(v, _numbers.Integral) and not isinstance(v, bool) and v == -1)
+        return _np.fromiter((_is_missing(v) or (isinstance(v, _numbers.Integral) and not isinstance(v, bool) and v == -1)
                              for v in y), dtype=bool, count=len(y))
     return _np.zeros(len(y), dtype=bool)
+
+
+def _from_pandas(y):
+    """A pandas Series, Categorical or extension array as a NumPy array whose missing values
+    (NaN, None, pandas.NA, a Categorical's -1 code) are None in an object array; other
+    array-likes unchanged. Local."""
+    if type(y).__name__ == "Categorical" or str(getattr(y, "dtype", "")) == "category":
+        cat = y.array if hasattr(y, "array") else y
+        values = _np.asarray(cat.categories, dtype=object)[_np.maximum(cat.codes, 0)]
+        values[_np.asarray(cat.codes) < 0] = None
+        return values
+    if hasattr(y, "isna") and hasattr(y, "to_numpy"):
+        missing = _np.asarray(y.isna())
+        if missing.any():
+            values = y.to_numpy(dtype=object)
+            values[missing] = None
+            return values
+        return y.to_numpy()
+    return y
 
 
 def _label_array(y, n, what="y"):
     """y as a 1-D array of n labels (a column vector is raveled with scikit-learn's warning).
     Local. \\raises ValueError naming the problem."""
-    if hasattr(y, "to_numpy"):
-        y = y.to_numpy()
-    y = _np.asarray(y)
+    y = _np.asarray(_from_pandas(y))
     if y.ndim == 2 and y.shape[1] == 1:
         _warnings.warn("A column-vector y was passed when a 1d array was expected. Please change the shape of y "
                        "to (n_samples, ), for example using ravel().", _DataConversionWarning, stacklevel=2)
@@ -265,11 +290,12 @@ def _label_array(y, n, what="y"):
     if y.dtype.kind == "c":
         raise ValueError("Unknown label type: complex labels in %s" % what)
     if y.dtype.kind == "f":
-        bad = ~_np.isfinite(y)
+        bad = _np.isinf(y)  # NaN is an unlabeled row (pandas' missing value)
         if bad.any():
             i = int(_np.flatnonzero(bad)[0])
-            raise ValueError("%s[%d] = %r on this rank; expected a class label or -1 (unlabeled)" % (what, i, y[i]))
-        if (y != _np.floor(y)).any():
+            raise ValueError("%s[%d] = %r on this rank; expected a class label, or -1 or NaN (unlabeled)" % (what, i, y[i]))
+        finite = y[~_np.isnan(y)]
+        if (finite != _np.floor(finite)).any():
             raise ValueError("Unknown label type: continuous values in %s; expected class labels" % what)
     if y.dtype.kind not in "biufUSO":
         raise ValueError("Unknown label type: %s has dtype %s; expected class labels" % (what, y.dtype))
@@ -283,8 +309,6 @@ def _local_classes(y, unlabeled):
     if y.dtype.kind != "O":
         return _np.unique(values)
     for v in values:
-        if isinstance(v, float) and v != v:
-            raise ValueError("Unknown label type: NaN among the labels of y")
         if isinstance(v, (list, dict, set, _np.ndarray)):
             raise ValueError("Unknown label type: y holds %s values; expected class labels" % type(v).__name__)
     try:

@@ -50,6 +50,10 @@ const char* kUsage =
     "  experiment run a YAML job: protocols, parameter grids, splits, groups, checkpoints, plots\n"
     "  methods    list the methods\n"
     "\n"
+    "options:\n"
+    "  --version  the version, commit, build and libraries\n"
+    "  --help     this text\n"
+    "\n"
     "Run 'ssdr <command> --help' (or 'ssdr help <command>') for the options of a command. ssdr's\n"
     "options have two dashes; PETSc/SLEPc options have one and may stand anywhere, each with its\n"
     "value, e.g. -lp_ksp_type gmres -tr_eps_type lapack -log_view. A PETSc option that nothing\n"
@@ -726,7 +730,13 @@ int main(int argc, char** argv) {
       SSDR_REQUIRE(rest.empty() || asked || markdown,
                    "unexpected argument '" + (rest.empty() ? std::string() : rest.front()) +
                        "': ssdr methods takes only --markdown (the reference page docs/methods.md)");
-      if (rank == 0) std::fputs(markdown ? methods_markdown().c_str() : methods_help().c_str(), stdout);
+      if (rank == 0 && asked)
+        std::fputs("usage: ssdr methods [--markdown]\n\nLists the methods: name, what it computes, its paper and its "
+                   "parameters.\n  --markdown  the reference page of every method and parameter (docs/methods.md)\n"
+                   "  -h, --help  show this help\n",
+                   stdout);
+      else if (rank == 0)
+        std::fputs(markdown ? methods_markdown().c_str() : methods_help().c_str(), stdout);
     } else if (command == "fit" || command == "evaluate") {
       auto c = parse_fit(rest, command == "evaluate", help);
       if (!help) code = command == "fit" ? driver::run_fit(c, comm) : driver::run_evaluate(c, comm);

@@ -87,10 +87,31 @@ if comm.size > 1:
     same_error(lambda: ssdr.SODA().fit(on_last(Xl, lambda b: b[:, 1:]), yl), ["differ in width"],
                what="one feature fewer")
 
+# 1b. Missing labels as pandas and NumPy write them are unlabeled rows, as -1 is (one rule for
+#     every dtype, the command line's): NaN in a float array or Series, None, pd.NA in a
+#     nullable integer array, a Categorical's missing value. The same embedding, bit for bit.
+import pandas as pd
+ym = yl.copy()
+ym[::4] = -1
+ref = ssdr.SODA(dim=2, seed=1).fit(Xl, ym).transform(Xl)
+yf = ym.astype(float)
+yf[ym == -1] = np.nan
+names = np.array(["a", "b", "c"], dtype=object)
+ys = np.where(ym == -1, None, names[np.maximum(ym, 0)])
+for what, yy in [("float NaN", yf), ("Series of floats with NaN", pd.Series(yf)),
+                 ("Int64 with pd.NA", pd.array(np.where(ym == -1, None, ym).tolist(), dtype="Int64")),
+                 ("object with None", ys), ("object with pd.NA", np.where(ym == -1, pd.NA, names[np.maximum(ym, 0)])),
+                 ("Categorical", pd.Categorical(ys, categories=["a", "b", "c"])),
+                 ("Series of category", pd.Series(ys, dtype="category"))]:
+    got = ssdr.SODA(dim=2, seed=1).fit(Xl, yy).transform(Xl)
+    assert np.array_equal(got, ref), what
+if comm.rank == 0:
+    print("ok: NaN, None, pd.NA and Categorical's missing values are unlabeled rows (7 kinds, the -1 fit's bits)")
+
 # 2. y: one label short, a NaN, continuous values, a label of 2^31 - 1 and 2^32 + 1 (just labels).
 same_error(lambda: ssdr.SODA().fit(Xl, on_last(yl, lambda b: b[:-1])), ["one label per row"], what="y one short")
-same_error(lambda: ssdr.SODA().fit(Xl, on_last(yl, set_first(np.nan))), ["nan", "expected a class label"],
-           what="NaN label")
+same_error(lambda: ssdr.SODA().fit(Xl, on_last(yl, set_first(np.inf))), ["inf", "expected a class label"],
+           what="an infinite label")
 same_error(lambda: ssdr.SODA().fit(Xl, on_last(yl, set_first(0.5))), ["Unknown label type"], what="label 0.5")
 same_error(lambda: ssdr.SODA().fit(Xl, np.where(yl == 0, 0, -1)), ["only one class (0)"], what="one labeled class")
 same_error(lambda: ssdr.SODA().fit(Xl, np.full(len(yl), -1)), ["no row is labeled"], what="no labeled row")

@@ -379,4 +379,60 @@ if grep -q -- "--select-by" "$tmp/help" && grep -q -- "--grid" "$tmp/help" && gr
   ok "fit --help documents --select-by, --grid, --sigma-scale"
 else bad "fit --help documents --select-by, --grid, --sigma-scale"; fi
 
+# Your own data (issue 31): examples/my_iris.csv has a header, class names in its last column
+# and 45 empty labels. fit needs no split; on 1 and 2 ranks the same names, counts and bytes;
+# predict writes names; plot draws a PNG; a model saved by Python predicts names here.
+own="$(cd "$DATA/../.." && pwd)/examples/my_iris.csv"
+if NP=1 run fit --method soda --data "$own" --label-column species -q --report "$tmp/own1.json" --embedding "$tmp/own1.csv" \
+     --model "$tmp/own.model" --plot "$tmp/own.png" >"$tmp/own1.out" 2>"$tmp/stderr" &&
+   NP=2 run fit --method soda --data "$own" --label-column species -q --report "$tmp/own2.json" --embedding "$tmp/own2.csv" \
+     >"$tmp/own2.out" 2>>"$tmp/stderr" &&
+   run predict --model "$tmp/own.model" --data "$own" --label-column species --output "$tmp/ownp.csv" -q \
+     >"$tmp/ownp.out" 2>>"$tmp/stderr" &&
+   ! grep -q acc_unlab "$tmp/own1.out" && [ "$(head -c 8 "$tmp/own.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] &&
+   "$PY" - "$tmp" <<'PY'
+import csv, json, sys
+t = sys.argv[1]
+r1, r2 = (json.load(open(f"{t}/own{k}.json")) for k in (1, 2))
+for r in (r1, r2):
+    assert r["class_names"] == ["setosa", "versicolor", "virginica"], r["class_names"]
+    assert r["split"]["labeled"] == 105 and r["split"]["unlabeled"] == 45 and r["split"]["unseen"] == 0, r["split"]
+    assert r["accuracy"]["unlabeled"] is None and "accuracy_note" in r, r["accuracy"]
+    assert r["parameters"]["class_names"] == r["class_names"]
+rows1, rows2 = list(csv.DictReader(open(f"{t}/own1.csv"))), list(csv.DictReader(open(f"{t}/own2.csv")))
+assert [x["label"] for x in rows1] == [x["label"] for x in rows2] and len(rows1) == 150
+assert sum(x["label"] == "" for x in rows1) == 45 and rows1[1]["label"] == "setosa" and rows1[0]["id"] == "0"
+for a, b in zip(rows1, rows2):  # rank invariance to the propagation's tolerance (1e-12 relative)
+    for k in ("y1", "y2"):
+        assert abs(float(a[k]) - float(b[k])) <= 1e-9 * (1 + abs(float(a[k]))), (a, b)
+pred = list(csv.DictReader(open(f"{t}/ownp.csv")))
+assert len(pred) == 150 and set(x["prediction"] for x in pred) == {"setosa", "versicolor", "virginica"}
+truth = [x["label"] for x in rows1]
+assert sum(p["prediction"] == y for p, y in zip(pred, truth) if y) == 105  # its own labeled rows
+PY
+then ok "own data: header, names, empty labels; fit without a split on 1 and 2 ranks, names in the report, CSV and predict, a PNG"
+else bad "own data: fit, predict and plot with names"; cat "$tmp/stderr" "$tmp/own1.out"; fi
+expect_error "a label column that does not exist" "--label-column kind: no such column in the header of $own:1" \
+  fit --method soda --data "$own" --label-column kind
+expect_error "a fit without a split on fully labeled data" "every row of the data is labeled" fit --method soda --data "$iris"
+pybuild="$(cd "$(dirname "$SSDR")" && pwd)/python"
+if [ -d "$pybuild/ssdr" ] &&
+   PYTHONPATH="$pybuild" "$PY" - "$iris" "$tmp/py.model" 2>"$tmp/stderr" <<'PY' &&
+import sys
+import numpy as np
+import ssdr
+t = np.loadtxt(sys.argv[1], delimiter=",")
+names = np.array(["setosa", "versicolor", "virginica"], dtype=object)
+y = np.where(np.arange(len(t)) % 3 == 0, names[t[:, 0].astype(int)], None)
+ssdr.SODA(dim=2, seed=1).fit(t[:, 1:], y).save(sys.argv[2])
+PY
+   run predict --model "$tmp/py.model" --data "$own" --label-column species --output "$tmp/pyp.txt" -q \
+     >"$tmp/pyp.out" 2>>"$tmp/stderr" &&
+   [ "$(sort -u "$tmp/pyp.txt" | tr '\n' ' ')" = "setosa versicolor virginica " ] &&
+   grep -q "accuracy 0\.[89]" "$tmp/pyp.out"; then
+  ok "a model saved from Python predicts class names from the command line ($(cat "$tmp/pyp.out"))"
+else
+  bad "a Python-saved model predicts names"; cat "$tmp/stderr" "$tmp/pyp.out"
+fi
+
 finish
