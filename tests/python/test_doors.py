@@ -84,13 +84,13 @@ same_error(lambda: ssdr.SODA().fit(on_last(Xl, lambda b: b + 1j), yl), ["Complex
            what="complex X")
 same_error(lambda: ssdr.SODA().fit(on_last(Xl, lambda b: b[:, 0]), yl), ["Reshape your data"], what="1-D X")
 if comm.size > 1:
-    same_error(lambda: ssdr.SODA().fit(on_last(Xl, lambda b: b[:, 1:]), yl), ["differ in width"],
+    same_error(lambda: ssdr.SODA().fit(on_last(Xl, lambda b: b[:, 1:]), yl), ["X's width is 12 on rank"],
                what="one feature fewer")
 
 # 2. y: one label short, a NaN, continuous values, a label of 2^31 - 1 and 2^32 + 1 (just labels).
 same_error(lambda: ssdr.SODA().fit(Xl, on_last(yl, lambda b: b[:-1])), ["one label per row"], what="y one short")
-same_error(lambda: ssdr.SODA().fit(Xl, on_last(yl, set_first(np.nan))), ["nan", "expected a class label"],
-           what="NaN label")
+same_error(lambda: ssdr.SODA().fit(Xl, on_last(yl, set_first(np.inf))), ["inf", "expected a class label"],
+           what="an infinite label")
 same_error(lambda: ssdr.SODA().fit(Xl, on_last(yl, set_first(0.5))), ["Unknown label type"], what="label 0.5")
 same_error(lambda: ssdr.SODA().fit(Xl, np.where(yl == 0, 0, -1)), ["only one class (0)"], what="one labeled class")
 same_error(lambda: ssdr.SODA().fit(Xl, np.full(len(yl), -1)), ["no row is labeled"], what="no labeled row")
@@ -105,7 +105,7 @@ check(list(est.classes_) == [2, 2**31 - 1, 2**32 + 1] and
 
 # 3. Parameters that differ between ranks, and values the core refuses on every rank.
 if comm.size > 1:
-    same_error(lambda: ssdr.SODA(dim=1 if last else 2).fit(Xl, yl), ["dim is 1 on this rank but 2 on rank 0"],
+    same_error(lambda: ssdr.SODA(dim=1 if last else 2).fit(Xl, yl), ["dim is 1 on rank %d but 2 on rank 0" % (comm.size - 1)],
                what="dim differs on one rank")
 same_error(lambda: ssdr.SODA(alpha_u=float("nan")).fit(Xl, yl), ["alpha_u", "finite"], what="alpha_u NaN")
 same_error(lambda: ssdr.KSODA(degree=20, scaling="none").fit(Xl * 100, yl), ["polynomial kernel (degree 20)", "2^448"],
