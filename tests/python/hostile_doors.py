@@ -262,6 +262,15 @@ def label_kinds_differ():
                    what="str labels on the last rank, numbers elsewhere")
 
 
+# 5. Degenerate problems: an all-zero sparse matrix (nnz 0) is refused with one line, not
+#    PETSc's SVDSolve message and a dead interpreter.
+@case
+def all_zero_sparse():
+    import scipy.sparse as sp
+    same_error(lambda: ssdr.SODA(dim=2, pca_dim=2).fit(sp.csr_matrix(Xl.shape), yl), ["every value is 0 (nnz 0)"],
+               what="an all-zero sparse X")
+
+
 if __name__ == "__main__":
     only = sys.argv[sys.argv.index("--case") + 1] if "--case" in sys.argv else None
     for name, f in cases.items():
