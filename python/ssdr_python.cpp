@@ -22,6 +22,7 @@
 #include "ssdr/core/version.hpp"
 #include "ssdr/driver/estimator.hpp"
 #include "ssdr/methods/method.hpp"
+#include "ssdr/model/model.hpp"
 
 namespace py = pybind11;
 
@@ -237,6 +238,15 @@ PYBIND11_MODULE(_ssdr, m) {
       py::arg("comm"), py::arg("problem"),
       "Collective over comm: raises ssdr.Error on every rank with the lowest rank's problem when any rank "
       "passed a non-empty one (the Python layer's local checks, agreed before the C++ core runs).");
+  m.def(
+      "model_method",
+      [](const py::bytes& bytes) {
+        const std::string b = bytes;
+        return ssdr::model::from_bytes_collective(b, "the pickled model", MPI_COMM_SELF).method;
+      },
+      py::arg("bytes"),
+      "The method of the model whose bytes (to_bytes) these are, parsed and checked on this rank alone "
+      "(a pickle's __setstate__). Local. Raises ssdr.Error as load does.");
   m.def(
       "initialize",
       [] {

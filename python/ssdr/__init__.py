@@ -1,7 +1,7 @@
 """ssdr: semi-supervised dimensionality reduction on MPI ranks, from Python.
 
 Every rank passes its own block of rows (the rows of rank 0, then rank 1, ... form the data
-set) as a NumPy array, with -1 (or None in an object array) for the unlabeled rows::
+set) as a NumPy array, with -1 (or None / NaN) for the unlabeled rows::
 
     from mpi4py import MPI
     import ssdr
@@ -15,8 +15,10 @@ Every method of `ssdr methods` is a class (``ssdr.SODA``, ``ssdr.SL_LDA``, ``ssd
 Parameters are the method's (names as in `ssdr methods` and `ssdr fit --help`, with '_':
 ``alpha_u``, ``mu_scale``, ``kernel``, ``pca_energy``, ...; M-SSGDA's lambda is ``lambda_``)
 plus ``dim``, ``seed``, ``max_kernel_memory`` and ``verbose`` (False: quiet); None takes the
-method's paper default. Class labels may be any sortable values (ints, strings, ...):
-``classes_`` holds them in sorted order, agreed over the communicator.
+method's paper default. Class labels may be bools, ints (64 bits), floats or strings, one kind
+per fit: ``classes_`` holds them in sorted order, agreed over the communicator, and a save,
+load or pickle gives back the very values. Unlabeled, for every dtype: None, NaN, pandas' NA
+or a number equal to -1 (docs/python.md, "Labels").
 
 Every call is collective over ``comm`` (default: the fit's communicator, else
 MPI.COMM_WORLD), and checks its input on every rank before the C++ core runs: a mistake on
@@ -162,23 +164,56 @@ def _checked_comm(comm):
     return comm
 
 
-def _agreed(comm, step):
-    """Runs step() on this rank, then agrees over comm (one allgather): when step raised a
-    ValueError or TypeError on any rank, every rank raises ssdr.Error (of the same type too)
-    with the lowest such rank's message. Returns step()'s result."""
-    result, problem = None, None
+def _shown(value, limit=80):
+    text = "unset" if value is None else repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _first_difference(what, sames):
+    """The message naming the first rank whose agreed values (a dict: name -> value) differ
+    from rank 0's, or None. Every rank computes it from the same gathered values, so every
+    rank raises the same message. Names are compared in sorted order."""
+    root = sames[0] or {}
+    for rank, mine in enumerate(sames[1:], start=1):
+        mine = mine or {}
+        for name in sorted(set(root) | set(mine)):
+            a, b = mine.get(name), root.get(name)
+            if a != b or type(a) is not type(b):
+                return ("%s: %s is %s on rank %d but %s on rank 0; expected the same %s on every rank"
+                        % (what, name, _shown(a), rank, _shown(b), name))
+    return None
+
+
+def _agreed(comm, step, what=None, same=None, share=None):
+    """Runs step() on this rank, then agrees over comm in one allgather, before any other
+    collective of the call:
+    - when step raised a ValueError or TypeError on any rank, every rank raises ssdr.Error (of
+      the same type too) with the lowest such rank's message;
+    - else, when `same` (result -> dict of name -> value that must be equal on every rank:
+      parameters, feature names, the path of an output) differs between ranks, every rank
+      raises the same ssdr.Error "<what>: <name> is <value> on rank r but <value> on rank 0".
+    Returns step()'s result, or (result, [share(result) of every rank]) when share is given."""
+    result, problem, mine, part = None, None, None, None
     try:
         result = step()
+        mine = same(result) if same is not None else None
+        part = share(result) if share is not None else None
     except (ValueError, TypeError, OverflowError) as e:
-        kind = TypeError if isinstance(e, TypeError) else None
+        kind = NotFittedError if isinstance(e, NotFittedError) else TypeError if isinstance(e, TypeError) else None
         problem = (kind, str(e))
-    problems = comm.allgather(problem)
-    for rank, p in enumerate(problems):
+    gathered = comm.allgather((problem, mine, part))
+    for rank, (p, _, _) in enumerate(gathered):
         if p is not None:
             kind, text = p
             if comm.size > 1 and rank != comm.rank:
                 text = "%s (rank %d)" % (text, rank)
             raise _error_type(kind)(text)
+    if same is not None:
+        differs = _first_difference(what, [m for _, m, _ in gathered])
+        if differs is not None:
+            raise Error(differs)
+    if share is not None:
+        return result, [s for _, _, s in gathered]
     return result
 
 
@@ -211,6 +246,24 @@ class _SparseRows:
         return self.indptr, self.indices, self.data, self.shape[1]
 
 
+def _kind_of_rows(X):
+    return "sparse" if isinstance(X, _SparseRows) else "dense"
+
+
+def _feature_names(X):
+    """X's feature names as scikit-learn reads them (a DataFrame's column names when they are
+    all strings), a list, or None. Local. \raises TypeError for mixed column names."""
+    try:
+        from sklearn.utils.validation import _get_feature_names
+    except ImportError:  # pragma: no cover - the same rule without scikit-learn
+        columns = getattr(X, "columns", None)
+        if columns is None or not all(isinstance(c, str) for c in columns):
+            return None
+        return [str(c) for c in columns]
+    names = _get_feature_names(X)
+    return None if names is None else [str(c) for c in names]
+
+
 def _is_sparse(X):
     return hasattr(X, "tocsr") and hasattr(X, "nnz")
 
@@ -239,22 +292,58 @@ def _rows(X):
     return _np.ascontiguousarray(X, dtype=_np.float64)
 
 
+# The labels' rules, one for every dtype (docs/python.md, "Labels"):
+# - unlabeled: a missing value (None, NaN, pandas' NA) or a number equal to -1 (not a bool);
+# - kept exactly (classes_, save/load, pickles): bools, ints in [-2^63, 2^64), finite floats
+#   and strings, numpy scalars as the Python values they hold; one kind per fit (bools do not
+#   mix with numbers: True == 1 would merge two classes), the same kind on every rank;
+# - refused before the fit, with one line: bytes, ints beyond 64 bits, and any other type
+#   (tuples, lists, ...), which a model file cannot keep as given.
+_LABEL_KINDS = {"b": "bool", "i": "number", "u": "number", "f": "number", "U": "str"}
+
+
 def _is_missing(v):
-    """None, a float NaN (pandas' missing value in a float column) or pandas.NA."""
-    return v is None or (isinstance(v, float) and v != v) or type(v).__name__ == "NAType"
+    """None, NaN or pandas' NA / NaT: a missing label (unlabeled). Local."""
+    return v is None or (isinstance(v, float) and v != v) or type(v).__name__ in ("NAType", "NaTType")
+
+
+def _label_kind(v):
+    """bool, number or str for a label that a model file keeps as given, else None. Local."""
+    if isinstance(v, bool):
+        return "bool"
+    if isinstance(v, _numbers.Integral):
+        return "number" if -2**63 <= v < 2**64 else None
+    if isinstance(v, _numbers.Real):
+        return "number" if abs(v) != float("inf") else None
+    return "str" if isinstance(v, str) else None
+
+
+def _plain_labels(y, what):
+    """An object array's labels as plain Python values (numpy scalars by .item()), each of a
+    kind _label_kind keeps or missing. Local. \raises ValueError naming the first other."""
+    plain = _np.empty(len(y), dtype=object)
+    for i, v in enumerate(y.tolist()):
+        plain[i] = v.item() if isinstance(v, _np.generic) else v
+    y = plain
+    for i, v in enumerate(y.tolist()):
+        if not _is_missing(v) and _label_kind(v) is None:
+            kind = ("an int beyond 64 bits" if isinstance(v, _numbers.Integral) else
+                    "bytes (decode them to str)" if isinstance(v, bytes) else type(v).__name__)
+            raise ValueError("Unknown label type: %s[%d] = %s on this rank is %s; expected a bool, an int in "
+                             "[-2^63, 2^64), a float or a str (a model file keeps these as given)"
+                             % (what, i, _shown(v, 40), kind))
+    return y
 
 
 def _unlabeled(y):
-    """The mask of unlabeled entries, one rule for every dtype (as the command line reads label
-    files): -1 and NaN in an integer or float array; None, NaN, pandas.NA and -1 in an object
-    array (a pandas Series or Categorical arrives here as one). Local."""
-    if y.dtype.kind == "i":
+    """The mask of unlabeled entries (the rule above). Local."""
+    if y.dtype.kind in "iu":
         return y == -1
     if y.dtype.kind == "f":
         return (y == -1) | _np.isnan(y)
     if y.dtype.kind == "O":
-        return _np.fromiter((_is_missing(v) or (isinstance(v, _numbers.Integral) and not isinstance(v, bool) and v == -1)
-                             for v in y), dtype=bool, count=len(y))
+        return _np.fromiter((_is_missing(v) or (_label_kind(v) == "number" and v == -1) for v in y),
+                            dtype=bool, count=len(y))
     return _np.zeros(len(y), dtype=bool)
 
 
@@ -279,7 +368,7 @@ def _from_pandas(y):
 
 def _label_array(y, n, what="y"):
     """y as a 1-D array of n labels (a column vector is raveled with scikit-learn's warning).
-    Local. \\raises ValueError naming the problem."""
+    Local. \raises ValueError naming the problem."""
     y = _np.asarray(_from_pandas(y))
     if y.ndim == 2 and y.shape[1] == 1:
         _warnings.warn("A column-vector y was passed when a 1d array was expected. Please change the shape of y "
@@ -289,49 +378,63 @@ def _label_array(y, n, what="y"):
         raise ValueError("%s: expected one label per row of X (%d on this rank), got shape %s" % (what, n, y.shape))
     if y.dtype.kind == "c":
         raise ValueError("Unknown label type: complex labels in %s" % what)
+    if y.dtype.kind == "S":
+        raise ValueError("Unknown label type: %s holds bytes (dtype %s); decode them to str" % (what, y.dtype))
     if y.dtype.kind == "f":
-        bad = _np.isinf(y)  # NaN is an unlabeled row (pandas' missing value)
+        bad = _np.isinf(y)
         if bad.any():
             i = int(_np.flatnonzero(bad)[0])
             raise ValueError("%s[%d] = %r on this rank; expected a class label, or -1 or NaN (unlabeled)" % (what, i, y[i]))
-        finite = y[~_np.isnan(y)]
-        if (finite != _np.floor(finite)).any():
+        labeled = y[~_np.isnan(y)]
+        if (labeled != _np.floor(labeled)).any():
             raise ValueError("Unknown label type: continuous values in %s; expected class labels" % what)
-    if y.dtype.kind not in "biufUSO":
+    if y.dtype.kind not in "biufUO":
         raise ValueError("Unknown label type: %s has dtype %s; expected class labels" % (what, y.dtype))
+    if y.dtype.kind == "O":
+        y = _plain_labels(y, what)
     return y
 
 
 def _local_classes(y, unlabeled):
-    """The distinct labels among this rank's labeled entries, sorted. Local. \\raises
-    ValueError for labels that cannot be ordered or are NaN."""
+    """The distinct labels among this rank's labeled entries, sorted, and their kind (bool,
+    number or str; None without any). Local. \raises ValueError for labels of mixed kinds."""
     values = y[~unlabeled]
     if y.dtype.kind != "O":
-        return _np.unique(values)
-    for v in values:
-        if isinstance(v, (list, dict, set, _np.ndarray)):
-            raise ValueError("Unknown label type: y holds %s values; expected class labels" % type(v).__name__)
-    try:
-        return _np.array(sorted(set(values.tolist())), dtype=object)
-    except TypeError:
-        raise ValueError("Unknown label type: y mixes labels that cannot be ordered (%s)"
-                         % ", ".join(sorted({type(v).__name__ for v in values.tolist()})))
+        return _np.unique(values), (_LABEL_KINDS[y.dtype.kind] if len(values) else None)
+    kinds = sorted({_label_kind(v) for v in values.tolist()})
+    if len(kinds) > 1:
+        raise ValueError("Unknown label type: y mixes %s labels on this rank (True == 1 would merge classes); "
+                         "expected labels of one kind" % " and ".join(kinds))
+    return _np.array(sorted(set(values.tolist())), dtype=object), (kinds[0] if kinds else None)
 
 
 def _union_classes(parts):
-    """The sorted union of every rank's classes (the same on every rank). \\raises ValueError
-    when the ranks' labels are of different kinds (numbers on one, strings on another)."""
-    kinds = {("O" if p.dtype.kind == "O" else "U" if p.dtype.kind in "US" else "n") for p in parts if len(p)}
-    if len(kinds) > 1:
-        raise ValueError("Unknown label type: the ranks' labels differ in kind (numbers and strings)")
-    if not kinds:
+    """The sorted union of every rank's classes (the same on every rank), from every rank's
+    (classes, kind). \raises ValueError when the ranks' labels differ in kind."""
+    kinds = [(rank, kind) for rank, (_, kind) in enumerate(parts) if kind is not None]
+    for rank, kind in kinds[1:]:
+        if kind != kinds[0][1]:
+            raise ValueError("Unknown label type: y holds %s labels on rank %d but %s labels on rank %d; expected "
+                             "labels of one kind on every rank" % (kind, rank, kinds[0][1], kinds[0][0]))
+    labeled = [p for p, _ in parts if len(p)]
+    if not labeled:
         return _np.array([], dtype=_np.int64)
-    if kinds == {"O"}:
-        try:
-            return _np.array(sorted(set(v for p in parts for v in p.tolist())), dtype=object)
-        except TypeError:
-            raise ValueError("Unknown label type: the ranks' labels cannot be ordered together")
-    return _np.unique(_np.concatenate([p for p in parts if len(p)]))
+    if any(p.dtype.kind == "O" for p in labeled):
+        return _np.array(sorted(set(v for p in labeled for v in p.tolist())), dtype=object)
+    return _np.unique(_np.concatenate(labeled))
+
+
+def _classes_from_names(names):
+    """classes_ from a model's class names (JSON values): a NumPy array of their type, object
+    where one array type would change a value (ints beyond int64 with negative ones). Local."""
+    kinds = {type(v) for v in names}
+    if kinds <= {int} and not (min(names) < 0 and max(names) >= 2**63):
+        return _np.asarray(names)
+    if len(kinds) == 1 and kinds <= {bool, float, str}:
+        return _np.asarray(names)
+    out = _np.empty(len(names), dtype=object)
+    out[:] = names
+    return out
 
 
 def _encode(y, unlabeled, classes):
@@ -405,44 +508,60 @@ class _Core:
     def fit(self, X, y, comm=None):
         """Learns the projection from this rank's rows X (n_local x d; a NumPy array, anything
         NumPy converts, a pandas DataFrame or a scipy.sparse matrix, whose fit needs pca_dim)
-        and labels y (n_local: any class label, or -1 / None for an unlabeled row). The
-        classes (classes_) are the sorted labels of every rank; at least two must be labeled.
-        Collective over comm. Returns self."""
+        and labels y (n_local: a class label, or -1 / None / NaN for an unlabeled row; see
+        "Labels" in docs/python.md). The classes (classes_) are the sorted labels of every rank;
+        at least two must be labeled. Every check (parameters, feature names, X's kind and
+        width, the labels) is agreed over comm in one exchange before the core runs: a mistake
+        or a difference on one rank raises the same ssdr.Error on every rank. Collective over
+        comm. Returns self."""
         comm = _checked_comm(comm)
         method = self._method()
         original = X
 
         def local():
+            given = self._given_json()  # a NaN parameter raises here, on its rank
+            core = _ssdr.Estimator(method, given)  # the core's own checks of the values
             if y is None:
                 raise ValueError("%s requires y to be passed, but the target y is None (-1 marks an unlabeled row)"
                                  % type(self).__name__)
+            names = _feature_names(original)
             X_ = _rows(X)
             y_ = _label_array(y, X_.shape[0])
             unl = _unlabeled(y_)
-            return X_, y_, unl, _local_classes(y_, unl)
-        X, y, unlabeled, mine = _agreed(comm, local)
-        parts = comm.allgather((mine, X.shape[0]))
+            return core, given, names, X_, y_, unl, _local_classes(y_, unl)
+
+        def same(r):
+            core, given, names, X_ = r[:4]
+            out = {"method": method, "feature names": names, "X's kind": _kind_of_rows(X_), "X's width": X_.shape[1]}
+            out.update({"parameter " + k: v for k, v in _json.loads(given).items()})
+            return out
+        (core, _, names, X, y, unlabeled, _), parts = _agreed(comm, local, "fit", same,
+                                                              lambda r: (r[6], r[3].shape[0]))
+        # From here every rank decides alike from the same gathered values: no rank raises alone.
         if sum(rows for _, rows in parts) == 0:
             raise Error("Found array with 0 sample(s) (shape=%s) while a minimum of 1 is required: X has no rows on "
                         "any rank" % (X.shape,))
-        classes = _agreed(comm, lambda: _union_classes([p for p, _ in parts]))
+        try:
+            classes = _union_classes([p for p, _ in parts])
+        except ValueError as e:
+            raise Error(str(e))
         if len(classes) == 0:
-            raise Error("y: no row is labeled (every label is -1 or None); expected at least two labeled classes")
+            raise Error("y: no row is labeled (every label is -1, None or NaN); expected at least two labeled classes")
         if len(classes) == 1:
             raise Error("y: only one class (%r) is labeled; expected at least two labeled classes" % (classes[0],))
         codes = _encode(y, unlabeled, classes)  # replicated classes: every rank encodes alike
-        core = _ssdr.Estimator(method, self._given_json())
         if isinstance(X, _SparseRows):
             core.fit_sparse(*X.args(), codes, comm)
         else:
             core.fit(X, codes, comm)
-        names = classes.tolist()
-        if classes.dtype.kind != "O" and classes.dtype.kind != "U" and names != list(range(len(classes))):
-            core.set_class_names(_json.dumps(names))
-        elif classes.dtype.kind in "OU" and all(isinstance(v, (str, int, float, bool)) for v in names):
-            core.set_class_names(_json.dumps(names))
+        class_names = classes.tolist()
+        if not (classes.dtype.kind in "iu" and class_names == list(range(len(classes)))):
+            core.set_class_names(_json.dumps(class_names))  # every kind _label_kind keeps is JSON's
         self._core, self._comm, self._model_bytes = core, comm, None
-        self._check_names(original, reset=True)
+        if names is not None:
+            self.feature_names_in_ = _np.asarray(names, dtype=object)
+        else:
+            self.__dict__.pop("feature_names_in_", None)
         self.n_features_in_ = core.model()["d_input"]
         self.classes_ = classes
         self.trace_ratio_ = core.trace_ratio
@@ -459,24 +578,31 @@ class _Core:
             self.outlier_distribution_ = F[:, c].copy()
         return self
 
-    def _prepared(self, X, comm):
-        """X checked on this rank against the fit (agreed over comm). Collective."""
-        core = self._fitted(comm)
-
+    def _prepared(self, X, comm, what="transform"):
+        """X checked on this rank against the fit, agreed over comm with its kind (dense or
+        sparse) before the model is used. Collective."""
         def local():
+            if getattr(self, "_core", None) is None and getattr(self, "_model_bytes", None) is None:
+                self._fitted()  # raises NotFittedError, agreed like any other mistake
             self._check_names(X, reset=False)
             X_ = _rows(X)
             self._check_width(X_)
             return X_
-        return core, _agreed(comm, local)
+        X = _agreed(comm, local, what, lambda X_: {"X's kind": _kind_of_rows(X_)})
+        return self._fitted(comm), X
 
     def save(self, path, comm=None):
-        """Writes the model file (as `ssdr fit --model`), with the class labels. Collective over
-        comm."""
+        """Writes the model file (as `ssdr fit --model`), with the class labels: one file, which
+        rank 0 writes, so every rank must pass the same path (a path that differs on one rank
+        raises the same ssdr.Error on every rank, naming it). Collective over comm."""
         comm = self._comm_or_default(comm)
-        core = self._fitted(comm)
-        path = _agreed(comm, lambda: _path(path))
-        core.save(path, comm)
+
+        def local():
+            if getattr(self, "_core", None) is None and getattr(self, "_model_bytes", None) is None:
+                self._fitted()
+            return _path(path)
+        path = _agreed(comm, local, "save", lambda p: {"path": p})
+        self._fitted(comm).save(path, comm)
 
     @property
     def model_(self):
@@ -490,7 +616,7 @@ class _Core:
         model = core.model()
         self.n_features_in_ = model["d_input"]
         names = _json.loads(model["parameters"]).get("class_names")
-        self.classes_ = _np.asarray(names) if names is not None else _np.arange(model["classes"])
+        self.classes_ = _classes_from_names(names) if names is not None else _np.arange(model["classes"])
         return self
 
     # pickling: the model's bytes (the --model format), rebuilt on first use ------------------
@@ -503,6 +629,15 @@ class _Core:
         return state
 
     def __setstate__(self, state):
+        """Refuses a pickle whose model is not of this class's method (a SODA model under the
+        name LDA would transform as SODA, silently), as load() does. Local (no collective: the
+        model is parsed on this rank). \raises ssdr.Error naming both methods."""
+        blob = state.get("_model_bytes")
+        if blob is not None:
+            held = _ssdr.model_method(blob)  # parses and checks the bytes (checksum, shapes)
+            expected = self._fixed_method if isinstance(self, _MethodEstimator) else state.get("method")
+            if held != expected:
+                raise Error("pickle: the model's method is %s, not %s (%s)" % (held, expected, type(self).__name__))
         self.__dict__.update(state)
         self._core, self._comm = None, None
 
@@ -532,7 +667,7 @@ class _Projecting:
         """The class of each of this rank's rows by 1-NN in the embedding against the fit's
         labeled rows (values of classes_). Collective over comm."""
         comm = self._comm_or_default(comm)
-        core, X = self._prepared(X, comm)
+        core, X = self._prepared(X, comm, "predict")
         if isinstance(X, _SparseRows):
             return self.classes_[core.predict_sparse(*X.args(), comm)]
         return self.classes_[core.predict(X, comm)]
@@ -541,9 +676,10 @@ class _Projecting:
         """The fraction of the labeled rows of every rank (y not -1 / None) that predict labels
         right; a label the fit did not see counts as wrong. Collective over comm."""
         comm = self._comm_or_default(comm)
-        core = self._fitted(comm)
 
         def local():
+            if getattr(self, "_core", None) is None and getattr(self, "_model_bytes", None) is None:
+                self._fitted()
             self._check_names(X, reset=False)
             X_ = _rows(X)
             if isinstance(X_, _SparseRows):
@@ -552,6 +688,7 @@ class _Projecting:
             y_ = _label_array(y, X_.shape[0])
             return X_, _encode(y_, _unlabeled(y_), self.classes_)
         X, codes = _agreed(comm, local)
+        core = self._fitted(comm)
         return core.score(X, codes, comm)
 
 
@@ -653,8 +790,9 @@ class Estimator(_Core, _Projecting):
     def load(cls, path, comm=None, **params):
         """An estimator with the model of `path` (`ssdr fit --model` or save). Collective."""
         comm = _checked_comm(comm)
-        path = _agreed(comm, lambda: _path(path))
-        plain = {k: _plain(k, v) for k, v in params.items() if v is not None}
+        plain = _agreed(comm, lambda: (_path(path), {k: _plain(k, v) for k, v in params.items() if v is not None}),
+                        "load", lambda r: dict([("path", r[0])] + [("parameter " + k, v) for k, v in r[1].items()]))
+        path, plain = plain
         core = _ssdr.Estimator.load(path, _json.dumps(plain), comm)
         return Estimator(core.method, **params)._adopt(core, comm)
 
@@ -680,8 +818,9 @@ class _MethodEstimator(_Core):
         """An estimator of this class with the model of `path`. Collective.
         \\raises ValueError when the model is of another method."""
         comm = _checked_comm(comm)
-        path = _agreed(comm, lambda: _path(path))
-        plain = {k: _plain(k, v) for k, v in params.items() if v is not None}
+        plain = _agreed(comm, lambda: (_path(path), {k: _plain(k, v) for k, v in params.items() if v is not None}),
+                        "load", lambda r: dict([("path", r[0])] + [("parameter " + k, v) for k, v in r[1].items()]))
+        path, plain = plain
         core = _ssdr.Estimator.load(path, _json.dumps(plain), comm)
         if core.method != cls._fixed_method:
             raise Error("%s: the model's method is %s, not %s" % (path, core.method, cls._fixed_method))

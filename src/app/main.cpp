@@ -351,7 +351,7 @@ po::options_description fit_options(driver::FitCommand& c, std::string& format, 
       ("model", po::value(&c.model), "model file to write (Boost archive)")
       ("embedding", po::value(&c.embedding), "embedding of every sample: .csv, .npy (parallel MPI-IO) or .h5 (parallel HDF5, data set /embedding)")
       ("graph-out", po::value(&c.graph_out), "kNN lists of the transductive samples the graph was built from, as HDF5 (/knn/index n x k int64, /knn/dist2 n x k float64), for --graph-in; methods with a kNN graph")
-      ("graph-in", po::value(&c.graph_in), "kNN lists (HDF5, as --graph-out writes or computed elsewhere) of the transductive samples in file order, used instead of the kNN search; checked against the data; methods with a kNN graph")
+      ("graph-in", po::value(&c.graph_in), "kNN lists (HDF5, as --graph-out writes or computed elsewhere) of the transductive samples in file order, used instead of the kNN search; its provenance (data, split, preprocessing, distance: --graph-out records it) must match this fit, and a sample of its distances is recomputed (a file without provenance: a warning); methods with a kNN graph")
       ("soft-labels", po::value(&c.soft_labels), "propagated soft labels F of the transductive samples in file order (c columns, then the outlier class): .csv, .npy or .h5 (data set /soft_labels); soda, ksoda, lp, sl-lda, sl-lda-wls");
   // clang-format on
   return d;

@@ -187,6 +187,19 @@ Preprocessor fit_sparse(const SparseRows& X, const std::vector<char>& fit, const
   Preprocessor p;
   fit_statistics(X, fit, options, count, p);
   p.route = "sparse-svd";
+  // Degenerate input, refused before the SVD (whose Lanczos process cannot start on a zero
+  // operator and ends in PETSc's own message): no nonzero value, or rows that do not vary.
+  int64_t nonzero = 0;
+  for (int64_t i = 0; i < X.n_local; ++i)
+    if (fit[static_cast<size_t>(i)])
+      for (int64_t q = X.row_ptr[static_cast<size_t>(i)]; q < X.row_ptr[static_cast<size_t>(i) + 1]; ++q)
+        nonzero += X.val[static_cast<size_t>(q)] != 0;
+  MPI_Allreduce(MPI_IN_PLACE, &nonzero, 1, MPI_INT64_T, MPI_SUM, X.comm);
+  SSDR_REQUIRE(nonzero > 0, "sparse data (" + std::to_string(count) + " x " + std::to_string(d) +
+                                " transductive rows): every value is 0 (nnz 0); expected data that varies");
+  SSDR_REQUIRE(p.total_variance > 0, "sparse data (" + std::to_string(count) + " x " + std::to_string(d) +
+                                         " transductive rows): every row is the same (total variance 0 after "
+                                         "centering); expected data that varies");
 
   Owned<Mat> A = fit_rows_matrix(X, fit, p.scale, n_fit_local);
   PetscInt m_loc = 0, d_loc = 0;

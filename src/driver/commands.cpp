@@ -228,7 +228,7 @@ int run_fit(const FitCommand& cmd, MPI_Comm comm) {
     if (!cmd.graph_out.empty()) {
       Phase phase("write graph");
       SSDR_REQUIRE(out.knn_lists.k > 0, "--graph-out: the fit built no kNN graph to write");
-      graph::write_knn_lists(cmd.graph_out, out.knn_lists, comm);
+      graph::write_knn_lists(cmd.graph_out, out.knn_lists, comm, out.graph_provenance.dump());
       written.push_back(cmd.graph_out);
     }
     if (!cmd.soft_labels.empty()) {

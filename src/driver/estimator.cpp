@@ -148,21 +148,28 @@ void check_rows(const SparseRows& X, const char* what) {
 void check_same_parameters(const driver::FitConfig& config, MPI_Comm comm) {
   const nlohmann::json mine = {{"method", config.method}, {"parameters", config.parameters}};
   const nlohmann::json root = nlohmann::json::parse(bcast_string(mine.dump(), 0, comm));
+  // The first name (method, then parameters in name order, set on either side) that differs;
+  // the message names this rank, the lowest one that differs (check_collective sends its text).
   std::string differs;
-  if (root != mine) {
-    differs = "method";
-    if (root["method"] == mine["method"])
-      for (const auto& [name, value] : mine["parameters"].items())
-        if (!root["parameters"].contains(name) || root["parameters"][name] != value) {
-          differs = name;
-          break;
-        }
+  nlohmann::json here, there;
+  if (root["method"] != mine["method"]) {
+    differs = "method", here = mine["method"], there = root["method"];
+  } else if (root != mine) {
+    nlohmann::json names = nlohmann::json::object();
+    for (const auto& [name, value] : mine["parameters"].items()) names[name] = true;
+    for (const auto& [name, value] : root["parameters"].items()) names[name] = true;
+    for (const auto& [name, unused] : names.items()) {
+      const nlohmann::json a = mine["parameters"].value(name, nlohmann::json()), b = root["parameters"].value(name, nlohmann::json());
+      if (a != b) {
+        differs = name, here = a, there = b;
+        break;
+      }
+    }
   }
+  const auto shown = [](const nlohmann::json& v) { return v.is_null() ? std::string("unset") : v.dump(); };
   SSDR_CHECK_COLLECTIVE(comm, differs.empty(),
-                        "fit: " + differs + " is " + (differs == "method" ? mine["method"] : mine["parameters"][differs]).dump() +
-                            " on this rank but " +
-                            (differs == "method" ? root["method"] : root["parameters"].value(differs, nlohmann::json())).dump() +
-                            " on rank 0; expected the same method and parameters on every rank");
+                        "fit: " + differs + " is " + shown(here) + " on rank " + std::to_string(comm_rank(comm)) +
+                            " but " + shown(there) + " on rank 0; expected the same method and parameters on every rank");
 }
 
 /// The fit's labeled samples into its model, for predict: their embedding (l×m, in

@@ -1,5 +1,6 @@
 #include "ssdr/driver/pipeline.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <utility>
 
@@ -239,6 +240,86 @@ FitOutcome fit_rows(FitRows& rows, data::Preprocessor&& pre, const std::vector<i
                     const io::Dataset& ds, const std::vector<data::Role>& roles, const FitConfig& config,
                     bool keep_embedding, FitOutcome out, PreparedRows* prepared);
 
+/// FNV-1a (64 bits) of n bytes, continuing from h. Local.
+uint64_t fnv1a(const void* data, size_t n, uint64_t h = 0xcbf29ce484222325ULL) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ULL;
+  return h;
+}
+
+std::string hex64(uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+/// What a graph file's lists belong to (issue 32), recorded by --graph-out and compared by
+/// --graph-in: the data (n, d, the transductive count, a hash of the transductive rows'
+/// global indices and one of the raw values of about 64 of them, chosen by global index), the
+/// split (a hash of every row's role: seed and spec or split file alike), the preprocessing
+/// options; fit_rows adds the distance. Each hash is a sum mod 2^64 of per-row keys, so it
+/// is the same for any rank count and gathers nothing of size n. Collective (one allreduce).
+nlohmann::json graph_provenance(const io::Dataset& ds, const std::vector<data::Role>& roles,
+                                const data::PreprocessOptions& p) {
+  const int64_t n = ds.X.n_global, stride = std::max<int64_t>(1, n / 64);
+  uint64_t f[4] = {0, 0, 0, 0};  // transductive count, index hash, value hash, split hash
+  std::vector<double> row(static_cast<size_t>(ds.X.cols));
+  for (int64_t i = 0; i < ds.X.n_local; ++i) {
+    const size_t li = static_cast<size_t>(i);
+    const int64_t g = ds.X.row_start + i;
+    const uint64_t role = roles[li] == data::Role::labeled ? 0 : roles[li] == data::Role::unlabeled ? 1 : 2;
+    f[3] += data::split_key(3, 4 * g + static_cast<int64_t>(role));
+    if (roles[li] == data::Role::unseen) continue;
+    ++f[0];
+    f[1] += data::split_key(1, g);
+    if (data::split_key(2, g) % static_cast<uint64_t>(stride) != 0) continue;
+    uint64_t h = 0;
+    if (ds.sparse) {
+      const int64_t b = ds.Xs.row_ptr[li], e = ds.Xs.row_ptr[li + 1];
+      h = fnv1a(ds.Xs.col.data() + b, static_cast<size_t>(e - b) * sizeof(ds.Xs.col[0]));
+      h = fnv1a(ds.Xs.val.data() + b, static_cast<size_t>(e - b) * sizeof(double), h);
+    } else {
+      if (ds.typed) ds.rows.rows(i, 1, row.data());
+      else std::copy_n(ds.X.row(i), ds.X.cols, row.data());
+      h = fnv1a(row.data(), row.size() * sizeof(double));
+    }
+    f[2] += data::split_key(h, g);
+  }
+  MPI_Allreduce(MPI_IN_PLACE, f, 4, MPI_UINT64_T, MPI_SUM, ds.X.comm);
+  return {{"data", {{"n", n}, {"d", ds.X.cols}, {"transductive", f[0]}, {"rows", hex64(f[1])}, {"values", hex64(f[2])}}},
+          {"split", hex64(f[3])},
+          {"preprocessing", {{"scaling", data::to_string(p.scaling)}, {"pca", p.pca}, {"pca_energy", p.pca_energy},
+                             {"pca_dim", p.pca_dim}, {"pca_route", static_cast<int>(p.route)}}}};
+}
+
+/// --graph-in: the file's provenance against this fit's. Returns false for a file without
+/// one (lists computed elsewhere: the caller warns once its distances are checked).
+/// Collective (one broadcast); replicated values, so every rank decides alike.
+/// \throws ssdr::Error naming the first entry that differs.
+bool check_graph_provenance(const std::string& path, const nlohmann::json& mine, MPI_Comm comm) {
+  const std::string text = graph::read_knn_provenance(path, comm);
+  if (text.empty()) return false;
+  nlohmann::json theirs = nlohmann::json::parse(text, nullptr, false);
+  SSDR_REQUIRE(theirs.is_object(), "--graph-in " + path + ": its provenance attribute is not JSON");
+  const nlohmann::json a = theirs.flatten(), b = mine.flatten();
+  // The causes in the order a user fixes them: the data, the split, the preprocessing, and
+  // the distance (which follows from the preprocessing's d').
+  for (const char* group : {"/data/", "/split", "/preprocessing/", "/distance"})
+  for (const auto& [key, value] : b.items()) {
+    if (key.rfind(group, 0) != 0) continue;
+    const nlohmann::json other = a.contains(key) ? a[key] : nlohmann::json();
+    if (other != value) {
+      std::string what = key.substr(1);
+      std::replace(what.begin(), what.end(), '/', '.');
+      SSDR_REQUIRE(false, "--graph-in " + path + ": the lists were made for another " + what + " (" +
+                              (other.is_null() ? std::string("none") : other.dump()) + " in the file, " + value.dump() +
+                              " in this fit); expected a graph file written by --graph-out for the same data, split, "
+                              "preprocessing and distance");
+    }
+  }
+  return true;
+}
+
 /// The RowsCache key of a fit: its preprocessing options and a fingerprint of its
 /// transductive set: the count and the sum (mod 2⁶⁴) of data::split_key(1, i) over the
 /// transductive global indices i, the same on every rank and for any rank count. Collective
@@ -283,6 +364,8 @@ FitOutcome fit_and_evaluate_impl(const io::Dataset& ds, io::Dataset* consume, co
   FitRows rows;
   std::vector<int> labels;
   transductive_rows(ds, roles, rows.transductive, labels);
+  if (config.keep_lists || !config.graph_in.empty())
+    out.graph_provenance = graph_provenance(ds, roles, config.preprocess);  // before X is consumed
   rows.layout = ds.X.layout();
   rows.comm = ds.X.comm;
   rows.d_input = ds.X.cols;
@@ -439,9 +522,17 @@ FitOutcome fit_rows(FitRows& rows, data::Preprocessor&& pre, const std::vector<i
                                  feature_map.empty() ? nullptr : &Xt, config.cache,
                                  feature_map.empty() ? std::string() : kernels::to_json(ko).dump()};
   graph::KnnLists given_lists;
+  if (!out.graph_provenance.is_null())
+    out.graph_provenance["distance"] = "squared Euclidean, preprocessed transductive rows, d' = " + std::to_string(Xt.cols);
   if (!config.graph_in.empty()) {
     Phase phase("read graph", &out.timings);
+    const bool foreign = !check_graph_provenance(config.graph_in, out.graph_provenance, Xt.comm);
     given_lists = graph::read_knn_lists(config.graph_in, Xt.n_global, Xt.row_start, Xt.n_local, Xt.comm);
+    graph::check_list_distances(given_lists, Xt, foreign, config.graph_in);
+    if (foreign && comm_rank(Xt.comm) == 0)
+      std::fprintf(stderr, "ssdr: warning: --graph-in %s has no provenance (lists computed elsewhere?): its data, "
+                           "split and preprocessing cannot be checked, only a sample of its distances\n",
+                   config.graph_in.c_str());
     training.given_lists = &given_lists;
   }
   if (config.keep_lists) training.lists_out = &out.knn_lists;

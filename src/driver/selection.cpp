@@ -249,6 +249,8 @@ Selection select_by_cv(const io::Dataset& ds, const std::vector<data::Role>& rol
       entry["correct"] = s.correct;
       entry["scored"] = s.scored;
       if (s.fallback_to_gda > 0) entry["fallback_to_gda_folds"] = s.fallback_to_gda;
+      // Ties: the first candidate in grid order (strictly greater replaces). The accuracy is
+      // correct/scored over integer counts, the same on any rank count.
       if (s.accuracy > best_acc) {
         best_acc = s.accuracy;
         best = static_cast<int>(p);

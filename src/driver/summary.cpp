@@ -36,7 +36,12 @@ struct Stat {
   double mean = NAN, std = NAN;
   int n = 0;
 };
-Stat stat(const std::vector<double>& v) {
+Stat stat(const std::vector<double>& values) {
+  // Summed in ascending order: the results arrive in an order that depends on --groups and
+  // the rank count, and a sum in arrival order would make equal settings differ in the last
+  // bit and break their ties differently (issue 32).
+  std::vector<double> v = values;
+  std::sort(v.begin(), v.end(), [](double a, double b) { return std::isnan(b) ? !std::isnan(a) : a < b; });
   Stat s;
   double sum = 0;
   for (double x : v)
@@ -354,7 +359,12 @@ void summarize(const Job& job, const std::string& out_dir, const std::vector<jso
       if (static_cast<int>(s.unlabeled.size()) < job.splits) continue;  // incomplete (killed mid-setting)
       const Stat u = stat(s.unlabeled), t = stat(s.unseen), c = stat(s.cv);
       const double score = job.select_by == "unseen" ? t.mean : job.select_by == "cv" ? c.mean : u.mean;
-      if (!best || (!std::isnan(score) && (std::isnan(best_score) || score > best_score))) {
+      // Ties (equal means, summed order-independently above) go to the smallest dim, then the
+      // smallest parameter values in name order (JSON order: numbers numerically), the same
+      // on any rank count and --groups: for a grid written ascending, its first candidate.
+      const bool earlier = best && (s.dim != best->dim ? s.dim < best->dim : s.params < best->params);
+      if (!best || (!std::isnan(score) && (std::isnan(best_score) || score > best_score ||
+                                           (score == best_score && earlier)))) {
         best = &s;
         best_u = u;
         best_t = t;

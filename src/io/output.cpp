@@ -552,7 +552,7 @@ void stream_rows_through_root(const T* local, int64_t rows, int64_t width, int64
 }  // namespace
 
 void write_hdf5_rows(const std::string& path, int64_t rows_local, const std::vector<Hdf5RowBlock>& blocks,
-                     MPI_Comm comm) {
+                     MPI_Comm comm, const std::vector<std::pair<std::string, std::string>>& attributes) {
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   // HDF5 cannot stream into a device or FIFO, and renaming over one would replace it.
@@ -628,6 +628,17 @@ void write_hdf5_rows(const std::string& path, int64_t rows_local, const std::vec
                                                                : H5T_STD_I32LE;
       ok = agreed(write_set(b.name, mem, stored, rank_dims, dims, offset, count, b.data));
     }
+    // Root attributes: metadata, created collectively with the same values on every rank.
+    for (const auto& [name, text] : attributes) {
+      if (!ok) break;
+      detail::Hid type(H5Tcopy(H5T_C_S1), H5Tclose);
+      H5Tset_size(type.get(), std::max<size_t>(text.size(), 1));
+      H5Tset_strpad(type.get(), H5T_STR_NULLPAD);
+      detail::Hid space(H5Screate(H5S_SCALAR), H5Sclose);
+      detail::Hid attr(H5Acreate2(file.get(), name.c_str(), type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT),
+                       H5Aclose);
+      ok = agreed(attr.ok() && H5Awrite(attr.get(), type.get(), text.empty() ? "" : text.data()) >= 0);
+    }
     if (!ok) message = "cannot write '" + path + "' (HDF5 write error: disk full or quota exceeded?)";
     reserve.release();
     MPI_Barrier(comm);  // the room is free before any rank flushes metadata
@@ -637,6 +648,32 @@ void write_hdf5_rows(const std::string& path, int64_t rows_local, const std::vec
     }
   }
   commit_shared(tmp, path, ok, message, comm);
+}
+
+std::string read_hdf5_root_attribute(const std::string& path, const std::string& name, MPI_Comm comm) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  std::string text, problem;
+  if (rank == 0) {
+    detail::Hid file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+    if (!file.ok()) {
+      problem = "cannot open '" + path + "' as HDF5";
+    } else if (H5Aexists(file.get(), name.c_str()) > 0) {
+      detail::Hid attr(H5Aopen(file.get(), name.c_str(), H5P_DEFAULT), H5Aclose);
+      detail::Hid type(attr.ok() ? H5Aget_type(attr.get()) : -1, H5Tclose);
+      if (!type.ok() || H5Tget_class(type.get()) != H5T_STRING || H5Tis_variable_str(type.get()) > 0) {
+        problem = path + ": attribute " + name + " is not a fixed-length string";
+      } else {
+        std::string buffer(H5Tget_size(type.get()), '\0');
+        if (H5Aread(attr.get(), type.get(), buffer.data()) < 0)
+          problem = path + ": cannot read attribute " + name;
+        else
+          text = buffer.substr(0, buffer.find('\0'));
+      }
+    }
+  }
+  SSDR_CHECK_COLLECTIVE(comm, problem.empty(), problem);
+  return bcast_string(text, 0, comm);
 }
 
 void write_hdf5(const std::string& path, const DistMatrix& X, const std::string& name, const std::vector<int>* labels,

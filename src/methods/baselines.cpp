@@ -183,6 +183,14 @@ class Sda final : public Method {
  public:
   FitResult fit(const TrainingData& data, const MethodOptions& o, Timings& t) override {
     const int64_t m = resolve_dim(o.dim, data.classes, data.X.cols);
+    // S_b has rank at most c−1: past it the generalized eigenvalues are 0, tied, and their
+    // eigenvectors any basis of a subspace (the solver's, which depends on the partition: 1
+    // and 2 ranks gave different accuracies on wine at m = 4). Refused rather than arbitrary.
+    SSDR_REQUIRE(m <= std::max(data.classes - 1, 1),
+                 "sda: --dim " + std::to_string(m) + " is beyond the rank of S_b (c - 1 = " +
+                     std::to_string(std::max(data.classes - 1, 1)) +
+                     "): the eigenvalues past it are 0 and their eigenvectors arbitrary; the largest meaningful --dim "
+                     "is " + std::to_string(std::max(data.classes - 1, 1)));
     const double alpha = or_default(o.alpha, 1.0);
     const double beta = or_default(o.beta, 1e-3);
     SSDR_REQUIRE(alpha >= 0 && std::isfinite(alpha), "sda: --alpha must be finite and >= 0");

@@ -84,7 +84,7 @@ same_error(lambda: ssdr.SODA().fit(on_last(Xl, lambda b: b + 1j), yl), ["Complex
            what="complex X")
 same_error(lambda: ssdr.SODA().fit(on_last(Xl, lambda b: b[:, 0]), yl), ["Reshape your data"], what="1-D X")
 if comm.size > 1:
-    same_error(lambda: ssdr.SODA().fit(on_last(Xl, lambda b: b[:, 1:]), yl), ["differ in width"],
+    same_error(lambda: ssdr.SODA().fit(on_last(Xl, lambda b: b[:, 1:]), yl), ["X's width is 12 on rank"],
                what="one feature fewer")
 
 # 1b. Missing labels as pandas and NumPy write them are unlabeled rows, as -1 is (one rule for
@@ -126,7 +126,7 @@ check(list(est.classes_) == [2, 2**31 - 1, 2**32 + 1] and
 
 # 3. Parameters that differ between ranks, and values the core refuses on every rank.
 if comm.size > 1:
-    same_error(lambda: ssdr.SODA(dim=1 if last else 2).fit(Xl, yl), ["dim is 1 on this rank but 2 on rank 0"],
+    same_error(lambda: ssdr.SODA(dim=1 if last else 2).fit(Xl, yl), ["dim is 1 on rank %d but 2 on rank 0" % (comm.size - 1)],
                what="dim differs on one rank")
 same_error(lambda: ssdr.SODA(alpha_u=float("nan")).fit(Xl, yl), ["alpha_u", "finite"], what="alpha_u NaN")
 same_error(lambda: ssdr.KSODA(degree=20, scaling="none").fit(Xl * 100, yl), ["polynomial kernel (degree 20)", "2^448"],

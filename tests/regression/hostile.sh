@@ -377,4 +377,74 @@ refuse "predict with data of another width" "has 13 features but the model" "${P
 left=$(find "$tmp/pred" -mindepth 1 ! -name m.model ! -name garbage.model ! -name random.model)
 [ -z "$left" ] && ok "... and no refused predict left a file" || bad "a refused predict left: $left"
 
+# 12. A graph file belongs to its data (issue 32): --graph-out records the provenance (data,
+#     split, preprocessing, distance); --graph-in refuses a mismatch with one line naming what
+#     differs, and a sample of edges whose distances differ beyond rounding.
+mkdir -p "$tmp/graph"
+G=(fit --method soda --labeled-per-class 3 -q)
+tac "$tmp/iris.csv" >"$tmp/graph/rev.csv"
+timeout 120 "$MPIEXEC" -n 2 "$SSDR" "${G[@]}" --data "$tmp/graph/rev.csv" --graph-out "$tmp/graph/rev.h5" >/dev/null 2>&1
+timeout 120 "$MPIEXEC" -n 2 "$SSDR" "${G[@]}" --data "$tmp/iris.csv" --seed 1 --graph-out "$tmp/graph/s1.h5" >/dev/null 2>&1
+timeout 120 "$MPIEXEC" -n 2 "$SSDR" "${G[@]}" --data "$tmp/iris.csv" --scaling none --graph-out "$tmp/graph/plain.h5" >/dev/null 2>&1
+refuse "--graph-in of the rows in reverse order" "the lists were made for another data.values" "${G[@]}" --data "$tmp/iris.csv" --graph-in "$tmp/graph/rev.h5"
+refuse "--graph-in written for --seed 1, read with --seed 2" "the lists were made for another split" "${G[@]}" --data "$tmp/iris.csv" --seed 2 --graph-in "$tmp/graph/s1.h5"
+refuse "--graph-in written unscaled, read with --scaling standardize" "another preprocessing.scaling" "${G[@]}" --data "$tmp/iris.csv" --scaling standardize --graph-in "$tmp/graph/plain.h5"
+if "$SSDR_PYTHON" -c "import h5py" 2>/dev/null; then
+  "$SSDR_PYTHON" - "$tmp/graph" <<'PY'
+import shutil, sys, h5py
+d = sys.argv[1]
+for name, scale, keep in (("far.h5", 1.5, True), ("bare.h5", 1.0, False), ("bare_far.h5", 1.5, False)):
+    shutil.copy(d + "/s1.h5", d + "/" + name)
+    with h5py.File(d + "/" + name, "r+") as f:
+        f["/knn/dist2"][...] = f["/knn/dist2"][...] * scale
+        if not keep:
+            del f.attrs["provenance"]
+PY
+  refuse "--graph-in with the right indices but other distances" "recomputed" "${G[@]}" --data "$tmp/iris.csv" --seed 1 --graph-in "$tmp/graph/far.h5"
+  refuse "--graph-in without provenance and other distances" "recomputed" "${G[@]}" --data "$tmp/iris.csv" --seed 1 --graph-in "$tmp/graph/bare_far.h5"
+  if timeout 120 "$MPIEXEC" -n 2 "$SSDR" "${G[@]}" --data "$tmp/iris.csv" --seed 1 --graph-in "$tmp/graph/bare.h5" >"$tmp/out" 2>"$tmp/err" &&
+     [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -qF "has no provenance" "$tmp/err"; then
+    ok "--graph-in without provenance: accepted with one warning line"
+  else
+    bad "--graph-in without provenance: expected exit 0 and one warning line, got: $(head -c 300 "$tmp/err")"
+  fi
+fi
+if timeout 120 "$MPIEXEC" -n 2 "$SSDR" "${G[@]}" --data "$tmp/iris.csv" --seed 1 --graph-in "$tmp/graph/s1.h5" >"$tmp/out" 2>"$tmp/err" &&
+   [ ! -s "$tmp/err" ]; then
+  ok "--graph-in of its own fit: accepted, silently"
+else
+  bad "--graph-in of its own fit: $(head -c 300 "$tmp/err")"
+fi
+
+# 13. Degenerate problems: all-zero sparse data, SDA past the rank of S_b.
+for i in $(seq 1 30); do echo "$((i % 3)) 1:0 2:0"; done >"$tmp/graph/zero.libsvm"
+refuse "an all-zero LIBSVM file" "every value is 0 (nnz 0)" fit --method lda --data "$tmp/graph/zero.libsvm" --sparse yes --pca-dim 1 --labeled-per-class 3 -q
+for i in $(seq 1 30); do echo "$((i % 3)) 1:2 2:3"; done >"$tmp/graph/same.libsvm"
+refuse "a LIBSVM file whose rows are all the same" "every row is the same" fit --method lda --data "$tmp/graph/same.libsvm" --sparse yes --pca-dim 1 --labeled-per-class 3 -q
+refuse "sda past the rank of S_b" "the largest meaningful --dim is 2" fit --method sda --data "$DATA/wine.csv" --dim 4 --labeled-per-class 3 -q
+
+# 14. Ties where eigenvalues and means are equal: jobs/experiments/wine_dims.yaml gives the same
+#     results (every configuration's accuracies) and the same summary (its timing column
+#     aside) on 1 and 2 ranks and with --groups 1 and 2.
+JOB="$(dirname "${BASH_SOURCE[0]}")/../../jobs/experiments/wine_dims.yaml"
+for cfg in "1 1" "2 1" "2 2"; do
+  set -- $cfg
+  timeout 300 "$MPIEXEC" -n "$1" "$SSDR" experiment "$JOB" --groups "$2" --output "$tmp/wd_$1_$2" -q >/dev/null 2>&1 ||
+    bad "wine_dims on $1 rank(s), --groups $2 failed"
+done
+if "$SSDR_PYTHON" - "$tmp" <<'PY'
+import json, sys
+def load(d):
+    results = json.load(open(d + "/results.json"))["results"]
+    acc = {json.dumps({k: r.get(k) for k in ("dataset", "method", "params", "dim", "split", "seed")}, sort_keys=True):
+           (r.get("accuracy"), r.get("error")) for r in results}
+    rows = [",".join(line.split(",")[:-1]) for line in open(d + "/summary.csv")]
+    return acc, rows
+runs = [load(sys.argv[1] + "/wd_" + c) for c in ("1_1", "2_1", "2_2")]
+sys.exit(0 if len(runs[0][0]) > 100 and runs[0] == runs[1] == runs[2] else 1)
+PY
+then ok "wine_dims: the same results and summary on 1 and 2 ranks, --groups 1 and 2"
+else bad "wine_dims differs between 1 and 2 ranks or --groups 1 and 2"
+fi
+
 finish

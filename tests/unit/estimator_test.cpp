@@ -282,7 +282,8 @@ TEST(Estimator, RaisesAMistakeOnTheLastRankOnlyAsTheSameErrorOnEveryRank) {
                                         same),
                                     "the ranks' rows differ in width (12 to 13 columns)", "one feature fewer");
     expect_same_error_on_every_rank([&] { Estimator("soda", {{"dim", last ? 1 : 2}}).fit(X, y); },
-                                    "dim is 1 on this rank but 2 on rank 0", "dim differs");
+                                    "dim is 1 on rank " + std::to_string(comm_size(MPI_COMM_WORLD) - 1) + " but 2 on rank 0",
+                                    "dim differs");
   }
   // Labels the core refuses on every rank alike: a class without a labeled row (a label of
   // 2^31 - 1 would otherwise mean 2^31 classes), and a single labeled class.

@@ -97,6 +97,9 @@ struct FitOutcome {
   /// The kNN lists of the transductive samples the fit's graph was built from (with
   /// FitConfig::keep_lists and a method with a kNN graph; else empty, k = 0).
   graph::KnnLists knn_lists;
+  /// What a graph file of this fit belongs to (data, split, preprocessing, distance; JSON,
+  /// the same on every rank), with FitConfig::keep_lists or graph_in; null otherwise.
+  nlohmann::json graph_provenance;
 };
 
 /// Runs one fit on the data set `ds` with the split `roles` (the roles of ds.X's local rows,

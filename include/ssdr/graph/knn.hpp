@@ -164,7 +164,25 @@ std::vector<double> adaptive_weights(const KnnLists& lists, int k);
 /// σ rule and k' <= k rebuild its matrix bit for bit (build_knn_graph). Rows are distributed
 /// as `lists`. Collective over comm; atomic and checked as io::write_hdf5_rows.
 /// \throws ssdr::Error (collectively) naming `path`.
-void write_knn_lists(const std::string& path, const KnnLists& lists, MPI_Comm comm);
+/// `provenance` (JSON text, the same on every rank; "" for none): what the lists belong to
+/// (driver::graph_provenance), stored as the root attribute "provenance" for read_knn_provenance.
+void write_knn_lists(const std::string& path, const KnnLists& lists, MPI_Comm comm,
+                     const std::string& provenance = "");
+
+/// The provenance write_knn_lists stored in `path` (JSON text), "" for a file without one
+/// (lists computed elsewhere). Collective over comm (rank 0 reads, then broadcasts).
+/// \throws ssdr::Error (collectively) naming `path` when it is not an HDF5 file.
+std::string read_knn_provenance(const std::string& path, MPI_Comm comm);
+
+/// Recomputes the squared distances of a sample of the lists' edges from X (the rows the
+/// lists index: n_global × d', X's layout = the lists' layout) and refuses a disagreement
+/// beyond rounding. The sample: the rows whose global index g has split_key(0x6b6e6e, g) in
+/// the first 1/stride of its range (about 32 rows, whatever the partition) and their first
+/// 16 entries; their neighbours' rows are fetched by one allreduce of at most 512·d' values
+/// (never anything of size n). `single` (a file without provenance, possibly float32 lists,
+/// FAISS or cuVS): the single-precision tolerance. Collective over X.comm.
+/// \throws ssdr::Error (collectively) naming `path`, the row, the entry and both distances.
+void check_list_distances(const KnnLists& lists, const DistMatrix& X, bool single, const std::string& path);
 
 /// Reads rows [row_start, row_start + n_local) of the lists write_knn_lists writes (or that a
 /// user computed elsewhere: FAISS, cuVS, PyNNDescent) for a graph of n_global samples, and

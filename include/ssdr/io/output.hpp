@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ssdr/core/dense.hpp"
@@ -166,9 +167,16 @@ struct Hdf5RowBlock {
 /// each data set's result is agreed over comm, the file is renamed into place only when
 /// every write and the close succeeded; otherwise the previous file stays and no temporary
 /// is left. Collective over comm.
+/// `attributes` (name, text): string attributes of the root group "/", the same on every rank
+/// (e.g. a graph file's provenance).
 /// \throws ssdr::Error (collectively) naming `path`.
 void write_hdf5_rows(const std::string& path, int64_t rows_local, const std::vector<Hdf5RowBlock>& blocks,
-                     MPI_Comm comm);
+                     MPI_Comm comm, const std::vector<std::pair<std::string, std::string>>& attributes = {});
+
+/// The string attribute `name` of the root group of the HDF5 file `path`, read on rank 0 and
+/// broadcast; "" when the file has no such attribute. Collective over comm.
+/// \throws ssdr::Error (collectively) naming `path` when the file cannot be opened as HDF5.
+std::string read_hdf5_root_attribute(const std::string& path, const std::string& name, MPI_Comm comm);
 
 /// Writes X (n×d, rows distributed) as the HDF5 data set `name` (float64) and, when given,
 /// the labels of X's local rows (n_local on each rank) as the data set `labels_name` (n int32), collectively with the
