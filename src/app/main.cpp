@@ -277,6 +277,8 @@ void add_label_options(po::options_description& d) {
      "auto | yes | no: the CSV/TSV file's first line names its columns (auto: when one of its value fields is not a number)")
     ("label-column", po::value<std::string>(),
      "CSV/TSV: the label column, by header name or 1-based number [default: 1]")
+    ("id-column", po::value<std::string>(),
+     "CSV/TSV: a column of row ids (header name or 1-based number), not a feature; the outputs' id column shows them")
     ("unlabeled-marker", po::value<std::vector<std::string>>()->composing(),
      "a label field value that marks an unlabeled row (repeatable; replaces the defaults: the empty field, ?, NA, -1)")
     ("label-type", po::value<std::string>()->default_value("auto"),
@@ -292,6 +294,10 @@ io::LabelOptions read_label_options(const po::variables_map& vm) {
   if (vm.count("label-column")) {
     o.column = vm["label-column"].as<std::string>();
     SSDR_REQUIRE(!o.column.empty(), "--label-column: expected a column name or number, got an empty string");
+  }
+  if (vm.count("id-column")) {
+    o.id_column = vm["id-column"].as<std::string>();
+    SSDR_REQUIRE(!o.id_column.empty(), "--id-column: expected a column name or number, got an empty string");
   }
   if (vm.count("unlabeled-marker")) o.unlabeled_markers = vm["unlabeled-marker"].as<std::vector<std::string>>();
   return o;

@@ -67,7 +67,12 @@ def main():
             if a.dataset not in f:
                 fail("%s: no data set '%s' (--dataset names it)" % (a.embedding, a.dataset))
             Y = f[a.dataset][()]
-        labels = [""] * len(Y)
+            labels = [""] * len(Y)
+            if "labels" in f and "class_names" in f.attrs:  # written by ssdr with the rows' classes
+                import json
+                raw = f.attrs["class_names"]
+                names = json.loads(raw.decode() if isinstance(raw, bytes) else str(raw))
+                labels = [names[c] if 0 <= c < len(names) else "" for c in f["labels"][()].tolist()]
     else:
         Y, labels = read_csv(a.embedding)
         Y = np.asarray(Y, dtype=float)

@@ -222,6 +222,7 @@ int run_fit(const FitCommand& cmd, MPI_Comm comm) {
         table.labels = &ds.labels;
         table.names = &ds.class_names;
       }
+      if (!ds.ids.empty() && static_cast<int64_t>(ds.ids.size()) == out.embedding.n_local) table.id_names = &ds.ids;
       io::write_embedding(out.embedding, cmd.embedding, "/embedding", table);
       written.push_back(cmd.embedding);
     }
@@ -235,14 +236,17 @@ int run_fit(const FitCommand& cmd, MPI_Comm comm) {
       Phase phase("write soft labels");
       io::TableColumns table;
       std::vector<int64_t> ids;
+      std::vector<std::string> id_names;
       std::vector<int> truth;
       for (size_t i = 0; i < roles.size(); ++i)
         if (roles[i] != data::Role::unseen) {
           ids.push_back(ds.X.row_start + static_cast<int64_t>(i));
           truth.push_back(ds.labels[i]);
+          if (!ds.ids.empty()) id_names.push_back(ds.ids[i]);
         }
       if (static_cast<int64_t>(ids.size()) == out.soft_labels.n_local) {
         table.ids = &ids;
+        if (!ds.ids.empty()) table.id_names = &id_names;
         table.labels = &truth;
         table.names = &ds.class_names;
       }
@@ -428,6 +432,7 @@ int run_transform(const TransformCommand& cmd, MPI_Comm comm) {
     table.labels = &ds.labels;
     table.names = &ds.class_names;
   }
+  if (!ds.ids.empty() && static_cast<int64_t>(ds.ids.size()) == Y.n_local) table.id_names = &ds.ids;
   io::write_embedding(Y, cmd.embedding, "/embedding", table);
   say("wrote " + std::to_string(Y.n_global) + " x " + std::to_string(Y.cols) + " embedding to " + cmd.embedding);
   return 0;
@@ -463,9 +468,20 @@ int run_predict(const PredictCommand& cmd, MPI_Comm comm) {
       facts[0] += names[static_cast<size_t>(predicted[i])] == ds.class_names[static_cast<size_t>(ds.labels[i])] ? 1 : 0;
     }
   MPI_Allreduce(MPI_IN_PLACE, facts, 2, MPI_INT64_T, MPI_SUM, comm);
+  // Each rank's predictions by name, streamed to the file through rank 0 in row order: a CSV
+  // table (id,prediction; the data's ids when it has an --id-column), else one per line or NPY.
+  if (io::has_extension(cmd.output, ".csv")) {
+    DistMatrix none = make_dist(comm, n, 0);
+    io::TableColumns table;
+    table.labels = &predicted;
+    table.names = &names;
+    table.label_column = "prediction";
+    if (!ds.ids.empty() && ds.ids.size() == predicted.size()) table.id_names = &ds.ids;
+    io::write_embedding_streamed(none, cmd.output, table);
+  } else {
+    io::write_labels(predicted, cmd.output, comm, io::has_extension(cmd.output, ".npy"), &names, "prediction");
+  }
   ds = io::Dataset();
-  // Each rank's predictions by name, streamed to the file through rank 0 in row order.
-  io::write_labels(predicted, cmd.output, comm, io::has_extension(cmd.output, ".npy"), &names, "prediction");
   say("wrote " + std::to_string(n) + " predicted labels to " + cmd.output);
   if (labeled && facts[1] > 0 && comm_rank(comm) == 0) {  // the accuracy, like fit's table, whatever --quiet says
     std::printf("predict: %lld samples, accuracy %s (%lld correct of %lld labeled)\n", static_cast<long long>(n),

@@ -1,6 +1,8 @@
 // CSV/TSV: an optional header line, then lines of fields separated by commas (or tabs), the
 // label in one column (column 1 unless --label-column says otherwise), the other fields the
 // values; every line with the same number of fields.
+#include <climits>
+
 #include "reader_internal.hpp"
 
 namespace ssdr::io::detail {
@@ -47,56 +49,64 @@ CsvLayout csv_layout(std::string_view first, const Where& at, const LabelOptions
   layout.delimiter = first.find('\t') != std::string_view::npos && first.find(',') == std::string_view::npos ? '\t' : ',';
   const std::vector<std::string_view> fields = split_fields(first, layout.delimiter);
   layout.fields = static_cast<int64_t>(fields.size());
-  // The label column: a 1-based number, or a name (which needs a header).
-  int64_t by_number = 0;
-  const std::string& col = options.column;
-  const bool numbered = !col.empty() && std::all_of(col.begin(), col.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
-  if (!labeled) {
-    if (!col.empty()) fail("--label-column " + col + ": the data have no label column (--no-labels)");
-    layout.label_column = -1;
-  } else if (col.empty()) {
-    layout.label_column = 0;
-  } else if (numbered) {
-    by_number = std::stoll(col.size() > 18 ? std::string("999999999999999999") : col);
-    if (by_number < 1 || by_number > layout.fields)
-      fail("--label-column " + col + ": " + at.str() + " has " + std::to_string(layout.fields) +
+  const auto numbered = [](const std::string& col) {
+    return !col.empty() && std::all_of(col.begin(), col.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+  };
+  // A column by 1-based number now; by name once the header is known (−2: by name).
+  const auto by_number = [&](const std::string& col, const char* option) -> int64_t {
+    if (col.empty()) return -1;
+    if (!numbered(col)) return -2;
+    const int64_t k = col.size() > 18 ? INT64_MAX : std::stoll(col);
+    if (k < 1 || k > layout.fields)
+      fail(std::string(option) + " " + col + ": " + at.str() + " has " + std::to_string(layout.fields) +
            " fields; expected a column number 1.." + std::to_string(layout.fields) + " or a header name");
-    layout.label_column = by_number - 1;
-  }
-  // A header: said so, or (automatic) a value field that is not a number, or a named label
-  // column.
+    return k - 1;
+  };
+  const std::string& col = options.column;
+  if (!labeled && !col.empty()) fail("--label-column " + col + ": the data have no label column (--no-labels)");
+  layout.label_column = !labeled ? -1 : col.empty() ? 0 : by_number(col, "--label-column");
+  layout.id_column = by_number(options.id_column, "--id-column");
+  // A header: said so, or (automatic) a value field that is not a number, or a named column.
   bool header = options.header == LabelOptions::Header::yes;
   if (options.header == LabelOptions::Header::automatic) {
-    if (labeled && !col.empty() && !numbered) {
+    if (layout.label_column == -2 || layout.id_column == -2) {
       header = true;
     } else {
       for (int64_t j = 0; j < layout.fields; ++j)
-        if (j != layout.label_column && !is_number(fields[static_cast<size_t>(j)])) header = true;
+        if (j != layout.label_column && j != layout.id_column && !is_number(fields[static_cast<size_t>(j)]))
+          header = true;
     }
   }
-  if (labeled && !col.empty() && !numbered) {
+  const auto by_name = [&](const std::string& name, const char* option) -> int64_t {
     if (!header)
-      fail("--label-column " + col + ": a column name needs a header line (--header no was given); expected a "
-           "column number 1.." + std::to_string(layout.fields));
-    int64_t found = -1;
+      fail(std::string(option) + " " + name + ": a column name needs a header line (--header no was given); " +
+           "expected a column number 1.." + std::to_string(layout.fields));
     std::string names;
+    int64_t found = -1;
     for (int64_t j = 0; j < layout.fields; ++j) {
-      const std::string_view name = unquote(fields[static_cast<size_t>(j)]);
-      if (name == col && found < 0) found = j;
-      if (j < 12) names += (j > 0 ? ", '" : "'") + std::string(name) + "'";
+      const std::string_view h = unquote(fields[static_cast<size_t>(j)]);
+      if (h == name && found < 0) found = j;
+      if (j < 12) names += (j > 0 ? ", '" : "'") + std::string(h) + "'";
     }
     if (layout.fields > 12) names += ", ...";
-    if (found < 0)
-      fail("--label-column " + col + ": no such column in the header of " + at.str() + " (" + names + ")");
-    layout.label_column = found;
-  }
+    if (found < 0) fail(std::string(option) + " " + name + ": no such column in the header of " + at.str() + " (" + names + ")");
+    return found;
+  };
+  if (layout.label_column == -2) layout.label_column = by_name(col, "--label-column");
+  if (layout.id_column == -2) layout.id_column = by_name(options.id_column, "--id-column");
+  if (layout.id_column >= 0 && layout.id_column == layout.label_column)
+    fail("--id-column " + options.id_column + " and --label-column " + (col.empty() ? std::string("1") : col) +
+         " name the same column of " + at.str() + "; expected two different columns");
   if (header) layout.header_line = at.line;
-  if (labeled && layout.fields < 2)
-    fail(at.str() + ": expected a label and at least one value, found 1 field");
+  if (labeled && layout.fields - (layout.id_column >= 0 ? 1 : 0) < 2)
+    fail(at.str() + ": expected a label and at least one value, found " + std::to_string(layout.fields) + " field" +
+         (layout.fields == 1 ? "" : "s") + (layout.id_column >= 0 ? " with the id" : ""));
+  if (layout.values() < 1) fail(at.str() + ": no value fields besides the label and id columns");
   return layout;
 }
 
-int parse_csv_line(std::string_view line, const CsvLayout& layout, const Where& at, double* row, LabelCoder& coder) {
+int parse_csv_line(std::string_view line, const CsvLayout& layout, const Where& at, double* row, LabelCoder& coder,
+                   std::string* id) {
   const bool labeled = layout.label_column >= 0;
   const int64_t found = count_fields(line, layout.delimiter);
   if (found != layout.fields)
@@ -117,6 +127,12 @@ int parse_csv_line(std::string_view line, const CsvLayout& layout, const Where& 
         // A file of values alone is read as one whose first value is the label.
         fail(f.message + "; data without a label column: --no-labels (transform, predict)");
       }
+    } else if (field == layout.id_column) {
+      const std::string_view t = trim(tok);
+      if (t.size() > kMaxIdBytes)
+        fail(at.str() + ": the id in column " + std::to_string(field + 1) + " has " + std::to_string(t.size()) +
+             " bytes; expected at most " + std::to_string(kMaxIdBytes));
+      if (id != nullptr) id->assign(t);
     } else {
       // Column numbers count from 1 in the file.
       const double v = parse_value(tok, at, "column", field + 1);

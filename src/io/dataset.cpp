@@ -87,8 +87,9 @@ Dataset read_dataset(const std::string& path, Format format, MPI_Comm comm, cons
                     format_name(format),
                 __FILE__, __LINE__, true);
   const LabelOptions::Header header = options.label.header;
-  if ((header != LabelOptions::Header::automatic || !options.label.column.empty()) && format != Format::csv)
-    throw Error(std::string("--header/--label-column: only for CSV/TSV data; '") + path + "' is read as " +
+  if ((header != LabelOptions::Header::automatic || !options.label.column.empty() || !options.label.id_column.empty()) &&
+      format != Format::csv)
+    throw Error(std::string("--header/--label-column/--id-column: only for CSV/TSV data; '") + path + "' is read as " +
                     format_name(format),
                 __FILE__, __LINE__, true);
   if (format == Format::idx) return read_idx(path, comm, options.native_types, options.label);

@@ -748,7 +748,33 @@ void write_labels(const std::vector<int>& labels, const std::string& path, MPI_C
 void write_embedding(const DistMatrix& Y, const std::string& path, const std::string& dataset,
                      const TableColumns& table) {
   if (has_extension(path, ".h5") || has_extension(path, ".hdf5")) {
-    write_hdf5(path, Y, dataset);
+    if (table.labels == nullptr) {
+      write_hdf5(path, Y, dataset);
+      return;
+    }
+    // The rows' class codes beside them (/labels, -1: none) and the classes' names as the
+    // file's attribute class_names (a JSON array; code k is its k-th name).
+    std::string names = "[";
+    if (table.names != nullptr)
+      for (size_t k = 0; k < table.names->size(); ++k) {
+        names += k > 0 ? ",\"" : "\"";
+        for (char ch : (*table.names)[k]) {
+          if (ch == '"' || ch == '\\') names.push_back('\\');
+          if (static_cast<unsigned char>(ch) < 0x20) {
+            char esc[8];
+            std::snprintf(esc, sizeof esc, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(ch)));
+            names += esc;
+            continue;
+          }
+          names.push_back(ch);
+        }
+        names.push_back('"');
+      }
+    names += "]";
+    write_hdf5_rows(path, Y.n_local,
+                    {{dataset, Hdf5RowBlock::Type::f64, Y.cols, Y.v.data()},
+                     {"/labels", Hdf5RowBlock::Type::i32, 0, table.labels->data()}},
+                    Y.comm, {{"class_names", names}});
     return;
   }
   if (has_extension(path, ".npy") && !is_special(path)) {
@@ -773,44 +799,60 @@ void write_embedding_streamed(const DistMatrix& Y, const std::string& path, cons
         Y.comm);
     return;
   }
-  // CSV: each row as (id, label code, values), formatted on rank 0.
+  // CSV: each row as a record (its id as text, its label code, its values), formatted on
+  // rank 0: ids are the data's --id-column texts or the rows' sample indices.
   SSDR_CHECK(table.columns.empty() || static_cast<int64_t>(table.columns.size()) == cols,
              "write_embedding: " + std::to_string(table.columns.size()) + " column names for " + std::to_string(cols) +
                  " columns");
   const bool with_label = table.labels != nullptr;
-  const int64_t width = cols + 2;
   const int64_t start = first_row(Y);
-  std::vector<double> rows(static_cast<size_t>(Y.n_local * width));
+  std::vector<std::string> texts(static_cast<size_t>(Y.n_local));
+  int64_t id_width = 1;
   for (int64_t i = 0; i < Y.n_local; ++i) {
-    double* r = rows.data() + i * width;
-    r[0] = static_cast<double>(table.ids != nullptr ? (*table.ids)[static_cast<size_t>(i)] : start + i);
-    r[1] = with_label ? (*table.labels)[static_cast<size_t>(i)] : -1;
-    std::copy(Y.row(i), Y.row(i) + cols, r + 2);
+    std::string& t = texts[static_cast<size_t>(i)];
+    t = table.id_names != nullptr ? (*table.id_names)[static_cast<size_t>(i)]
+        : std::to_string(table.ids != nullptr ? (*table.ids)[static_cast<size_t>(i)] : start + i);
+    id_width = std::max<int64_t>(id_width, static_cast<int64_t>(t.size()));
   }
+  MPI_Allreduce(MPI_IN_PLACE, &id_width, 1, MPI_INT64_T, MPI_MAX, Y.comm);
+  const int64_t width = id_width + 4 + 8 * cols;  // bytes per record
+  std::vector<char> records(static_cast<size_t>(Y.n_local * width), '\0');
+  for (int64_t i = 0; i < Y.n_local; ++i) {
+    char* r = records.data() + i * width;
+    const std::string& t = texts[static_cast<size_t>(i)];
+    std::copy(t.begin(), t.end(), r);
+    const int32_t code = with_label ? (*table.labels)[static_cast<size_t>(i)] : -1;
+    std::memcpy(r + id_width, &code, 4);
+    if (cols > 0) std::memcpy(r + id_width + 4, Y.row(i), static_cast<size_t>(8 * cols));
+  }
+  texts = {};
   std::string header = "id";
   if (with_label) header += "," + table.label_column;
   for (int64_t j = 0; j < cols; ++j)
     header += "," + (table.columns.empty() ? "y" + std::to_string(j + 1) : table.columns[static_cast<size_t>(j)]);
   header += "\n";
-  const int64_t rows_per_msg = std::max<int64_t>(1, (int64_t{1} << 26) / width);
-  stream_rows_through_root<double>(
-      rows.data(), Y.n_local, width, rows_per_msg, 7, path, false, [&](int64_t) { return header; },
-      [&](std::FILE* f, const double* v, int64_t k) {
+  const int64_t rows_per_msg = std::max<int64_t>(1, (int64_t{1} << 29) / width);
+  stream_rows_through_root<char>(
+      records.data(), Y.n_local, width, rows_per_msg, 7, path, false, [&](int64_t) { return header; },
+      [&](std::FILE* f, const char* v, int64_t k) {
         std::string line;
         char num[40];
         for (int64_t i = 0; i < k; ++i) {
-          const double* r = v + i * width;
-          line = std::to_string(static_cast<int64_t>(r[0]));
+          const char* r = v + i * width;
+          line.assign(r, strnlen(r, static_cast<size_t>(id_width)));
           if (with_label) {
-            const int code = static_cast<int>(r[1]);
+            int32_t code = -1;
+            std::memcpy(&code, r + id_width, 4);
             line.push_back(',');
             if (code >= 0)
-              line += table.names != nullptr && code < static_cast<int>(table.names->size())
+              line += table.names != nullptr && code < static_cast<int32_t>(table.names->size())
                           ? (*table.names)[static_cast<size_t>(code)]
                           : std::to_string(code);
           }
           for (int64_t j = 0; j < cols; ++j) {
-            const int len = std::snprintf(num, sizeof num, "%.17g", r[2 + j]);
+            double x = 0;
+            std::memcpy(&x, r + id_width + 4 + 8 * j, 8);
+            const int len = std::snprintf(num, sizeof num, "%.17g", x);
             line.push_back(',');
             line.append(num, static_cast<size_t>(len));
           }

@@ -364,10 +364,11 @@ class LabelCoder {
 struct CsvLayout {
   int64_t fields = 0;        ///< fields per line
   int64_t label_column = 0;  ///< 0-based; −1: no label column (--no-labels)
+  int64_t id_column = -1;    ///< 0-based column of row ids (--id-column), −1: none
   int64_t header_line = 0;   ///< the 1-based line number of the header (skipped); 0: none
   char delimiter = ',';
   /// The number of values d.
-  int64_t values() const { return fields - (label_column >= 0 ? 1 : 0); }
+  int64_t values() const { return fields - (label_column >= 0 ? 1 : 0) - (id_column >= 0 ? 1 : 0); }
 };
 
 /// Counts the fields of a line separated by `delimiter`.
@@ -383,7 +384,7 @@ CsvLayout csv_layout(std::string_view first, const Where& at, const LabelOptions
 /// Parses one CSV line laid out as `layout`. Values go to `row` when it is not null. Returns
 /// the label's local code from `coder` (−1 unlabeled, or without a label column).
 int parse_csv_line(std::string_view line, const CsvLayout& layout, const Where& at, double* row,
-                   LabelCoder& coder);  // csv_reader.cpp
+                   LabelCoder& coder, std::string* id = nullptr);  // csv_reader.cpp
 
 /// Parses one LIBSVM line. Returns the label's local code from `coder` (−1: unlabeled, or
 /// no coder given); `max_index` is raised to the largest index.

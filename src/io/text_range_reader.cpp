@@ -141,6 +141,26 @@ std::vector<int> place_labels(const std::vector<int>& mine, const std::vector<in
   return redistribute_rows(mine, row_offset[static_cast<size_t>(comm_rank(comm))], X.row_start, X.n_local, comm);
 }
 
+/// This rank's row ids moved to the rows of X's layout, as place_labels moves the labels: in
+/// fixed-width records of the longest id on any rank (at most kMaxIdBytes). Collective.
+std::vector<std::string> place_ids(const std::vector<std::string>& mine, const std::vector<int64_t>& row_offset,
+                                   const DistMatrix& X, MPI_Comm comm) {
+  int64_t width = 1;
+  for (const std::string& s : mine) width = std::max<int64_t>(width, static_cast<int64_t>(s.size()));
+  MPI_Allreduce(MPI_IN_PLACE, &width, 1, MPI_INT64_T, MPI_MAX, comm);
+  std::vector<char> from(mine.size() * static_cast<size_t>(width), '\0');
+  for (size_t i = 0; i < mine.size(); ++i) std::copy(mine[i].begin(), mine[i].end(), from.begin() + static_cast<int64_t>(i) * width);
+  std::vector<char> to(static_cast<size_t>(X.n_local * width), '\0');
+  redistribute_rows(from.data(), row_offset[static_cast<size_t>(comm_rank(comm))], static_cast<int64_t>(mine.size()),
+                    to.data(), X.row_start, X.n_local, static_cast<size_t>(width), comm);
+  std::vector<std::string> ids(static_cast<size_t>(X.n_local));
+  for (int64_t i = 0; i < X.n_local; ++i) {
+    const char* r = to.data() + i * width;
+    ids[static_cast<size_t>(i)].assign(r, strnlen(r, static_cast<size_t>(width)));
+  }
+  return ids;
+}
+
 std::vector<RankFacts> allgather(const RankFacts& mine, MPI_Comm comm) {
   int size = 1;
   MPI_Comm_size(comm, &size);
@@ -247,6 +267,7 @@ Dataset read_text_ranges(const std::string& path, Format format, MPI_Comm comm, 
     SSDR_CHECK_COLLECTIVE(comm, ok, message);
   }
   LabelCoder coder(label);
+  std::vector<std::string> ids(layout.id_column >= 0 ? static_cast<size_t>(m) : 0);
   ok = attempt(
       [&] {
         if (csv) rows.assign(static_cast<size_t>(m * d), 0.0);
@@ -256,7 +277,8 @@ Dataset read_text_ranges(const std::string& path, Format format, MPI_Comm comm, 
           const Where at{&path, no};
           int code = 0;
           if (csv) {
-            code = parse_csv_line(line, layout, at, rows.data() + i * d, coder);
+            code = parse_csv_line(line, layout, at, rows.data() + i * d, coder,
+                                  ids.empty() ? nullptr : &ids[static_cast<size_t>(i)]);
           } else {
             const int64_t before = mine.max_index;
             code = parse_libsvm_line(line, at, mine.max_index, nullptr, 0, &coder, nullptr, nullptr, &mine.nnz);
@@ -356,6 +378,7 @@ Dataset read_text_ranges(const std::string& path, Format format, MPI_Comm comm, 
   ds.X = make_dist(comm, n, d);
   ds.labels = place_labels(labels, row_offset, ds.X, comm);
   if (!labeled) ds.labels.clear();
+  if (layout.id_column >= 0) ds.ids = place_ids(ids, row_offset, ds.X, comm);
 
   // Rows [row_offset[rank], +m) to their owners in the block layout: counts in rows of d
   // doubles (a contiguous datatype), so no count exceeds an int for any n·d that fits memory.

@@ -51,6 +51,9 @@ Dataset read_text_streamed(const std::string& path, Format format, MPI_Comm comm
               if (first) {
                 first = false;
                 layout = csv_layout(line, at, label, labeled);
+                if (layout.id_column >= 0)
+                  fail("--id-column: '" + path + "' is gzip-compressed and streams through rank 0 without its ids; "
+                       "decompress it (plain CSV is read in parallel, ids included)");
                 if (layout.header_line > 0) continue;
               }
               code = parse_csv_line(line, layout, at, nullptr, coder);

@@ -412,6 +412,18 @@ assert sum(p["prediction"] == y for p, y in zip(pred, truth) if y) == 105  # its
 PY
 then ok "own data: header, names, empty labels; fit without a split on 1 and 2 ranks, names in the report, CSV and predict, a PNG"
 else bad "own data: fit, predict and plot with names"; cat "$tmp/stderr" "$tmp/own1.out"; fi
+# An id column: not a feature, and the outputs' id column (embedding and predictions).
+awk -F, 'NR == 1 { print "flower," $0; next } { print "f" NR - 1 "," $0 }' "$own" >"$tmp/ids.csv"
+if run fit --method soda --data "$tmp/ids.csv" --label-column species --id-column flower -q --embedding "$tmp/ide.csv" \
+     --model "$tmp/id.model" >/dev/null 2>"$tmp/stderr" &&
+   run predict --model "$tmp/id.model" --data "$tmp/ids.csv" --label-column species --id-column flower \
+     --output "$tmp/idp.csv" -q >/dev/null 2>>"$tmp/stderr" &&
+   [ "$(sed -n 2p "$tmp/ide.csv" | cut -d, -f1,2)" = "f1," ] && [ "$(sed -n 3p "$tmp/idp.csv")" = "f2,setosa" ] &&
+   cut -d, -f2- "$tmp/ide.csv" | tail -n +2 | cmp -s - <(cut -d, -f2- "$tmp/own2.csv" | tail -n +2); then
+  ok "--id-column: the ids in the embedding and the predictions, the same embedding as without the column"
+else
+  bad "--id-column"; cat "$tmp/stderr"; head -3 "$tmp/ide.csv" "$tmp/idp.csv"
+fi
 expect_error "a label column that does not exist" "--label-column kind: no such column in the header of $own:1" \
   fit --method soda --data "$own" --label-column kind
 expect_error "a fit without a split on fully labeled data" "every row of the data is labeled" fit --method soda --data "$iris"

@@ -2,7 +2,7 @@
 # The documentation cannot drift from the code: docs/methods.md is exactly what
 # `ssdr methods --markdown` prints from the method and parameter tables; every public
 # declaration of include/ssdr/ has a doc comment (tests/tools/check_doc_comments.py); every
-# docs/ page and the README link only to files that exist; `ssdr --version` names the version,
+# docs/ page and the README link only to files that exist; the docs' defaults are --help's; `ssdr --version` names the version,
 # the commit, the build and the libraries.
 # Usage: docs.sh SSDR_BINARY DATA_DIR   (SSDR_PYTHON from the environment)
 set -u
@@ -23,6 +23,13 @@ rows=$(sed -n '/^## Methods/,/^## Parameters/p' "$tmp/methods.md" | grep -c '^| 
 [ "$methods" -gt 10 ] && [ "$methods" -eq "$rows" ] && ok "one row per method ($rows)" \
   || bad "methods: $methods in 'ssdr methods', $rows rows in the page"
 
+# The docs and the help texts agree on every default both state (a doc once said --scaling
+# defaults to none; it is the method's).
+if "$PY" "$root/tests/tools/check_doc_defaults.py" "$SSDR" "$root" >"$tmp/defaults" 2>&1; then
+  ok "$(tail -1 "$tmp/defaults")"
+else
+  bad "a default in the docs differs from --help:"; grep -v '^ok:' "$tmp/defaults"
+fi
 if "$PY" "$root/tests/tools/check_doc_comments.py" "$root/include/ssdr" >"$tmp/doc" 2>&1; then
   ok "$(tail -1 "$tmp/doc")"
 else

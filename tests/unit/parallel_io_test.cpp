@@ -232,6 +232,40 @@ TEST(Labels, AHeaderNamedLabelColumnNamesAndMarkersReadAsPythonsClassesWouldOnAn
   EXPECT_EQ(all_labels(io::read_dataset(dir.write("named.tsv", tsv), io::Format::csv, MPI_COMM_WORLD, o)), expected);
 }
 
+TEST(Labels, AnIdColumnIsNoFeatureAndItsIdsMoveWithTheirRows) {
+  Dir dir;
+  // id first (names of varying length), then two values, then the label; 37 rows so the
+  // byte ranges and the block layout differ on 2-4 ranks.
+  std::string text = "name,u,v,kind\n";
+  std::vector<std::string> want;
+  for (int i = 0; i < 37; ++i) {
+    want.push_back("row-" + std::string(static_cast<size_t>(i % 5), 'x') + std::to_string(i));
+    text += want.back() + "," + std::to_string(i) + "," + std::to_string(-i) + "," + (i % 3 ? "a" : "b") + "\n";
+  }
+  io::ReadOptions o;
+  o.label.column = "kind";
+  o.label.id_column = "name";
+  const io::Dataset ds = io::read_dataset(dir.write("ids.csv", text), io::Format::csv, MPI_COMM_WORLD, o);
+  EXPECT_EQ(ds.X.cols, 2);
+  EXPECT_EQ(static_cast<int64_t>(ds.ids.size()), ds.X.n_local);
+  std::vector<char> mine;
+  for (const std::string& id : ds.ids) {
+    mine.insert(mine.end(), id.begin(), id.end());
+    mine.push_back('\n');
+  }
+  std::string all;
+  for (char ch : allgatherv(mine, MPI_COMM_WORLD)) all.push_back(ch);
+  std::string expected;
+  for (const std::string& id : want) expected += id + "\n";
+  EXPECT_EQ(all, expected);
+  for (int64_t i = 0; i < ds.X.n_local; ++i) EXPECT_EQ(ds.X.row(i)[1], -static_cast<double>(ds.X.row_start + i));
+  EXPECT_EQ(ds.class_names, (std::vector<std::string>{"a", "b"}));
+  // The same column as the labels: refused, naming both options.
+  o.label.id_column = "4";
+  EXPECT_THAT(error_of([&] { io::read_dataset(dir.file("ids.csv"), io::Format::csv, MPI_COMM_WORLD, o); }),
+              HasSubstr("--id-column 4 and --label-column kind name the same column"));
+}
+
 TEST(Labels, IntegerLabelsAreCodedInOrderOfValueWithGapsClosed) {
   Dir dir;
   // Labels 10, 2, 7 and -1 (unlabeled): classes "2", "7", "10" (by value, not as text).

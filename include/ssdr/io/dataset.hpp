@@ -55,6 +55,9 @@ struct Dataset {
   std::vector<std::string> class_names;
   /// Whether every class name is an integer (the labels were read as integers).
   bool integer_labels = true;
+  /// The local rows' ids from the CSV column LabelOptions::id_column (n_local, the text as
+  /// written, moved with the rows); empty without an id column. The outputs' `id` column.
+  std::vector<std::string> ids;
   /// Whether the data set has labels (the same on every rank, unlike labels.empty(), which is
   /// also true on a rank without rows).
   bool labeled() const { return classes > 0; }
@@ -83,10 +86,18 @@ struct LabelOptions {
   /// after trimming blanks. Default: the empty field, "?", "NA" and "-1" (also the integer
   /// −1 of an NPY/HDF5/IDX label array).
   std::vector<std::string> unlabeled_markers = {"", "?", "NA", "-1"};
+  /// --id-column (CSV/TSV): a column of row ids (a header name or a 1-based number) that is
+  /// not a feature; the outputs' `id` column shows them (else the 0-based row index). Empty:
+  /// none. At most kMaxIdBytes bytes each.
+  std::string id_column;
   /// --label-type: automatic (integers when every label is an integer, names when none is;
   /// a mix is refused), integer (a name is refused) or string (every label is a name).
   enum class Type { automatic, integer, string } type = Type::automatic;
 };
+
+/// The longest row id of an --id-column, in bytes (ids are moved with their rows in fixed-width
+/// records of the longest id present).
+inline constexpr size_t kMaxIdBytes = 256;
 
 /// Parses --header: "auto", "yes" or "no". \throws ssdr::Error naming the bad value.
 LabelOptions::Header parse_header(const std::string& name);

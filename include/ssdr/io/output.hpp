@@ -119,11 +119,14 @@ struct TableColumns {
   std::string label_column = "label";
   /// The local rows' sample indices (n_local); null: the rows are samples row_start.. in order.
   const std::vector<int64_t>* ids = nullptr;
+  /// The local rows' ids as text (the data's --id-column, n_local); null: the indices above.
+  const std::vector<std::string>* id_names = nullptr;
 };
 
 /// Writes the n×m embedding Y (rows distributed, in file order) to `path`:
 /// - ".h5"/".hdf5" → HDF5 data set /embedding (n×m float64), written collectively, each
-///   rank its own hyperslab (write_hdf5);
+///   rank its own hyperslab (write_hdf5); with table.labels also /labels (n int32 class
+///   codes, −1 none) and the root attribute class_names (a JSON array of the names);
 /// - ".npy" → NumPy float64 little-endian n×m (C order), written collectively with MPI-IO,
 ///   each rank at its rows' byte offset;
 /// - anything else (and a device or FIFO) → write_embedding_streamed: CSV with a header
