@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Per-split paired comparison of an experiment's methods, as docs/results.md reports it.
 
 Usage: paired_summary.py RESULTS_DIR [--base soda] [--against oda sda lda] [--paper FILE]
