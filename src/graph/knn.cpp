@@ -165,14 +165,15 @@ const char* to_string(EdgeWeight w) {
     case EdgeWeight::cosine: return "cosine";
     case EdgeWeight::binary: return "binary";
     case EdgeWeight::adaptive: return "adaptive";
+    case EdgeWeight::clr: return "clr";
   }
   return "?";
 }
 
 EdgeWeight parse_weight(const std::string& s) {
-  for (EdgeWeight w : {EdgeWeight::heat, EdgeWeight::cosine, EdgeWeight::binary, EdgeWeight::adaptive})
+  for (EdgeWeight w : {EdgeWeight::heat, EdgeWeight::cosine, EdgeWeight::binary, EdgeWeight::adaptive, EdgeWeight::clr})
     if (s == to_string(w)) return w;
-  throw Error("--weight: expected heat, cosine, binary or adaptive, got '" + s + "'", __FILE__, __LINE__, true);
+  throw Error("--weight: expected heat, cosine, binary, adaptive or clr, got '" + s + "'", __FILE__, __LINE__, true);
 }
 
 const char* to_string(KnnMethod m) {
@@ -298,7 +299,8 @@ Graph build_knn_graph(const DistMatrix& X, const GraphOptions& requested, const 
   MPI_Comm comm = X.comm;
   const int k = options.k;
   const int64_t n = X.n_global;
-  const bool adaptive = options.weight == EdgeWeight::adaptive;
+  const bool clr = options.weight == EdgeWeight::clr;
+  const bool adaptive = options.weight == EdgeWeight::adaptive || clr;  // CLR starts from it
   SSDR_CHECK_COLLECTIVE(comm, k >= 1 && static_cast<int64_t>(k) < n, k_message(k, n));
   SSDR_CHECK_COLLECTIVE(comm, !adaptive || static_cast<int64_t>(k) + 1 < n,
                         "--knn " + std::to_string(k) + " must be smaller than the number of graph samples minus one (" +
@@ -314,6 +316,7 @@ Graph build_knn_graph(const DistMatrix& X, const GraphOptions& requested, const 
   const bool approximate = options.knn_method != KnnMethod::exact;
   double recall = 1;
   SymmetricEdges E;
+  ClrResult clr_result;
   const int need = adaptive ? k + 1 : k;
   SSDR_CHECK(given == nullptr || (given->n_local == X.n_local && given->row_start == X.row_start &&
                                   (given->k == need || (given->k > need && !approximate))),
@@ -321,9 +324,14 @@ Graph build_knn_graph(const DistMatrix& X, const GraphOptions& requested, const 
   auto lists_of = [&](int kk) { return given ? truncate(*given, kk) : knn_lists(X, kk, options); };
   if (adaptive) {
     const KnnLists wide = lists_of(k + 1);
-    const std::vector<double> w = adaptive_weights(wide, k);
+    std::vector<double> w = adaptive_weights(wide, k);
     KnnLists lists = truncate(wide, k);
     if (approximate) recall = knn_recall(X, lists, options.knn_recall_sample, options.knn_seed);
+    if (clr) {
+      ClrResult r = clr_refine(lists, w, options.components, comm);
+      w = std::move(r.s);
+      clr_result = std::move(r);
+    }
     E = symmetrize(lists, comm, &w);
   } else {
     KnnLists lists = lists_of(k);
@@ -347,6 +355,13 @@ Graph build_knn_graph(const DistMatrix& X, const GraphOptions& requested, const 
   g.knn_method = options.knn_method;
   g.knn_recall = recall;
   g.edges = entries / 2;
+  if (clr) {
+    g.clr_iterations = clr_result.iterations;
+    g.clr_lambda = clr_result.lambda;
+    g.components = clr_result.components;
+    g.clr_converged = clr_result.converged;
+    g.laplacian_eigenvalues = clr_result.eigenvalues;
+  }
   g.mean_edge_dist2 = entries > 0 ? total / static_cast<double>(entries) : 0.0;
   if (options.weight == EdgeWeight::heat) {
     if (options.sigma > 0) {
@@ -386,6 +401,7 @@ Graph build_knn_graph(const DistMatrix& X, const GraphOptions& requested, const 
       case EdgeWeight::binary:
         return 1.0;
       case EdgeWeight::adaptive:
+      case EdgeWeight::clr:
         return E.weight[static_cast<size_t>(p)];  // (S + Sᵀ)/2
     }
     return 0.0;

@@ -54,4 +54,8 @@ std::vector<int64_t> locality_order(const Real* xf, int64_t n, int64_t d, int64_
 template <class Real>
 double filter_slack(int64_t d);
 
+/// The rows `wanted` (sorted, unique global indices, none of them local) of X, fetched from
+/// their owners: row-major |wanted|×X.cols (lnp.cpp). Collective over X.comm.
+std::vector<double> fetch_rows(const DistMatrix& X, const std::vector<int64_t>& wanted);
+
 }  // namespace ssdr::graph::detail

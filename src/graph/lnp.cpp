@@ -18,6 +18,7 @@
 #include "ssdr/core/lapack.hpp"
 #include "ssdr/graph/knn.hpp"
 #include "ssdr/graph/laplacian.hpp"
+#include "knn_internal.hpp"
 
 namespace ssdr::graph {
 
@@ -64,9 +65,10 @@ void passive_least_squares(const Dense& A, const std::vector<double>& b, const s
   for (int64_t j = 0; j < p; ++j) z[static_cast<size_t>(cols[static_cast<size_t>(j)])] = zp[static_cast<size_t>(j)];
 }
 
-/// The rows `wanted` (sorted, unique global indices, none of them local) of X, fetched from
-/// their owners: row-major |wanted|×d. Collective over X.comm.
-std::vector<double> fetch_rows(const DistMatrix& X, const std::vector<int64_t>& wanted) {
+}  // namespace
+
+/// (knn_internal.hpp) Also CLR's fetch of F's rows and component labels at the neighbours.
+std::vector<double> detail::fetch_rows(const DistMatrix& X, const std::vector<int64_t>& wanted) {
   MPI_Comm comm = X.comm;
   int size = 1;
   MPI_Comm_size(comm, &size);
@@ -105,8 +107,6 @@ std::vector<double> fetch_rows(const DistMatrix& X, const std::vector<int64_t>& 
   MPI_Type_free(&row_type);
   return rows;
 }
-
-}  // namespace
 
 std::vector<double> nnls(const Dense& A, const std::vector<double>& b, int* iterations) {
   const int64_t m = A.rows, n = A.cols;
@@ -248,7 +248,7 @@ ReconstructionWeights reconstruction_weights(const DistMatrix& X, int k, double 
     if (j < X.row_start || j >= X.row_start + nl) wanted.push_back(j);
   std::sort(wanted.begin(), wanted.end());
   wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
-  const std::vector<double> remote = fetch_rows(X, wanted);
+  const std::vector<double> remote = detail::fetch_rows(X, wanted);
   auto row_of = [&](int64_t j) -> const double* {
     if (j >= X.row_start && j < X.row_start + nl) return X.row(j - X.row_start);
     const auto it = std::lower_bound(wanted.begin(), wanted.end(), j);

@@ -33,15 +33,18 @@ scatter::ScatterMatrices labeled_scatter(const TrainingData& data, Timings& t) {
 std::string graph_key(const graph::GraphOptions& g) {
   // Every field of GraphOptions: a field left out here would let two methods with different
   // graphs on the same split share one cached graph.
-  char b[300];
-  std::snprintf(b, sizeof b, "k=%d w=%s rule=%s s=%.17g sigma=%.17g knn=%s seed=%llu recall=%lld", g.k,
+  char b[320];
+  std::snprintf(b, sizeof b, "k=%d w=%s rule=%s s=%.17g sigma=%.17g knn=%s seed=%llu recall=%lld c=%d", g.k,
                 graph::to_string(g.weight), graph::to_string(g.sigma_rule), g.sigma_s, g.sigma,
                 graph::to_string(g.knn_method), static_cast<unsigned long long>(g.knn_seed),
-                static_cast<long long>(g.knn_recall_sample));
+                static_cast<long long>(g.knn_recall_sample), g.components);
   return b;
 }
 
-graph::Graph knn_graph(const TrainingData& data, const graph::GraphOptions& options, Timings& t) {
+graph::Graph knn_graph(const TrainingData& data, const graph::GraphOptions& requested, Timings& t) {
+  graph::GraphOptions options = requested;
+  // CLR's rank constraint asks for one connected component per class (soge-liu2017 §5.2).
+  if (options.weight == graph::EdgeWeight::clr && options.components == 0) options.components = data.classes;
   const std::string key = graph_key(options);
   if (data.cache) {
     auto it = data.cache->graphs.find(key);
@@ -52,7 +55,8 @@ graph::Graph knn_graph(const TrainingData& data, const graph::GraphOptions& opti
     ++data.cache->misses;
   }
   Phase phase("knn_graph", &t);
-  const int need = options.weight == graph::EdgeWeight::adaptive ? options.k + 1 : options.k;
+  const bool adaptive = options.weight == graph::EdgeWeight::adaptive || options.weight == graph::EdgeWeight::clr;
+  const int need = adaptive ? options.k + 1 : options.k;
   // Lists given by the user (--graph-in): their first `need` entries, with the recall of
   // the lists estimated as for an approximate search (they may come from anywhere).
   if (data.given_lists != nullptr) {
@@ -182,6 +186,13 @@ void graph_info(const graph::Graph& g, const graph::GraphOptions& options, nlohm
       j["sigma_s"] = options.sigma_s != 0 ? options.sigma_s : 1e-3 / options.k;
     j["sigma"] = g.sigma;
     j["t"] = g.t;
+  }
+  if (g.weight == graph::EdgeWeight::clr) {
+    j["clr_iterations"] = g.clr_iterations;
+    j["clr_lambda"] = g.clr_lambda;
+    j["components"] = g.components;
+    j["clr_converged"] = g.clr_converged;
+    j["laplacian_eigenvalues"] = g.laplacian_eigenvalues;
   }
   info["graph"] = j;
 }

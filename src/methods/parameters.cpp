@@ -73,8 +73,9 @@ std::vector<ParameterSpec> build() {
            Kind::integer, Scope::own, 1, false, 1e6, false,
            [](T& t, const json& v) { t.method.graph.k = v.get<int>(); t.method.knn_given = true; },
            [](const C& t) { return t.method.knn_given ? json(t.method.graph.k) : json("default"); }),
-    choice("weight", "graph weights (default: the method's: adaptive soge, binary sda, heat otherwise)", Scope::own,
-           {"heat", "cosine", "binary", "adaptive"},
+    choice("weight", "graph weights (default: the method's: clr soge, binary sda, heat otherwise; adaptive: CLR's "
+           "closed-form graph without the rank constraint)", Scope::own,
+           {"heat", "cosine", "binary", "adaptive", "clr"},
            [](T& t, const json& v) { t.method.graph.weight = graph::parse_weight(v.get<std::string>()); t.method.weight_given = true; },
            [](const C& t) { return t.method.weight_given ? json(graph::to_string(t.method.graph.weight)) : json("default"); }),
     number("sigma_s", "s", "heat width by soda-nie2009 eq. (42), sigma = sqrt(-dbar/ln s) (0: the method's rule: "

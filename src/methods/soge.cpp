@@ -6,9 +6,11 @@
 // the energy (soge-liu2017 §5.2) — because (6) is not scale-invariant (α weighs a squared
 // distance in data units against the label fit; on raw digits 1-NN accuracy drops from 0.87
 // to 0.72). Graph (§5.2): the paper builds L by the constrained Laplacian rank method (Nie et
-// al. 2016); we use its adaptive-neighbours graph in closed form, symmetrized (S + Sᵀ)/2,
-// k = 5 (the method table's, method_graph; --knn/--weight override it), without CLR's
-// rank-constrained refinement to exactly c connected components. Recorded in info["graph"].
+// al. 2016): its adaptive-neighbours graph, k = 5 (the method table's, method_graph;
+// --knn/--weight override it), refined by CLR's rank constraint until (S + Sᵀ)/2 has exactly
+// c connected components (graph::clr_refine; --weight adaptive keeps the closed form).
+// Recorded in info["graph"] (iterations, λ, components, the Laplacian's c + 1 smallest
+// eigenvalues).
 #include <algorithm>
 #include <cmath>
 #include <mpi.h>

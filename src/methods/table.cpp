@@ -44,11 +44,13 @@ graph::GraphOptions tca_graph() {
 }
 /// soge-liu2017 §5.2 builds L by the constrained Laplacian rank method (Nie et al. 2016):
 /// its adaptive-neighbours graph, k = 5 (the default of the CLR authors' constructW_PKN;
-/// neither paper states k). The rank-constrained refinement is not applied.
+/// neither paper states k), refined until L has exactly c zero eigenvalues (weight clr, c =
+/// the number of classes). --weight adaptive keeps the closed-form graph without the rank
+/// constraint.
 graph::GraphOptions soge_graph() {
   graph::GraphOptions g;
   g.k = 5;
-  g.weight = graph::EdgeWeight::adaptive;
+  g.weight = graph::EdgeWeight::clr;
   return g;
 }
 /// Cai, He, Han 2007 (SDA): the 0/1 kNN graph with k = 5.
@@ -107,7 +109,7 @@ std::vector<MethodInfo> build_table() {
       with_graph(MethodInfo{"otca", "orthogonal transductive component analysis (recursive complement)",
        "tca-liu2008 eq. (4), (23)-(27)", true, true, &make_otca, {}}, tca_graph()),
       with_graph(MethodInfo{"soge", "semi-supervised orthogonal graph embedding with recursive projections",
-       "soge-liu2017 eq. (7)-(13), Algorithm 1; adaptive-neighbours graph (Nie et al. 2016)", true, true,
+       "soge-liu2017 eq. (7)-(13), Algorithm 1; CLR rank-constrained graph (Nie et al. 2016)", true, true,
        &make_soge, soge_preprocess()}, soge_graph()),
       nested(MethodInfo{"olda", "orthogonal LDA (ratio trace with St^+)", "soda-nie2009 eq. (2), Ye 2005", false, true,
        &make_olda, {}}),

@@ -14,6 +14,7 @@
 
 #include "ssdr/core/dense.hpp"
 #include "ssdr/core/error.hpp"
+#include "ssdr/core/lapack.hpp"
 #include "ssdr/core/mpi_util.hpp"
 #include "ssdr/core/petsc.hpp"
 #include "graph/knn_internal.hpp"
@@ -928,4 +929,122 @@ TEST(LocalityOrder, IsADeterministicPermutationWhoseTilesHoldManyOfTheirRowsNeig
   EXPECT_GT(local, 2.0 * chance) << "tiles of the shuffled order hold " << chance << " of the neighbours";
   if (test::rank() == 0)
     std::cout << "[ info ] neighbours in the same tile: shuffled order " << chance << ", locality order " << local << "\n";
+}
+
+namespace {
+
+/// The eigenvalues of L = D − A (ascending) of a gathered graph, by LAPACK (dsyevd), and
+/// ‖L‖₁ (≥ ‖L‖₂: the scale of every rounding bound below).
+std::vector<double> dense_laplacian_eigenvalues(const std::vector<std::map<int64_t, double>>& A, double* norm1) {
+  const int64_t n = static_cast<int64_t>(A.size());
+  Dense L(n, n);
+  *norm1 = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double deg = 0;
+    for (const auto& [j, v] : A[static_cast<size_t>(i)]) L(i, j) = -v, deg += v;
+    L(i, i) = deg;
+    *norm1 = std::max(*norm1, 2 * deg);
+  }
+  std::vector<double> w(static_cast<size_t>(n));
+  lapack::syev(n, L.data(), n, w.data());
+  return w;
+}
+
+}  // namespace
+
+TEST(ClrGraph, LaplacianHasExactlyCZeroEigenvaluesAndRowsStayOnTheSimplex) {
+  // soge-liu2017 §5.2 / Nie et al. 2016: the CLR graph's L = D − A has rank n − c. On iris
+  // (n = 150, c = 3) and wine (n = 178, c = 3), k = 5: the closed-form adaptive graph has
+  // another number of components (checked), CLR must end with exactly c.
+  const double eps = std::numeric_limits<double>::epsilon();
+  for (const char* name : {"iris.csv", "wine.csv"}) {
+    const Dense& Xs = dataset(name);
+    const int64_t n = Xs.rows;
+    const int c = 3;
+    GraphOptions opt;
+    opt.k = 5;
+    opt.weight = EdgeWeight::adaptive;
+    double norm0 = 0;
+    const std::vector<double> w0 = dense_laplacian_eigenvalues(gather_matrix(build_knn_graph(distribute(Xs), opt).A), &norm0);
+    opt.weight = EdgeWeight::clr;
+    opt.components = c;
+    const Graph G = build_knn_graph(distribute(Xs), opt);
+    EXPECT_EQ(G.weight, EdgeWeight::clr);
+    EXPECT_TRUE(G.clr_converged) << name;
+    EXPECT_EQ(G.components, c) << name;
+    EXPECT_GE(G.clr_iterations, 1);
+    double norm = 0;
+    const std::vector<double> w = dense_laplacian_eigenvalues(gather_matrix(G.A), &norm);
+    // dsyevd is backward stable: each computed eigenvalue is within p(n)·ε·‖L‖₂ of an exact
+    // one; p(n) = n is the usual (pessimistic) constant, so "zero" is |λ| ≤ n·ε·‖L‖₁ (about
+    // 7e-14 here). A graph with exactly c components has exactly c zero eigenvalues.
+    const double zero = static_cast<double>(n) * eps * norm;
+    auto zeros = [&](const std::vector<double>& v, double z) {
+      return std::count_if(v.begin(), v.end(), [&](double x) { return std::abs(x) <= z; });
+    };
+    EXPECT_EQ(zeros(w, zero), c) << name;
+    EXPECT_GT(w[static_cast<size_t>(c)], 1e3 * zero) << name;  // λ_{c+1} clearly nonzero
+    EXPECT_NE(zeros(w0, static_cast<double>(n) * eps * norm0), c) << name << ": the closed form had c already";
+    // The graph's own c + 1 smallest (zeros set exactly for the components, the rest from
+    // SLEPc with residual ≤ 1e-10·‖L‖, so each within that of an exact eigenvalue, symmetric
+    // case) against LAPACK's (within n·ε·‖L‖₁).
+    ASSERT_EQ(G.laplacian_eigenvalues.size(), static_cast<size_t>(c + 1));
+    for (int q = 0; q <= c; ++q)
+      EXPECT_NEAR(G.laplacian_eigenvalues[static_cast<size_t>(q)], w[static_cast<size_t>(q)], 1e-10 * norm + zero)
+          << name << " eigenvalue " << q;
+    // Every row of the directed S is a point of the simplex (CLR's constraint), so Σ_ij A_ij
+    // = n: the projection's rows sum to 1 within about kε (θ from a k-term sum), A's entries
+    // carry 2ε more, the sum of ≤ 2nk terms nkε: |mean degree − 1| ≤ (3k + 2nk)ε.
+    EXPECT_NEAR(G.mean_degree, 1.0, (3.0 * opt.k + 2.0 * static_cast<double>(n) * opt.k) * eps) << name;
+    PetscBool sym = PETSC_FALSE;
+    ASSERT_EQ(MatIsSymmetric(G.A, 0.0, &sym), 0);
+    EXPECT_TRUE(sym);
+  }
+}
+
+TEST(ClrGraph, IsTheSameOnOneRankAsOnAllRanks) {
+  // The kNN lists, the closed-form start and the components (F's null-space columns) are
+  // bitwise partition independent; the other eigenvectors are not (Krylov–Schur's reductions
+  // run in another order): each spans
+  // its invariant subspace within sin θ ≤ r/gap, r ≤ 1e-10·‖L‖ the residual and gap =
+  // λ_{c+1} − λ_c, and v_ij = ‖f_i − f_j‖² depends on the subspace only. A weight moves by
+  // at most (λ/2)·|Δv_ij| ≤ (λ/2)·4·sin θ (rows of F have norm ≤ 1) per iteration, and the
+  // simplex projection is 1-Lipschitz, so |ΔA_ij| ≤ iterations·2λ·r/gap.
+  const Dense& Xs = dataset("iris.csv");
+  GraphOptions opt;
+  opt.k = 5;
+  opt.weight = EdgeWeight::clr;
+  opt.components = 3;
+  const Graph G = build_knn_graph(distribute(Xs), opt);
+  const auto all = gather_matrix(G.A);
+  if (test::rank() == 0) {
+    const Graph G1 = build_knn_graph(distribute(Xs, MPI_COMM_SELF), opt);
+    const auto one = gather_matrix(G1.A);
+    EXPECT_EQ(G1.components, G.components);
+    EXPECT_EQ(G1.clr_iterations, G.clr_iterations);
+    EXPECT_EQ(G1.clr_lambda, G.clr_lambda);
+    double norm = 0;
+    const std::vector<double> w = dense_laplacian_eigenvalues(one, &norm);
+    const double gap = w[3] - w[2];
+    ASSERT_GT(gap, 1e-6);
+    const double tol = G.clr_iterations * 2 * G.clr_lambda * 1e-10 * norm / gap;
+    ASSERT_EQ(one.size(), all.size());
+    double worst = 0;
+    for (size_t i = 0; i < one.size(); ++i) {
+      ASSERT_EQ(one[i].size(), all[i].size()) << "row " << i;
+      for (const auto& [j, v] : one[i]) worst = std::max(worst, std::abs(v - all[i].at(j)));
+    }
+    EXPECT_LE(worst, tol);
+  }
+}
+
+TEST(ClrGraph, RejectsAComponentCountOutsideOneToN) {
+  DistMatrix X = distribute(dataset("iris.csv"));
+  GraphOptions opt;
+  opt.weight = EdgeWeight::clr;
+  opt.k = 5;
+  opt.components = 0;  // not set: build_knn_graph does not guess the classes
+  EXPECT_THROW(build_knn_graph(X, opt), Error);
+  opt.components = 150;
+  EXPECT_THROW(build_knn_graph(X, opt), Error);
 }

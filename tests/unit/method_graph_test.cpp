@@ -35,8 +35,8 @@ TEST(MethodGraph, EachMethodDefaultsToItsPapersGraph) {
     EXPECT_EQ(g.weight, EdgeWeight::heat) << m;
     EXPECT_EQ(g.sigma_rule, SigmaRule::mean_edge_dist2) << m;
   }
-  // soge-liu2017 §5.2: the CLR adaptive-neighbours graph.
-  EXPECT_EQ(methods::method_graph("soge", none).weight, EdgeWeight::adaptive);
+  // soge-liu2017 §5.2: the CLR graph (adaptive neighbours refined to c components).
+  EXPECT_EQ(methods::method_graph("soge", none).weight, EdgeWeight::clr);
   EXPECT_EQ(methods::method_graph("soge", none).k, 5);
   // SDA (Cai et al.): 0/1 weights, k = 5.
   EXPECT_EQ(methods::method_graph("sda", none).weight, EdgeWeight::binary);
@@ -86,6 +86,9 @@ TEST(GraphCache, KeysOnEveryGraphParameter) {
   b = a;
   b.k = 9;
   EXPECT_NE(methods::graph_key(a), methods::graph_key(b));
+  b = a;
+  b.components = 4;  // CLR's c
+  EXPECT_NE(methods::graph_key(a), methods::graph_key(b));
 }
 
 TEST(GraphCache, MethodsWithDifferentDefaultGraphsGetDifferentGraphsFromOneCache) {
@@ -113,7 +116,8 @@ TEST(GraphCache, MethodsWithDifferentDefaultGraphsGetDifferentGraphsFromOneCache
   EXPECT_EQ(tca.info["graph"]["k"], 5);
   EXPECT_EQ(tca.info["graph"]["sigma_rule"], "mean_edge_dist2");
   EXPECT_EQ(sda.info["graph"]["weight"], "binary");
-  EXPECT_EQ(soge.info["graph"]["weight"], "adaptive");
+  EXPECT_EQ(soge.info["graph"]["weight"], "clr");
+  EXPECT_EQ(soge.info["graph"]["components"], pr.classes);  // CLR asks for one per class
   // OTCA shares TCA's graph: a hit, and the same result as without the cache.
   const auto otca = fit(cached, methods::make_otca(), o);
   EXPECT_EQ(cache.hits, 1);

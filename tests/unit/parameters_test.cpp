@@ -87,9 +87,9 @@ TEST(ParameterTable, ChoicesAndFlagsRefuseWhatTheyDoNotList) {
   Fit f;
   auto t = f.target();
   EXPECT_EQ(error_of([&] { methods::set_parameter(t, "weight", "gauss", "--weight"); }),
-            "--weight: expected one of heat, cosine, binary, adaptive, got 'gauss'");
+            "--weight: expected one of heat, cosine, binary, adaptive, clr, got 'gauss'");
   EXPECT_EQ(error_of([&] { methods::set_parameter(t, "weight", 3, "--weight"); }),
-            "--weight: expected one of heat, cosine, binary, adaptive, got 3");
+            "--weight: expected one of heat, cosine, binary, adaptive, clr, got 3");
   EXPECT_EQ(error_of([&] { methods::set_parameter(t, "pca", 2, "job.yaml: line 4"); }),
             "job.yaml: line 4: parameter pca: expected true or false, got 2");
   EXPECT_THAT(error_of([&] { methods::set_parameter(t, "theta", 1, "--grid"); }),

@@ -55,8 +55,15 @@ enum class EdgeWeight {
   /// The adaptive-neighbours graph of the constrained Laplacian rank method (Nie et al. 2016,
   /// cited by soge-liu2017 §5.2): the directed weights s_ij of adaptive_weights on the k
   /// nearest neighbours (each row sums to 1), symmetrized A = (S + Sᵀ)/2. Parameter-free:
-  /// σ and the σ rule do not apply.
-  adaptive
+  /// σ and the σ rule do not apply. The closed form only, without CLR's rank constraint.
+  adaptive,
+  /// The constrained Laplacian rank graph (Nie, Wang, Jordan, Huang 2016, the L2 problem
+  /// min Σ_i ‖s_i − a_i‖² + 2λ tr(FᵀL_S F), s_i on the simplex, FᵀF = I; soge-liu2017 §5.2
+  /// "we follow CLR to construct the Laplacian matrix L that exactly has rank (n − c)"): the
+  /// adaptive graph's directed rows a_i are refined on their k neighbours until the Laplacian
+  /// of A = (S + Sᵀ)/2 has exactly GraphOptions::components zero eigenvalues, i.e. the graph
+  /// exactly that many connected components. See clr_refine.
+  clr
 };
 
 /// How the heat kernel's width t = σ² follows from the data (heat weights only).
@@ -98,6 +105,9 @@ struct GraphOptions {
   /// Rows whose exact lists estimate the recall of an approximate graph (--knn-recall-sample;
   /// 0: not estimated). Unused by the exact backend (recall 1).
   int64_t knn_recall_sample = 1000;
+  /// c of the CLR rank constraint (weight clr only): the connected components asked for.
+  /// 0 → not set; methods::knn_graph sets it to the number of classes.
+  int components = 0;
 };
 
 /// The k nearest neighbours of each row of X by the backend options.knn_method (knn_search
@@ -105,7 +115,7 @@ struct GraphOptions {
 /// \throws ssdr::Error (collectively) as the backend.
 KnnLists knn_lists(const DistMatrix& X, int k, const GraphOptions& options);
 
-/// "heat", "cosine", "binary", "adaptive" (as --weight spells them).
+/// "heat", "cosine", "binary", "adaptive", "clr" (as --weight spells them).
 const char* to_string(EdgeWeight w);
 /// Inverse of to_string. \throws ssdr::Error (replicated) naming the valid values.
 EdgeWeight parse_weight(const std::string& s);
@@ -126,6 +136,14 @@ struct Graph {
   /// Recall@k of the neighbour lists, estimated by knn_recall on GraphOptions::
   /// knn_recall_sample rows: 1 for the exact backend, NaN when not estimated.
   double knn_recall = 1;
+  /// CLR (weight clr only): the outer iterations run, the final λ, the connected components
+  /// of the final graph (= GraphOptions::components when converged) and the c + 1 smallest
+  /// eigenvalues of its Laplacian L = D − A, ascending.
+  int clr_iterations = 0;
+  double clr_lambda = 0;
+  int64_t components = 0;
+  bool clr_converged = false;
+  std::vector<double> laplacian_eigenvalues;
 };
 
 /// For each local row, its neighbors in the symmetrized graph (union of both directions),
@@ -157,6 +175,40 @@ SymmetricEdges symmetrize(const KnnLists& knn, MPI_Comm comm,
 /// Returns n_local·k weights in the layout of the first k entries of each row. Local.
 /// \throws ssdr::Error when k < 1 or lists.k ≠ k + 1.
 std::vector<double> adaptive_weights(const KnnLists& lists, int k);
+
+/// What clr_refine found.
+struct ClrResult {
+  std::vector<double> s;  ///< the refined directed weights, the layout of `a` (rows sum to 1)
+  int iterations = 0;     ///< outer iterations run (at most kClrMaxIterations)
+  double lambda = 0;      ///< λ at the end
+  int64_t components = 0; ///< connected components of (S + Sᵀ)/2 at the end
+  bool converged = false; ///< components == the c asked for
+  std::vector<double> eigenvalues;  ///< the c + 1 smallest eigenvalues of its L, ascending
+};
+/// CLR's outer iterations and initial λ, as the authors' code (CLR.m: NITER = 30, λ = 0.1).
+inline constexpr int kClrMaxIterations = 30;
+inline constexpr double kClrInitialLambda = 0.1;
+
+/// The rank-constrained refinement of the constrained Laplacian rank method (Nie et al. 2016,
+/// §"CLR with L2-norm", the authors' CLR.m with islocal = 1; soge-liu2017 §5.2). `a`: the
+/// directed adaptive weights (adaptive_weights, n_local·k, the layout of `lists`), the
+/// support of row i its k neighbours. Starting from F = the c eigenvectors of the smallest
+/// eigenvalues of L_A (A = (a + aᵀ)/2), λ = kClrInitialLambda, each iteration sets
+///   s_i = argmin_{s ≥ 0, 1ᵀs = 1} ‖s − (a_i − (λ/2) v_i)‖²,  v_ij = ‖f_i − f_j‖²
+/// (Euclidean projection onto the simplex, exact by sorting), then F from L_S of
+/// S = (s + sᵀ)/2 and: fewer than c connected components → λ ← 2λ; more → λ ← λ/2 and F
+/// back to the previous one; exactly c → stop. CLR.m tests the sums of the c and c + 1
+/// smallest eigenvalues against 10⁻¹⁰; we count the components of S's positive edges
+/// exactly instead (the number of zero eigenvalues of L_S in exact arithmetic; no threshold,
+/// the same count on any rank count). L_S's null space is spanned by the components'
+/// indicator vectors, so those columns of F are set exactly; the other eigenpairs come from
+/// SLEPc Krylov–Schur with the indicators as deflation space (options prefix "clr_",
+/// residual ≤ 10⁻¹⁰·‖L‖; a one-vector Krylov method would find a multiple zero eigenvalue's
+/// copies only through rounding). The rows of F stay distributed; only those at the
+/// neighbours of this rank's rows are fetched. `c` must be in [1, n).
+/// Collective over comm. \throws ssdr::Error (collectively) when c is out of range or the
+/// eigen-solve converges fewer than c + 1 pairs.
+ClrResult clr_refine(const KnnLists& lists, const std::vector<double>& a, int c, MPI_Comm comm);
 
 /// Writes the kNN lists of a graph's samples to the HDF5 file `path`: /knn/index (n × k
 /// int64, 0-based global indices of the graph samples, nearest first) and /knn/dist2 (n × k

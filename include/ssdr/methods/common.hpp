@@ -80,7 +80,8 @@ std::string graph_key(const graph::GraphOptions& g);
 
 /// The graph `g` (usually method_graph(name, o)) on data.graph_data() (n_t vertices, X's row
 /// layout), from data.cache when present there (keyed by graph_key), built and timed as
-/// "knn_graph" otherwise. Collective over data.X.comm.
+/// "knn_graph" otherwise. The CLR graph (weight clr) with g.components = 0 asks for
+/// data.classes connected components. Collective over data.X.comm.
 /// \throws ssdr::Error (collectively) as graph::build_knn_graph.
 graph::Graph knn_graph(const TrainingData& data, const graph::GraphOptions& g, Timings& t);
 
