@@ -3,4 +3,5 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cmake -S "$SSDR_ROOT" -B "$SSDR_BUILD" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
-cmake --build "$SSDR_BUILD" -j "$(nproc)"
+# GNU nproc honours OMP_NUM_THREADS, which env.sh sets to 1 for the ranks: ask for the cores.
+cmake --build "$SSDR_BUILD" -j "$(env -u OMP_NUM_THREADS nproc)"
