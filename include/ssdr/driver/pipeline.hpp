@@ -16,6 +16,7 @@
 #include "ssdr/io/dataset.hpp"
 #include "ssdr/kernels/feature_map.hpp"
 #include "ssdr/methods/common.hpp"
+#include "ssdr/methods/graph_cache.hpp"
 #include "ssdr/methods/method.hpp"
 #include "ssdr/model/model.hpp"
 
