@@ -137,7 +137,7 @@ int main(int argc, char** argv) {
     const double rate = gemm_rate();
     std::map<std::pair<int64_t, int64_t>, double> eig_s;  // (n, k) → seconds, measured on first need
     ssdr::driver::RowsCache rows;
-    std::map<std::string, ssdr::methods::GraphCache> graphs;
+    ssdr::driver::GraphCaches graphs;
     if (rank == 0) {
       std::printf("Fashion-MNIST, n = %lld, F = %.2f, %d labeled per class, %d rank(s); dgemm %.1f GFLOP/s per core\n\n",
                   static_cast<long long>(ds.X.n_global), fraction, labeled, size, rate / 1e9);
@@ -154,11 +154,7 @@ int main(int argc, char** argv) {
         for (const auto& [k, v] : settings[f].params.items()) ps.push_back({k, v, "bench"});
         ssdr::driver::FitConfig c = ssdr::driver::make_fit_config(method, ps, settings[f].dim, seed, 0);
         c.rows = &rows;
-        char pkey[96];
-        std::snprintf(pkey, sizeof pkey, "%d|%d|%.17g|%lld", static_cast<int>(c.preprocess.scaling),
-                      static_cast<int>(c.preprocess.pca), c.preprocess.pca_energy,
-                      static_cast<long long>(c.preprocess.pca_dim));
-        c.cache = &graphs[pkey];
+        c.cache = &graphs;  // keyed by the fit's rows (driver::RowsKey)
         ssdr::lapack::reset_work_counters();
         MPI_Barrier(MPI_COMM_WORLD);
         const double t0 = MPI_Wtime();

@@ -206,9 +206,10 @@ int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
   // Each group works through its units; data sets are read once per group.
   const bool was_quiet = quiet();
   std::map<int, io::Dataset> datasets;
-  // Graphs and propagations of the current block, per preprocessing, reused by every
-  // method and dimension of the block (the block changes → the caches are dropped).
-  std::map<std::string, methods::GraphCache> caches;
+  // Graphs and propagations of the current block, per preprocessing (GraphCaches keys them
+  // by RowsKey), reused by every method and dimension of the block (the block changes → the
+  // caches are dropped).
+  GraphCaches caches;
   // The block's preprocessed rows and kernel maps, per preprocessing (RowsCache keys them).
   RowsCache rows_cache;
   int cache_block = -1;
@@ -242,16 +243,12 @@ int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
     const auto& info = methods::find_method(job.methods[static_cast<size_t>(u.method)].name);
     const int64_t max_dim = *std::max_element(u.dims.begin(), u.dims.end());
     if (u.block != cache_block) {
-      caches.clear();
+      caches = GraphCaches();
       rows_cache = RowsCache();
       cache_block = u.block;
     }
     FitConfig config = make_config(job, u, max_dim);
-    char pkey[96];
-    std::snprintf(pkey, sizeof pkey, "%d|%d|%.17g|%lld", static_cast<int>(config.preprocess.scaling),
-                  static_cast<int>(config.preprocess.pca), config.preprocess.pca_energy,
-                  static_cast<long long>(config.preprocess.pca_dim));
-    config.cache = &caches[pkey];
+    config.cache = &caches;
     config.rows = &rows_cache;
     set_quiet(true);  // per-phase lines of every group would interleave; one line per configuration instead
     const double f0 = MPI_Wtime();
@@ -280,10 +277,7 @@ int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
           cv = selection["cv_accuracy"].get<double>();
         } else if (u.p >= 2) {
           CvCaches cvc;
-          cvc.shared.graphs = config.cache->graphs;
-          cvc.shared.lists = config.cache->lists;
-          cvc.shared.lnp_graphs = config.cache->lnp_graphs;
-          cvc.shared.sigma0 = config.cache->sigma0;
+          config.cache->share_into(cvc.shared);
           cv = cross_validate(ds, roles, config, cv_folds(ds.labels, roles, ds.classes, job.cv_folds, split_seed, group), &cvc)
                    .accuracy;
         }

@@ -37,6 +37,9 @@ struct FitRows {
   /// they are embedded tile by tile from these, never stored preprocessed (the streamed
   /// reduction: n_unseen × d' is never held).
   const TypedRows* raw_typed = nullptr;
+  /// The sweep's graphs of these rows (FitConfig::cache's entry for the fit's RowsKey);
+  /// nullptr → computed afresh.
+  methods::GraphCache* graphs = nullptr;
   bool from_raw() const { return raw != nullptr || raw_typed != nullptr; }
   /// Local raw row i as doubles into dst (d_input values). Local.
   void raw_row(int64_t i, double* dst) const {
@@ -320,12 +323,10 @@ bool check_graph_provenance(const std::string& path, const nlohmann::json& mine,
   return true;
 }
 
-/// The RowsCache key of a fit: its preprocessing options and a fingerprint of its
-/// transductive set: the count and the sum (mod 2⁶⁴) of data::split_key(1, i) over the
-/// transductive global indices i, the same on every rank and for any rank count. Collective
-/// (one MPI_Allreduce of three integers).
-std::string rows_key(const data::PreprocessOptions& p, const std::vector<data::Role>& roles, int64_t row_start,
-                     int64_t n_global, MPI_Comm comm) {
+}  // namespace
+
+RowsKey rows_key(const data::PreprocessOptions& p, const std::vector<data::Role>& roles, int64_t row_start,
+                 int64_t n_global, MPI_Comm comm) {
   uint64_t f[2] = {0, 0};  // transductive count, sum of keys
   for (size_t i = 0; i < roles.size(); ++i)
     if (roles[i] != data::Role::unseen) {
@@ -333,15 +334,30 @@ std::string rows_key(const data::PreprocessOptions& p, const std::vector<data::R
       f[1] += data::split_key(1, row_start + static_cast<int64_t>(i));
     }
   MPI_Allreduce(MPI_IN_PLACE, f, 2, MPI_UINT64_T, MPI_SUM, comm);
-  char b[200];
-  std::snprintf(b, sizeof b, "%d|%d|%.17g|%d|%lld|%lld|%llu|%016llx", static_cast<int>(p.scaling), p.pca ? 1 : 0,
-                p.pca_energy, static_cast<int>(p.route), static_cast<long long>(p.pca_dim),
-                static_cast<long long>(n_global), static_cast<unsigned long long>(f[0]),
-                static_cast<unsigned long long>(f[1]));
-  return b;
+  RowsKey k;
+  k.scaling = p.scaling;
+  k.pca = p.pca;
+  k.pca_energy = p.pca_energy;
+  k.route = p.route;
+  k.pca_dim = p.pca_dim;
+  k.n_global = n_global;
+  k.transductive = f[0];
+  k.fingerprint = f[1];
+  return k;
 }
 
-}  // namespace
+void GraphCaches::share_into(GraphCaches& to) const {
+  for (const auto& [rows, from] : by_rows) {
+    methods::GraphCache& into = to.by_rows[rows];
+    for (const auto& [key, g] : from.graphs) into.graphs.emplace(key, g);
+    for (const auto& [key, l] : from.lists) {
+      auto it = into.lists.find(key);
+      if (it == into.lists.end() || it->second.k < l.k) into.lists.insert_or_assign(key, l);
+    }
+    for (const auto& [key, g] : from.lnp_graphs) into.lnp_graphs.emplace(key, g);
+    if (from.sigma0 > 0 && !(into.sigma0 > 0)) into.sigma0 = from.sigma0;
+  }
+}
 
 double RowsCache::bytes() const {
   double b = 0;
@@ -371,9 +387,13 @@ FitOutcome fit_and_evaluate_impl(const io::Dataset& ds, io::Dataset* consume, co
   rows.d_input = ds.X.cols;
   data::Preprocessor pre;
   PreparedRows* prepared = nullptr;
+  // A sweep's fit: its rows' key, the outer key of every cache it reads.
+  const RowsKey key = config.rows || config.cache
+                          ? rows_key(config.preprocess, roles, ds.X.row_start, ds.X.n_global, ds.X.comm)
+                          : RowsKey{};
+  if (config.cache) rows.graphs = &config.cache->by_rows[key];
   if (config.rows && !consume && !ds.sparse) {
     // A sweep: the split's preprocessed rows once, for every fit of it.
-    const std::string key = rows_key(config.preprocess, roles, ds.X.row_start, ds.X.n_global, ds.X.comm);
     auto it = config.rows->entries.find(key);
     if (it == config.rows->entries.end()) {
       ++config.rows->misses;
@@ -461,9 +481,9 @@ FitOutcome fit_rows(FitRows& rows, data::Preprocessor&& pre, const std::vector<i
   // Kernel: the map is fitted on the transductive samples; the method learns on Φ_c and
   // builds its graphs on Xt (input space), as KSODA does (soda-nie2009 §4).
   kernels::KernelOptions ko = kernel_options(config, info);
-  if (ko.type == kernels::KernelType::rbf && ko.sigma_scale > 0 && config.cache) {
-    if (!(config.cache->sigma0 > 0)) config.cache->sigma0 = kernels::mean_pairwise_distance(Xt);
-    ko.sigma0 = config.cache->sigma0;
+  if (ko.type == kernels::KernelType::rbf && ko.sigma_scale > 0 && rows.graphs) {
+    if (!(rows.graphs->sigma0 > 0)) rows.graphs->sigma0 = kernels::mean_pairwise_distance(Xt);
+    ko.sigma0 = rows.graphs->sigma0;
   }
   kernels::FeatureMap feature_map;
   KernelMapEntry* kernel_entry = nullptr;  // the sweep's entry of this fit's kernel map
@@ -519,7 +539,7 @@ FitOutcome fit_rows(FitRows& rows, data::Preprocessor&& pre, const std::vector<i
   }
   auto method = info.make();
   methods::TrainingData training{learn_X, labels, ds.classes,
-                                 feature_map.empty() ? nullptr : &Xt, config.cache,
+                                 feature_map.empty() ? nullptr : &Xt, rows.graphs,
                                  feature_map.empty() ? std::string() : kernels::to_json(ko).dump()};
   graph::KnnLists given_lists;
   if (!out.graph_provenance.is_null())

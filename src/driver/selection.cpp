@@ -28,18 +28,6 @@ using nlohmann::json;
   throw Error(context + ": " + what, __FILE__, __LINE__, true);
 }
 
-/// Copies what depends only on the transductive samples (graphs, kNN lists, LNP graphs, σ₀)
-/// from `from` to `to`; propagations and scatter matrices depend on the fold's labels.
-void share(const methods::GraphCache& from, methods::GraphCache& to) {
-  for (const auto& [key, g] : from.graphs) to.graphs.emplace(key, g);
-  for (const auto& [key, l] : from.lists) {
-    auto it = to.lists.find(key);
-    if (it == to.lists.end() || it->second.k < l.k) to.lists.insert_or_assign(key, l);
-  }
-  for (const auto& [key, g] : from.lnp_graphs) to.lnp_graphs.emplace(key, g);
-  if (from.sigma0 > 0 && !(to.sigma0 > 0)) to.sigma0 = from.sigma0;
-}
-
 std::string point_text(const json& p) {
   std::string s;
   for (auto it = p.begin(); it != p.end(); ++it)
@@ -192,14 +180,14 @@ CvScore cross_validate(const io::Dataset& ds, const std::vector<data::Role>& rol
       if (folds[i] == f) r[i] = scored[i] = data::Role::unlabeled;
     FitConfig c = config;
     if (caches) {
-      methods::GraphCache& fc = caches->folds[static_cast<size_t>(f)];
-      share(caches->shared, fc);
+      GraphCaches& fc = caches->folds[static_cast<size_t>(f)];
+      caches->shared.share_into(fc);
       c.cache = &fc;
     } else {
       c.cache = nullptr;
     }
     const FitOutcome out = fit_and_evaluate(ds, r, c, true);
-    if (caches) share(caches->folds[static_cast<size_t>(f)], caches->shared);
+    if (caches) caches->folds[static_cast<size_t>(f)].share_into(caches->shared);
     const auto pred = evaluation::one_nn_predict(out.embedding, ds.labels, r);
     const auto acc = evaluation::accuracy(pred, ds.labels, scored, ds.X.comm);
     score.correct += acc.correct_unlabeled;
@@ -223,7 +211,7 @@ Selection select_by_cv(const io::Dataset& ds, const std::vector<data::Role>& rol
   for (int f : fold) k = std::max(k, f + 1);
   MPI_Allreduce(MPI_IN_PLACE, &k, 1, MPI_INT, MPI_MAX, ds.X.comm);
   CvCaches caches;
-  if (base.cache) share(*base.cache, caches.shared);
+  if (base.cache) base.cache->share_into(caches.shared);
   // Every fold has the split's transductive set: one preprocessing (and kernel map per
   // kernel) serves every fold of every candidate.
   RowsCache rows;

@@ -1,10 +1,11 @@
 #include "ssdr/methods/common.hpp"
 
+#include "ssdr/methods/graph_cache.hpp"
+
 #include "ssdr/core/error.hpp"
 #include "ssdr/graph/locality.hpp"
 
 #include <cmath>
-#include <cstdio>
 
 #include "ssdr/core/progress.hpp"
 #include "ssdr/solvers/trace_ratio.hpp"
@@ -30,22 +31,71 @@ scatter::ScatterMatrices labeled_scatter(const TrainingData& data, Timings& t) {
   return scatter::soft_scatter(l.X, scatter::one_hot(l.labels, data.classes, l.X.comm), data.classes);
 }
 
-std::string graph_key(const graph::GraphOptions& g) {
-  // Every field of GraphOptions: a field left out here would let two methods with different
-  // graphs on the same split share one cached graph.
-  char b[320];
-  std::snprintf(b, sizeof b, "k=%d w=%s rule=%s s=%.17g sigma=%.17g knn=%s seed=%llu recall=%lld c=%d", g.k,
-                graph::to_string(g.weight), graph::to_string(g.sigma_rule), g.sigma_s, g.sigma,
-                graph::to_string(g.knn_method), static_cast<unsigned long long>(g.knn_seed),
-                static_cast<long long>(g.knn_recall_sample), g.components);
-  return b;
+GraphKey graph_key(const graph::GraphOptions& g) {
+  GraphKey k;
+  k.k = g.k;
+  k.weight = g.weight;
+  k.sigma_rule = g.sigma_rule;
+  k.sigma_s = g.sigma_s;
+  k.sigma = g.sigma;
+  k.knn_method = g.knn_method;
+  k.knn_seed = g.knn_seed;
+  k.knn_recall_sample = g.knn_recall_sample;
+  k.components = g.components;
+  return k;
 }
+
+ListsKey lists_key(const graph::GraphOptions& g, int need, int64_t n) {
+  ListsKey k;
+  k.backend = graph::resolve(g.knn_method, n);
+  const bool exact = k.backend == graph::KnnMethod::exact;
+  k.seed = exact ? 0 : g.knn_seed;
+  k.k = exact ? 0 : need;
+  return k;
+}
+
+LnpKey lnp_key(const graph::LnpOptions& g, const std::string& features) {
+  LnpKey k;
+  k.k = g.k;
+  k.regularization = g.regularization;
+  k.features = features;
+  return k;
+}
+
+PropagationKey propagation_key(const std::variant<GraphKey, LnpKey>& graph, const propagation::PropagationOptions& p) {
+  PropagationKey k;
+  k.graph = graph;
+  k.alpha_labeled = p.alpha_labeled;
+  k.alpha_unlabeled = p.alpha_unlabeled;
+  k.rtol = p.rtol;
+  k.prefix = p.prefix;
+  k.block = p.block;
+  k.reorder = p.reorder;
+  return k;
+}
+
+ScatterKey scatter_key(const std::optional<PropagationKey>& soft_labels, const std::string& features) {
+  ScatterKey k;
+  k.soft_labels = soft_labels;
+  k.features = features;
+  return k;
+}
+
+TraceRatioStartKey trace_ratio_start_key(const ScatterKey& scatter, double mu, const std::string& prefix) {
+  TraceRatioStartKey k;
+  k.scatter = scatter;
+  k.mu = mu;
+  k.prefix = prefix;
+  return k;
+}
+
+ScatterKey labeled_scatter_key(const TrainingData& data) { return scatter_key(std::nullopt, data.features); }
 
 graph::Graph knn_graph(const TrainingData& data, const graph::GraphOptions& requested, Timings& t) {
   graph::GraphOptions options = requested;
   // CLR's rank constraint asks for one connected component per class (soge-liu2017 §5.2).
   if (options.weight == graph::EdgeWeight::clr && options.components == 0) options.components = data.classes;
-  const std::string key = graph_key(options);
+  const GraphKey key = graph_key(options);
   if (data.cache) {
     auto it = data.cache->graphs.find(key);
     if (it != data.cache->graphs.end()) {
@@ -80,12 +130,7 @@ graph::Graph knn_graph(const TrainingData& data, const graph::GraphOptions& requ
   graph::KnnLists own;
   const graph::KnnLists* lists = &own;
   if (data.cache) {
-    const graph::KnnMethod backend = graph::resolve(options.knn_method, data.graph_data().n_global);
-    const bool exact = backend == graph::KnnMethod::exact;
-    char lkey[96];
-    std::snprintf(lkey, sizeof lkey, "%s|%llu%s", graph::to_string(backend),
-                  static_cast<unsigned long long>(exact ? 0 : options.knn_seed),
-                  exact ? "" : ("|k=" + std::to_string(need)).c_str());
+    const ListsKey lkey = lists_key(options, need, data.graph_data().n_global);
     auto it = data.cache->lists.find(lkey);
     if (it == data.cache->lists.end() || it->second.k < need)
       it = data.cache->lists.insert_or_assign(lkey, graph::knn_lists(data.graph_data(), need, options)).first;
@@ -120,18 +165,15 @@ LabeledPart labeled_part(const TrainingData& data) {
 
 /// Orthogonal trace ratio on (Sb, Sw + μI), μ = mu_scale·max diag(Sw) (eq. (16)/(32)).
 FitResult solve_trace_ratio(const scatter::ScatterMatrices& S, int64_t m, const MethodOptions& o,
-                            MPI_Comm comm, Timings& t, GraphCache* cache, const std::string& key) {
+                            const TrainingData& data, Timings& t, const std::optional<ScatterKey>& key) {
   Phase phase("eigensolve", &t);
   const double mu = o.mu_scale * scatter::largest_diagonal(S.Sw);
   solvers::TraceRatioOptions tro;
   tro.dim = m;
   tro.prefix = o.trace_ratio_prefix;
-  if (cache != nullptr && !key.empty()) {
-    char b[64];
-    std::snprintf(b, sizeof b, "|mu=%.17g", mu);
-    tro.start = &cache->trace_ratio_starts[key + b + "|" + o.trace_ratio_prefix];
-  }
-  auto r = solvers::trace_ratio(S.Sb, add_identity(S.Sw, mu), tro, comm);
+  if (data.cache != nullptr && key)
+    tro.start = &data.cache->trace_ratio_starts[trace_ratio_start_key(*key, mu, o.trace_ratio_prefix)];
+  auto r = solvers::trace_ratio(S.Sb, add_identity(S.Sw, mu), tro, data.X.comm);
   FitResult out;
   out.W = std::move(r.W);
   out.trace_ratio = r.ratio;
@@ -146,10 +188,7 @@ GraphAndLabels graph_and_propagation(const TrainingData& data, const graph::Grap
                                      const MethodOptions& o, Timings& t) {
   GraphAndLabels r;
   r.g = knn_graph(data, g, t);
-  char b[160];
-  std::snprintf(b, sizeof b, "|aL=%.17g aU=%.17g rtol=%.17g %s", o.propagation.alpha_labeled,
-                o.propagation.alpha_unlabeled, o.propagation.rtol, o.propagation.prefix.c_str());
-  const std::string key = graph_key(g) + b;
+  const PropagationKey key = propagation_key(graph_key(g), o.propagation);
   r.key = key;
   if (data.cache) {
     auto it = data.cache->propagations.find(key);
@@ -198,20 +237,49 @@ void graph_info(const graph::Graph& g, const graph::GraphOptions& options, nlohm
 }
 
 
-std::string soft_scatter_key(const TrainingData& data, const GraphAndLabels& gl) {
-  return gl.key + "|X=" + data.features;
+ScatterKey soft_scatter_key(const TrainingData& data, const GraphAndLabels& gl) {
+  return scatter_key(gl.key, data.features);
 }
 
 scatter::ScatterMatrices soft_scatter(const TrainingData& data, const GraphAndLabels& gl, Timings& t) {
-  const std::string key = soft_scatter_key(data, gl);
+  return soft_scatter(data, gl.lp.F, soft_scatter_key(data, gl), t);
+}
+
+scatter::ScatterMatrices soft_scatter(const TrainingData& data, const DistMatrix& F, const ScatterKey& key,
+                                      Timings& t) {
   if (data.cache) {
     auto it = data.cache->scatters.find(key);
     if (it != data.cache->scatters.end()) return it->second;
   }
   Phase phase("scatter", &t);
-  scatter::ScatterMatrices S = scatter::soft_scatter(data.X, gl.lp.F, data.classes);
+  scatter::ScatterMatrices S = scatter::soft_scatter(data.X, F, data.classes);
   if (data.cache) data.cache->scatters.emplace(key, S);
   return S;
+}
+
+graph::LnpGraph lnp_graph(const TrainingData& data, const graph::LnpOptions& g, Timings& t) {
+  const LnpKey key = lnp_key(g, data.features);
+  if (data.cache) {
+    auto it = data.cache->lnp_graphs.find(key);
+    if (it != data.cache->lnp_graphs.end()) return it->second;
+  }
+  Phase phase("knn_graph", &t);
+  graph::LnpGraph lnp = graph::build_lnp_graph(data.X, g);
+  if (data.cache) data.cache->lnp_graphs.emplace(key, lnp);
+  return lnp;
+}
+
+propagation::PropagationResult lnp_propagation(const TrainingData& data, const LnpKey& graph, Mat W,
+                                               const MethodOptions& o, Timings& t) {
+  const PropagationKey key = propagation_key(graph, o.propagation);
+  if (data.cache) {
+    auto it = data.cache->propagations.find(key);
+    if (it != data.cache->propagations.end()) return it->second;
+  }
+  Phase phase("propagation", &t);
+  propagation::PropagationResult lp = propagation::propagate(W, data.labels, data.classes, o.propagation);
+  if (data.cache) data.cache->propagations.emplace(key, lp);
+  return lp;
 }
 
 DistMatrix soft_labels(const propagation::PropagationResult& lp, const TrainingData& data) {

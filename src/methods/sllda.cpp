@@ -53,50 +53,29 @@ constexpr double kDefaultAlpha = 1e-3;           ///< α = 1e-3·tr(S̃t)/d' (re
 constexpr double kReconstructionRegularization = 1e-3;  ///< r = 1e-3·tr(G)/k in eq. (2)
 
 /// Stages 1–2: the LNP graph (timed "knn_graph") and the soft labels (timed "propagation"),
-/// both cached in data.cache (a sweep's other α, α_u and m reuse them); `key` is the
-/// propagation's cache key.
+/// both kept in the sweep's cache (a sweep's other α, α_u and m reuse them); `key` is the
+/// scatter matrices' cache key (the propagation's and X's features).
 struct SoftLabels {
   graph::LnpGraph g;
   propagation::PropagationResult lp;
-  std::string key;
+  ScatterKey key;
 };
 
 SoftLabels lnp_and_propagation(const TrainingData& data, const MethodOptions& o, Timings& t) {
   SoftLabels s;
-  char gkey[96], pkey[224];  // the LNP graph is built on X itself: its key names X's features
-  std::snprintf(gkey, sizeof gkey, "lnp|k=%d|r=%.17g|X=", o.graph.k, kReconstructionRegularization);
-  std::snprintf(pkey, sizeof pkey, "%s|aL=%.17g aU=%.17g rtol=%.17g %s", gkey, o.propagation.alpha_labeled,
-                o.propagation.alpha_unlabeled, o.propagation.rtol, o.propagation.prefix.c_str());
-  s.key = std::string(pkey) + "|X=" + data.features;
-  const std::string graph_key = gkey + data.features;
-  auto graph_it = data.cache ? data.cache->lnp_graphs.find(graph_key) : decltype(data.cache->lnp_graphs.end()){};
-  if (data.cache && graph_it != data.cache->lnp_graphs.end()) {
-    s.g = graph_it->second;
-  } else {
-    Phase phase("knn_graph", &t);
-    graph::LnpOptions go;
-    go.k = o.graph.k;
-    go.regularization = kReconstructionRegularization;
-    s.g = graph::build_lnp_graph(data.X, go);
-    if (data.cache) data.cache->lnp_graphs.emplace(graph_key, s.g);
-  }
-  if (data.cache && data.cache->propagations.count(s.key)) {
-    s.lp = data.cache->propagations.at(s.key);
-  } else {
-    Phase phase("propagation", &t);
-    s.lp = propagation::propagate(s.g.W, data.labels, data.classes, o.propagation);
-    if (data.cache) data.cache->propagations.emplace(s.key, s.lp);
-  }
+  graph::LnpOptions go;  // the LNP graph is built on X itself: its key names X's features
+  go.k = o.graph.k;
+  go.regularization = kReconstructionRegularization;
+  s.g = lnp_graph(data, go, t);
+  const LnpKey gkey = lnp_key(go, data.features);
+  s.lp = lnp_propagation(data, gkey, s.g.W, o, t);
+  s.key = scatter_key(propagation_key(gkey, o.propagation), data.features);
   return s;
 }
 
 /// soft_scatter of the SL-LDA soft labels, cached by their propagation's key. Collective.
 scatter::ScatterMatrices sl_scatter(const TrainingData& data, const SoftLabels& s, Timings& t) {
-  if (data.cache && data.cache->scatters.count(s.key)) return data.cache->scatters.at(s.key);
-  Phase phase("scatter", &t);
-  scatter::ScatterMatrices S = scatter::soft_scatter(data.X, s.lp.F, data.classes);
-  if (data.cache) data.cache->scatters.emplace(s.key, S);
-  return S;
+  return soft_scatter(data, s.lp.F, s.key, t);
 }
 
 void soft_label_info(const SoftLabels& s, const MethodOptions& o, nlohmann::json& info) {

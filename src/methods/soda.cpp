@@ -22,7 +22,7 @@ class Soda final : public Method {
     const graph::GraphOptions go = method_graph("soda", o);  // ksoda's is soda's
     auto gl = graph_and_propagation(data, go, o, t);
     const scatter::ScatterMatrices S = soft_scatter(data, gl, t);
-    FitResult out = solve_trace_ratio(S, m, o, data.X.comm, t, data.cache, soft_scatter_key(data, gl));
+    FitResult out = solve_trace_ratio(S, m, o, data, t, soft_scatter_key(data, gl));
     graph_info(gl.g, go, out.info);
     out.info["propagation_iterations"] = gl.lp.iterations;
     out.info["propagation_solver"] = gl.lp.solver;
@@ -36,7 +36,7 @@ class Oda final : public Method {
   FitResult fit(const TrainingData& data, const MethodOptions& o, Timings& t) override {
     const int64_t m = resolve_dim(o.dim, data.classes, data.X.cols);
     const scatter::ScatterMatrices S = labeled_scatter(data, t);
-    return solve_trace_ratio(S, m, o, data.X.comm, t, data.cache, "labeled|X=" + data.features);
+    return solve_trace_ratio(S, m, o, data, t, labeled_scatter_key(data));
   }
 };
 

@@ -10,6 +10,7 @@
 #include "ssdr/graph/knn.hpp"
 #include "ssdr/methods/common.hpp"
 #include "ssdr/methods/factories.hpp"
+#include "ssdr/methods/graph_cache.hpp"
 #include "ssdr/methods/method.hpp"
 #include "support.hpp"
 

@@ -3,6 +3,7 @@
 // the raw rows and as `transform` of the raw rows.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -248,14 +249,14 @@ TEST(SweepCaches, GiveEveryFitTheBitsOfASingleConsumingFit) {
       {"lp", nlohmann::json::object(), 0}, {"tca", nlohmann::json::object(), 2}, {"soda", {{"knn", 10}}, 3},
       {"oda", nlohmann::json::object(), 1}, {"soda", {{"knn", 10}}, 2}};
   driver::RowsCache rows;
-  std::map<std::string, methods::GraphCache> graphs;  // one per preprocessing, as the driver keys them
+  driver::GraphCaches graphs;  // one per preprocessing, as the driver keys them (RowsKey)
   for (const Case& c : cases) {
     std::vector<driver::ParameterSetting> settings;
     for (const auto& [k, v] : c.params.items()) settings.push_back({k, v, "test"});
     const driver::FitConfig alone = driver::make_fit_config(c.method, settings, c.dim, 0, 0);
     driver::FitConfig swept = alone;
     swept.rows = &rows;
-    swept.cache = &graphs[std::to_string(static_cast<int>(alone.preprocess.scaling))];
+    swept.cache = &graphs;
     const driver::FitOutcome s = driver::fit_and_evaluate(ds, roles, swept, true);
     io::Dataset copy = ds;
     const driver::FitOutcome a = driver::fit_and_evaluate_consuming(copy, roles, alone, true);
@@ -275,7 +276,11 @@ TEST(SweepCaches, GiveEveryFitTheBitsOfASingleConsumingFit) {
   // smaller k of SODA come from it), the scatter matrices of each soft-label set once, and
   // the trace ratio's first step once per scatter set and μ (SODA k = 10 at m = 2, 3, 2;
   // ODA at m = 2, 1 share theirs).
-  const methods::GraphCache& plain = graphs.at("0");
+  ASSERT_EQ(graphs.by_rows.size(), 2u);
+  const auto none = std::find_if(graphs.by_rows.begin(), graphs.by_rows.end(),
+                                 [](const auto& e) { return e.first.scaling == data::Scaling::none; });
+  ASSERT_NE(none, graphs.by_rows.end());
+  const methods::GraphCache& plain = none->second;
   ASSERT_EQ(plain.lists.size(), 1u);
   EXPECT_EQ(plain.lists.begin()->second.k, 10);
   EXPECT_EQ(plain.scatters.size(), 5u);  // soda k=10, k=6 (two sigmas); sl-lda alpha_u 0.9, 0.5

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "ssdr/data/preprocess.hpp"
@@ -15,6 +16,7 @@
 #include "ssdr/io/dataset.hpp"
 #include "ssdr/kernels/feature_map.hpp"
 #include "ssdr/methods/common.hpp"
+#include "ssdr/methods/graph_cache.hpp"
 #include "ssdr/methods/method.hpp"
 #include "ssdr/model/model.hpp"
 
@@ -43,15 +45,55 @@ struct PreparedRows {
   std::map<std::string, KernelMapEntry> kernel_maps;  ///< by the kernel's options (kernels::to_json)
 };
 
-/// The sweep's cache of prepared rows, keyed by the preprocessing options and the transductive
-/// set (a fingerprint of the roles), so cross-validation folds (same transductive set) and
-/// every method and grid point of one split share an entry. Memory: per entry n × d' doubles
-/// (Xt and Xu) + d × d' (the basis) + each kernel map's n_t × r Φ and its map.
+/// The outer key of every cache of a sweep: what the preprocessed rows depend on, that is
+/// every field of data::PreprocessOptions and the transductive set (its size and the sum
+/// mod 2⁶⁴ of data::split_key(1, i) over its global indices i, the same on any rank count).
+/// Compared field by field. Built by rows_key only.
+struct RowsKey {
+  data::Scaling scaling = data::Scaling::none;
+  bool pca = true;
+  double pca_energy = 0;
+  data::PcaRoute route = data::PcaRoute::automatic;
+  int64_t pca_dim = 0;
+  int64_t n_global = 0;        ///< samples in the data set
+  uint64_t transductive = 0;   ///< n_t
+  uint64_t fingerprint = 0;    ///< Σ split_key(1, i) over the transductive i, mod 2⁶⁴
+  /// The fields as a tuple, in declaration order. Local.
+  auto fields() const {
+    return std::tie(scaling, pca, pca_energy, route, pca_dim, n_global, transductive, fingerprint);
+  }
+  /// Field-by-field order (std::map key). Local.
+  bool operator<(const RowsKey& o) const { return fields() < o.fields(); }
+};
+
+/// The RowsKey of a fit with preprocessing `p` and the split `roles` (of the local rows
+/// row_start.., n_global samples in all). Collective over comm (one MPI_Allreduce of two
+/// integers).
+RowsKey rows_key(const data::PreprocessOptions& p, const std::vector<data::Role>& roles, int64_t row_start,
+                 int64_t n_global, MPI_Comm comm);
+
+/// The sweep's cache of prepared rows, keyed by RowsKey, so cross-validation folds (same
+/// transductive set) and every method and grid point of one split share an entry. Memory:
+/// per entry n × d' doubles (Xt and Xu) + d × d' (the basis) + each kernel map's n_t × r Φ
+/// and its map.
 struct RowsCache {
-  std::map<std::string, PreparedRows> entries;
+  std::map<RowsKey, PreparedRows> entries;
   int hits = 0, misses = 0;
   /// The bytes its matrices take on this rank. Local.
   double bytes() const;
+};
+
+/// The graphs, kNN lists, propagations, scatter matrices and σ₀ a sweep reuses, one
+/// methods::GraphCache per RowsKey: the preprocessing and the transductive set are the outer
+/// key of every entry, so fits with other rows (a --grid over scaling or pca_energy) never
+/// share one. The driver decides what is shared (the experiment: one per block; the
+/// cross-validation: one per fold, with share_into).
+struct GraphCaches {
+  std::map<RowsKey, methods::GraphCache> by_rows;
+  /// Copies into `to` what depends only on the transductive samples and their rows (graphs,
+  /// kNN lists, LNP graphs, σ₀), not on the labels (propagations and scatter matrices do);
+  /// entries `to` has are kept, except kNN lists of a smaller k. Local.
+  void share_into(GraphCaches& to) const;
 };
 
 /// One fit's configuration: the method, its options and preprocessing, the parameters recorded
@@ -61,9 +103,9 @@ struct FitConfig {
   methods::MethodOptions method_options;
   data::PreprocessOptions preprocess;
   nlohmann::json parameters = nlohmann::json::object();  ///< recorded in model and report
-  /// Graphs, kNN lists, propagations and scatter matrices to reuse (experiment driver: one
-  /// cache per data set, split and preprocessing); nullptr → computed afresh.
-  methods::GraphCache* cache = nullptr;
+  /// Graphs, kNN lists, propagations and scatter matrices to reuse, by the fit's RowsKey
+  /// (experiment driver: per block; cross-validation: per fold); nullptr → computed afresh.
+  GraphCaches* cache = nullptr;
   /// Preprocessed rows and kernel maps to reuse (nullptr → computed afresh). Used by the
   /// fits that keep the data set (fit_and_evaluate), not by the consuming single fit.
   RowsCache* rows = nullptr;

@@ -82,8 +82,8 @@ std::vector<int> cv_folds(const std::vector<int>& labels, const std::vector<data
 /// (propagations depend on the fold's labels) and `shared` for what depends only on the
 /// transductive samples, which every fold shares (kNN graphs, σ₀).
 struct CvCaches {
-  methods::GraphCache shared;
-  std::vector<methods::GraphCache> folds;
+  GraphCaches shared;
+  std::vector<GraphCaches> folds;
 };
 
 /// Outcome of one configuration's cross-validation.

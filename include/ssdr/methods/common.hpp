@@ -4,41 +4,19 @@
 #include <nlohmann/json.hpp>
 
 #include <map>
+#include <optional>
 #include <string>
 
 #include "ssdr/core/dense.hpp"
 #include "ssdr/graph/knn.hpp"
 #include "ssdr/graph/lnp.hpp"
+#include "ssdr/methods/cache_keys.hpp"
 #include "ssdr/methods/method.hpp"
 #include "ssdr/propagation/label_propagation.hpp"
 #include "ssdr/scatter/scatter.hpp"
 #include "ssdr/solvers/trace_ratio.hpp"
 
 namespace ssdr::methods {
-
-/// Graphs and label propagations of one set of training samples (one data set, split and
-/// preprocessing), keyed by every parameter of their graph::GraphOptions (graph_key), so
-/// methods with different graphs (e.g. SODA's and TCA's) share one cache safely; see
-/// TrainingData::cache. Entries share their PETSc matrices (reference counted) and must not
-/// be modified.
-struct GraphCache {
-  std::map<std::string, graph::Graph> graphs;
-  /// The kNN lists the graphs were built from, by backend (lists_key): a graph with another
-  /// weight, σ or a smaller k (exact backend) is built from them without a new search.
-  std::map<std::string, graph::KnnLists> lists;
-  /// SL-LDA's reconstruction-weight (LNP) graphs, by k and regularization.
-  std::map<std::string, graph::LnpGraph> lnp_graphs;
-  std::map<std::string, propagation::PropagationResult> propagations;
-  /// Soft-label scatter matrices (scatter::soft_scatter of the training rows with a cached
-  /// propagation's F), by the propagation's key.
-  std::map<std::string, scatter::ScatterMatrices> scatters;
-  /// The trace ratio's first iteration (m-independent) per scatter set and μ.
-  std::map<std::string, solvers::TraceRatioStart> trace_ratio_starts;
-  /// σ₀ = kernels::mean_pairwise_distance of the samples (input space), 0 until computed:
-  /// an RBF sweep over sigma_scale computes the O(n²d) mean once.
-  double sigma0 = 0;
-  int hits = 0, misses = 0;
-};
 
 /// S + μI. Local.
 Dense add_identity(const Dense& S, double mu);
@@ -68,20 +46,21 @@ scatter::ScatterMatrices labeled_scatter(const TrainingData& data, Timings& t);
 
 /// Orthogonal trace ratio on (Sb, Sw + μI) with μ = o.mu_scale·max diag(Sw) (soda-nie2009
 /// eq. (16)/(32)), m columns; fills W, trace_ratio and info (μ, iterations, history).
-/// Collective. Times itself as "eigensolve".
-/// `cache` and `key` (optional): the GraphCache and the scatter matrices' cache key, under
-/// which the m-independent first iteration is kept for every m (solvers::TraceRatioStart).
+/// Collective over data.X.comm. Times itself as "eigensolve".
+/// `key` (optional): the scatter matrices' key; with the sweep's cache (data.cache) the
+/// m-independent first iteration is kept for every m (solvers::TraceRatioStart) under
+/// trace_ratio_start_key(key, μ, o.trace_ratio_prefix).
 FitResult solve_trace_ratio(const scatter::ScatterMatrices& S, int64_t m, const MethodOptions& o,
-                            MPI_Comm comm, Timings& t, GraphCache* cache = nullptr, const std::string& key = "");
+                            const TrainingData& data, Timings& t, const std::optional<ScatterKey>& key = std::nullopt);
 
-/// The cache key of a graph: every field of `g` (k, weights, σ rule, s, σ), printed exactly.
-/// Local.
-std::string graph_key(const graph::GraphOptions& g);
+/// The key of the labeled samples' hard-label scatter matrices (labeled_scatter) of `data`:
+/// scatter_key(std::nullopt, data.features). Local.
+ScatterKey labeled_scatter_key(const TrainingData& data);
 
 /// The graph `g` (usually method_graph(name, o)) on data.graph_data() (n_t vertices, X's row
-/// layout), from data.cache when present there (keyed by graph_key), built and timed as
-/// "knn_graph" otherwise. The CLR graph (weight clr) with g.components = 0 asks for
-/// data.classes connected components. Collective over data.X.comm.
+/// layout), from the sweep's cache (data.cache) when present there (keyed by graph_key), built
+/// and timed as "knn_graph" otherwise. The CLR graph (weight clr) with g.components = 0 asks
+/// for data.classes connected components. Collective over data.X.comm.
 /// \throws ssdr::Error (collectively) as graph::build_knn_graph.
 graph::Graph knn_graph(const TrainingData& data, const graph::GraphOptions& g, Timings& t);
 
@@ -91,7 +70,7 @@ graph::Graph knn_graph(const TrainingData& data, const graph::GraphOptions& g, T
 struct GraphAndLabels {
   graph::Graph g;
   propagation::PropagationResult lp;
-  std::string key;
+  PropagationKey key;
 };
 /// Builds (or takes from the cache) the graph `g` and the propagation of `o`; see GraphAndLabels.
 GraphAndLabels graph_and_propagation(const TrainingData& data, const graph::GraphOptions& g,
@@ -101,11 +80,28 @@ GraphAndLabels graph_and_propagation(const TrainingData& data, const graph::Grap
 /// data.X's (F's own is the graph's PETSc communicator, which ends with the graph). Local.
 DistMatrix soft_labels(const propagation::PropagationResult& lp, const TrainingData& data);
 
-/// soft_scatter(data.X, lp.F, c) of graph_and_propagation's result, cached in data.cache by
-/// the propagation's key and X's features (every m, μ of a sweep reuses it), which is
-/// soft_scatter_key. Timed as "scatter". Collective.
+/// soft_scatter(data.X, lp.F, c) of graph_and_propagation's result, kept in the sweep's
+/// cache under soft_scatter_key (every m, μ of a sweep reuses it). Timed as "scatter".
+/// Collective.
 scatter::ScatterMatrices soft_scatter(const TrainingData& data, const GraphAndLabels& gl, Timings& t);
-std::string soft_scatter_key(const TrainingData& data, const GraphAndLabels& gl);
+/// scatter_key(gl.key, data.features). Local.
+ScatterKey soft_scatter_key(const TrainingData& data, const GraphAndLabels& gl);
+
+/// The LNP graph `g` of data.X (graph::build_lnp_graph; it is built on X itself), from the
+/// sweep's cache under lnp_key(g, data.features) or built and timed as "knn_graph".
+/// Collective over data.X.comm.
+graph::LnpGraph lnp_graph(const TrainingData& data, const graph::LnpOptions& g, Timings& t);
+
+/// propagation::propagate(W, data.labels, data.classes, o.propagation) on the LNP graph
+/// keyed `graph` (W its matrix), from the sweep's cache under propagation_key(graph,
+/// o.propagation) or computed and timed as "propagation". Collective over data.X.comm.
+propagation::PropagationResult lnp_propagation(const TrainingData& data, const LnpKey& graph, Mat W,
+                                               const MethodOptions& o, Timings& t);
+
+/// scatter::soft_scatter(data.X, F, data.classes) kept in the sweep's cache under `key` (the
+/// key of F's propagation and X's features). Timed as "scatter". Collective.
+scatter::ScatterMatrices soft_scatter(const TrainingData& data, const DistMatrix& F, const ScatterKey& key,
+                                      Timings& t);
 
 /// Records the graph used as info["graph"] = {k, weight, sigma_rule and sigma, t (heat),
 /// edges, mean_degree, mean_edge_dist2}. Local.

@@ -73,9 +73,10 @@ struct TrainingData {
   /// in input space, as KSODA's does (soda-nie2009 §4).
   const DistMatrix* graph_X = nullptr;
   const DistMatrix& graph_data() const { return graph_X ? *graph_X : X; }
-  /// Graphs and propagations already computed for these samples (same data, split and
-  /// preprocessing), reused across methods and dimensions by the experiment driver;
-  /// nullptr → compute afresh.
+  /// The sweep's store of graphs and propagations already computed for these samples (same
+  /// data, split and preprocessing: the driver's GraphCaches entry for their RowsKey);
+  /// nullptr → compute afresh. Opaque to a method: it asks methods/common.hpp's functions
+  /// (knn_graph, graph_and_propagation, soft_scatter, solve_trace_ratio, ...) for what it needs.
   GraphCache* cache = nullptr;
   /// What X holds when it is not the preprocessed rows: the kernel map's options (JSON), ""
   /// otherwise. Part of the cache key of everything computed from X itself (scatter
