@@ -4,6 +4,7 @@
 # have it), the project's batch scripts submitted as their headers show:
 #   1. jobs/slurm/soda_fashion_mnist.sbatch (digits through SSDR_DATA) on 2 tasks: srun starts
 #      the ranks with PMIx (the script's --mpi=pmix) and the report holds the fit's accuracy;
+#      jobs/slurm/fit.sbatch on examples/my_iris.csv writes its report, model, CSV and PNG;
 #   2. jobs/slurm/experiment.sbatch (jobs/experiments/kill_test.yaml) stopped by SIGUSR1 sent to
 #      the batch script (scancel --signal=USR1 --batch, what --signal=B:USR1@300 does before the
 #      time limit): the job ends with 138 after checkpointing; resubmitted, it resumes and ends
@@ -119,6 +120,26 @@ then
   ok "soda_fashion_mnist.sbatch under srun --mpi=pmix: 2 ranks, accuracy in the report"
 else
   bad "soda_fashion_mnist.sbatch ($state)"; tail -n 5 "$S/soda.out"
+fi
+
+# 1b. One's own data: fit.sbatch DATA METHOD OUTDIR OPTIONS on 2 tasks (examples/my_iris.csv: a
+#     header, names, empty labels; no split) writes the report, model, CSV and PNG.
+id=$(cd "$ROOT" && sbatch --parsable --nodes=1 --ntasks-per-node=2 -o "$S/fit.out" \
+       --export="$env_common" jobs/slurm/fit.sbatch examples/my_iris.csv soda "$S/own" --label-column species)
+state=$(wait_job "$id" 120)
+if echo "$state" | grep -q "JobState=COMPLETED ExitCode=0:0" && [ -s "$S/own/my_iris_soda.model" ] &&
+   [ "$(head -1 "$S/own/my_iris_soda.csv")" = "id,label,y1,y2" ] &&
+   [ "$(head -c 4 "$S/own/my_iris_soda.png" | od -An -tx1 | tr -d ' \n')" = 89504e47 ] &&
+   "$PY" - "$S/own/my_iris_soda.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["ranks"] == 2 and r["class_names"] == ["setosa", "versicolor", "virginica"], r["class_names"]
+assert r["split"]["unlabeled"] == 45 and r["accuracy"]["unlabeled"] is None, r["split"]
+PY
+then
+  ok "fit.sbatch on your own data under srun: 2 ranks, report with the class names, model, CSV and PNG"
+else
+  bad "fit.sbatch ($state)"; tail -n 5 "$S/fit.out"
 fi
 
 # 2. experiment.sbatch stopped by SIGUSR1 to the batch script, then resumed.
