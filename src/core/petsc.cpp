@@ -40,18 +40,23 @@ void vec_to_column(Vec v, DistMatrix& X, int64_t j) {
   SSDR_PETSC(VecRestoreArrayRead(v, &a));
 }
 
+std::vector<double> vec_local(Vec v) {
+  PetscInt n = 0;
+  SSDR_PETSC(VecGetLocalSize(v, &n));
+  const PetscScalar* a = nullptr;
+  SSDR_PETSC(VecGetArrayRead(v, &a));
+  std::vector<double> out(a, a + n);
+  SSDR_PETSC(VecRestoreArrayRead(v, &a));
+  return out;
+}
+
 std::vector<double> vec_allgather(Vec v) {
   VecScatter ctx = nullptr;
   Vec all = nullptr;
   SSDR_PETSC(VecScatterCreateToAll(v, &ctx, &all));
   SSDR_PETSC(VecScatterBegin(ctx, v, all, INSERT_VALUES, SCATTER_FORWARD));
   SSDR_PETSC(VecScatterEnd(ctx, v, all, INSERT_VALUES, SCATTER_FORWARD));
-  PetscInt n = 0;
-  SSDR_PETSC(VecGetSize(all, &n));
-  const PetscScalar* a = nullptr;
-  SSDR_PETSC(VecGetArrayRead(all, &a));
-  std::vector<double> out(a, a + n);
-  SSDR_PETSC(VecRestoreArrayRead(all, &a));
+  std::vector<double> out = vec_local(all);  // the sequential copy: every entry
   VecScatterDestroy(&ctx);
   VecDestroy(&all);
   return out;

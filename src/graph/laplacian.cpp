@@ -9,13 +9,7 @@ std::vector<double> degrees(Mat A) {
   SSDR_PETSC(MatCreateVecs(A, ones.out(), deg.out()));
   SSDR_PETSC(VecSet(ones, 1.0));
   SSDR_PETSC(MatMult(A, ones, deg));
-  PetscInt n = 0;
-  SSDR_PETSC(VecGetLocalSize(deg, &n));
-  const PetscScalar* d = nullptr;
-  SSDR_PETSC(VecGetArrayRead(deg, &d));
-  std::vector<double> out(d, d + n);
-  SSDR_PETSC(VecRestoreArrayRead(deg, &d));
-  return out;
+  return vec_local(deg);
 }
 
 Owned<Mat> diagonal_plus_scaled(Mat A, const std::vector<double>& a, const std::vector<double>& s) {

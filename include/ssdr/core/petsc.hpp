@@ -75,6 +75,9 @@ Owned<Mat> to_petsc_dense(const Dense& A, MPI_Comm comm);
 Owned<Vec> column_to_vec(const DistMatrix& X, int64_t j);
 /// Copies a Vec with X's row layout into column j of X. Not collective.
 void vec_to_column(Vec v, DistMatrix& X, int64_t j);
+/// This rank's entries of v (its local size, in its ownership order) as a std::vector (copy).
+/// Not collective.
+std::vector<double> vec_local(Vec v);
 /// Gathers a parallel Vec to a std::vector on every rank. Collective.
 std::vector<double> vec_allgather(Vec v);
 
