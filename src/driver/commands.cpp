@@ -266,11 +266,10 @@ int run_fit(const FitCommand& cmd, MPI_Comm comm) {
       // From the CSV embedding just written, else from a temporary CSV beside the figure.
       Phase phase("plot");
       const bool csv = !cmd.embedding.empty() && io::has_extension(cmd.embedding, ".csv");
-      PlotCommand plot{csv ? cmd.embedding : cmd.plot + ".tmp." + std::to_string(::getpid()) + ".csv", cmd.plot, "",
-                       cmd.config.method + " on " + cmd.data, false};
-      int pid = ::getpid();
-      MPI_Bcast(&pid, 1, MPI_INT, 0, comm);
+      PlotCommand plot{cmd.embedding, cmd.plot, "", cmd.config.method + " on " + cmd.data, false};
       if (!csv) {
+        int pid = ::getpid();  // rank 0's: one temporary name on every rank
+        MPI_Bcast(&pid, 1, MPI_INT, 0, comm);
         plot.embedding = cmd.plot + ".tmp." + std::to_string(pid) + ".csv";
         io::TableColumns table;
         if (ds.labeled() && static_cast<int64_t>(ds.labels.size()) == out.embedding.n_local) {
@@ -479,7 +478,7 @@ int run_predict(const PredictCommand& cmd, MPI_Comm comm) {
     if (!ds.ids.empty() && ds.ids.size() == predicted.size()) table.id_names = &ds.ids;
     io::write_embedding_streamed(none, cmd.output, table);
   } else {
-    io::write_labels(predicted, cmd.output, comm, io::has_extension(cmd.output, ".npy"), &names, "prediction");
+    io::write_labels(predicted, cmd.output, comm, io::has_extension(cmd.output, ".npy"), &names);
   }
   ds = io::Dataset();
   say("wrote " + std::to_string(n) + " predicted labels to " + cmd.output);

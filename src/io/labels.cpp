@@ -213,12 +213,16 @@ void LabelCoder::finish(MPI_Comm comm, const std::string& what) {
 
 namespace ssdr::io::detail {
 
-void set_classes(Dataset& ds, const LabelCoder& coder, std::vector<int> local_codes) {
-  coder.to_global(local_codes);
-  ds.labels = std::move(local_codes);
+void set_class_names(Dataset& ds, const LabelCoder& coder) {
   ds.class_names = coder.names();
   ds.classes = static_cast<int>(ds.class_names.size());
   ds.integer_labels = coder.integers();
+}
+
+void set_classes(Dataset& ds, const LabelCoder& coder, std::vector<int> local_codes) {
+  coder.to_global(local_codes);
+  ds.labels = std::move(local_codes);
+  set_class_names(ds, coder);
 }
 
 void code_integer_labels(Dataset& ds, const std::vector<int64_t>& raw, const LabelOptions& label,

@@ -685,7 +685,7 @@ void write_hdf5(const std::string& path, const DistMatrix& X, const std::string&
 }
 
 void write_labels(const std::vector<int>& labels, const std::string& path, MPI_Comm comm, bool npy,
-                  const std::vector<std::string>* names, const std::string& column) {
+                  const std::vector<std::string>* names) {
   // Names that are all integers go to NPY as their integers; other names as '<U w' strings.
   bool integers = true;
   size_t width = 1;
@@ -699,19 +699,14 @@ void write_labels(const std::vector<int>& labels, const std::string& path, MPI_C
       width = std::max(width, points);
     }
   const bool strings = names != nullptr && !integers;
-  const bool csv = !npy && has_extension(path, ".csv");
   const std::string descr = strings ? "<U" + std::to_string(width) : "<i8";
   const auto name_of = [&](int v) -> std::string {
     if (v < 0) return npy && !strings ? "-1" : "";
     return names != nullptr && v < static_cast<int>(names->size()) ? (*names)[static_cast<size_t>(v)] : std::to_string(v);
   };
-  int64_t next_id = 0;  // rank 0 writes every row, in order
   stream_rows_through_root<int>(
       labels.data(), static_cast<int64_t>(labels.size()), 1, int64_t{1} << 24, 8, path, npy,
-      [&](int64_t n) {
-        if (npy) return npy_header(n, 0, descr.c_str(), true);
-        return csv ? "id," + column + "\n" : std::string();
-      },
+      [&](int64_t n) { return npy ? npy_header(n, 0, descr.c_str(), true) : std::string(); },
       [&](std::FILE* f, const int* v, int64_t k) {
         std::string text;
         for (int64_t i = 0; i < k; ++i) {
@@ -735,7 +730,6 @@ void write_labels(const std::vector<int>& labels, const std::string& path, MPI_C
             const uint64_t x = static_cast<uint64_t>(value);
             for (int b = 0; b < 8; ++b) text.push_back(static_cast<char>((x >> (8 * b)) & 0xff));
           } else {
-            if (csv) text += std::to_string(next_id++) + ",";
             text += name_of(v[i]);
             text.push_back('\n');
           }

@@ -419,6 +419,10 @@ Dataset read_text_ranges(const std::string& path, Format format, MPI_Comm comm, 
 void code_integer_labels(Dataset& ds, const std::vector<int64_t>& raw, const LabelOptions& label,
                          const std::string& what, MPI_Comm comm);  // labels.cpp
 
+/// Sets ds.class_names, ds.classes and ds.integer_labels from a finished coder (no classes
+/// when it coded nothing). Local.
+void set_class_names(Dataset& ds, const LabelCoder& coder);  // labels.cpp
+
 /// Sets ds.labels (this rank's codes mapped to classes), ds.classes, ds.class_names and
 /// ds.integer_labels from a finished coder. Local.
 void set_classes(Dataset& ds, const LabelCoder& coder, std::vector<int> local_codes);  // labels.cpp

@@ -305,11 +305,6 @@ Dataset read_text_ranges(const std::string& path, Format format, MPI_Comm comm, 
     d = max_index;
     SSDR_CHECK_COLLECTIVE(comm, d >= 1, path + ": no feature values in any line");
   }
-  const auto set_names = [&](Dataset& ds) {
-    ds.class_names = coder.names();
-    ds.classes = labeled ? static_cast<int>(ds.class_names.size()) : 0;
-    ds.integer_labels = coder.integers();
-  };
   int64_t nnz = 0;
   for (const RankFacts& f : facts) nnz += f.nnz;
   const double dense_bytes = 8.0 * static_cast<double>(n) * static_cast<double>(d);
@@ -348,7 +343,7 @@ Dataset read_text_ranges(const std::string& path, Format format, MPI_Comm comm, 
     Dataset ds = place_sparse_rows(lengths, cols, vals, row_offset, n, d, comm);
     ds.source = path;
     ds.labels = place_labels(labels, row_offset, ds.X, comm);
-    set_names(ds);
+    set_class_names(ds, coder);
     return ds;
   }
   if (!csv) {
@@ -374,7 +369,7 @@ Dataset read_text_ranges(const std::string& path, Format format, MPI_Comm comm, 
   // The labels of X's local rows (moved with the rows to their block owner).
   Dataset ds;
   ds.source = path;
-  set_names(ds);  // no classes without labels
+  set_class_names(ds, coder);  // no classes without labels (the coder coded nothing)
   ds.X = make_dist(comm, n, d);
   ds.labels = place_labels(labels, row_offset, ds.X, comm);
   if (!labeled) ds.labels.clear();

@@ -84,9 +84,7 @@ Dataset read_text_streamed(const std::string& path, Format format, MPI_Comm comm
 
   Dataset ds;
   ds.source = path;
-  ds.class_names = coder.names();
-  ds.classes = labeled ? static_cast<int>(ds.class_names.size()) : 0;
-  ds.integer_labels = coder.integers();
+  set_class_names(ds, coder);  // no classes without labels (the coder coded nothing)
   ds.X = make_dist(comm, n, d);
   ds.labels.assign(static_cast<size_t>(ds.X.n_local), 0);
 

@@ -148,10 +148,10 @@ void write_embedding_streamed(const DistMatrix& Y, const std::string& path, cons
 /// one rank's block at a time (never all n), atomically (a temporary name + rename).
 /// Collective over comm (the outcome is raised on every rank).
 /// With `names` (the class names of the codes), text holds names and an NPY file their
-/// integers when every name is one, else fixed-width UTF-32 strings ('<U…'); a name ending in
-/// ".csv" gets a header line `id,<column>` and each row its sample index.
+/// integers when every name is one, else fixed-width UTF-32 strings ('<U…'). (A CSV table with
+/// ids is write_embedding_streamed's, with a matrix of no columns.)
 void write_labels(const std::vector<int>& labels, const std::string& path, MPI_Comm comm, bool npy,
-                  const std::vector<std::string>* names = nullptr, const std::string& column = "label");
+                  const std::vector<std::string>* names = nullptr);
 
 /// One data set of write_hdf5_rows: this rank's rows of an n × cols array (cols = 0: a 1-D
 /// array of n values), row-major, `type` values each.
