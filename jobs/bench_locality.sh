@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The propagation's halo exchange with the rows in file order and with the kNN graph partitioned
+# The propagation's halo exchange with the rows in file order, with the kNN graph in its
+# Cuthill-McKee level order cut into one range per rank (the default, "levels") and partitioned
 # by PT-Scotch (graph/locality.hpp), from -log_view's block products (LPBlockProduct: the graph
 # times the n x (c+1) block): messages per product per rank and halo rows per product per rank
 # (bytes / 8 / (c + 1)), at each rank count of RANKS (default "2 4 8 16"; counts above the
@@ -14,8 +15,8 @@ trap 'rm -rf "$work"' EXIT
 echo "| P | order | products | messages per product per rank | halo rows per product per rank | propagation s |"
 echo "|---|---|---|---|---|---|"
 for p in ${RANKS:-2 4 8 16}; do
-  for order in file ptscotch; do
-    opt=()
+  for order in file levels ptscotch; do
+    opt=(-lp_mat_partitioning_type "$order")
     [ "$order" = file ] && opt=(-lp_mat_partitioning_type current)
     # shellcheck disable=SC2086  # SSDR_ARGS: words
     mpiexec -n "$p" "$SSDR_BUILD/ssdr" fit --method soda --data "$data" --labeled-per-class 20 \

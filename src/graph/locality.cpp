@@ -5,8 +5,12 @@
 #include <stdlib.h>
 #include <petscis.h>
 
+#include <petsc/private/matimpl.h>  // a MatPartitioning type of our own: its ops table
+
+#include <mutex>
 #include <string>
 
+#include "level_order.hpp"
 #include "ssdr/core/error.hpp"
 
 namespace ssdr::graph {
@@ -37,7 +41,66 @@ void* scotch_symbol(const char* name) {
   return lib ? dlsym(lib, name) : nullptr;  // the reference NOLOAD took lives with the process
 }
 
+/// PT-Scotch draws from one random stream per process: reset it, so the same graph gets the
+/// same partition in every fit (two fits of one data set in one sweep, or in two runs, give
+/// the same bits). Looked up at run time: libscotch is PETSc's dependency, not ours.
+/// PT-Scotch's threads make its partition vary from call to call; one thread (one rank per
+/// core, as ssdr runs) makes it reproducible. A user's own SCOTCH_PTHREAD_NUMBER is kept.
+void reset_ptscotch() {
+  setenv("SCOTCH_PTHREAD_NUMBER", "1", 0);
+  // SCOTCH_randomSeed also initializes the stream (a first use would otherwise seed it from the
+  // clock); SCOTCH_Num is an int in Debian's libscotch (scotch.h: SCOTCH_Num is int).
+  if (auto seed = reinterpret_cast<void (*)(int)>(scotch_symbol("SCOTCH_randomSeed"))) seed(1);
+  if (auto reset = reinterpret_cast<void (*)()>(scotch_symbol("SCOTCH_randomReset"))) reset();
+}
+
+/// MatPartitioningApply of the "levels" type: the adjacency's vertices in their distributed
+/// Cuthill–McKee level order (detail::level_order), cut into part->n contiguous ranges of
+/// equal size (±1). Collective over the adjacency's communicator.
+PetscErrorCode apply_levels(MatPartitioning part, IS* partitioning) {
+  PetscFunctionBeginUser;
+  MPI_Comm comm = PetscObjectComm(reinterpret_cast<PetscObject>(part));
+  try {
+    Mat adj = part->adj;
+    PetscInt lo = 0, hi = 0, N = 0;
+    PetscCall(MatGetOwnershipRange(adj, &lo, &hi));
+    PetscCall(MatGetSize(adj, &N, nullptr));
+    detail::LocalAdjacency a;
+    a.lo = lo;
+    a.n_global = N;
+    a.offsets.assign(1, 0);
+    for (PetscInt i = lo; i < hi; ++i) {
+      PetscInt nc = 0;
+      const PetscInt* c = nullptr;
+      PetscCall(MatGetRow(adj, i, &nc, &c, nullptr));
+      a.cols.insert(a.cols.end(), c, c + nc);
+      PetscCall(MatRestoreRow(adj, i, &nc, &c, nullptr));
+      a.offsets.push_back(static_cast<int64_t>(a.cols.size()));
+    }
+    const std::vector<int64_t> pos = detail::level_order(comm, a);
+    PetscInt* parts = nullptr;
+    PetscCall(PetscMalloc1(pos.empty() ? 1 : pos.size(), &parts));
+    for (size_t i = 0; i < pos.size(); ++i)
+      parts[i] = static_cast<PetscInt>(pos[i] * static_cast<int64_t>(part->n) / static_cast<int64_t>(N));
+    PetscCall(ISCreateGeneral(comm, static_cast<PetscInt>(pos.size()), parts, PETSC_OWN_POINTER, partitioning));
+  } catch (const std::exception& e) {
+    SETERRQ(comm, PETSC_ERR_LIB, "levels partitioning: %s", e.what());
+  }
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode create_levels(MatPartitioning part) {
+  PetscFunctionBeginUser;
+  part->ops->apply = apply_levels;
+  PetscFunctionReturn(0);
+}
+
 }  // namespace
+
+void register_partitioners() {
+  static std::once_flag once;
+  std::call_once(once, [] { SSDR_PETSC(MatPartitioningRegister(kLevelsPartitioner, create_levels)); });
+}
 
 Renumbering renumber_for_locality(Mat A, const std::string& prefix) {
   MPI_Comm comm = PETSC_COMM_WORLD;
@@ -82,26 +145,14 @@ Renumbering renumber_for_locality(Mat A, const std::string& prefix) {
   Owned<MatPartitioning> part;
   SSDR_PETSC(MatPartitioningCreate(comm, part.out()));
   SSDR_PETSC(MatPartitioningSetAdjacency(part, adj));
-#if defined(PETSC_HAVE_PTSCOTCH)
-  SSDR_PETSC(MatPartitioningSetType(part, MATPARTITIONINGPTSCOTCH));
-#else
-  SSDR_PETSC(MatPartitioningSetType(part, MATPARTITIONINGCURRENT));
-#endif
+  register_partitioners();
+  SSDR_PETSC(MatPartitioningSetType(part, kLevelsPartitioner));
   SSDR_PETSC(PetscObjectSetOptionsPrefix(reinterpret_cast<PetscObject>(part.get()), prefix.c_str()));
   SSDR_PETSC_OPTIONS(MatPartitioningSetFromOptions(part));
   MatPartitioningType type = nullptr;
   SSDR_PETSC(PetscObjectGetType(reinterpret_cast<PetscObject>(part.get()), &type));
   if (std::string(type) == MATPARTITIONINGCURRENT) return r;
-  // PT-Scotch draws from one random stream per process: reset it, so the same graph gets the
-  // same partition in every fit (two fits of one data set in one sweep, or in two runs, give
-  // the same bits). Looked up at run time: libscotch is PETSc's dependency, not ours.
-  // PT-Scotch's threads make its partition vary from call to call; one thread (one rank per
-  // core, as ssdr runs) makes it reproducible. A user's own SCOTCH_PTHREAD_NUMBER is kept.
-  setenv("SCOTCH_PTHREAD_NUMBER", "1", 0);
-  // SCOTCH_randomSeed also initializes the stream (a first use would otherwise seed it from the
-  // clock); SCOTCH_Num is an int in Debian's libscotch (scotch.h: SCOTCH_Num is int).
-  if (auto seed = reinterpret_cast<void (*)(int)>(scotch_symbol("SCOTCH_randomSeed"))) seed(1);
-  if (auto reset = reinterpret_cast<void (*)()>(scotch_symbol("SCOTCH_randomReset"))) reset();
+  if (std::string(type) == MATPARTITIONINGPTSCOTCH) reset_ptscotch();
   Owned<IS> target, number;
   SSDR_PETSC(MatPartitioningApply(part, target.out()));
   SSDR_PETSC(ISPartitioningToNumbering(target, number.out()));
