@@ -40,7 +40,9 @@ int64_t halo_values(Mat A) {
 /// open vertex of least degree (ties: lowest index), each dequeued vertex's open neighbours
 /// appended in index order. The distributed level order must give exactly this order when no
 /// level is wider than kLevelBins.
-std::vector<int64_t> serial_cuthill_mckee(const std::vector<std::vector<int64_t>>& adj) {
+/// Past max_components components, the rest follow in index order (level_order's cap).
+std::vector<int64_t> serial_cuthill_mckee(const std::vector<std::vector<int64_t>>& adj,
+                                          int max_components = graph::detail::kMaxComponents) {
   const int64_t n = static_cast<int64_t>(adj.size());
   std::vector<int64_t> pos(static_cast<size_t>(n), -1), degree(static_cast<size_t>(n));
   for (int64_t v = 0; v < n; ++v) {
@@ -49,7 +51,12 @@ std::vector<int64_t> serial_cuthill_mckee(const std::vector<std::vector<int64_t>
     degree[static_cast<size_t>(v)] = static_cast<int64_t>(s.size());
   }
   int64_t next = 0;
-  while (next < n) {
+  for (int component = 0; next < n; ++component) {
+    if (component == max_components) {
+      for (int64_t v = 0; v < n; ++v)
+        if (pos[static_cast<size_t>(v)] < 0) pos[static_cast<size_t>(v)] = next++;
+      break;
+    }
     int64_t root = -1;
     for (int64_t v = 0; v < n; ++v)
       if (pos[static_cast<size_t>(v)] < 0 && (root < 0 || degree[static_cast<size_t>(v)] < degree[static_cast<size_t>(root)]))
@@ -164,6 +171,28 @@ TEST(LevelOrder, OrdersEveryComponentAndIgnoresSelfLoops) {
   std::vector<int64_t> sorted = got;
   std::sort(sorted.begin(), sorted.end());
   for (int64_t i = 0; i < n; ++i) EXPECT_EQ(sorted[static_cast<size_t>(i)], i);
+}
+
+TEST(LevelOrder, AppendsTheComponentsPastItsCapInIndexOrder) {
+  // kMaxComponents + 44 separate edges: the first kMaxComponents components are ordered from
+  // their roots, the remaining vertices follow in index order. And a 3-vertex path, which
+  // leaves ranks without rows on 4 ranks.
+  for (const int64_t pairs : {static_cast<int64_t>(graph::detail::kMaxComponents) + 44, int64_t{0}}) {
+    std::vector<std::vector<int64_t>> adj;
+    if (pairs > 0) {
+      adj.resize(static_cast<size_t>(2 * pairs));
+      for (int64_t i = 0; i < pairs; ++i) {  // pair i joins vertices i and 2·pairs − 1 − i
+        adj[static_cast<size_t>(i)].push_back(2 * pairs - 1 - i);
+        adj[static_cast<size_t>(2 * pairs - 1 - i)].push_back(i);
+      }
+    } else {
+      adj = {{1}, {0, 2}, {1}};
+    }
+    const std::vector<int64_t> want = serial_cuthill_mckee(adj);
+    const std::vector<int64_t> got =
+        allgatherv(graph::detail::level_order(MPI_COMM_WORLD, local_rows(adj, MPI_COMM_WORLD)), MPI_COMM_WORLD);
+    EXPECT_EQ(got, want) << pairs;
+  }
 }
 
 TEST(Locality, RenumbersThePropagationWithoutChangingItsAnswer) {
