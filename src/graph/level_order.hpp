@@ -36,7 +36,9 @@ constexpr int kMaxComponents = 256;
 /// Edges join vertices of the same or adjacent levels, so contiguous ranges of positions
 /// border few others: cut into P ranges, a range's neighbours sit in the ranges beside it.
 /// The order depends on the graph only, never on the number of ranks or the row layout.
-/// Collective over comm (one halo exchange, an allreduce and an exscan per level).
+/// Collective over comm. Per level: the frontier's cut edges pushed to their owners (PETSc's
+/// NBX: messages to the frontier's partners only), two allreduces and an exscan; O(rows +
+/// local edges) work in all, plus O(rows) per component.
 /// Source: Cuthill & McKee (1969); George & Liu, Computer Solution of Large Sparse
 /// Positive Definite Systems (1981), ch. 4.
 std::vector<int64_t> level_order(MPI_Comm comm, const LocalAdjacency& adj);
