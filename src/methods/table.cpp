@@ -161,8 +161,12 @@ const MethodInfo& find_method(const std::string& name) {
               __LINE__, true);
 }
 
-graph::GraphOptions method_graph(const std::string& method, const MethodOptions& o) {
-  graph::GraphOptions g = find_method(method).graph;
+FitResult MethodInfo::fit(const TrainingData& data, const MethodOptions& options, Timings& timings) const {
+  return make()->fit(*this, data, options, timings);
+}
+
+graph::GraphOptions method_graph(const MethodInfo& method, const MethodOptions& o) {
+  graph::GraphOptions g = method.graph;
   if (o.knn_given) g.k = o.graph.k;
   if (o.weight_given) g.weight = o.graph.weight;
   if (o.graph.sigma_s != 0) {  // --sigma-s: the user asks for eq. (42) with this s

@@ -110,12 +110,18 @@ struct FitResult {
   Normalization normalization = Normalization::unit;
 };
 
+struct MethodInfo;
+
 /// A dimensionality-reduction (or transductive) method. fit() is collective over X.comm.
 class Method {
  public:
   virtual ~Method() = default;
+  /// Fits on `data` with the user's `options` over the defaults of `row`, the method table's
+  /// row this object was made from (its graph: method_graph(row, options)); one class may
+  /// serve several rows (SODA: soda and ksoda; LDA: lda and gda).
   /// \throws ssdr::Error (collectively) on invalid options for this data (e.g. m > d').
-  virtual FitResult fit(const TrainingData& data, const MethodOptions& options, Timings& timings) = 0;
+  virtual FitResult fit(const MethodInfo& row, const TrainingData& data, const MethodOptions& options,
+                        Timings& timings) = 0;
 };
 
 /// One row of the method table.
@@ -147,6 +153,10 @@ struct MethodInfo {
   /// (uses_parameter). Parameters every method takes (dim, normalize, preprocessing, and the
   /// kernel for projecting methods) are not listed.
   std::vector<std::string> parameters = {};
+
+  /// make()->fit(*this, data, options, timings): a fresh object of the method fitted as this
+  /// row. Collective over data.X.comm, as Method::fit.
+  FitResult fit(const TrainingData& data, const MethodOptions& options, Timings& timings) const;
 };
 
 /// Whether `method` uses the parameter `name` (job-file spelling, e.g. "alpha_u"), by the
@@ -171,11 +181,10 @@ const MethodInfo& find_method(const std::string& name);
 /// "soda, oda, lda, lp" for help and error texts.
 std::string method_names();
 
-/// The graph a method builds: its table entry's `graph` (the paper's) with the user's choices
-/// put over it — k when o.knn_given, the weights when o.weight_given, eq. (42) with s when
+/// The graph a method builds: its row's `graph` (the paper's) with the user's choices put
+/// over it — k when o.knn_given, the weights when o.weight_given, eq. (42) with s when
 /// o.graph.sigma_s ≠ 0, an explicit σ when o.graph.sigma > 0. Local.
-/// \throws ssdr::Error (replicated) when `method` is unknown.
-graph::GraphOptions method_graph(const std::string& method, const MethodOptions& o);
+graph::GraphOptions method_graph(const MethodInfo& method, const MethodOptions& o);
 
 /// The m a method uses: options.dim, or c−1 by default; checked against d'.
 /// \throws ssdr::Error (collective) when m ∉ [1, d'].
