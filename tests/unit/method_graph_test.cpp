@@ -42,6 +42,11 @@ TEST(MethodGraph, EachMethodDefaultsToItsPapersGraph) {
   // SDA (Cai et al.): 0/1 weights, k = 5.
   EXPECT_EQ(methods::method_graph(methods::find_method("sda"), none).weight, EdgeWeight::binary);
   EXPECT_EQ(methods::method_graph(methods::find_method("sda"), none).k, 5);
+  // The methods without a kNN graph have no graph in their row, and none to put options over.
+  for (const char* m : {"oda", "lda", "sl-lda", "sl-lda-wls", "olda", "pca", "1nn", "gda", "ssgda", "m-ssgda"}) {
+    EXPECT_FALSE(methods::find_method(m).graph.has_value()) << m;
+    EXPECT_THROW(methods::method_graph(methods::find_method(m), none), Error) << m;
+  }
 }
 
 TEST(MethodGraph, KnnWeightAndSigmaSOverrideTheMethodsGraph) {
@@ -79,8 +84,8 @@ TEST(MethodGraph, AFitUsesItsOwnRowsGraphWhenRowsShareAClass) {
   const methods::TrainingData data{X, labels, pr.classes};
   methods::Timings t;
   methods::MethodInfo row = methods::find_method("ksoda");
-  row.graph.k = 5;
-  row.graph.weight = graph::EdgeWeight::binary;
+  row.graph->k = 5;
+  row.graph->weight = graph::EdgeWeight::binary;
   const methods::FitResult by_row = row.fit(data, methods::MethodOptions{}, t);
   methods::MethodOptions o;
   o.graph.k = 5;

@@ -7,7 +7,9 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ssdr/core/dense.hpp"
@@ -124,24 +126,31 @@ class Method {
                         Timings& timings) = 0;
 };
 
-/// One row of the method table.
+/// Candidate values per parameter, in sweep order: (job-file name, values) pairs; the
+/// method's cross-validation grid (MethodInfo::cv_grid) and `--grid` (driver::Grid).
+using ParameterGrid = std::vector<std::pair<std::string, std::vector<nlohmann::json>>>;
+
+/// One row of the method table: everything the program knows of a method besides its class.
+/// Adding a method is its class in one file and one row (docs/design.md, "Adding a method");
+/// check_method_row says what a complete row holds.
 struct MethodInfo {
   std::string name;      ///< --method NAME
   std::string summary;   ///< one line for --help
   std::string source;    ///< paper and equations
-  bool uses_unlabeled;   ///< learns from the unlabeled samples (graph-based)
-  bool projects;         ///< produces W (false: transductive classifier only)
-  std::unique_ptr<Method> (*make)();
+  bool uses_unlabeled = false;  ///< learns from the unlabeled samples (graph-based)
+  bool projects = false;        ///< produces W (false: transductive classifier only)
+  std::unique_ptr<Method> (*make)() = nullptr;  ///< the factory of the method's class
   /// The preprocessing the method's paper uses, applied unless the user passes --scaling,
   /// --pca-energy or --no-pca (e.g. SOGE: global scaling and PCA keeping 95 % energy).
   data::PreprocessOptions preprocess = {};
   /// The kernel the method's paper uses (KSODA: polynomial p = 3; GDA/SSGDA: RBF), applied
   /// unless the user passes --kernel. type none: a linear method on the preprocessed data.
   kernels::KernelOptions kernel = {};
-  /// The graph the method's paper uses (k, weights, σ rule), applied unless the user passes
-  /// --knn/--weight/--sigma-s (method_graph). Default: soda-nie2009's heat graph, k = 8,
-  /// σ from eq. (42) with s = 10⁻³/k.
-  graph::GraphOptions graph = {};
+  /// The kNN graph the method's paper uses (k, weights, σ rule), applied unless the user
+  /// passes --knn/--weight/--sigma-s (method_graph); set exactly for the methods that build
+  /// one through method_graph, which are those whose parameters include knn, weight and
+  /// sigma_s. Empty for the others (SL-LDA's LNP graph and SSGDA's are their own).
+  std::optional<graph::GraphOptions> graph = std::nullopt;
   /// The first m' columns of the solution for m are the solution for m' (eigenvector
   /// methods), so one fit at the largest m gives every smaller dimension; false for the
   /// trace ratio (SODA/ODA), SOGE and OTCA, whose subspaces for different m are not nested.
@@ -153,6 +162,11 @@ struct MethodInfo {
   /// (uses_parameter). Parameters every method takes (dim, normalize, preprocessing, and the
   /// kernel for projecting methods) are not listed.
   std::vector<std::string> parameters = {};
+  /// The candidates its paper cross-validates (`--select-by cv` without --grid, a job's
+  /// `cv_grid: default`), nearest the paper's default first so that a CV tie goes to the
+  /// default; only parameters the method uses. An RBF kernel's sigma_scale comes before
+  /// them whatever the method (driver::default_grid). Empty: the paper selects nothing.
+  ParameterGrid cv_grid = {};
 
   /// make()->fit(*this, data, options, timings): a fresh object of the method fitted as this
   /// row. Collective over data.X.comm, as Method::fit.
@@ -184,7 +198,19 @@ std::string method_names();
 /// The graph a method builds: its row's `graph` (the paper's) with the user's choices put
 /// over it — k when o.knn_given, the weights when o.weight_given, eq. (42) with s when
 /// o.graph.sigma_s ≠ 0, an explicit σ when o.graph.sigma > 0. Local.
+/// \throws ssdr::Error (replicated) when the row has no graph (a method that builds no kNN
+///   graph; an internal error, refused by check_method_row for the table's rows).
 graph::GraphOptions method_graph(const MethodInfo& method, const MethodOptions& o);
+
+/// Checks that `row` is complete and consistent: a name (non-empty, no white space), a summary
+/// and a source (it is documented: `ssdr methods`, docs/methods.md), a factory; every own
+/// parameter an own-scoped spec of parameter_table(); a graph exactly when its parameters
+/// include knn, weight and sigma_s (a graph on a row that builds none would be ignored, a
+/// graph method without one has no defaults), and no weight or sigma_s without a graph; a
+/// cross-validation grid of parameters the method uses, each with at least one value and
+/// every value in its spec's range. Local.
+/// \throws ssdr::Error (replicated) "method table: NAME: WHAT".
+void check_method_row(const MethodInfo& row);
 
 /// The m a method uses: options.dim, or c−1 by default; checked against d'.
 /// \throws ssdr::Error (collective) when m ∉ [1, d'].
