@@ -94,10 +94,10 @@ ParameterGrid m_ssgda_grid() {
   return {{"lambda", std::vector<nlohmann::json>{0.001, 0.01, 0.1, 1.0, 10.0, 100.0, 1000.0}}};
 }
 
-std::vector<MethodInfo> build_table() {
+MethodTable build_table() {
   using K = kernels::KernelType;
   const std::vector<std::string> soda_parameters = {"knn", "weight", "sigma_s", "alpha_u", "mu_scale"};
-  std::vector<MethodInfo> table = {
+  MethodTable table = {
       Row("soda", "semi-supervised orthogonal discriminant analysis via label propagation",
           "soda-nie2009 eq. (24)-(32), trace ratio by sec. 2.3.2", true, true, &make_soda)
           .parameters(soda_parameters).graph(soda_graph()).m,
@@ -166,14 +166,16 @@ std::vector<MethodInfo> build_table() {
   return table;
 }
 
+MethodTable& table() {
+  static MethodTable t = build_table();
+  return t;
+}
+
 bool lists(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
 
 }  // namespace
 
-const std::vector<MethodInfo>& method_table() {
-  static const std::vector<MethodInfo> table = build_table();
-  return table;
-}
+const MethodTable& method_table() { return table(); }
 
 FitResult MethodInfo::fit(const TrainingData& data, const MethodOptions& options, Timings& timings) const {
   return make()->fit(*this, data, options, timings);
@@ -243,6 +245,25 @@ void check_method_row(const MethodInfo& row) {
     ParameterTarget target{mo, pre, ko};
     for (const auto& v : values) set_parameter(target, name, v, "method table: " + row.name + ": cv_grid");
   }
+}
+
+MethodRegistration::MethodRegistration(MethodInfo row) {
+  check_method_row(row);
+  for (const auto& m : method_table())
+    if (m.name == row.name)
+      throw Error("method table: " + row.name + " has a row already", __FILE__, __LINE__, true);
+  table().push_back(std::move(row));
+  row_ = &table().back();
+}
+
+MethodRegistration::~MethodRegistration() {
+  // Registrations end in reverse order, so this row is the last: erasing it moves no other.
+  MethodTable& t = table();
+  for (auto it = t.begin(); it != t.end(); ++it)
+    if (&*it == row_) {
+      t.erase(it);
+      return;
+    }
 }
 
 bool uses_parameter(const MethodInfo& method, const std::string& name) {

@@ -158,4 +158,13 @@ TEST(MethodTable, RefusesAnIncompleteRowNamingTheRowAndWhatItLacks) {
   r = methods::find_method("sl-lda");
   r.cv_grid = {{"alpha_u", {0.5, 1.0}}};  // α_u ∈ [0, 1)
   EXPECT_THAT(error_of([&] { methods::check_method_row(r); }), HasSubstr("parameter alpha_u: expected"));
+  // Registration checks the row, and a name is taken once.
+  const size_t rows = methods::method_table().size();
+  r = complete_row();
+  r.make = nullptr;
+  EXPECT_THROW(methods::MethodRegistration{r}, Error);
+  r = complete_row();
+  r.name = "sda";
+  EXPECT_EQ(error_of([&] { methods::MethodRegistration{r}; }), "method table: sda has a row already");
+  EXPECT_EQ(methods::method_table().size(), rows);  // nothing left behind
 }

@@ -4,6 +4,7 @@
 /// table (method_table) that drives the help text, validation and dispatch.
 #include <nlohmann/json.hpp>
 
+#include <deque>
 #include <limits>
 #include <map>
 #include <memory>
@@ -187,8 +188,12 @@ bool propagates_labels(const MethodInfo& method);
 /// parameter of METHOD (its parameters: ...)".
 void require_parameter(const MethodInfo& method, const std::string& name, const std::string& spelling);
 
-/// All methods, in help order.
-const std::vector<MethodInfo>& method_table();
+/// The rows of the method table. A deque: a registered row (MethodRegistration) is appended
+/// without moving the others, so references from find_method stay valid.
+using MethodTable = std::deque<MethodInfo>;
+/// All methods, in help order (the built-in rows of src/methods/table.cpp, then the
+/// registered ones in registration order). Local.
+const MethodTable& method_table();
 /// The entry for `name`. \throws ssdr::Error (collective: same on every rank) listing the
 /// valid names when unknown.
 const MethodInfo& find_method(const std::string& name);
@@ -211,6 +216,25 @@ graph::GraphOptions method_graph(const MethodInfo& method, const MethodOptions& 
 /// every value in its spec's range. Local.
 /// \throws ssdr::Error (replicated) "method table: NAME: WHAT".
 void check_method_row(const MethodInfo& row);
+
+/// A method row added to the table for the lifetime of this object, after the built-in
+/// rows: the way a method defined outside src/methods/ (tests/unit/added_method_test.cpp)
+/// enters find_method, method_table and so every command. Registrations end in reverse
+/// order. Local: every rank registers the same rows, as the table is replicated.
+class MethodRegistration {
+ public:
+  /// \throws ssdr::Error (replicated) when the row is incomplete (check_method_row) or its
+  ///   name is already in the table.
+  explicit MethodRegistration(MethodInfo row);
+  ~MethodRegistration();
+  MethodRegistration(const MethodRegistration&) = delete;
+  MethodRegistration& operator=(const MethodRegistration&) = delete;
+  /// The row as the table holds it.
+  const MethodInfo& row() const { return *row_; }
+
+ private:
+  const MethodInfo* row_;
+};
 
 /// The m a method uses: options.dim, or c−1 by default; checked against d'.
 /// \throws ssdr::Error (collective) when m ∉ [1, d'].
