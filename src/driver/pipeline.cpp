@@ -537,7 +537,6 @@ FitOutcome fit_rows(FitRows& rows, data::Preprocessor&& pre, const std::vector<i
       SSDR_REQUIRE(false, b);
     }
   }
-  auto method = info.make();
   methods::TrainingData training{learn_X, labels, ds.classes,
                                  feature_map.empty() ? nullptr : &Xt, rows.graphs,
                                  feature_map.empty() ? std::string() : kernels::to_json(ko).dump()};
@@ -556,7 +555,7 @@ FitOutcome fit_rows(FitRows& rows, data::Preprocessor&& pre, const std::vector<i
     training.given_lists = &given_lists;
   }
   if (config.keep_lists) training.lists_out = &out.knn_lists;
-  methods::FitResult fit = method->fit(training, config.method_options, out.timings);
+  methods::FitResult fit = info.fit(training, config.method_options, out.timings);
   given_lists = graph::KnnLists();
   own_phi = DistMatrix();
   out.soft_labels = std::move(fit.soft_labels);

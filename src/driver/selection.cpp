@@ -112,14 +112,7 @@ Grid default_grid(const FitConfig& config) {
                                        : info.kernel;
   if (info.projects && k.type == kernels::KernelType::rbf)
     g.emplace_back("sigma_scale", std::vector<json>{1.0, 0.1, 10.0, 0.01, 100.0, 0.001, 1000.0});
-  if (config.method == "m-ssgda")
-    g.emplace_back("lambda", std::vector<json>{0.001, 0.01, 0.1, 1.0, 10.0, 100.0, 1000.0});
-  if (config.method == "sl-lda" || config.method == "sl-lda-wls") {
-    // α_u = 1/(1+λ), nearest the default 0.99 (λ ≈ 10⁻²) first in log λ.
-    std::vector<json> a;
-    for (double lambda : {1e-3, 1.0, 1e-6, 1e3, 1e-9, 1e6, 1e9}) a.emplace_back(1.0 / (1.0 + lambda));
-    g.emplace_back("alpha_u", a);
-  }
+  g.insert(g.end(), info.cv_grid.begin(), info.cv_grid.end());  // the method's own, from its row
   return g;
 }
 

@@ -125,7 +125,7 @@ using solvers::Which;
 /// m = c−1 by default, m ≤ t required.
 class Olda final : public Method {
  public:
-  FitResult fit(const TrainingData& data, const MethodOptions& o, Timings& t) override {
+  FitResult fit(const MethodInfo&, const TrainingData& data, const MethodOptions& o, Timings& t) override {
     const int64_t m = resolve_dim(o.dim, data.classes, data.X.cols);
     const scatter::ScatterMatrices S = labeled_scatter(data, t);
     Phase phase("eigensolve", &t);
@@ -181,7 +181,7 @@ class Olda final : public Method {
 /// Cai et al.'s code (o.normalization; metric: aᵀBa = 1 with B the denominator above).
 class Sda final : public Method {
  public:
-  FitResult fit(const TrainingData& data, const MethodOptions& o, Timings& t) override {
+  FitResult fit(const MethodInfo& row, const TrainingData& data, const MethodOptions& o, Timings& t) override {
     const int64_t m = resolve_dim(o.dim, data.classes, data.X.cols);
     // S_b has rank at most c−1: past it the generalized eigenvalues are 0, tied, and their
     // eigenvectors any basis of a subspace (the solver's, which depends on the partition: 1
@@ -203,7 +203,7 @@ class Sda final : public Method {
     if (alpha > 0) {
       // Cai et al.'s 0/1 graph with k = 5 (the table's) unless --knn/--weight; input space
       // (data.graph_data(), same rows as X), cached with the other methods' graphs.
-      const graph::GraphOptions go = method_graph("sda", o);
+      const graph::GraphOptions go = method_graph(row, o);
       const graph::Graph g = knn_graph(data, go, t);
       Dense XLX;
       {
@@ -241,7 +241,7 @@ class Sda final : public Method {
 /// o.eigen_prefix). m = c−1 by default (or --dim).
 class Pca final : public Method {
  public:
-  FitResult fit(const TrainingData& data, const MethodOptions& o, Timings& t) override {
+  FitResult fit(const MethodInfo&, const TrainingData& data, const MethodOptions& o, Timings& t) override {
     const int64_t m = resolve_dim(o.dim, data.classes, data.X.cols);
     Dense C;
     {
@@ -262,7 +262,7 @@ class Pca final : public Method {
 /// default null-space-dropping PCA these are the distances of the raw data).
 class OneNn final : public Method {
  public:
-  FitResult fit(const TrainingData& data, const MethodOptions& o, Timings&) override {
+  FitResult fit(const MethodInfo&, const TrainingData& data, const MethodOptions& o, Timings&) override {
     const int64_t d = data.X.cols;
     SSDR_REQUIRE(o.dim == 0 || o.dim == d, "1nn: --dim is not used (the embedding is the " +
                                                std::to_string(d) + "-dimensional preprocessed data)");

@@ -104,7 +104,7 @@ double relative_alpha(const MethodOptions& o) {
 /// explicit unit is an error).
 class SlLda final : public Method {
  public:
-  FitResult fit(const TrainingData& data, const MethodOptions& o, Timings& t) override {
+  FitResult fit(const MethodInfo&, const TrainingData& data, const MethodOptions& o, Timings& t) override {
     const int64_t d = data.X.cols;
     const int64_t m = resolve_dim(o.dim, data.classes, d);
     const double a = relative_alpha(o);
@@ -237,7 +237,7 @@ PetscErrorCode wls_mult_transpose(Mat A, Vec u, Vec y) {
 /// problem fixes the scale (recorded as metric).
 class SlLdaWls final : public Method {
  public:
-  FitResult fit(const TrainingData& data, const MethodOptions& o, Timings& t) override {
+  FitResult fit(const MethodInfo&, const TrainingData& data, const MethodOptions& o, Timings& t) override {
     const DistMatrix& X = data.X;
     MPI_Comm comm = X.comm;
     const int64_t d = X.cols, nl = X.n_local;

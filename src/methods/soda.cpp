@@ -17,9 +17,9 @@ namespace {
 
 class Soda final : public Method {
  public:
-  FitResult fit(const TrainingData& data, const MethodOptions& o, Timings& t) override {
+  FitResult fit(const MethodInfo& row, const TrainingData& data, const MethodOptions& o, Timings& t) override {
     const int64_t m = resolve_dim(o.dim, data.classes, data.X.cols);
-    const graph::GraphOptions go = method_graph("soda", o);  // ksoda's is soda's
+    const graph::GraphOptions go = method_graph(row, o);  // soda's or ksoda's row
     auto gl = graph_and_propagation(data, go, o, t);
     const scatter::ScatterMatrices S = soft_scatter(data, gl, t);
     FitResult out = solve_trace_ratio(S, m, o, data, t, soft_scatter_key(data, gl));
@@ -33,7 +33,7 @@ class Soda final : public Method {
 
 class Oda final : public Method {
  public:
-  FitResult fit(const TrainingData& data, const MethodOptions& o, Timings& t) override {
+  FitResult fit(const MethodInfo&, const TrainingData& data, const MethodOptions& o, Timings& t) override {
     const int64_t m = resolve_dim(o.dim, data.classes, data.X.cols);
     const scatter::ScatterMatrices S = labeled_scatter(data, t);
     return solve_trace_ratio(S, m, o, data, t, labeled_scatter_key(data));
@@ -46,7 +46,7 @@ class Oda final : public Method {
 /// (o.normalization; metric: aᵀ(S_t + rI)a = 1).
 class Lda final : public Method {
  public:
-  FitResult fit(const TrainingData& data, const MethodOptions& o, Timings& t) override {
+  FitResult fit(const MethodInfo&, const TrainingData& data, const MethodOptions& o, Timings& t) override {
     const int64_t m = resolve_dim(o.dim, data.classes, data.X.cols);
     const scatter::ScatterMatrices S = labeled_scatter(data, t);
     Phase phase("eigensolve", &t);
@@ -65,8 +65,8 @@ class Lda final : public Method {
 
 class LabelPropagation final : public Method {
  public:
-  FitResult fit(const TrainingData& data, const MethodOptions& o, Timings& t) override {
-    const graph::GraphOptions go = method_graph("lp", o);
+  FitResult fit(const MethodInfo& row, const TrainingData& data, const MethodOptions& o, Timings& t) override {
+    const graph::GraphOptions go = method_graph(row, o);
     auto gl = graph_and_propagation(data, go, o, t);
     FitResult out;
     out.transductive_prediction = propagation::predict(gl.lp.F, data.classes);

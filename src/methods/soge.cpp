@@ -447,7 +447,7 @@ PetscErrorCode stiefel_options_from_petsc(MPI_Comm comm, const char* prefix, sog
 
 class Soge final : public Method {
  public:
-  FitResult fit(const TrainingData& data, const MethodOptions& o, Timings& t) override {
+  FitResult fit(const MethodInfo& row, const TrainingData& data, const MethodOptions& o, Timings& t) override {
     const int c = data.classes;
     const int64_t d = data.X.cols;
     const double alpha = or_default(o.alpha, 1.0);  // paper grid {1e-9, …, 1e9}; Table 1 mostly 10⁰
@@ -469,7 +469,7 @@ class Soge final : public Method {
                  "soge: --recursions " + std::to_string(K) + " gives K*c = " + std::to_string(K * c) +
                      " dimensions, more than the d' = " + std::to_string(d) + " left after preprocessing");
 
-    const graph::GraphOptions go = method_graph("soge", o);
+    const graph::GraphOptions go = method_graph(row, o);
     graph::Graph g = knn_graph(data, go, t);
     solvers::SparseSolveOptions so;
     so.prefix = "soge_";

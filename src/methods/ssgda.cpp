@@ -415,7 +415,7 @@ using namespace ssgda_detail;
 class Ssgda final : public Method {
  public:
   explicit Ssgda(bool manifold) : manifold_(manifold) {}
-  FitResult fit(const TrainingData& data, const MethodOptions& o, Timings& t) override {
+  FitResult fit(const MethodInfo&, const TrainingData& data, const MethodOptions& o, Timings& t) override {
     const DistMatrix& X = data.X;
     const int64_t m = resolve_dim(o.dim, data.classes, X.cols);
     FitResult out;

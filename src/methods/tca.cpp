@@ -305,7 +305,7 @@ Dense lift(const Dense& P, const Dense& A) {
 /// of (20) (metric) unless o.normalization_given, then as o.normalization says.
 class Tca final : public Method {
  public:
-  FitResult fit(const TrainingData& data, const MethodOptions& o, Timings& t) override {
+  FitResult fit(const MethodInfo& row, const TrainingData& data, const MethodOptions& o, Timings& t) override {
     const double alpha = or_default(o.alpha, 10.0), beta = or_default(o.beta, 6.0);
     SSDR_REQUIRE(beta > 0, "tca: --beta must be positive (got " + std::to_string(beta) + ")");
     const int64_t m = resolve_dim(o.dim, data.classes, data.X.cols);
@@ -313,7 +313,7 @@ class Tca final : public Method {
     out.info["alpha"] = alpha;
     out.info["beta"] = beta;
     out.info["dim"] = m;
-    Problem pb = build_problem(data, method_graph("tca", o), alpha, t, out.info);
+    Problem pb = build_problem(data, method_graph(row, o), alpha, t, out.info);
     SSDR_REQUIRE(m <= pb.d1, "tca: --dim " + std::to_string(m) + " exceeds the " + std::to_string(pb.d1) +
                                  " dimensions of the PCA step (at most the number of labeled samples)");
     Phase phase("eigensolve", &t);
@@ -340,7 +340,7 @@ class Tca final : public Method {
 /// Defaults (tca-liu2008 §5.1): α = 4, β = 10, γ = 10⁻³; m = c (one direction per class).
 class Otca final : public Method {
  public:
-  FitResult fit(const TrainingData& data, const MethodOptions& o, Timings& t) override {
+  FitResult fit(const MethodInfo& row, const TrainingData& data, const MethodOptions& o, Timings& t) override {
     const double alpha = or_default(o.alpha, 4.0), beta = or_default(o.beta, 10.0),
                  gamma = or_default(o.gamma, 1e-3);
     SSDR_REQUIRE(beta > 0, "otca: --beta must be positive (got " + std::to_string(beta) + ")");
@@ -354,7 +354,7 @@ class Otca final : public Method {
     out.info["beta"] = beta;
     out.info["gamma"] = gamma;
     out.info["dim"] = m;
-    Problem pb = build_problem(data, method_graph("otca", o), alpha, t, out.info);
+    Problem pb = build_problem(data, method_graph(row, o), alpha, t, out.info);
     Phase phase("eigensolve", &t);
     Dense H = pb.XSX;
     for (size_t i = 0; i < H.v.size(); ++i) H.v[i] += beta * pb.XMX.v[i] + gamma * pb.XX.v[i];

@@ -40,7 +40,7 @@ methods::FitResult run(const std::string& method, const Problem& pr, const DistM
   const std::vector<int> lab = local_part(pr.semi, X);
   methods::TrainingData td{X, lab, pr.classes};
   methods::Timings t;
-  return methods::find_method(method).make()->fit(td, o, t);
+  return methods::find_method(method).fit(td, o, t);
 }
 
 double trace_of(const Dense& A) {

@@ -18,7 +18,6 @@
 #include "ssdr/driver/pipeline.hpp"
 #include "ssdr/io/dataset.hpp"
 #include "ssdr/kernels/feature_map.hpp"
-#include "ssdr/methods/factories.hpp"
 #include "ssdr/methods/method.hpp"
 #include "ssdr/model/model.hpp"
 #include "support.hpp"
@@ -386,7 +385,7 @@ TEST(Nystrom, WithEverySampleAsLandmarkTheSodaMu0EqualsTheExactMaps) {
   auto mu0 = [&](const DistMatrix& Phi) {
     methods::Timings t;
     const std::vector<int> local = test::local_part(semi, Phi);
-    return methods::make_soda()->fit(methods::TrainingData{Phi, local, 3, &Xd}, mo, t).info["mu"].get<double>();
+    return methods::find_method("ksoda").fit(methods::TrainingData{Phi, local, 3, &Xd}, mo, t).info["mu"].get<double>();
   };
   const double mu_e = mu0(Pe), mu_n = mu0(Pn);
 
@@ -500,7 +499,7 @@ TEST(Ksoda, EqualsSodaOnTheDenseEmpiricalKernelMapAndProjectsNewSamplesByEq40) {
   const std::vector<int> local = test::local_part(semi, Phid);
   methods::Timings t;
   const methods::FitResult soda =
-      methods::make_soda()->fit(methods::TrainingData{Phid, local, ds.classes, &Xtd}, cfg.method_options, t);
+      methods::find_method("ksoda").fit(methods::TrainingData{Phid, local, ds.classes, &Xtd}, cfg.method_options, t);
   EXPECT_NEAR(out.trace_ratio, soda.trace_ratio, 1e-7 * soda.trace_ratio);
 
   // (40): y = βᵀ Λ^{-1/2} Uᵀ (k(X_t, x) − a), a = row means of K.

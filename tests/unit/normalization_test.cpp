@@ -35,7 +35,7 @@ methods::FitResult run(const std::string& method, const Problem& pr, const metho
   const std::vector<int> lab = test::local_part(pr.semi, X);
   methods::TrainingData td{X, lab, pr.classes};
   methods::Timings t;
-  return methods::find_method(method).make()->fit(td, o, t);
+  return methods::find_method(method).fit(td, o, t);
 }
 
 methods::MethodOptions with(Normalization n) {

@@ -14,7 +14,6 @@
 #include "ssdr/driver/pipeline.hpp"
 #include "ssdr/graph/lnp.hpp"
 #include "ssdr/io/dataset.hpp"
-#include "ssdr/methods/factories.hpp"
 #include "ssdr/propagation/label_propagation.hpp"
 #include "ssdr/scatter/scatter.hpp"
 #include "support.hpp"
@@ -203,8 +202,7 @@ methods::FitResult fit(const char* method, const Problem& pr, const methods::Met
   const std::vector<int> labels = local_part(pr.semi, X);
   methods::TrainingData data{X, labels, pr.classes};
   methods::Timings t;
-  auto m = methods::find_method(method).make();
-  return m->fit(data, o, t);
+  return methods::find_method(method).fit(data, o, t);
 }
 
 }  // namespace

@@ -289,7 +289,7 @@ TEST(SogeReference, AgreesWithTheSerialDenseReferenceOnABAndW) {
   // table's), against the brute-force (S + Sᵀ)/2 of ref::adaptive_graph: the operators and
   // Algorithm 1 are checked on a graph with an exact dense reference (the CLR refinement has
   // its own tests in knn_test.cpp).
-  graph::GraphOptions go = methods::method_graph("soge", methods::MethodOptions{});
+  graph::GraphOptions go = methods::method_graph(methods::find_method("soge"), methods::MethodOptions{});
   ASSERT_EQ(go.weight, graph::EdgeWeight::clr);
   go.weight = graph::EdgeWeight::adaptive;
   for (const char* name : {"iris.csv", "wine.csv"}) {

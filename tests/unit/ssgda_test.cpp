@@ -18,7 +18,6 @@
 #include "ssdr/driver/pipeline.hpp"
 #include "ssdr/graph/knn.hpp"
 #include "ssdr/io/dataset.hpp"
-#include "ssdr/methods/factories.hpp"
 #include "ssdr/methods/method.hpp"
 #include "support.hpp"
 
@@ -379,7 +378,7 @@ TEST(Ssgda, AgreesWithTheSerialDenseReference) {
       methods::MethodOptions o;
       o.normalization = unit ? methods::Normalization::unit : methods::Normalization::metric;
       o.normalization_given = !unit;
-      const methods::FitResult fit = methods::make_ssgda()->fit(data, o, t);
+      const methods::FitResult fit = methods::find_method("ssgda").fit(data, o, t);
       EXPECT_EQ(fit.info["normalization"], unit ? "unit" : "metric") << name;
       if (unit) EXPECT_LT(test::max_unit_norm_error(fit.W), 1e-12) << name;
       long nsel = std::count(sel.begin(), sel.end(), 1);

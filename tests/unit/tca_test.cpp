@@ -18,7 +18,6 @@
 #include "ssdr/driver/pipeline.hpp"
 #include "ssdr/graph/knn.hpp"
 #include "ssdr/io/dataset.hpp"
-#include "ssdr/methods/factories.hpp"
 #include "ssdr/solvers/sparse_solve.hpp"
 #include "support.hpp"
 
@@ -215,8 +214,7 @@ methods::FitResult fit(const char* method, const Problem& pr, const methods::Met
   const std::vector<int> labels = local_part(pr.semi, X);
   methods::TrainingData td{X, labels, pr.classes};
   methods::Timings t;
-  auto m = std::string(method) == "tca" ? methods::make_tca() : methods::make_otca();
-  return m->fit(td, o, t);
+  return methods::find_method(method).fit(td, o, t);
 }
 
 }  // namespace

@@ -21,12 +21,13 @@
 #include "ssdr/driver/pipeline.hpp"
 #include "ssdr/io/dataset.hpp"
 #include "ssdr/methods/common.hpp"
+#include "ssdr/methods/method.hpp"
 
 namespace ssdr::driver {
 
 /// A parameter grid: (name, candidate values) pairs in sweep order; names from
 /// parameter_names().
-using Grid = std::vector<std::pair<std::string, std::vector<nlohmann::json>>>;
+using Grid = methods::ParameterGrid;
 
 /// The parameters a grid or a job may set: the names of methods::parameter_table() (the
 /// command-line options without dashes, '-' → '_'). Local.
@@ -51,14 +52,11 @@ std::pair<std::string, std::vector<nlohmann::json>> parse_grid_argument(const st
 std::vector<nlohmann::json> grid_points(const Grid& grid);
 
 /// The candidates the papers cross-validate, for the method and kernel of `config`:
-///  - an RBF kernel: sigma_scale ∈ {1, 10⁻¹, 10, 10⁻², 10², 10⁻³, 10³}, i.e. σ = scale·σ₀ with
-///    σ₀ the mean pairwise distance (ssgda-zhang-yeung sec. IV: σ₀·{10⁻³, …, 10³});
-///  - m-ssgda: alpha (λ of eq. (9)) ∈ {10⁻³, 10⁻², …, 10³} (ssgda-zhang-yeung sec. IV);
-///  - sl-lda, sl-lda-wls: alpha_u ∈ {1/(1+λ)} for λ ∈ {10⁻⁹, 10⁻⁶, 10⁻³, 1, 10³, 10⁶, 10⁹}
-///    (sllda-zhao2014 sec. 5 names that set "λ" for the balancing parameter α_j of eq. (3);
-///    α_u must lie in [0, 1), and α = 1/(1+λ) is the relation between the propagation's α
-///    and the fitting weight λ of the consistency method it builds on [39]; the set is
-///    symmetric under λ ↔ 1/λ), ordered nearest the default 0.99 first.
+///  - an RBF kernel (whatever the method): sigma_scale ∈ {1, 10⁻¹, 10, 10⁻², 10², 10⁻³, 10³},
+///    i.e. σ = scale·σ₀ with σ₀ the mean pairwise distance (ssgda-zhang-yeung sec. IV:
+///    σ₀·{10⁻³, …, 10³});
+///  - then the method's own, its row's methods::MethodInfo::cv_grid (src/methods/table.cpp:
+///    m-ssgda's λ, sl-lda's and sl-lda-wls's α_u, each with its paper's reason).
 /// Candidates are listed nearest the method's default first, so a CV tie (common with a
 /// few labeled samples) goes to the value nearest the default. Empty for other methods.
 /// Local.

@@ -57,7 +57,7 @@ FitResult solve_trace_ratio(const scatter::ScatterMatrices& S, int64_t m, const 
 /// scatter_key(std::nullopt, data.features). Local.
 ScatterKey labeled_scatter_key(const TrainingData& data);
 
-/// The graph `g` (usually method_graph(name, o)) on data.graph_data() (n_t vertices, X's row
+/// The graph `g` (usually method_graph(row, o)) on data.graph_data() (n_t vertices, X's row
 /// layout), from the sweep's cache (data.cache) when present there (keyed by graph_key), built
 /// and timed as "knn_graph" otherwise. The CLR graph (weight clr) with g.components = 0 asks
 /// for data.classes connected components. Collective over data.X.comm.

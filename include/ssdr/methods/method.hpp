@@ -4,10 +4,13 @@
 /// table (method_table) that drives the help text, validation and dispatch.
 #include <nlohmann/json.hpp>
 
+#include <deque>
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ssdr/core/dense.hpp"
@@ -110,32 +113,45 @@ struct FitResult {
   Normalization normalization = Normalization::unit;
 };
 
+struct MethodInfo;
+
 /// A dimensionality-reduction (or transductive) method. fit() is collective over X.comm.
 class Method {
  public:
   virtual ~Method() = default;
+  /// Fits on `data` with the user's `options` over the defaults of `row`, the method table's
+  /// row this object was made from (its graph: method_graph(row, options)); one class may
+  /// serve several rows (SODA: soda and ksoda; LDA: lda and gda).
   /// \throws ssdr::Error (collectively) on invalid options for this data (e.g. m > d').
-  virtual FitResult fit(const TrainingData& data, const MethodOptions& options, Timings& timings) = 0;
+  virtual FitResult fit(const MethodInfo& row, const TrainingData& data, const MethodOptions& options,
+                        Timings& timings) = 0;
 };
 
-/// One row of the method table.
+/// Candidate values per parameter, in sweep order: (job-file name, values) pairs; the
+/// method's cross-validation grid (MethodInfo::cv_grid) and `--grid` (driver::Grid).
+using ParameterGrid = std::vector<std::pair<std::string, std::vector<nlohmann::json>>>;
+
+/// One row of the method table: everything the program knows of a method besides its class.
+/// Adding a method is its class in one file and one row (docs/design.md, "Adding a method");
+/// check_method_row says what a complete row holds.
 struct MethodInfo {
   std::string name;      ///< --method NAME
   std::string summary;   ///< one line for --help
   std::string source;    ///< paper and equations
-  bool uses_unlabeled;   ///< learns from the unlabeled samples (graph-based)
-  bool projects;         ///< produces W (false: transductive classifier only)
-  std::unique_ptr<Method> (*make)();
+  bool uses_unlabeled = false;  ///< learns from the unlabeled samples (graph-based)
+  bool projects = false;        ///< produces W (false: transductive classifier only)
+  std::unique_ptr<Method> (*make)() = nullptr;  ///< the factory of the method's class
   /// The preprocessing the method's paper uses, applied unless the user passes --scaling,
   /// --pca-energy or --no-pca (e.g. SOGE: global scaling and PCA keeping 95 % energy).
   data::PreprocessOptions preprocess = {};
   /// The kernel the method's paper uses (KSODA: polynomial p = 3; GDA/SSGDA: RBF), applied
   /// unless the user passes --kernel. type none: a linear method on the preprocessed data.
   kernels::KernelOptions kernel = {};
-  /// The graph the method's paper uses (k, weights, σ rule), applied unless the user passes
-  /// --knn/--weight/--sigma-s (method_graph). Default: soda-nie2009's heat graph, k = 8,
-  /// σ from eq. (42) with s = 10⁻³/k.
-  graph::GraphOptions graph = {};
+  /// The kNN graph the method's paper uses (k, weights, σ rule), applied unless the user
+  /// passes --knn/--weight/--sigma-s (method_graph); set exactly for the methods that build
+  /// one through method_graph, which are those whose parameters include knn, weight and
+  /// sigma_s. Empty for the others (SL-LDA's LNP graph and SSGDA's are their own).
+  std::optional<graph::GraphOptions> graph = std::nullopt;
   /// The first m' columns of the solution for m are the solution for m' (eigenvector
   /// methods), so one fit at the largest m gives every smaller dimension; false for the
   /// trace ratio (SODA/ODA), SOGE and OTCA, whose subspaces for different m are not nested.
@@ -147,6 +163,15 @@ struct MethodInfo {
   /// (uses_parameter). Parameters every method takes (dim, normalize, preprocessing, and the
   /// kernel for projecting methods) are not listed.
   std::vector<std::string> parameters = {};
+  /// The candidates its paper cross-validates (`--select-by cv` without --grid, a job's
+  /// `cv_grid: default`), nearest the paper's default first so that a CV tie goes to the
+  /// default; only parameters the method uses. An RBF kernel's sigma_scale comes before
+  /// them whatever the method (driver::default_grid). Empty: the paper selects nothing.
+  ParameterGrid cv_grid = {};
+
+  /// make()->fit(*this, data, options, timings): a fresh object of the method fitted as this
+  /// row. Collective over data.X.comm, as Method::fit.
+  FitResult fit(const TrainingData& data, const MethodOptions& options, Timings& timings) const;
 };
 
 /// Whether `method` uses the parameter `name` (job-file spelling, e.g. "alpha_u"), by the
@@ -163,19 +188,53 @@ bool propagates_labels(const MethodInfo& method);
 /// parameter of METHOD (its parameters: ...)".
 void require_parameter(const MethodInfo& method, const std::string& name, const std::string& spelling);
 
-/// All methods, in help order.
-const std::vector<MethodInfo>& method_table();
+/// The rows of the method table. A deque: a registered row (MethodRegistration) is appended
+/// without moving the others, so references from find_method stay valid.
+using MethodTable = std::deque<MethodInfo>;
+/// All methods, in help order (the built-in rows of src/methods/table.cpp, then the
+/// registered ones in registration order). Local.
+const MethodTable& method_table();
 /// The entry for `name`. \throws ssdr::Error (collective: same on every rank) listing the
 /// valid names when unknown.
 const MethodInfo& find_method(const std::string& name);
 /// "soda, oda, lda, lp" for help and error texts.
 std::string method_names();
 
-/// The graph a method builds: its table entry's `graph` (the paper's) with the user's choices
-/// put over it — k when o.knn_given, the weights when o.weight_given, eq. (42) with s when
+/// The graph a method builds: its row's `graph` (the paper's) with the user's choices put
+/// over it — k when o.knn_given, the weights when o.weight_given, eq. (42) with s when
 /// o.graph.sigma_s ≠ 0, an explicit σ when o.graph.sigma > 0. Local.
-/// \throws ssdr::Error (replicated) when `method` is unknown.
-graph::GraphOptions method_graph(const std::string& method, const MethodOptions& o);
+/// \throws ssdr::Error (replicated) when the row has no graph (a method that builds no kNN
+///   graph; an internal error, refused by check_method_row for the table's rows).
+graph::GraphOptions method_graph(const MethodInfo& method, const MethodOptions& o);
+
+/// Checks that `row` is complete and consistent: a name (non-empty, no white space), a summary
+/// and a source (it is documented: `ssdr methods`, docs/methods.md), a factory; every own
+/// parameter an own-scoped spec of parameter_table(); a graph exactly when its parameters
+/// include knn, weight and sigma_s (a graph on a row that builds none would be ignored, a
+/// graph method without one has no defaults), and no weight or sigma_s without a graph; a
+/// cross-validation grid of parameters the method uses, each with at least one value and
+/// every value in its spec's range. Local.
+/// \throws ssdr::Error (replicated) "method table: NAME: WHAT".
+void check_method_row(const MethodInfo& row);
+
+/// A method row added to the table for the lifetime of this object, after the built-in
+/// rows: the way a method defined outside src/methods/ (tests/unit/added_method_test.cpp)
+/// enters find_method, method_table and so every command. Registrations end in reverse
+/// order. Local: every rank registers the same rows, as the table is replicated.
+class MethodRegistration {
+ public:
+  /// \throws ssdr::Error (replicated) when the row is incomplete (check_method_row) or its
+  ///   name is already in the table.
+  explicit MethodRegistration(MethodInfo row);
+  ~MethodRegistration();
+  MethodRegistration(const MethodRegistration&) = delete;
+  MethodRegistration& operator=(const MethodRegistration&) = delete;
+  /// The row as the table holds it.
+  const MethodInfo& row() const { return *row_; }
+
+ private:
+  const MethodInfo* row_;
+};
 
 /// The m a method uses: options.dim, or c−1 by default; checked against d'.
 /// \throws ssdr::Error (collective) when m ∉ [1, d'].

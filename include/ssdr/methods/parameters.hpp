@@ -44,7 +44,7 @@ enum class ParameterScope {
   own,          ///< the methods that list it in MethodInfo::parameters
   every,        ///< every method: preprocessing and the length of W's columns
   kernel,       ///< every method that projects (the kernel map comes before the method)
-  knn_backend,  ///< every method with a kNN heat/binary/adaptive graph (those that list "weight")
+  knn_backend,  ///< every method with a kNN heat/binary/adaptive graph (a MethodInfo::graph)
 };
 
 /// One row of the parameter table: name, symbol, help, kind and range, and how it is set and
