@@ -5,7 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "ssdr/graph/knn.hpp"
+#include "ssdr/core/dense.hpp"
+#include "ssdr/graph/knn_lists.hpp"
 
 namespace ssdr::graph::detail {
 

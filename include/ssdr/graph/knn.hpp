@@ -9,20 +9,9 @@
 
 #include "ssdr/core/dense.hpp"
 #include "ssdr/core/petsc.hpp"
+#include "ssdr/graph/knn_lists.hpp"
 
 namespace ssdr::graph {
-
-/// k nearest neighbors of each local row of X (self excluded), in X's global row numbering.
-/// Row i's neighbors are index[i*k .. i*k+k), sorted by (squared distance, global index):
-/// distance ties go to the smaller global index, so the lists do not depend on the
-/// partition. dist2 holds exact squared Euclidean distances Σ_t (x_t − y_t)², computed in a
-/// fixed order so both endpoints of an edge see the same value bit for bit.
-struct KnnLists {
-  int k = 0;
-  int64_t n_global = 0, row_start = 0, n_local = 0;
-  std::vector<int64_t> index;  ///< n_local·k global indices
-  std::vector<double> dist2;   ///< n_local·k squared distances
-};
 
 /// Exact kNN lists of the rows of X (n×d, rows distributed, any layout). Each unordered pair
 /// of rows is looked at once: the upper triangle of tiles within a rank's block, and across

@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "ssdr/core/dense.hpp"
-#include "ssdr/graph/knn.hpp"
+#include "ssdr/graph/knn_lists.hpp"
 
 namespace ssdr::graph {
 
