@@ -10,6 +10,7 @@
 #include "ssdr/evaluation/one_nn.hpp"
 #include "ssdr/kernels/feature_map.hpp"
 #include "ssdr/methods/parameters.hpp"
+#include "ssdr/model/projector.hpp"
 
 namespace ssdr {
 
