@@ -348,6 +348,9 @@ class Build {
   void exchange_reverse(int round);
   void merge_candidates();
   void fetch_block(int64_t f0, int64_t f1);
+  void request_rows(std::vector<int64_t>& need);
+  template <class T>
+  void send_replies(const std::vector<T>& reply, int64_t width, std::vector<T>& got);
   void gather(int64_t g, float* scratch, const float*& row, float& norm, float& thr);
   int64_t local_join(int round, int64_t v0, int64_t v1);
   int64_t update();
@@ -651,6 +654,27 @@ void Build::merge_candidates() {
   }
 }
 
+/// A row fetch, first half: sorts `need` (global rows of other ranks) and drops repeats,
+/// then sends each id to its owner. The ids asked of this rank arrive in `asked` (in rank
+/// order; rc[r] from rank r). Collective.
+void Build::request_rows(std::vector<int64_t>& need) {
+  std::sort(need.begin(), need.end());
+  need.erase(std::unique(need.begin(), need.end()), need.end());
+  // `need` is sorted and owners hold ascending ranges: it is the request buffer itself.
+  std::fill(sc.begin(), sc.end(), 0);
+  for (int64_t c : need) ++sc[static_cast<size_t>(owner(c))];
+  alltoallv_flat(need.data(), sc, comm, asked, rc);
+}
+
+/// A row fetch, second half: `reply` (width values per row of `asked`, in that order) goes
+/// back to the ranks that asked; the rows of `need` arrive in `got`, width values each, in
+/// the order of `need`. Collective.
+template <class T>
+void Build::send_replies(const std::vector<T>& reply, int64_t width, std::vector<T>& got) {
+  for (int r = 0; r < size; ++r) rcw[static_cast<size_t>(r)] = rc[static_cast<size_t>(r)] * static_cast<int>(width);
+  alltoallv_flat(reply.data(), rcw, comm, got, got_counts);
+}
+
 /// Local join, part 1: the remote rows that the rows at join positions [f0, f1) need (the
 /// candidates of every row with new ones) fetched once from their owners into `fetched`
 /// (w floats each: centered float values, k-th distance, squared norm), their global
@@ -666,12 +690,7 @@ void Build::fetch_block(int64_t f0, int64_t f1) {
     for (const int64_t* c = Orow(v); c != Orow(v) + Oc[static_cast<size_t>(v)]; ++c)
       if (*c < r0 || *c >= r0 + nl) need.push_back(*c);
   }
-  std::sort(need.begin(), need.end());
-  need.erase(std::unique(need.begin(), need.end()), need.end());
-  // `need` is sorted and owners hold ascending ranges: it is the request buffer itself.
-  std::fill(sc.begin(), sc.end(), 0);
-  for (int64_t c : need) ++sc[static_cast<size_t>(owner(c))];
-  alltoallv_flat(need.data(), sc, comm, asked, rc);
+  request_rows(need);
   // Replies: per asked row, its centered float values, its k-th distance and its squared
   // norm (d + 2 floats), in the order asked; they arrive in the order of `need`.
   reply.resize(static_cast<size_t>(static_cast<int64_t>(asked.size()) * w));
@@ -682,8 +701,7 @@ void Build::fetch_block(int64_t f0, int64_t f1) {
     o[d] = L.worst(li);
     o[d + 1] = nrm[static_cast<size_t>(li)];
   }
-  for (int r = 0; r < size; ++r) rcw[static_cast<size_t>(r)] = rc[static_cast<size_t>(r)] * static_cast<int>(w);
-  alltoallv_flat(reply.data(), rcw, comm, fetched, got_counts);
+  send_replies(reply, w, fetched);
   fetched_ids.swap(need);
 }
 
@@ -791,15 +809,10 @@ KnnLists Build::exact_lists(int k) {
       const int64_t c = L.j[static_cast<size_t>(e)];
       if (c != kNone && (c < r0 || c >= r0 + nl)) need.push_back(c);
     }
-    std::sort(need.begin(), need.end());
-    need.erase(std::unique(need.begin(), need.end()), need.end());
-    std::fill(sc.begin(), sc.end(), 0);
-    for (int64_t c : need) ++sc[static_cast<size_t>(owner(c))];
-    alltoallv_flat(need.data(), sc, comm, asked, rc);
+    request_rows(need);
     dreply.resize(static_cast<size_t>(static_cast<int64_t>(asked.size()) * d));
     for (size_t q = 0; q < asked.size(); ++q) std::copy_n(X.row(asked[q] - r0), d, dreply.data() + static_cast<int64_t>(q) * d);
-    for (int r = 0; r < size; ++r) rcw[static_cast<size_t>(r)] = rc[static_cast<size_t>(r)] * static_cast<int>(d);
-    alltoallv_flat(dreply.data(), rcw, comm, dgot, got_counts);
+    send_replies(dreply, d, dgot);
     const std::vector<double>& got = dgot;
     for (int64_t v = v0; v < v1; ++v) {
       row.clear();
