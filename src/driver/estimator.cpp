@@ -10,6 +10,7 @@
 #include "ssdr/evaluation/one_nn.hpp"
 #include "ssdr/kernels/feature_map.hpp"
 #include "ssdr/methods/parameters.hpp"
+#include "ssdr/model/projector.hpp"
 
 namespace ssdr {
 
@@ -436,13 +437,8 @@ DistMatrix checked_project(const model::Model& m, const Rows& X, const char* wha
 }
 }  // namespace
 
-DistMatrix Estimator::project(const DistMatrix& X, const char* what) const {
-  check_rows(X, (std::string(what) + ": X").c_str());
-  require_projection(what, X.comm);
-  return checked_project(model_, X, what);
-}
-
-DistMatrix Estimator::project(const SparseRows& X, const char* what) const {
+template <class Rows>
+DistMatrix Estimator::project(const Rows& X, const char* what) const {
   check_rows(X, (std::string(what) + ": X").c_str());
   require_projection(what, X.comm);
   return checked_project(model_, X, what);
@@ -472,7 +468,8 @@ void require_labeled(const model::Model& m) {
 }
 }  // namespace
 
-std::vector<int> Estimator::predict(const DistMatrix& X) const {
+template <class Rows>
+std::vector<int> Estimator::predict_rows(const Rows& X) const {
   QuietScope scope(manage_quiet_, verbose_);
   check_rows(X, "predict: X");
   require_projection("predict", X.comm);
@@ -481,14 +478,9 @@ std::vector<int> Estimator::predict(const DistMatrix& X) const {
   return nearest_labeled(project(X, "predict"));
 }
 
-std::vector<int> Estimator::predict(const SparseRows& X) const {
-  QuietScope scope(manage_quiet_, verbose_);
-  check_rows(X, "predict: X");
-  require_projection("predict", X.comm);
-  require_labeled(model_);
-  Phase phase("predict");
-  return nearest_labeled(project(X, "predict"));
-}
+std::vector<int> Estimator::predict(const DistMatrix& X) const { return predict_rows(X); }
+
+std::vector<int> Estimator::predict(const SparseRows& X) const { return predict_rows(X); }
 
 double Estimator::score(const DistMatrix& X, const std::vector<int>& y) const {
   check_comm(X.comm, "score");

@@ -28,6 +28,7 @@
 #include "ssdr/methods/common.hpp"
 #include "ssdr/methods/method.hpp"
 #include "ssdr/model/model.hpp"
+#include "ssdr/model/projector.hpp"
 
 namespace ssdr::driver {
 

@@ -10,6 +10,7 @@
 #include "ssdr/core/progress.hpp"
 #include "ssdr/core/version.hpp"
 #include "ssdr/kernels/feature_map.hpp"
+#include "ssdr/model/projector.hpp"
 
 namespace ssdr::driver {
 

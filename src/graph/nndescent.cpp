@@ -25,6 +25,9 @@
 // centered rows (the search only needs their order); at the end every entry's distance is
 // recomputed exactly in double as Σ_t (x_t − y_t)² in index order (knn_search's bits, the same
 // from both ends of an edge) and the lists are re-sorted by (dist2, global index) and cut to k.
+// Each phase is a method of the class Build below: initialization (its constructor),
+// exchange (step 1), local_join and update (step 2, per join chunk), exact_lists (the end);
+// nndescent_search checks the options and runs the rounds.
 //
 // Memory per rank (bytes; n_l local rows, K = 12, ρ = 1): X's block, plus its float copy only
 // when that is at most B_f (otherwise rows are converted to float as they are gathered, with
@@ -265,37 +268,160 @@ struct Lists {
   }
 };
 
-}  // namespace
+/// One NN-descent build over the rows of X: the rank's lists, its candidate sets, the
+/// exchange buffers and the cache of converted rows, kept across rounds, with one method per
+/// phase of Dong et al.'s Algorithm 2. nndescent_search runs them in this order: the
+/// constructor (initialization: centering, random lists, block sizes); per round, from the
+/// second on, exchange() (sampling and reverse candidates); per round, join_round(), the
+/// local joins of every fetch block, each join chunk's proposals applied by update();
+/// release_candidates() after the last round; then exact_lists(). Every method is collective
+/// over X.comm unless its comment says local; the ranks call them in the same order with
+/// the same arguments (every size below is a function of n, d and the rank count).
+class Build {
+ public:
+  /// Initialization: checks nothing (nndescent_search has checked k and the options);
+  /// centers the rows (μ over all ranks), keeps their float copy when it is at most B_f,
+  /// their float squared norms, empty lists of K entries, round 1's candidates (K random
+  /// distinct rows ≠ v per row v), the fetch and join block sizes, the join order and the
+  /// cache of converted rows. Collective.
+  Build(const DistMatrix& rows, int k, const NNDescentOptions& opts)
+      : X(rows), options(opts), comm(rows.comm), n(rows.n_global), nl(rows.n_local), d(rows.cols), r0(rows.row_start) {
+    MPI_Comm_size(comm, &size);
+    std::vector<int64_t> starts, counts;
+    gather_layout(comm, X.row_start, nl, starts, counts);
+    ends.resize(static_cast<size_t>(size));
+    for (int r = 0; r < size; ++r) ends[static_cast<size_t>(r)] = starts[static_cast<size_t>(r)] + counts[static_cast<size_t>(r)];
+    K = static_cast<int>(std::min<int64_t>(std::max(k, kBuildMin), n - 1));
+    cap = std::max<int64_t>(1, static_cast<int64_t>(std::lround(options.rho * K)));
+    budget = options.fetch_budget_bytes;
+    center_rows();
+    initial_lists();
+    plan_blocks();
+  }
 
-KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& options) {
-  MPI_Comm comm = X.comm;
-  const int64_t n = X.n_global, nl = X.n_local, d = X.cols;
-  SSDR_CHECK_COLLECTIVE(comm, k >= 1 && static_cast<int64_t>(k) < n, k_message(k, n));
-  SSDR_CHECK_COLLECTIVE(comm, options.rho > 0 && options.rho <= 1,
-                        "--nndescent-rho " + std::to_string(options.rho) + " must lie in (0, 1]");
-  SSDR_CHECK_COLLECTIVE(comm, options.delta >= 0 && options.delta < 1,
-                        "--nndescent-delta " + std::to_string(options.delta) + " must lie in [0, 1)");
-  SSDR_CHECK_COLLECTIVE(comm, options.max_iterations >= 1,
-                        "--nndescent-iterations " + std::to_string(options.max_iterations) + " must be at least 1");
-  SSDR_CHECK_COLLECTIVE(comm, options.fetch_budget_bytes >= double(1 << 20),
-                        "NN-descent fetch budget " + std::to_string(options.fetch_budget_bytes) +
-                            " bytes must be at least 1 MiB");
-  int rank = 0, size = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
-  std::vector<int64_t> starts, counts;
-  gather_layout(comm, X.row_start, nl, starts, counts);
-  std::vector<int64_t> ends(static_cast<size_t>(size));
-  for (int r = 0; r < size; ++r) ends[static_cast<size_t>(r)] = starts[static_cast<size_t>(r)] + counts[static_cast<size_t>(r)];
-  auto owner = [&](int64_t g) {
-    return static_cast<int>(std::upper_bound(ends.begin(), ends.end(), g) - ends.begin());
-  };
-  const int K = static_cast<int>(std::min<int64_t>(std::max(k, kBuildMin), n - 1));
-  const int64_t cap = std::max<int64_t>(1, static_cast<int64_t>(std::lround(options.rho * K)));
-  const int64_t r0 = X.row_start;
+  /// Exchange (rounds ≥ 2): each row's new candidates N and old candidates O for this
+  /// round's local join, from its own list (forward: up to cap = ρK new entries, sampled and
+  /// then marked old, and all old ones) and from the lists that hold it (reverse: sent to
+  /// its owner, a uniform sample of cap new and cap old kept per row). Collective.
+  void exchange(int round) {
+    sample_forward(round);
+    exchange_reverse(round);
+    merge_candidates();
+  }
 
+  /// Local join and update of one round over every fetch block: the remote rows a block
+  /// needs are fetched once, then each join chunk's proposals are computed (local_join) and
+  /// applied to the lists (update). Adds this rank's list changes to `changed` and its
+  /// distances computed to `computed`. Collective.
+  void join_round(int round, int64_t& changed, int64_t& computed) {
+    for (int64_t fb = 0; fb < nfetch; ++fb) {
+      const int64_t f0 = std::min(nl, fb * fetch_rows), f1 = std::min(nl, f0 + fetch_rows);
+      fetch_block(f0, f1);
+      for (int64_t jc = 0; jc < joins_per_fetch; ++jc) {
+        const int64_t v0 = std::min(f1, f0 + jc * join_rows), v1 = std::min(f1, v0 + join_rows);
+        computed += local_join(round, v0, v1);
+        changed += update();
+      }
+    }
+  }
+
+  /// Frees the candidate sets and the fetched rows (the build is over). Local.
+  void release_candidates() {
+    std::vector<int64_t>().swap(Nb);
+    std::vector<int64_t>().swap(Ob);
+    std::vector<float>().swap(fetched);
+    std::vector<float>().swap(reply);
+  }
+
+  /// The final lists: every entry's exact distance (remote rows fetched in double, in chunks
+  /// of join_rows rows), re-sorted by (dist2, index) and cut to k. Collective.
+  KnnLists exact_lists(int k);
+
+  /// K, the list length during the build. Local.
+  int list_length() const { return K; }
+
+ private:
+  void center_rows();
+  void initial_lists();
+  void plan_blocks();
+  void sample_forward(int round);
+  void exchange_reverse(int round);
+  void merge_candidates();
+  void fetch_block(int64_t f0, int64_t f1);
+  void request_rows(std::vector<int64_t>& need);
+  template <class T>
+  void send_replies(const std::vector<T>& reply, int64_t width, std::vector<T>& got);
+  void gather(int64_t g, float* scratch, const float*& row, float& norm, float& thr);
+  int64_t local_join(int round, int64_t v0, int64_t v1);
+  int64_t update();
+
+  /// The rank that owns global row g. Local.
+  int owner(int64_t g) const { return static_cast<int>(std::upper_bound(ends.begin(), ends.end(), g) - ends.begin()); }
+  /// Row v's new (N) and old (O) candidate slots. Local.
+  int64_t* Nrow(int64_t v) { return Nb.data() + v * SN; }
+  int64_t* Orow(int64_t v) { return Ob.data() + v * SO; }
+  /// Row li's centered float values into y (d floats). Local.
+  void to_float(int64_t li, float* y) const {
+    if (!xf.empty()) std::copy_n(xf.data() + li * d, d, y);
+    else detail::center_to_float(X.row(li), mu.data(), d, y);
+  }
+
+  const DistMatrix& X;
+  const NNDescentOptions& options;
+  MPI_Comm comm;
+  const int64_t n, nl, d, r0;
+  int size = 1;
+  std::vector<int64_t> ends;  ///< one past each rank's last global row
+  int K = 0;                  ///< list length during the build, max(k, kBuildMin) (at most n − 1)
+  int64_t cap = 1;            ///< ρK, the sampled candidates of each kind per row
+  double budget = 0;          ///< B_f
+
+  std::vector<double> mu;  ///< the column means: the build's rows are centered
+  std::vector<float> xf;   ///< the rank's centered float rows (nl×d), or empty (more than B_f)
+  std::vector<float> nrm;  ///< each local row's float squared norm
+  Lists L;
+
+  // Per-row candidate sets of the current round in flat arrays of fixed stride (no
+  // vector per row: a million rows' small vectors cost more than the lists): N (new) holds
+  // up to SN ids, O (old) up to SO; the reverse samples are written after the forward ones.
+  int64_t SN = 0, SO = 0;
+  std::vector<int64_t> Nb, Ob;
+  std::vector<uint16_t> Nc, Oc;
+  std::vector<uint16_t> nf, of;  ///< the round's forward new and old candidates per row (exchange)
+  std::vector<uint16_t> rn, ro;  ///< the round's reverse new and old candidates per row, after them
+
+  int64_t fetch_rows = 1, nfetch = 0, join_rows = 1, joins_per_fetch = 0, final_chunks = 0;
+  int64_t w = 0;  ///< floats per fetched row: d values, the k-th distance, the squared norm
+  std::vector<int64_t> join_order;
+  int64_t cache_rows = 0;
+  std::vector<float> cache;
+  // Per slot: the local row it holds (−1: none) and the last join group that used it (a slot
+  // in use by the current group is never overwritten: the group's row pointers stay valid).
+  std::vector<int64_t> cache_tag, cache_group;
+  int64_t group = 0;
+
+  std::vector<float> B, G, fetched;     // one row's converted candidate rows (no float copy), its dots, a block's rows
+  std::vector<int64_t> C;               // one row's candidates: N, then O
+  std::vector<const float*> P;          // their float rows
+  std::vector<float> cn, ct;            // their squared norms and k-th distances
+  // Exchange buffers kept across rounds and chunks (outer vectors cleared, capacities kept):
+  // reallocating them every round cost page faults and zeroing in the profile.
+  std::vector<Reverse> rev_send, rev;  // reverse candidates, in destination order, and received
+  std::vector<int> rev_sc, rev_rc, rev_at;
+  // Row fetches without staging copies: counts per rank (ids, then floats), the ids asked of
+  // this rank, the reply, and the fetched rows (d values and the k-th distance per row).
+  std::vector<int> sc, rc, rcw, got_counts;
+  std::vector<int64_t> asked;
+  std::vector<float> reply;
+  std::vector<std::vector<Proposal>> prop;
+  Exchange<Proposal> prop_x;
+  std::vector<int64_t> fetched_ids;  ///< the global rows of `fetched`, sorted
+};
+
+/// Initialization, part 1: μ, the float copy (when it fits B_f) and the squared norms.
+void Build::center_rows() {
   // The build's distances are float GEMM values on the centered rows.
-  std::vector<double> mu(static_cast<size_t>(d), 0.0);
+  mu.assign(static_cast<size_t>(d), 0.0);
   for (int64_t i = 0; i < nl; ++i)
     for (int64_t t = 0; t < d; ++t) mu[static_cast<size_t>(t)] += X(i, t);
   if (d > 0) MPI_Allreduce(MPI_IN_PLACE, mu.data(), static_cast<int>(d), MPI_DOUBLE, MPI_SUM, comm);
@@ -305,48 +431,39 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
   // when it is gathered for a join (unless the cache of converted rows below holds it) or
   // sent to another rank: the same float values either way (the join order, below, may
   // differ).
-  std::vector<float> nrm(static_cast<size_t>(nl));
+  nrm.assign(static_cast<size_t>(nl), 0.0f);
   const double* mup = mu.data();
-  std::vector<float> xf;
-  const double budget = options.fetch_budget_bytes;
   if (static_cast<double>(nl) * static_cast<double>(d) * sizeof(float) <= budget) {
     xf.resize(static_cast<size_t>(nl * d));
     for (int64_t i = 0; i < nl; ++i) detail::center_to_float(X.row(i), mup, d, xf.data() + i * d);
   }
-  auto to_float = [&](int64_t li, float* y) {
-    if (!xf.empty()) std::copy_n(xf.data() + li * d, d, y);
-    else detail::center_to_float(X.row(li), mup, d, y);
-  };
-  auto norm2 = [d](const float* y) {
+  auto norm2 = [this](const float* y) {
     double s = 0;
     for (int64_t t = 0; t < d; ++t) s += static_cast<double>(y[t]) * y[t];
     return static_cast<float>(s);
   };
-  {
-    std::vector<float> y(xf.empty() ? static_cast<size_t>(d) : 0);
-    for (int64_t i = 0; i < nl; ++i) {
-      const float* row = y.data();  // the float copy is read in place when there is one
-      if (xf.empty()) detail::center_to_float(X.row(i), mup, d, y.data());
-      else row = xf.data() + i * d;
-      nrm[static_cast<size_t>(i)] = norm2(row);
-    }
+  std::vector<float> y(xf.empty() ? static_cast<size_t>(d) : 0);
+  for (int64_t i = 0; i < nl; ++i) {
+    const float* row = y.data();  // the float copy is read in place when there is one
+    if (xf.empty()) detail::center_to_float(X.row(i), mup, d, y.data());
+    else row = xf.data() + i * d;
+    nrm[static_cast<size_t>(i)] = norm2(row);
   }
+}
 
-  Lists L;
+/// Initialization, part 2: empty lists and round 1's candidates N: K random distinct rows ≠ v.
+void Build::initial_lists() {
   L.K = K;
   L.d.assign(static_cast<size_t>(nl * K), kInfF);
   L.j.assign(static_cast<size_t>(nl * K), kNone);
   L.fresh.assign(static_cast<size_t>(nl * K), 0);
 
-  // Per-row candidate sets of the current round in flat arrays of fixed stride (no
-  // vector per row: a million rows' small vectors cost more than the lists): N (new) holds
-  // up to SN ids, O (old) up to SO; the reverse samples are written after the forward ones.
-  const int64_t SN = std::max<int64_t>(K, 2 * cap), SO = K + cap;
-  std::vector<int64_t> Nb(static_cast<size_t>(nl * SN)), Ob(static_cast<size_t>(nl * SO));
-  std::vector<uint16_t> Nc(static_cast<size_t>(nl), 0), Oc(static_cast<size_t>(nl), 0);
-  auto Nrow = [&](int64_t v) { return Nb.data() + v * SN; };
-  auto Orow = [&](int64_t v) { return Ob.data() + v * SO; };
-  // Round 1's N: K random distinct rows ≠ v.
+  SN = std::max<int64_t>(K, 2 * cap);
+  SO = K + cap;
+  Nb.resize(static_cast<size_t>(nl * SN));
+  Ob.resize(static_cast<size_t>(nl * SO));
+  Nc.assign(static_cast<size_t>(nl), 0);
+  Oc.assign(static_cast<size_t>(nl), 0);
   for (int64_t v = 0; v < nl; ++v) {
     const int64_t gv = r0 + v;
     Rng rng(options.seed, 0, static_cast<uint64_t>(gv), 0);
@@ -359,7 +476,10 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
     std::sort(sv, sv + m);
     Nc[static_cast<size_t>(v)] = static_cast<uint16_t>(m);
   }
+}
 
+/// Initialization, part 3: the block sizes, the join order, the row cache, the buffers.
+void Build::plan_blocks() {
   // The local join works in fetch blocks: the remote rows a block needs (at most SN + SO per
   // row, never more than the other ranks' rows; d + 2 floats each) are fetched once, at most
   // B_f bytes (the fetched rows and their reply both live during a block). When all
@@ -369,7 +489,7 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
   // rows (their buffers stay bounded). Functions of n, d and the rank count: every rank agrees.
   int64_t nl_max = nl;
   MPI_Allreduce(MPI_IN_PLACE, &nl_max, 1, MPI_INT64_T, MPI_MAX, comm);
-  int64_t fetch_rows = std::max<int64_t>(1, nl_max);
+  fetch_rows = std::max<int64_t>(1, nl_max);
   {
     const double row_bytes = static_cast<double>(d + 2) * sizeof(float);
     const double others = static_cast<double>(n - n / size);
@@ -377,11 +497,12 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
     if (fetch_bytes(fetch_rows) > budget)
       fetch_rows = std::max<int64_t>(256, static_cast<int64_t>(budget / (static_cast<double>(SN + SO) * row_bytes)));
   }
-  const int64_t nfetch = (nl_max + fetch_rows - 1) / fetch_rows;
-  const int64_t join_rows = std::min(kChunk, fetch_rows);
-  const int64_t joins_per_fetch = (fetch_rows + join_rows - 1) / join_rows;
+  nfetch = (nl_max + fetch_rows - 1) / fetch_rows;
+  join_rows = std::min(kChunk, fetch_rows);
+  joins_per_fetch = (fetch_rows + join_rows - 1) / join_rows;
   // The final exact distances fetch at most K double rows per local row, in chunks of join_rows.
-  const int64_t final_chunks = (nl_max + join_rows - 1) / join_rows;
+  final_chunks = (nl_max + join_rows - 1) / join_rows;
+  w = d + 2;
 
   // Without the float copy, or with several fetch blocks, the joins visit the rows in a
   // locality order (locality_order, the exact search's random-projection tree with its leaves
@@ -395,7 +516,6 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
   // with the order alone, 33.8–36.9 s with both (a 13 300-row cache; in a run with a
   // 16 384-row one, 67 % of the local gathers came from it and the remote rows fetched per
   // round fell by up to 45 %).
-  std::vector<int64_t> join_order;
   if (xf.empty() || nfetch > 1) {
     join_order = xf.empty() ? detail::locality_order(X.v.data(), nl, d, 256) : detail::locality_order(xf.data(), nl, d, 256);
   } else {
@@ -403,265 +523,276 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
     std::iota(join_order.begin(), join_order.end(), int64_t{0});
   }
   // Clamped in double before the conversion (B_f may be any finite or infinite value ≥ 1 MiB).
-  const int64_t cache_rows =
+  cache_rows =
       xf.empty() && nl > 0 && d > 0
           ? static_cast<int64_t>(std::min(static_cast<double>(nl), std::floor(budget / 4 / (4.0 * static_cast<double>(d) + 16.0))))
           : 0;
-  std::vector<float> cache(static_cast<size_t>(cache_rows * d));
-  // Per slot: the local row it holds (−1: none) and the last join group that used it (a slot
-  // in use by the current group is never overwritten: the group's row pointers stay valid).
-  std::vector<int64_t> cache_tag(static_cast<size_t>(cache_rows), -1), cache_group(static_cast<size_t>(cache_rows), -1);
-  int64_t group = 0;
+  cache.resize(static_cast<size_t>(cache_rows * d));
+  cache_tag.assign(static_cast<size_t>(cache_rows), -1);
+  cache_group.assign(static_cast<size_t>(cache_rows), -1);
 
-  std::vector<float> B, G, fetched;     // one row's converted candidate rows (no float copy), its dots, a chunk's rows
-  // Exchange buffers kept across rounds and chunks (outer vectors cleared, capacities kept):
-  // reallocating them every round cost page faults and zeroing in the profile.
-  std::vector<Reverse> rev_send, rev;  // reverse candidates, in destination order, and received
-  std::vector<int> rev_sc(static_cast<size_t>(size)), rev_rc, rev_at(static_cast<size_t>(size));
-  // Row fetches without staging copies: counts per rank (ids, then floats), the ids asked of
-  // this rank, the reply, and the fetched rows (d values and the k-th distance per row).
-  std::vector<int> sc(static_cast<size_t>(size)), rc, rcw(static_cast<size_t>(size)), got_counts;
-  std::vector<int64_t> asked;
-  std::vector<float> reply;
-  std::vector<std::vector<Proposal>> prop(static_cast<size_t>(size));
-  Exchange<Proposal> prop_x;
-  auto clear_all = [](auto& buckets) {
-    for (auto& b : buckets) b.clear();
-  };
-  std::vector<int64_t> fetched_ids;
-  const double t_start = MPI_Wtime();
-  int round = 0;
-  for (round = 1; round <= options.max_iterations; ++round) {
-    if (round > 1) {
-      // 1. Sampling and reverse candidates. Forward: up to cap of v's new entries (marked
-      // old) and all its old ones.
-      std::vector<int64_t> fresh_pos;
-      std::vector<uint16_t> nf(static_cast<size_t>(nl)), of(static_cast<size_t>(nl));
-      for (int64_t v = 0; v < nl; ++v) {
-        int64_t* nv = Nrow(v);
-        int64_t* ov = Orow(v);
-        int64_t nn = 0, no = 0;
-        fresh_pos.clear();
-        for (int q = 0; q < K; ++q) {
-          const size_t e = static_cast<size_t>(v * K + q);
-          if (L.j[e] == kNone) continue;
-          if (L.fresh[e]) fresh_pos.push_back(q);
-          else ov[no++] = L.j[e];
-        }
-        Rng rng(options.seed, static_cast<uint64_t>(round), static_cast<uint64_t>(r0 + v), 1);
-        sample_to(fresh_pos, cap, rng);
-        for (int64_t q : fresh_pos) {
-          const size_t e = static_cast<size_t>(v * K + q);
-          L.fresh[e] = 0;
-          nv[nn++] = L.j[e];
-        }
-        std::sort(nv, nv + nn);
-        std::sort(ov, ov + no);
-        Nc[static_cast<size_t>(v)] = nf[static_cast<size_t>(v)] = static_cast<uint16_t>(nn);
-        Oc[static_cast<size_t>(v)] = of[static_cast<size_t>(v)] = static_cast<uint16_t>(no);
-      }
-      // Reverse: u gets v when v has u in its forward N (new) or O (old); each row keeps a
-      // uniform sample of cap of each kind, the cap with the smallest hash of (seed, round,
-      // target, source, kind) (bottom-k sampling: the sample does not depend on the order
-      // the candidates arrive in). They are exchanged kReverseChunk source rows at a time.
-      std::vector<uint32_t> pn(static_cast<size_t>(nl * cap)), po(static_cast<size_t>(nl * cap));
-      std::vector<uint16_t> rn(static_cast<size_t>(nl), 0), ro(static_cast<size_t>(nl), 0);
-      auto priority = [&](int64_t target, int64_t source, int kind) {
-        return static_cast<uint32_t>(splitmix(splitmix(options.seed ^ (static_cast<uint64_t>(round) << 40) ^ 0xA24BAED4963EE407ull) ^
-                                              (static_cast<uint64_t>(target) * 2 + static_cast<uint64_t>(kind))) ^
-                                     splitmix(static_cast<uint64_t>(source)));
-      };
-      // Offers source as a reverse candidate of local row t into slots [base, base + cap) of
-      // row (kept: the cap smallest (priority, source)).
-      auto offer = [&](int64_t* row, int64_t base, uint32_t* pr, uint16_t& count, uint32_t h, int64_t source) {
-        if (count < cap) {
-          row[base + count] = source;
-          pr[count] = h;
-          ++count;
-          return;
-        }
-        int64_t worst = 0;
-        for (int64_t q = 1; q < cap; ++q)
-          if (pr[q] > pr[worst] || (pr[q] == pr[worst] && row[base + q] > row[base + worst])) worst = q;
-        if (h < pr[worst] || (h == pr[worst] && source < row[base + worst])) {
-          row[base + worst] = source;
-          pr[worst] = h;
-        }
-      };
-      int64_t rchunks = (nl + kReverseChunk - 1) / kReverseChunk;
-      MPI_Allreduce(MPI_IN_PLACE, &rchunks, 1, MPI_INT64_T, MPI_MAX, comm);
-      for (int64_t rc0 = 0; rc0 < rchunks; ++rc0) {
-        const int64_t v0 = std::min(nl, rc0 * kReverseChunk), v1 = std::min(nl, v0 + kReverseChunk);
-        std::fill(rev_sc.begin(), rev_sc.end(), 0);
-        for (int64_t v = v0; v < v1; ++v) {
-          for (int64_t q = 0; q < nf[static_cast<size_t>(v)]; ++q) ++rev_sc[static_cast<size_t>(owner(Nrow(v)[q]))];
-          for (int64_t q = 0; q < of[static_cast<size_t>(v)]; ++q) ++rev_sc[static_cast<size_t>(owner(Orow(v)[q]))];
-        }
-        int64_t total = 0;
-        for (int r = 0; r < size; ++r) {
-          rev_at[static_cast<size_t>(r)] = static_cast<int>(total);
-          total += rev_sc[static_cast<size_t>(r)];
-        }
-        rev_send.resize(static_cast<size_t>(total));
-        for (int64_t v = v0; v < v1; ++v) {
-          for (int64_t q = 0; q < nf[static_cast<size_t>(v)]; ++q) {
-            const int64_t c = Nrow(v)[q];
-            rev_send[static_cast<size_t>(rev_at[static_cast<size_t>(owner(c))]++)] = Reverse{c, r0 + v};
-          }
-          for (int64_t q = 0; q < of[static_cast<size_t>(v)]; ++q) {
-            const int64_t c = Orow(v)[q];
-            rev_send[static_cast<size_t>(rev_at[static_cast<size_t>(owner(c))]++)] = Reverse{c, ~(r0 + v)};
-          }
-        }
-        alltoallv_flat(rev_send.data(), rev_sc, comm, rev, rev_rc);
-        for (const Reverse& r : rev) {
-          const int64_t t = r.target - r0;
-          const size_t ts = static_cast<size_t>(t);
-          if (r.source >= 0)
-            offer(Nrow(t), nf[ts], pn.data() + t * cap, rn[ts], priority(r.target, r.source, 1), r.source);
-          else
-            offer(Orow(t), of[ts], po.data() + t * cap, ro[ts], priority(r.target, ~r.source, 0), ~r.source);
-        }
-      }
-      // N = forward ∪ reverse new; O = (forward ∪ reverse old) minus N; both sorted.
-      for (int64_t v = 0; v < nl; ++v) {
-        const size_t vs = static_cast<size_t>(v);
-        int64_t* nv = Nrow(v);
-        int64_t* ov = Orow(v);
-        std::sort(nv, nv + nf[vs] + rn[vs]);
-        const int64_t nn = std::unique(nv, nv + nf[vs] + rn[vs]) - nv;
-        std::sort(ov, ov + of[vs] + ro[vs]);
-        int64_t no = std::unique(ov, ov + of[vs] + ro[vs]) - ov;
-        no = std::remove_if(ov, ov + no, [&](int64_t c) { return std::binary_search(nv, nv + nn, c); }) - ov;
-        Nc[vs] = static_cast<uint16_t>(nn);
-        Oc[vs] = static_cast<uint16_t>(no);
-      }
-    }
+  rev_sc.resize(static_cast<size_t>(size));
+  rev_at.resize(static_cast<size_t>(size));
+  sc.resize(static_cast<size_t>(size));
+  rcw.resize(static_cast<size_t>(size));
+  prop.resize(static_cast<size_t>(size));
+}
 
-    // 2. Local joins: the remote rows of a fetch block fetched once, then its join chunks.
-    int64_t changed = 0, computed = 0;
-    for (int64_t fb = 0; fb < nfetch; ++fb) {
-      const int64_t f0 = std::min(nl, fb * fetch_rows), f1 = std::min(nl, f0 + fetch_rows);
-      // Remote rows this block needs.
-      std::vector<int64_t> need;
-      for (int64_t pos = f0; pos < f1; ++pos) {
-        const int64_t v = join_order[static_cast<size_t>(pos)];
-        if (Nc[static_cast<size_t>(v)] == 0) continue;  // no join for v (its old rows are not needed)
-        for (const int64_t* c = Nrow(v); c != Nrow(v) + Nc[static_cast<size_t>(v)]; ++c)
-          if (*c < r0 || *c >= r0 + nl) need.push_back(*c);
-        for (const int64_t* c = Orow(v); c != Orow(v) + Oc[static_cast<size_t>(v)]; ++c)
-          if (*c < r0 || *c >= r0 + nl) need.push_back(*c);
-      }
-      std::sort(need.begin(), need.end());
-      need.erase(std::unique(need.begin(), need.end()), need.end());
-      // `need` is sorted and owners hold ascending ranges: it is the request buffer itself.
-      std::fill(sc.begin(), sc.end(), 0);
-      for (int64_t c : need) ++sc[static_cast<size_t>(owner(c))];
-      alltoallv_flat(need.data(), sc, comm, asked, rc);
-      // Replies: per asked row, its centered float values, its k-th distance and its squared
-      // norm (d + 2 floats), in the order asked; they arrive in the order of `need`.
-      const int64_t w = d + 2;
-      reply.resize(static_cast<size_t>(static_cast<int64_t>(asked.size()) * w));
-      for (size_t q = 0; q < asked.size(); ++q) {
-        const int64_t li = asked[q] - r0;
-        float* o = reply.data() + static_cast<int64_t>(q) * w;
-        to_float(li, o);
-        o[d] = L.worst(li);
-        o[d + 1] = nrm[static_cast<size_t>(li)];
-      }
-      for (int r = 0; r < size; ++r) rcw[static_cast<size_t>(r)] = rc[static_cast<size_t>(r)] * static_cast<int>(w);
-      alltoallv_flat(reply.data(), rcw, comm, fetched, got_counts);
-      fetched_ids.swap(need);
-      // Row g's centered float values (a pointer to them: into the float copy, the fetched
-      // rows, or, without the copy, converted into scratch), its squared norm and k-th distance.
-      auto gather = [&](int64_t g, float* scratch, const float*& row, float& norm, float& thr) {
-        if (g >= r0 && g < r0 + nl) {
-          if (xf.empty()) {
-            const int64_t li = g - r0;
-            const size_t slot = cache_rows > 0 ? static_cast<size_t>(li % cache_rows) : 0;
-            if (cache_rows > 0 && cache_tag[slot] == li) {
-              row = cache.data() + static_cast<int64_t>(slot) * d;
-              cache_group[slot] = group;
-            } else if (cache_rows > 0 && cache_group[slot] != group) {
-              float* dst = cache.data() + static_cast<int64_t>(slot) * d;
-              detail::center_to_float(X.row(li), mup, d, dst);
-              cache_tag[slot] = li;
-              cache_group[slot] = group;
-              row = dst;
-            } else {
-              detail::center_to_float(X.row(li), mup, d, scratch);
-              row = scratch;
-            }
-          } else {
-            row = xf.data() + (g - r0) * d;
-          }
-          norm = nrm[static_cast<size_t>(g - r0)];
-          thr = L.worst(g - r0);
-        } else {
-          const size_t q = static_cast<size_t>(std::lower_bound(fetched_ids.begin(), fetched_ids.end(), g) - fetched_ids.begin());
-          row = fetched.data() + static_cast<int64_t>(q) * w;
-          thr = row[d];
-          norm = row[d + 1];
-        }
-      };
-      std::vector<int64_t> C;
-      std::vector<const float*> P;
-      std::vector<float> cn, ct;
-      for (int64_t jc = 0; jc < joins_per_fetch; ++jc) {
-        const int64_t v0 = std::min(f1, f0 + jc * join_rows), v1 = std::min(f1, v0 + join_rows);
-        clear_all(prop);
-        for (int64_t pos = v0; pos < v1; ++pos) {
-          const int64_t v = join_order[static_cast<size_t>(pos)];
-          const int64_t* nv = Nrow(v);
-          const int64_t* ov = Orow(v);
-          if (Nc[static_cast<size_t>(v)] == 0) continue;
-          C.clear();
-          if (round == 1) C.push_back(r0 + v);  // the initial entries' own distances
-          C.insert(C.end(), nv, nv + Nc[static_cast<size_t>(v)]);
-          const int64_t nn = static_cast<int64_t>(C.size());
-          C.insert(C.end(), ov, ov + Oc[static_cast<size_t>(v)]);
-          const int64_t nc = static_cast<int64_t>(C.size());
-          if (xf.empty()) B.resize(static_cast<size_t>(nc * d));
-          P.resize(static_cast<size_t>(nc));
-          cn.resize(static_cast<size_t>(nc));
-          ct.resize(static_cast<size_t>(nc));
-          ++group;
-          for (int64_t q = 0; q < nc; ++q)
-            gather(C[static_cast<size_t>(q)], B.data() + (xf.empty() ? q * d : 0), P[static_cast<size_t>(q)],
-                   cn[static_cast<size_t>(q)], ct[static_cast<size_t>(q)]);
-          // G[b + a·nc] = x_{C_a}·x_{C_b} for the nn new candidates a and every b > a.
-          G.resize(static_cast<size_t>(nc * nn));
-          join_dots(P.data(), nn, nc, d, G.data());
-          for (int64_t a = 0; a < nn; ++a)
-            for (int64_t b = a + 1; b < nc; ++b) {
-              const float dist = std::max(0.0f, cn[static_cast<size_t>(a)] + cn[static_cast<size_t>(b)] - 2.0f * G[static_cast<size_t>(b + a * nc)]);
-              ++computed;
-              const int64_t ga = C[static_cast<size_t>(a)], gb = C[static_cast<size_t>(b)];
-              if (ga == gb) continue;
-              if (dist < ct[static_cast<size_t>(a)] || std::isinf(ct[static_cast<size_t>(a)]))
-                prop[static_cast<size_t>(owner(ga))].push_back(Proposal{ga, gb, dist, 0});
-              if (dist < ct[static_cast<size_t>(b)] || std::isinf(ct[static_cast<size_t>(b)]))
-                prop[static_cast<size_t>(owner(gb))].push_back(Proposal{gb, ga, dist, 0});
-            }
-        }
-        for (const Proposal& p : alltoallv_records(prop, comm, prop_x)) changed += L.insert(p.target - r0, p.dist, p.candidate);
-      }
+/// Exchange, part 1 (local): forward candidates, up to cap of v's new entries (sampled by
+/// (seed, round, v), then marked old) and all its old ones, each sorted.
+void Build::sample_forward(int round) {
+  std::vector<int64_t> fresh_pos;
+  nf.assign(static_cast<size_t>(nl), 0);
+  of.assign(static_cast<size_t>(nl), 0);
+  for (int64_t v = 0; v < nl; ++v) {
+    int64_t* nv = Nrow(v);
+    int64_t* ov = Orow(v);
+    int64_t nn = 0, no = 0;
+    fresh_pos.clear();
+    for (int q = 0; q < K; ++q) {
+      const size_t e = static_cast<size_t>(v * K + q);
+      if (L.j[e] == kNone) continue;
+      if (L.fresh[e]) fresh_pos.push_back(q);
+      else ov[no++] = L.j[e];
     }
-    MPI_Allreduce(MPI_IN_PLACE, &changed, 1, MPI_INT64_T, MPI_SUM, comm);
-    MPI_Allreduce(MPI_IN_PLACE, &computed, 1, MPI_INT64_T, MPI_SUM, comm);
-    char b[200];
-    std::snprintf(b, sizeof b, "NN-descent round %d: %lld list updates, %.3g distances, %.1f s", round,
-                  static_cast<long long>(changed), static_cast<double>(computed), MPI_Wtime() - t_start);
-    say(b);
-    if (round > 1 && static_cast<double>(changed) < options.delta * static_cast<double>(n) * K) break;
+    Rng rng(options.seed, static_cast<uint64_t>(round), static_cast<uint64_t>(r0 + v), 1);
+    sample_to(fresh_pos, cap, rng);
+    for (int64_t q : fresh_pos) {
+      const size_t e = static_cast<size_t>(v * K + q);
+      L.fresh[e] = 0;
+      nv[nn++] = L.j[e];
+    }
+    std::sort(nv, nv + nn);
+    std::sort(ov, ov + no);
+    Nc[static_cast<size_t>(v)] = nf[static_cast<size_t>(v)] = static_cast<uint16_t>(nn);
+    Oc[static_cast<size_t>(v)] = of[static_cast<size_t>(v)] = static_cast<uint16_t>(no);
   }
-  std::vector<int64_t>().swap(Nb);
-  std::vector<int64_t>().swap(Ob);
-  std::vector<float>().swap(fetched);
-  std::vector<float>().swap(reply);
+}
 
-  // Exact distances of the final entries (remote rows in double, fetched in chunks), re-sorted
-  // by (dist2, index), cut to k.
+/// Exchange, part 2: reverse candidates. u gets v when v has u in its forward N (new) or O
+/// (old); each row keeps a uniform sample of cap of each kind, the cap with the smallest hash
+/// of (seed, round, target, source, kind) (bottom-k sampling: the sample does not depend on
+/// the order the candidates arrive in), written after its forward candidates. They are
+/// exchanged kReverseChunk source rows at a time. Collective.
+void Build::exchange_reverse(int round) {
+  std::vector<uint32_t> pn(static_cast<size_t>(nl * cap)), po(static_cast<size_t>(nl * cap));
+  rn.assign(static_cast<size_t>(nl), 0);
+  ro.assign(static_cast<size_t>(nl), 0);
+  auto priority = [&](int64_t target, int64_t source, int kind) {
+    return static_cast<uint32_t>(splitmix(splitmix(options.seed ^ (static_cast<uint64_t>(round) << 40) ^ 0xA24BAED4963EE407ull) ^
+                                          (static_cast<uint64_t>(target) * 2 + static_cast<uint64_t>(kind))) ^
+                                 splitmix(static_cast<uint64_t>(source)));
+  };
+  // Offers source as a reverse candidate of local row t into slots [base, base + cap) of
+  // row (kept: the cap smallest (priority, source)).
+  auto offer = [&](int64_t* row, int64_t base, uint32_t* pr, uint16_t& count, uint32_t h, int64_t source) {
+    if (count < cap) {
+      row[base + count] = source;
+      pr[count] = h;
+      ++count;
+      return;
+    }
+    int64_t worst = 0;
+    for (int64_t q = 1; q < cap; ++q)
+      if (pr[q] > pr[worst] || (pr[q] == pr[worst] && row[base + q] > row[base + worst])) worst = q;
+    if (h < pr[worst] || (h == pr[worst] && source < row[base + worst])) {
+      row[base + worst] = source;
+      pr[worst] = h;
+    }
+  };
+  int64_t rchunks = (nl + kReverseChunk - 1) / kReverseChunk;
+  MPI_Allreduce(MPI_IN_PLACE, &rchunks, 1, MPI_INT64_T, MPI_MAX, comm);
+  for (int64_t rc0 = 0; rc0 < rchunks; ++rc0) {
+    const int64_t v0 = std::min(nl, rc0 * kReverseChunk), v1 = std::min(nl, v0 + kReverseChunk);
+    std::fill(rev_sc.begin(), rev_sc.end(), 0);
+    for (int64_t v = v0; v < v1; ++v) {
+      for (int64_t q = 0; q < nf[static_cast<size_t>(v)]; ++q) ++rev_sc[static_cast<size_t>(owner(Nrow(v)[q]))];
+      for (int64_t q = 0; q < of[static_cast<size_t>(v)]; ++q) ++rev_sc[static_cast<size_t>(owner(Orow(v)[q]))];
+    }
+    int64_t total = 0;
+    for (int r = 0; r < size; ++r) {
+      rev_at[static_cast<size_t>(r)] = static_cast<int>(total);
+      total += rev_sc[static_cast<size_t>(r)];
+    }
+    rev_send.resize(static_cast<size_t>(total));
+    for (int64_t v = v0; v < v1; ++v) {
+      for (int64_t q = 0; q < nf[static_cast<size_t>(v)]; ++q) {
+        const int64_t c = Nrow(v)[q];
+        rev_send[static_cast<size_t>(rev_at[static_cast<size_t>(owner(c))]++)] = Reverse{c, r0 + v};
+      }
+      for (int64_t q = 0; q < of[static_cast<size_t>(v)]; ++q) {
+        const int64_t c = Orow(v)[q];
+        rev_send[static_cast<size_t>(rev_at[static_cast<size_t>(owner(c))]++)] = Reverse{c, ~(r0 + v)};
+      }
+    }
+    alltoallv_flat(rev_send.data(), rev_sc, comm, rev, rev_rc);
+    for (const Reverse& r : rev) {
+      const int64_t t = r.target - r0;
+      const size_t ts = static_cast<size_t>(t);
+      if (r.source >= 0)
+        offer(Nrow(t), nf[ts], pn.data() + t * cap, rn[ts], priority(r.target, r.source, 1), r.source);
+      else
+        offer(Orow(t), of[ts], po.data() + t * cap, ro[ts], priority(r.target, ~r.source, 0), ~r.source);
+    }
+  }
+}
+
+/// Exchange, part 3 (local): N = forward ∪ reverse new; O = (forward ∪ reverse old) minus N;
+/// both sorted.
+void Build::merge_candidates() {
+  for (int64_t v = 0; v < nl; ++v) {
+    const size_t vs = static_cast<size_t>(v);
+    int64_t* nv = Nrow(v);
+    int64_t* ov = Orow(v);
+    std::sort(nv, nv + nf[vs] + rn[vs]);
+    const int64_t nn = std::unique(nv, nv + nf[vs] + rn[vs]) - nv;
+    std::sort(ov, ov + of[vs] + ro[vs]);
+    int64_t no = std::unique(ov, ov + of[vs] + ro[vs]) - ov;
+    no = std::remove_if(ov, ov + no, [&](int64_t c) { return std::binary_search(nv, nv + nn, c); }) - ov;
+    Nc[vs] = static_cast<uint16_t>(nn);
+    Oc[vs] = static_cast<uint16_t>(no);
+  }
+}
+
+/// A row fetch, first half: sorts `need` (global rows of other ranks) and drops repeats,
+/// then sends each id to its owner. The ids asked of this rank arrive in `asked` (in rank
+/// order; rc[r] from rank r). Collective.
+void Build::request_rows(std::vector<int64_t>& need) {
+  std::sort(need.begin(), need.end());
+  need.erase(std::unique(need.begin(), need.end()), need.end());
+  // `need` is sorted and owners hold ascending ranges: it is the request buffer itself.
+  std::fill(sc.begin(), sc.end(), 0);
+  for (int64_t c : need) ++sc[static_cast<size_t>(owner(c))];
+  alltoallv_flat(need.data(), sc, comm, asked, rc);
+}
+
+/// A row fetch, second half: `reply` (width values per row of `asked`, in that order) goes
+/// back to the ranks that asked; the rows of `need` arrive in `got`, width values each, in
+/// the order of `need`. Collective.
+template <class T>
+void Build::send_replies(const std::vector<T>& reply, int64_t width, std::vector<T>& got) {
+  for (int r = 0; r < size; ++r) rcw[static_cast<size_t>(r)] = rc[static_cast<size_t>(r)] * static_cast<int>(width);
+  alltoallv_flat(reply.data(), rcw, comm, got, got_counts);
+}
+
+/// Local join, part 1: the remote rows that the rows at join positions [f0, f1) need (the
+/// candidates of every row with new ones) fetched once from their owners into `fetched`
+/// (w floats each: centered float values, k-th distance, squared norm), their global
+/// indices, sorted, into fetched_ids. Collective.
+void Build::fetch_block(int64_t f0, int64_t f1) {
+  // Remote rows this block needs.
+  std::vector<int64_t> need;
+  for (int64_t pos = f0; pos < f1; ++pos) {
+    const int64_t v = join_order[static_cast<size_t>(pos)];
+    if (Nc[static_cast<size_t>(v)] == 0) continue;  // no join for v (its old rows are not needed)
+    for (const int64_t* c = Nrow(v); c != Nrow(v) + Nc[static_cast<size_t>(v)]; ++c)
+      if (*c < r0 || *c >= r0 + nl) need.push_back(*c);
+    for (const int64_t* c = Orow(v); c != Orow(v) + Oc[static_cast<size_t>(v)]; ++c)
+      if (*c < r0 || *c >= r0 + nl) need.push_back(*c);
+  }
+  request_rows(need);
+  // Replies: per asked row, its centered float values, its k-th distance and its squared
+  // norm (d + 2 floats), in the order asked; they arrive in the order of `need`.
+  reply.resize(static_cast<size_t>(static_cast<int64_t>(asked.size()) * w));
+  for (size_t q = 0; q < asked.size(); ++q) {
+    const int64_t li = asked[q] - r0;
+    float* o = reply.data() + static_cast<int64_t>(q) * w;
+    to_float(li, o);
+    o[d] = L.worst(li);
+    o[d + 1] = nrm[static_cast<size_t>(li)];
+  }
+  send_replies(reply, w, fetched);
+  fetched_ids.swap(need);
+}
+
+/// Row g's centered float values (a pointer to them: into the float copy, the fetched rows,
+/// the row cache, or, without the copy, converted into scratch), its squared norm and its
+/// k-th distance. Local.
+void Build::gather(int64_t g, float* scratch, const float*& row, float& norm, float& thr) {
+  if (g >= r0 && g < r0 + nl) {
+    if (xf.empty()) {
+      const int64_t li = g - r0;
+      const size_t slot = cache_rows > 0 ? static_cast<size_t>(li % cache_rows) : 0;
+      if (cache_rows > 0 && cache_tag[slot] == li) {
+        row = cache.data() + static_cast<int64_t>(slot) * d;
+        cache_group[slot] = group;
+      } else if (cache_rows > 0 && cache_group[slot] != group) {
+        float* dst = cache.data() + static_cast<int64_t>(slot) * d;
+        detail::center_to_float(X.row(li), mu.data(), d, dst);
+        cache_tag[slot] = li;
+        cache_group[slot] = group;
+        row = dst;
+      } else {
+        detail::center_to_float(X.row(li), mu.data(), d, scratch);
+        row = scratch;
+      }
+    } else {
+      row = xf.data() + (g - r0) * d;
+    }
+    norm = nrm[static_cast<size_t>(g - r0)];
+    thr = L.worst(g - r0);
+  } else {
+    const size_t q = static_cast<size_t>(std::lower_bound(fetched_ids.begin(), fetched_ids.end(), g) - fetched_ids.begin());
+    row = fetched.data() + static_cast<int64_t>(q) * w;
+    thr = row[d];
+    norm = row[d + 1];
+  }
+}
+
+/// Local join, part 2 (local): for the rows at join positions [v0, v1) of the current fetch
+/// block, the candidate set C_v = N_v ∪ O_v (round 1: v itself first, for the initial
+/// entries' own distances), the float distances of the pairs (a ∈ N, b ∈ N, a < b) and
+/// (a ∈ N, b ∈ O) from join_dots, and a proposal to a's owner when the pair beats a's k-th
+/// distance (to b's likewise), bucketed by owner in `prop`. Returns the distances computed.
+int64_t Build::local_join(int round, int64_t v0, int64_t v1) {
+  int64_t computed = 0;
+  for (auto& b : prop) b.clear();
+  for (int64_t pos = v0; pos < v1; ++pos) {
+    const int64_t v = join_order[static_cast<size_t>(pos)];
+    const int64_t* nv = Nrow(v);
+    const int64_t* ov = Orow(v);
+    if (Nc[static_cast<size_t>(v)] == 0) continue;
+    C.clear();
+    if (round == 1) C.push_back(r0 + v);  // the initial entries' own distances
+    C.insert(C.end(), nv, nv + Nc[static_cast<size_t>(v)]);
+    const int64_t nn = static_cast<int64_t>(C.size());
+    C.insert(C.end(), ov, ov + Oc[static_cast<size_t>(v)]);
+    const int64_t nc = static_cast<int64_t>(C.size());
+    if (xf.empty()) B.resize(static_cast<size_t>(nc * d));
+    P.resize(static_cast<size_t>(nc));
+    cn.resize(static_cast<size_t>(nc));
+    ct.resize(static_cast<size_t>(nc));
+    ++group;
+    for (int64_t q = 0; q < nc; ++q)
+      gather(C[static_cast<size_t>(q)], B.data() + (xf.empty() ? q * d : 0), P[static_cast<size_t>(q)],
+             cn[static_cast<size_t>(q)], ct[static_cast<size_t>(q)]);
+    // G[b + a·nc] = x_{C_a}·x_{C_b} for the nn new candidates a and every b > a.
+    G.resize(static_cast<size_t>(nc * nn));
+    join_dots(P.data(), nn, nc, d, G.data());
+    for (int64_t a = 0; a < nn; ++a)
+      for (int64_t b = a + 1; b < nc; ++b) {
+        const float dist = std::max(0.0f, cn[static_cast<size_t>(a)] + cn[static_cast<size_t>(b)] - 2.0f * G[static_cast<size_t>(b + a * nc)]);
+        ++computed;
+        const int64_t ga = C[static_cast<size_t>(a)], gb = C[static_cast<size_t>(b)];
+        if (ga == gb) continue;
+        if (dist < ct[static_cast<size_t>(a)] || std::isinf(ct[static_cast<size_t>(a)]))
+          prop[static_cast<size_t>(owner(ga))].push_back(Proposal{ga, gb, dist, 0});
+        if (dist < ct[static_cast<size_t>(b)] || std::isinf(ct[static_cast<size_t>(b)]))
+          prop[static_cast<size_t>(owner(gb))].push_back(Proposal{gb, ga, dist, 0});
+      }
+  }
+  return computed;
+}
+
+/// Update: the proposals of one join chunk sent to the lists' owners and inserted in arrival
+/// order (rank order: deterministic). Returns this rank's list changes. Collective.
+int64_t Build::update() {
+  int64_t changed = 0;
+  for (const Proposal& p : alltoallv_records(prop, comm, prop_x)) changed += L.insert(p.target - r0, p.dist, p.candidate);
+  return changed;
+}
+
+KnnLists Build::exact_lists(int k) {
   KnnLists out;
   out.k = k;
   out.n_global = n;
@@ -678,15 +809,10 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
       const int64_t c = L.j[static_cast<size_t>(e)];
       if (c != kNone && (c < r0 || c >= r0 + nl)) need.push_back(c);
     }
-    std::sort(need.begin(), need.end());
-    need.erase(std::unique(need.begin(), need.end()), need.end());
-    std::fill(sc.begin(), sc.end(), 0);
-    for (int64_t c : need) ++sc[static_cast<size_t>(owner(c))];
-    alltoallv_flat(need.data(), sc, comm, asked, rc);
+    request_rows(need);
     dreply.resize(static_cast<size_t>(static_cast<int64_t>(asked.size()) * d));
     for (size_t q = 0; q < asked.size(); ++q) std::copy_n(X.row(asked[q] - r0), d, dreply.data() + static_cast<int64_t>(q) * d);
-    for (int r = 0; r < size; ++r) rcw[static_cast<size_t>(r)] = rc[static_cast<size_t>(r)] * static_cast<int>(d);
-    alltoallv_flat(dreply.data(), rcw, comm, dgot, got_counts);
+    send_replies(dreply, d, dgot);
     const std::vector<double>& got = dgot;
     for (int64_t v = v0; v < v1; ++v) {
       row.clear();
@@ -707,6 +833,40 @@ KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& op
     }
   }
   return out;
+}
+
+}  // namespace
+
+KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& options) {
+  MPI_Comm comm = X.comm;
+  const int64_t n = X.n_global;
+  SSDR_CHECK_COLLECTIVE(comm, k >= 1 && static_cast<int64_t>(k) < n, k_message(k, n));
+  SSDR_CHECK_COLLECTIVE(comm, options.rho > 0 && options.rho <= 1,
+                        "--nndescent-rho " + std::to_string(options.rho) + " must lie in (0, 1]");
+  SSDR_CHECK_COLLECTIVE(comm, options.delta >= 0 && options.delta < 1,
+                        "--nndescent-delta " + std::to_string(options.delta) + " must lie in [0, 1)");
+  SSDR_CHECK_COLLECTIVE(comm, options.max_iterations >= 1,
+                        "--nndescent-iterations " + std::to_string(options.max_iterations) + " must be at least 1");
+  SSDR_CHECK_COLLECTIVE(comm, options.fetch_budget_bytes >= double(1 << 20),
+                        "NN-descent fetch budget " + std::to_string(options.fetch_budget_bytes) +
+                            " bytes must be at least 1 MiB");
+  Build build(X, k, options);
+  const double t_start = MPI_Wtime();
+  for (int round = 1; round <= options.max_iterations; ++round) {
+    if (round > 1) build.exchange(round);
+    int64_t changed = 0, computed = 0;
+    build.join_round(round, changed, computed);
+    MPI_Allreduce(MPI_IN_PLACE, &changed, 1, MPI_INT64_T, MPI_SUM, comm);
+    MPI_Allreduce(MPI_IN_PLACE, &computed, 1, MPI_INT64_T, MPI_SUM, comm);
+    char b[200];
+    std::snprintf(b, sizeof b, "NN-descent round %d: %lld list updates, %.3g distances, %.1f s", round,
+                  static_cast<long long>(changed), static_cast<double>(computed), MPI_Wtime() - t_start);
+    say(b);
+    // 3. Early termination (δ).
+    if (round > 1 && static_cast<double>(changed) < options.delta * static_cast<double>(n) * build.list_length()) break;
+  }
+  build.release_candidates();
+  return build.exact_lists(k);
 }
 
 }  // namespace ssdr::graph

@@ -223,15 +223,12 @@ class Sda final : public Method {
     Phase phase("eigensolve", &t);
     const double beta_eff = beta * tr_st / static_cast<double>(d);
     for (int64_t i = 0; i < d; ++i) B(i, i) += beta_eff;
-    auto e = solvers::sym_eigen(S.Sb, &B, m, Which::largest, o.eigen_prefix, data.X.comm);
-    out.W = std::move(e.vectors);
-    out.normalization = scale_generalized_eigenvectors(out.W, o.normalization, "sda", out.info);
+    largest_generalized_eigenvectors(S.Sb, B, m, o.normalization, "sda", o.eigen_prefix, data.X.comm, out);
     out.info["alpha"] = alpha;
     out.info["beta"] = beta;
     out.info["beta_eff"] = beta_eff;
     out.info["trace_St"] = tr_st;
     out.info["dim"] = m;
-    out.info["eigenvalues"] = e.values;
     return out;
   }
 };

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "ssdr/core/progress.hpp"
+#include "ssdr/solvers/eigen.hpp"
 #include "ssdr/solvers/trace_ratio.hpp"
 
 namespace ssdr::methods {
@@ -23,6 +24,16 @@ Normalization scale_generalized_eigenvectors(Dense& W, Normalization n, const st
   if (n == Normalization::unit) normalize_columns_to_unit_length(W, what);
   info["normalization"] = to_string(n);
   return n;
+}
+
+std::vector<double> largest_generalized_eigenvectors(const Dense& Sb, const Dense& B, int64_t m, Normalization n,
+                                                     const std::string& what, const std::string& eigen_prefix,
+                                                     MPI_Comm comm, FitResult& out) {
+  auto e = solvers::sym_eigen(Sb, &B, m, solvers::Which::largest, eigen_prefix, comm);
+  out.W = std::move(e.vectors);
+  out.normalization = scale_generalized_eigenvectors(out.W, n, what, out.info);
+  out.info["eigenvalues"] = e.values;
+  return std::move(e.values);
 }
 
 scatter::ScatterMatrices labeled_scatter(const TrainingData& data, Timings& t) {

@@ -115,22 +115,19 @@ class SlLda final : public Method {
     const scatter::ScatterMatrices S = sl_scatter(data, s, t);
     Phase phase("eigensolve", &t);
     const double alpha = a * trace(S.St) / static_cast<double>(d);
-    const Dense B = add_identity(S.St, alpha);
-    auto e = solvers::sym_eigen(S.Sb, &B, m, solvers::Which::largest, o.eigen_prefix, data.X.comm);
     FitResult out;
-    out.W = std::move(e.vectors);
-    out.normalization = scale_generalized_eigenvectors(
-        out.W, o.eigenvalue_scaling ? Normalization::metric : o.normalization, "sl-lda", out.info);
+    const std::vector<double> lambda = largest_generalized_eigenvectors(
+        S.Sb, add_identity(S.St, alpha), m, o.eigenvalue_scaling ? Normalization::metric : o.normalization, "sl-lda",
+        o.eigen_prefix, data.X.comm, out);
     if (o.eigenvalue_scaling)
       for (int64_t j = 0; j < m; ++j) {
-        const double f = std::sqrt(std::max(e.values[static_cast<size_t>(j)], 0.0));
+        const double f = std::sqrt(std::max(lambda[static_cast<size_t>(j)], 0.0));
         for (int64_t i = 0; i < d; ++i) out.W(i, j) *= f;
       }
     soft_label_info(s, o, out.info);
     out.info["alpha_relative"] = a;
     out.info["alpha"] = alpha;
     out.info["dim"] = m;
-    out.info["eigenvalues"] = e.values;
     out.info["eigenvalue_scaling"] = o.eigenvalue_scaling;
     out.info["n_tilde"] = S.n_tilde;
     out.info["class_weights"] = S.class_weights;

@@ -52,13 +52,10 @@ class Lda final : public Method {
     Phase phase("eigensolve", &t);
     const double r = o.lda_regularization * trace(S.St) / static_cast<double>(S.St.rows);
     // S_b a = λ (S_t + r I) a, the m largest (regularized LDA, soda-nie2009 eq. (8)/(14)).
-    const Dense B = add_identity(S.St, r);
-    auto e = solvers::sym_eigen(S.Sb, &B, m, solvers::Which::largest, o.eigen_prefix, data.X.comm);
     FitResult out;
-    out.W = std::move(e.vectors);
-    out.normalization = scale_generalized_eigenvectors(out.W, o.normalization, "lda", out.info);
+    largest_generalized_eigenvectors(S.Sb, add_identity(S.St, r), m, o.normalization, "lda", o.eigen_prefix,
+                                     data.X.comm, out);
     out.info["regularization"] = r;
-    out.info["eigenvalues"] = e.values;
     return out;
   }
 };

@@ -20,6 +20,7 @@
 #include "ssdr/kernels/feature_map.hpp"
 #include "ssdr/methods/method.hpp"
 #include "ssdr/model/model.hpp"
+#include "ssdr/model/projector.hpp"
 #include "support.hpp"
 
 using namespace ssdr;

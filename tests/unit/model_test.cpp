@@ -16,6 +16,7 @@
 #include "ssdr/core/dense.hpp"
 #include "ssdr/core/error.hpp"
 #include "ssdr/model/model.hpp"
+#include "ssdr/model/projector.hpp"
 #include "support.hpp"
 
 using namespace ssdr;

@@ -16,6 +16,7 @@
 #include "ssdr/data/preprocess.hpp"
 #include "ssdr/io/dataset.hpp"
 #include "ssdr/model/model.hpp"
+#include "ssdr/model/projector.hpp"
 #include "support.hpp"
 
 using namespace ssdr;

@@ -173,8 +173,13 @@ class Estimator {
  private:
   void configure();
   void require_projection(const char* what, MPI_Comm comm) const;
-  DistMatrix project(const DistMatrix& X, const char* what) const;
-  DistMatrix project(const SparseRows& X, const char* what) const;
+  /// X (DistMatrix or SparseRows) checked and embedded for `what` ("transform", "predict").
+  /// Collective over X.comm. Defined (and instantiated) in estimator.cpp only.
+  template <class Rows>
+  DistMatrix project(const Rows& X, const char* what) const;
+  /// predict's one body for dense and sparse rows. Collective over X.comm. As project.
+  template <class Rows>
+  std::vector<int> predict_rows(const Rows& X) const;
   std::vector<int> nearest_labeled(const DistMatrix& Y) const;  // predict's 1-NN of embedded rows
   nlohmann::json params_ = nlohmann::json::object();
   driver::FitConfig config_;

@@ -32,6 +32,17 @@ double trace(const Dense& S);
 Normalization scale_generalized_eigenvectors(Dense& W, Normalization n, const std::string& what,
                                              nlohmann::json& info);
 
+/// The discriminant eigenproblem of LDA, SDA and SL-LDA: the m largest solutions of
+/// S_b w = λ B w (S_b, B d×d and replicated, B symmetric positive definite; soda-nie2009
+/// eq. (8)/(14) with B = S_t + rI), by solvers::sym_eigen with B (prefix eigen_prefix),
+/// the columns scaled by `n` (scale_generalized_eigenvectors). Sets out.W (d×m),
+/// out.normalization, out.info["normalization"] and out.info["eigenvalues"], and returns the
+/// m eigenvalues, largest first. Collective over comm. \throws ssdr::Error as
+/// solvers::sym_eigen and scale_generalized_eigenvectors (naming `what`).
+std::vector<double> largest_generalized_eigenvectors(const Dense& Sb, const Dense& B, int64_t m, Normalization n,
+                                                     const std::string& what, const std::string& eigen_prefix,
+                                                     MPI_Comm comm, FitResult& out);
+
 /// The labeled rows of the training data (rows stay on their rank) and their labels.
 struct LabeledPart {
   DistMatrix X;             ///< l×d', l = number of labeled samples
