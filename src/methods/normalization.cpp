@@ -7,14 +7,6 @@
 
 namespace ssdr::methods {
 
-Normalization parse_normalization(const std::string& name) {
-  if (name == "unit") return Normalization::unit;
-  if (name == "metric") return Normalization::metric;
-  throw Error("--normalize: expected unit or metric, got '" + name + "'", __FILE__, __LINE__, true);
-}
-
-std::string to_string(Normalization n) { return n == Normalization::unit ? "unit" : "metric"; }
-
 void normalize_columns_to_unit_length(Dense& W, const std::string& what) {
   for (int64_t j = 0; j < W.cols; ++j) {
     double* w = W.col(j);

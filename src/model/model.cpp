@@ -139,12 +139,12 @@ void serialize(Archive& ar, ssdr::model::Model& m, const unsigned int /*version*
     int32_t normalization = static_cast<int32_t>(m.normalization);
     ar & normalization;
     if constexpr (Archive::is_loading::value) {
-      if (normalization < 0 || normalization > static_cast<int32_t>(ssdr::methods::Normalization::metric))
+      if (normalization < 0 || normalization > static_cast<int32_t>(ssdr::Normalization::metric))
         throw CorruptLength{};
-      m.normalization = static_cast<ssdr::methods::Normalization>(normalization);
+      m.normalization = static_cast<ssdr::Normalization>(normalization);
     }
   } else if constexpr (Archive::is_loading::value) {
-    m.normalization = ssdr::methods::Normalization::metric;
+    m.normalization = ssdr::Normalization::metric;
   }
   if (g_format_version >= 5) {
     ar & m.labeled_embedding;

@@ -14,24 +14,15 @@
 #include <string>
 
 #include "ssdr/core/dense.hpp"
+#include "ssdr/core/normalization.hpp"
 
 namespace ssdr::methods {
 
-/// How the columns of W are scaled (--normalize).
-enum class Normalization {
-  unit = 0,    ///< every column of W has Euclidean length 1 (the field's convention)
-  metric = 1,  ///< the scale the method's own criterion fixes: wᵀBw = 1 for the generalized
-               ///< eigenproblems (LDA, GDA, SDA, SL-LDA, SSGDA's GDA steps: B = S_t + εI or
-               ///< SDA's S_t + αXLXᵀ + βI), TCA's constraint (20) aᵀX_lD_lX_lᵀa = 1, OTCA's
-               ///< least-squares lengths of (25), SL-LDA-WLS's least-squares solution
-};
-// The values are stored in model files (format version 3): do not renumber.
-
-/// Parses "unit" or "metric". Not collective (every rank parses the same options).
-/// \throws ssdr::Error (marked collective) "--normalize: expected unit or metric, got 'x'".
-Normalization parse_normalization(const std::string& name);
-/// "unit" or "metric".
-std::string to_string(Normalization n);
+// The choice itself (enum, parsing, names) lives in core/normalization.hpp, below the model
+// that records it; the methods use it by these names.
+using ssdr::Normalization;
+using ssdr::parse_normalization;
+using ssdr::to_string;
 
 /// Scales every column of W (d×m, replicated) to Euclidean length 1: w ← w/‖w‖₂, a
 /// positive factor, so the sign convention of the eigensolver (largest-magnitude entry

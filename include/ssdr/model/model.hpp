@@ -8,7 +8,7 @@
 /// Format versions: 1 = preprocessing + W; 2 adds the kernel feature map (kernels::FeatureMap:
 /// kernel type and parameters, landmarks Z — for an exact map the n training samples —, M and
 /// the centering terms a, soda-nie2009 eq. (40)); 3 adds the column normalization of W
-/// (methods::Normalization, provenance only: project() uses W as stored); 4 adds the
+/// (Normalization, provenance only: project() uses W as stored); 4 adds the
 /// checksum; 5 adds the fit's labeled samples (their embeddings and labels, for `ssdr
 /// predict`); 6 stores the exact kernel map's rows (z_i, M's row i, a_i) as a row section
 /// after the replicated part, written and read by every rank at its own offset (MPI-IO), so
@@ -28,7 +28,7 @@
 
 #include "ssdr/core/dense.hpp"
 #include "ssdr/kernels/feature_map.hpp"
-#include "ssdr/methods/normalization.hpp"
+#include "ssdr/core/normalization.hpp"
 
 namespace ssdr::model {
 
@@ -54,7 +54,7 @@ struct Model {
   Dense W;                     ///< r × m projection (d' × m without a kernel)
   /// How W's columns were scaled (FitResult::normalization of the fit); version ≥ 3, older
   /// files: metric.
-  methods::Normalization normalization = methods::Normalization::metric;
+  Normalization normalization = Normalization::metric;
   /// The fit's labeled samples for 1-NN prediction (version ≥ 5): their embeddings, m ×
   /// n_labeled (column j is the j-th labeled sample's embedding Wᵀφ(x_j), the samples in
   /// increasing global index, so the model is the same on any rank count), and their labels
