@@ -5,10 +5,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "ssdr/core/dense.hpp"
+#include "ssdr/core/error.hpp"
 #include "ssdr/data/split.hpp"
 #include "ssdr/driver/pipeline.hpp"
 #include "ssdr/evaluation/one_nn.hpp"
@@ -109,5 +111,15 @@ struct SerialAndDistributed {
 /// `file` in tests/data (CSV), split by `spec`. Collective over MPI_COMM_WORLD.
 SerialAndDistributed fit_serial_and_distributed(const std::string& file, const data::SplitSpec& spec,
                                                 const driver::FitConfig& config, bool keep_embedding = true);
+
+/// The message of the ssdr::Error that f throws, "(no error)" when it throws none. Local.
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
 
 }  // namespace ssdr::test

@@ -57,14 +57,7 @@ methods::MethodInfo first_coordinates_row() {
   return r;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::error_of;
 
 }  // namespace
 

@@ -16,20 +16,14 @@
 #include "ssdr/methods/cache_keys.hpp"
 #include "ssdr/methods/method.hpp"
 #include "ssdr/methods/parameters.hpp"
+#include "support.hpp"
 
 using namespace ssdr;
 using ::testing::HasSubstr;
 
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::error_of;
 
 bool lists(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
 
