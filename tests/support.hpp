@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -111,6 +112,24 @@ struct SerialAndDistributed {
 /// `file` in tests/data (CSV), split by `spec`. Collective over MPI_COMM_WORLD.
 SerialAndDistributed fit_serial_and_distributed(const std::string& file, const data::SplitSpec& spec,
                                                 const driver::FitConfig& config, bool keep_embedding = true);
+
+/// The 1-NN label of every row of E (n×m, row-major, gathered on the caller) among the rows j
+/// with semi[j] ≥ 0, by squared Euclidean distance summed over the m coordinates in order,
+/// ties to the smaller j: the reference that predict's tests compare with. Local.
+inline std::vector<int> reference_one_nn(const std::vector<double>& E, int64_t m, const std::vector<int>& semi) {
+  const size_t n = semi.size(), w = static_cast<size_t>(m);
+  std::vector<int> label(n, -1);
+  for (size_t i = 0; i < n; ++i) {
+    double best = std::numeric_limits<double>::infinity();
+    for (size_t j = 0; j < n; ++j) {
+      if (semi[j] < 0) continue;
+      double d = 0;
+      for (size_t t = 0; t < w; ++t) d += (E[w * i + t] - E[w * j + t]) * (E[w * i + t] - E[w * j + t]);
+      if (d < best) best = d, label[i] = semi[j];
+    }
+  }
+  return label;
+}
 
 /// The message of the ssdr::Error that f throws, "(no error)" when it throws none. Local.
 inline std::string error_of(const std::function<void()>& f) {
