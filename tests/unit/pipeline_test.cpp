@@ -347,3 +347,29 @@ TEST(TypedRows, FitFromUint8AndFloat32RowsGivesTheBitsOfTheirDoubleCopy) {
     }
   }
 }
+
+TEST(TypedRows, AConsumingFitWithEveryRowTransductiveReleasesItsRawRowsAndKeepsItsBits) {
+  // With no unseen row on a rank the consuming fit never reads the raw rows after computing
+  // the scores, so it releases them (the n·d·s/P bytes beside the scores and the kNN lists at
+  // F = 1). The fit that keeps its data must give the same model and embedding, bit for bit;
+  // with unseen rows (F < 1) the rows stay, since evaluation embeds those from them.
+  io::Dataset ds = io::read_dataset(test::data_path("digits.csv"), io::Format::csv, MPI_COMM_WORLD);
+  const driver::FitConfig cfg = driver::make_fit_config("soda", {}, 3, 0, 0);
+  for (double fraction : {1.0, 0.5}) {
+    const auto roles = test::split(ds, test::transductive_split(5, fraction, 2));
+    io::Dataset kept = typed_copy(ds, ElementType::u8);
+    io::Dataset consumed_rows = typed_copy(ds, ElementType::u8);
+    const size_t bytes = kept.rows.bytes.size();
+    const driver::FitOutcome keep = driver::fit_and_evaluate(kept, roles, cfg, true);
+    const driver::FitOutcome consumed = driver::fit_and_evaluate_consuming(consumed_rows, roles, cfg, true);
+    EXPECT_EQ(consumed.model.W.v, keep.model.W.v) << fraction;
+    EXPECT_EQ(consumed.embedding.v, keep.embedding.v) << fraction;
+    EXPECT_EQ(consumed.accuracy.correct_unlabeled, keep.accuracy.correct_unlabeled) << fraction;
+    EXPECT_EQ(kept.rows.bytes.size(), bytes) << fraction;
+    bool local_unseen = false;
+    for (data::Role r : roles) local_unseen = local_unseen || r == data::Role::unseen;
+    EXPECT_EQ(consumed_rows.rows.bytes.size(), local_unseen ? bytes : 0u) << fraction;
+    if (fraction == 1.0) EXPECT_FALSE(local_unseen);
+    else EXPECT_EQ(consumed.accuracy.correct_unseen, keep.accuracy.correct_unseen);
+  }
+}
