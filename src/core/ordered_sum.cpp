@@ -261,6 +261,12 @@ ChunkedColumnSums::ChunkedColumnSums(MPI_Comm comm, int64_t n_local, int width) 
   c_.assign(static_cast<size_t>(w_), 0.0);
 }
 
+void ChunkedColumnSums::throw_width_mismatch(int W) const {
+  throw Error("ChunkedColumnSums::sum: compile-time width " + std::to_string(W) + " for sums of width " +
+                  std::to_string(w_),
+              __FILE__, __LINE__);
+}
+
 int64_t ChunkedColumnSums::completed(int64_t a, int64_t b) const {
   if (b <= a) return 0;
   const int64_t lo = a / B_;

@@ -130,10 +130,11 @@ struct Tolerances {
 /// the products' rounding. Three passes over the block per iteration besides the product
 /// (11 block-sized streams): γ = p·Sp; x, r updates with ρ = r·z and ‖z‖²; p = z + βp. F
 /// holds the known rows on entry and the solution on exit. Collective.
-std::vector<int> block_cg(Mat A, const System& s, const Tolerances& tol, const PropagationOptions& o,
-                          DistMatrix& F) {
+template <int MW>
+std::vector<int> block_cg_width(Mat A, const System& s, const Tolerances& tol, const PropagationOptions& o,
+                                DistMatrix& F) {
   MPI_Comm comm = F.comm;
-  const int64_t n = s.n_local, m = s.m;
+  const int64_t n = s.n_local, m = MW > 0 ? MW : s.m;
   const size_t mm = static_cast<size_t>(m);
   Owned<Mat> Am;
   SSDR_PETSC(MatCreateMAIJ(A, static_cast<PetscInt>(m), Am.out()));
@@ -177,7 +178,7 @@ std::vector<int> block_cg(Mat A, const System& s, const Tolerances& tol, const P
     // P = Z = D_S⁻¹R, ρ = r·z, ‖z‖².
     PetscScalar* p = nullptr;
     SSDR_PETSC(VecGetArrayWrite(Pv, &p));
-    const std::vector<double>& t = sums_2m.sum([&](int64_t i, double* out) {
+    const std::vector<double>& t = sums_2m.template sum<2 * MW>([&](int64_t i, double* out) {
       const double* r = R.data() + i * m;
       for (int64_t k = 0; k < m; ++k) {
         const double z = r[k] * dinv[i];
@@ -214,7 +215,7 @@ std::vector<int> block_cg(Mat A, const System& s, const Tolerances& tol, const P
     };
     // S p = (D/α) p − A p on free rows (0 on known rows, where p is 0), formed where it is
     // used (here and in the next pass) rather than stored: one stream less. γ_k = p_k·(S p)_k.
-    const std::vector<double>& gamma = sums_m.sum([&](int64_t i, double* out) {
+    const std::vector<double>& gamma = sums_m.template sum<MW>([&](int64_t i, double* out) {
       const double* qi = q + i * m;
       const double* pi = p + i * m;
       if (s.known[static_cast<size_t>(i)]) {
@@ -234,7 +235,7 @@ std::vector<int> block_cg(Mat A, const System& s, const Tolerances& tol, const P
     // x += α p, r −= α S p (α = 0 on frozen columns), ρ = r·z and ‖z‖², z = D_S⁻¹r. Known
     // rows keep x (their values) and r = 0.
     const double* al = alpha.data();
-    const std::vector<double>& t = sums_2m.sum([&](int64_t i, double* out) {
+    const std::vector<double>& t = sums_2m.template sum<2 * MW>([&](int64_t i, double* out) {
       if (s.known[static_cast<size_t>(i)]) {
         for (int64_t k = 0; k < 2 * m; ++k) out[k] = 0.0;
         return;
@@ -290,6 +291,25 @@ std::vector<int> block_cg(Mat A, const System& s, const Tolerances& tol, const P
     progress.update(it, 0, detail);
   }
   return its;
+}
+
+/// The block CG with the block's width m = c + 1 fixed at compile time for the widths met in
+/// practice (2..16, 21: every loop over a row's m values unrolls, and the reductions' sums
+/// stay in registers; ChunkedColumnSums::sum), else at run time. The same arithmetic in the
+/// same order either way. Collective.
+std::vector<int> block_cg(Mat A, const System& s, const Tolerances& tol, const PropagationOptions& o,
+                          DistMatrix& F) {
+  switch (s.m) {
+#define SSDR_WIDTH(W) \
+  case W:             \
+    return block_cg_width<W>(A, s, tol, o, F);
+    SSDR_WIDTH(2) SSDR_WIDTH(3) SSDR_WIDTH(4) SSDR_WIDTH(5) SSDR_WIDTH(6) SSDR_WIDTH(7) SSDR_WIDTH(8)
+    SSDR_WIDTH(9) SSDR_WIDTH(10) SSDR_WIDTH(11) SSDR_WIDTH(12) SSDR_WIDTH(13) SSDR_WIDTH(14)
+    SSDR_WIDTH(15) SSDR_WIDTH(16) SSDR_WIDTH(21)
+#undef SSDR_WIDTH
+    default:
+      return block_cg_width<0>(A, s, tol, o, F);
+  }
 }
 
 /// The block CG on B = A(π, π), graph::rcm_reorder: each rank's rows renumbered by reverse
