@@ -54,6 +54,10 @@ void reset_ptscotch() {
   if (auto reset = reinterpret_cast<void (*)()>(scotch_symbol("SCOTCH_randomReset"))) reset();
 }
 
+/// The name under which apply_levels composes the vertices' level positions (an IS, one
+/// global position per local vertex) with its MatPartitioning.
+constexpr const char* kLevelPositions = "ssdr_level_positions";
+
 /// MatPartitioningApply of the "levels" type: the adjacency's vertices in their distributed
 /// Cuthill–McKee level order (detail::level_order), cut into part->n contiguous ranges of
 /// equal size (±1). Collective over the adjacency's communicator.
@@ -83,6 +87,16 @@ PetscErrorCode apply_levels(MatPartitioning part, IS* partitioning) {
     for (size_t i = 0; i < pos.size(); ++i)
       parts[i] = static_cast<PetscInt>(pos[i] * static_cast<int64_t>(part->n) / static_cast<int64_t>(N));
     PetscCall(ISCreateGeneral(comm, static_cast<PetscInt>(pos.size()), parts, PETSC_OWN_POINTER, partitioning));
+    // The positions themselves, for renumber_for_locality: numbering the vertices by them
+    // keeps the level order inside each range (kLevelPositions).
+    PetscInt* at = nullptr;
+    PetscCall(PetscMalloc1(pos.empty() ? 1 : pos.size(), &at));
+    for (size_t i = 0; i < pos.size(); ++i) at[i] = static_cast<PetscInt>(pos[i]);
+    IS positions = nullptr;
+    PetscCall(ISCreateGeneral(comm, static_cast<PetscInt>(pos.size()), at, PETSC_OWN_POINTER, &positions));
+    PetscCall(PetscObjectCompose(reinterpret_cast<PetscObject>(part), kLevelPositions,
+                                 reinterpret_cast<PetscObject>(positions)));
+    PetscCall(ISDestroy(&positions));
   } catch (const std::exception& e) {
     SETERRQ(comm, PETSC_ERR_LIB, "levels partitioning: %s", e.what());
   }
@@ -155,7 +169,19 @@ Renumbering renumber_for_locality(Mat A, const std::string& prefix) {
   if (std::string(type) == MATPARTITIONINGPTSCOTCH) reset_ptscotch();
   Owned<IS> target, number;
   SSDR_PETSC(MatPartitioningApply(part, target.out()));
-  SSDR_PETSC(ISPartitioningToNumbering(target, number.out()));
+  // The level type numbers the vertices by their level positions: its ranges are contiguous
+  // in them, so each rank gets the same rows as ISPartitioningToNumbering would give it, but
+  // in the level order (a Cuthill–McKee order, neighbours at nearby numbers) instead of
+  // A's order. Other types: their parts, each in A's order.
+  PetscObject positions = nullptr;
+  SSDR_PETSC(PetscObjectQuery(reinterpret_cast<PetscObject>(part.get()), kLevelPositions, &positions));
+  if (positions) {
+    SSDR_PETSC(PetscObjectReference(positions));
+    number = Owned<IS>(reinterpret_cast<IS>(positions));
+    r.level_ordered = true;
+  } else {
+    SSDR_PETSC(ISPartitioningToNumbering(target, number.out()));
+  }
   std::vector<PetscInt> counts(static_cast<size_t>(size));
   SSDR_PETSC(ISPartitioningCount(target, size, counts.data()));
   int rank = 0;

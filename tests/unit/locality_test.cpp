@@ -234,6 +234,13 @@ TEST(Locality, RenumbersThePropagationWithoutChangingItsAnswer) {
   if (r.renumbered()) {
     EXPECT_EQ(r.partitioner, graph::kLevelsPartitioner);
     EXPECT_LT(2 * halo_values(r.B), halo_values(g.A));
+    // B's rows are the vertices in the serial Cuthill–McKee order: B's global row p is the
+    // vertex at level position p (so the propagation needs no further local ordering).
+    EXPECT_TRUE(r.level_ordered);
+    const std::vector<int64_t> pos = serial_cuthill_mckee(gather_pattern(g.A));
+    const std::vector<int> order = allgatherv(moved, MPI_COMM_WORLD);  // A's vertex of each B row
+    for (size_t p = 0; p < order.size(); ++p)
+      EXPECT_EQ(pos[static_cast<size_t>(order[p])], static_cast<int64_t>(p)) << p;
     PetscOptionsSetValue(nullptr, "-loctest_mat_partitioning_type", "ptscotch");
     const graph::Renumbering s = graph::renumber_for_locality(g.A, "loctest_");
     PetscOptionsClearValue(nullptr, "-loctest_mat_partitioning_type");

@@ -40,6 +40,9 @@ struct Renumbering {
   Owned<VecScatter> move;  ///< A's layout → B's layout (SCATTER_REVERSE: back)
   Owned<Vec> a_vec, b_vec; ///< work vectors in A's and B's layouts
   std::string partitioner; ///< the MatPartitioning type used ("" when not renumbered)
+  /// B's local rows are in the level order (kLevelsPartitioner): a Cuthill–McKee order, so
+  /// a product with B gathers nearby rows without a further local reordering.
+  bool level_ordered = false;
   /// Whether B is a renumbered copy (false: B is A). Local.
   bool renumbered() const { return rows.get() != nullptr; }
 };
