@@ -19,12 +19,16 @@
 //                  (block read once, result written once) + 8·ghosts·(c+1) (the halo's values),
 //                  and its rate against the triad's
 //   matmatmult     MatMatMult(A, MATDENSE n×(c+1)) for comparison (PETSc's other block product)
-//   reordered      both products on the graph as the block CG multiplies it (renumbered by
-//                  reverse Cuthill–McKee, graph::rcm_reorder): the gathers of the block's rows
-//                  hit the cache and the halo shrinks; bytes with the reordered halo
-//   propagation    ssdr::propagation::propagate with the defaults (block CG; --no-reorder: on A's
-//                  own order), seconds, the iterations per column, and seconds / ((max
-//                  iterations + 1) × the block product it runs, reordered or not)
+//   partitioned    the block product on the graph as the fit multiplies it: renumbered by
+//                  graph::renumber_for_locality (-lp_mat_partitioning_type; levels by
+//                  default, which leaves each rank's rows in the Cuthill–McKee level order),
+//                  bytes with its halo
+//   partitioned + local RCM   the same after graph::rcm_reorder inside each rank (what the
+//                  block CG adds when the partition is not level ordered, or on one rank)
+//   propagation    ssdr::propagation::propagate on the partitioned graph as the fit runs it
+//                  (block CG; the local RCM only where the fit adds it; --no-reorder: never),
+//                  seconds, the iterations per column, and seconds / ((max iterations + 1) ×
+//                  the block product it runs)
 //   gmres          (--gmres) the same with -lp_ksp_type gmres (one KSPSolve per column), both
 //                  solvers run `runs` times alternating which goes first; the minimum and
 //                  median times, the speed-ups, and the max |F_cg − F_gmres|
@@ -45,6 +49,7 @@
 #include "ssdr/core/runtime.hpp"
 #include "ssdr/graph/knn.hpp"
 #include "ssdr/graph/laplacian.hpp"
+#include "ssdr/graph/locality.hpp"
 #include "ssdr/propagation/label_propagation.hpp"
 
 namespace {
@@ -194,37 +199,59 @@ int main(int argc, char** argv) {
       MatMatMult(A, Bd, MAT_REUSE_MATRIX, PETSC_DEFAULT, &c);
     });
 
-    // The graph as the block CG multiplies it: renumbered by reverse Cuthill–McKee
-    // (graph::rcm_reorder, PropagationOptions::reorder).
+    // The graph as the fit multiplies it (methods::graph_and_propagation): partitioned by
+    // graph::renumber_for_locality (-lp_mat_partitioning_type, levels by default: each rank's
+    // rows already in the Cuthill–McKee level order), then, unless level ordered, renumbered
+    // inside each rank by reverse Cuthill–McKee (graph::rcm_reorder). Both orders measured.
+    auto ghost_count = [&](Mat M) {
+      PetscInt gh = 0;
+      PetscBool is_mpi = PETSC_FALSE;
+      PetscObjectTypeCompare(reinterpret_cast<PetscObject>(M), MATMPIAIJ, &is_mpi);
+      if (is_mpi) {
+        Mat Ad = nullptr, Ao = nullptr;
+        const PetscInt* garray = nullptr;
+        MatMPIAIJGetSeqAIJ(M, &Ad, &Ao, &garray);
+        MatGetSize(Ao, nullptr, &gh);
+      }
+      double total = static_cast<double>(gh);
+      MPI_Allreduce(MPI_IN_PLACE, &total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+      return total;
+    };
+    const double tp0 = now_synced();
+    const ssdr::graph::Renumbering ren = ssdr::graph::renumber_for_locality(A, "lp_");
+    const double t_partition = max_over_ranks(MPI_Wtime() - tp0);
+    Mat Ap = ren.B;
+    const double ghosts_p_total = ghost_count(Ap);
+    const double bytes_p = bytes - 8.0 * (ghosts_total - ghosts_p_total) * m;
+    ssdr::Owned<Mat> Apm;
+    MatCreateMAIJ(Ap, m, Apm.out());
+    ssdr::Owned<Vec> xp, yp;
+    MatCreateVecs(Apm, xp.out(), yp.out());
+    VecSet(xp, 1.0);
+    const double t_block_p = best_of(reps, [&] { MatMult(Apm, xp, yp); });
     const double tr0 = now_synced();
-    const ssdr::graph::Reordered re = ssdr::graph::rcm_reorder(A);
+    const ssdr::graph::Reordered re = ssdr::graph::rcm_reorder(Ap);
     const double t_reorder = max_over_ranks(MPI_Wtime() - tr0);
     Mat Ar = re.B;
-    PetscInt ghosts_r = 0;
-    if (mpi) {
-      Mat Ad = nullptr, Ao = nullptr;
-      const PetscInt* garray = nullptr;
-      MatMPIAIJGetSeqAIJ(Ar, &Ad, &Ao, &garray);
-      MatGetSize(Ao, nullptr, &ghosts_r);
-    }
-    double ghosts_r_total = static_cast<double>(ghosts_r);
-    MPI_Allreduce(MPI_IN_PLACE, &ghosts_r_total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    const double ghosts_r_total = ghost_count(Ar);
     const double bytes_r = bytes - 8.0 * (ghosts_total - ghosts_r_total) * m;
     ssdr::Owned<Mat> Arm;
     MatCreateMAIJ(Ar, m, Arm.out());
-    const double t_block_r = best_of(reps, [&] { MatMult(Arm, xb, yb); });
-    const double t_vec_r = best_of(reps, [&] { MatMult(Ar, x, y); });
+    const double t_block_r = best_of(reps, [&] { MatMult(Arm, xp, yp); });
 
     ssdr::propagation::PropagationOptions po;
-    po.reorder = reorder;
+    po.reorder = reorder && !ren.level_ordered;  // as the fit: no local RCM on the level order
+    const std::vector<int> labels_p = ssdr::graph::to_renumbered(ren, labels);
+    // The block product the block CG runs per iteration.
+    const double t_block_cg = po.reorder ? t_block_r : t_block_p;
     // `runs` propagations by each solver, alternating which goes first (a busy machine's
     // load drifts): the minimum and the median of each.
     ssdr::propagation::PropagationResult cg, gm;
     std::vector<double> tc, tg;
-    auto run_cg = [&] { tc.push_back(best_of(1, [&] { cg = ssdr::propagation::propagate(A, labels, classes, po); })); };
+    auto run_cg = [&] { tc.push_back(best_of(1, [&] { cg = ssdr::propagation::propagate(Ap, labels_p, classes, po); })); };
     auto run_gm = [&] {
       PetscOptionsSetValue(nullptr, "-lp_ksp_type", "gmres");
-      tg.push_back(best_of(1, [&] { gm = ssdr::propagation::propagate(A, labels, classes, po); }));
+      tg.push_back(best_of(1, [&] { gm = ssdr::propagation::propagate(Ap, labels_p, classes, po); }));
       PetscOptionsClearValue(nullptr, "-lp_ksp_type");
     };
     for (int r = 0; r < (gmres ? runs : 1); ++r) {
@@ -250,14 +277,17 @@ int main(int argc, char** argv) {
                   "\"of_triad\": %.2f, \"vs_%d_vector_products\": %.2f}\n",
                   t_block, bytes, bytes / t_block / 1e9, bytes / t_block / triad, m, t_block / (m * t_vec));
       std::printf("{\"what\": \"matmatmult_dense\", \"s\": %.3e, \"vs_block_product\": %.2f}\n", t_mmm, t_mmm / t_block);
-      std::printf("{\"what\": \"reordered (RCM)\", \"reorder_s\": %.3f, \"ghosts\": %.0f, \"vector_product_s\": %.3e, "
-                  "\"block_product_s\": %.3e, \"bytes\": %.4e, \"GB_per_s\": %.2f, \"of_triad\": %.2f, "
-                  "\"vs_%d_vector_products\": %.2f}\n",
-                  t_reorder, ghosts_r_total, t_vec_r, t_block_r, bytes_r, bytes_r / t_block_r / 1e9, bytes_r / t_block_r / triad,
-                  m, t_block_r / (m * t_vec_r));
+      std::printf("{\"what\": \"partitioned\", \"partitioner\": \"%s\", \"level_ordered\": %s, "
+                  "\"partition_s\": %.3f, \"ghosts\": %.0f, \"block_product_s\": %.3e, \"bytes\": %.4e, "
+                  "\"GB_per_s\": %.2f, \"of_triad\": %.2f}\n",
+                  ren.partitioner.empty() ? "none" : ren.partitioner.c_str(), ren.level_ordered ? "true" : "false",
+                  t_partition, ghosts_p_total, t_block_p, bytes_p, bytes_p / t_block_p / 1e9, bytes_p / t_block_p / triad);
+      std::printf("{\"what\": \"partitioned + local RCM\", \"reorder_s\": %.3f, \"ghosts\": %.0f, "
+                  "\"block_product_s\": %.3e, \"bytes\": %.4e, \"GB_per_s\": %.2f, \"of_triad\": %.2f}\n",
+                  t_reorder, ghosts_r_total, t_block_r, bytes_r, bytes_r / t_block_r / 1e9, bytes_r / t_block_r / triad);
       std::printf("{\"what\": \"propagation\", \"solver\": \"%s\", \"s\": %.3f, \"max_iterations\": %d, "
                   "\"over_iterations_x_block_product\": %.2f, \"iterations\": [",
-                  cg.solver.c_str(), t_cg, max_it, t_cg / ((max_it + 1) * (reorder ? t_block_r : t_block)));
+                  cg.solver.c_str(), t_cg, max_it, t_cg / ((max_it + 1) * t_block_cg));
       for (size_t c = 0; c < cg.iterations.size(); ++c) std::printf("%s%d", c ? ", " : "", cg.iterations[c]);
       std::printf("]}\n");
       std::fflush(stdout);
