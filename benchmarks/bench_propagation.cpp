@@ -24,9 +24,9 @@
 //                  default, which leaves each rank's rows in the Cuthill–McKee level order),
 //                  bytes with its halo
 //   partitioned + local RCM   the same after graph::rcm_reorder inside each rank (what the
-//                  block CG adds when the partition is not level ordered, or on one rank)
+//                  block CG multiplies by default; -lp_reorder false: the level order)
 //   propagation    ssdr::propagation::propagate on the partitioned graph as the fit runs it
-//                  (block CG; the local RCM only where the fit adds it; --no-reorder: never),
+//                  (block CG with the local RCM; --no-reorder: without),
 //                  seconds, the iterations per column, and seconds / ((max iterations + 1) ×
 //                  the block product it runs)
 //   gmres          (--gmres) the same with -lp_ksp_type gmres (one KSPSolve per column), both
@@ -201,8 +201,8 @@ int main(int argc, char** argv) {
 
     // The graph as the fit multiplies it (methods::graph_and_propagation): partitioned by
     // graph::renumber_for_locality (-lp_mat_partitioning_type, levels by default: each rank's
-    // rows already in the Cuthill–McKee level order), then, unless level ordered, renumbered
-    // inside each rank by reverse Cuthill–McKee (graph::rcm_reorder). Both orders measured.
+    // rows in the Cuthill–McKee level order), then renumbered inside each rank by reverse
+    // Cuthill–McKee (graph::rcm_reorder; -lp_reorder false skips it). Both orders measured.
     auto ghost_count = [&](Mat M) {
       PetscInt gh = 0;
       PetscBool is_mpi = PETSC_FALSE;
@@ -240,7 +240,7 @@ int main(int argc, char** argv) {
     const double t_block_r = best_of(reps, [&] { MatMult(Arm, xp, yp); });
 
     ssdr::propagation::PropagationOptions po;
-    po.reorder = reorder && !ren.level_ordered;  // as the fit: no local RCM on the level order
+    po.reorder = reorder;  // as the fit: the local RCM on the partitioned graph (--no-reorder: none)
     const std::vector<int> labels_p = ssdr::graph::to_renumbered(ren, labels);
     // The block product the block CG runs per iteration.
     const double t_block_cg = po.reorder ? t_block_r : t_block_p;

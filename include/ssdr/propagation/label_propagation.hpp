@@ -24,9 +24,9 @@ struct PropagationOptions {
   /// The block CG works on each rank's rows renumbered by reverse Cuthill–McKee of its own
   /// diagonal block (graph::rcm_reorder; rows stay on their rank): locality of the block
   /// product's gathers. F is returned in A's order. false, or -<prefix>reorder false: A's
-  /// own order. (The partition, and so the halo, is graph::renumber_for_locality's; the
-  /// methods pass false when its level partition already numbered each rank's rows in a
-  /// Cuthill–McKee order, Renumbering::level_ordered.)
+  /// own order. (The partition, and so the halo, is graph::renumber_for_locality's; its
+  /// level partition leaves each rank's rows in the global Cuthill–McKee level order, which
+  /// false then keeps: faster products on some graphs, slower on others, docs/fitting.md.)
   bool reorder = true;
 };
 
