@@ -78,6 +78,23 @@ double best_of(int reps, F&& f) {
   return best;
 }
 
+/// Ghost rows of a product with M summed over the ranks: the columns of its off-diagonal
+/// part (none on one rank, where M is SEQAIJ). Collective.
+double ghost_rows(Mat M) {
+  PetscInt ghosts = 0;
+  PetscBool mpi = PETSC_FALSE;
+  PetscObjectTypeCompare(reinterpret_cast<PetscObject>(M), MATMPIAIJ, &mpi);
+  if (mpi) {
+    Mat Ad = nullptr, Ao = nullptr;
+    const PetscInt* garray = nullptr;
+    MatMPIAIJGetSeqAIJ(M, &Ad, &Ao, &garray);
+    MatGetSize(Ao, nullptr, &ghosts);
+  }
+  double total = static_cast<double>(ghosts);
+  MPI_Allreduce(MPI_IN_PLACE, &total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  return total;
+}
+
 /// STREAM triad on every rank at once: aggregate bytes per second (24 bytes per element).
 double triad_rate(double mib, int reps) {
   const size_t n = static_cast<size_t>(mib * 1024 * 1024 / 8);
@@ -159,18 +176,7 @@ int main(int argc, char** argv) {
     MatInfo info;
     MatGetInfo(A, MAT_GLOBAL_SUM, &info);
     const double nnz = info.nz_used;
-    // Ghost rows of the block product: the off-diagonal part's columns.
-    PetscInt ghosts = 0;
-    PetscBool mpi = PETSC_FALSE;  // one rank: SEQAIJ, no halo
-    PetscObjectTypeCompare(reinterpret_cast<PetscObject>(A), MATMPIAIJ, &mpi);
-    if (mpi) {
-      Mat Ad = nullptr, Ao = nullptr;
-      const PetscInt* garray = nullptr;
-      MatMPIAIJGetSeqAIJ(A, &Ad, &Ao, &garray);
-      MatGetSize(Ao, nullptr, &ghosts);
-    }
-    double ghosts_total = static_cast<double>(ghosts);
-    MPI_Allreduce(MPI_IN_PLACE, &ghosts_total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    const double ghosts_total = ghost_rows(A);
 
     const double triad = triad_rate(triad_mib, 10);
 
@@ -203,25 +209,11 @@ int main(int argc, char** argv) {
     // graph::renumber_for_locality (-lp_mat_partitioning_type, levels by default: each rank's
     // rows in the Cuthill–McKee level order), then renumbered inside each rank by reverse
     // Cuthill–McKee (graph::rcm_reorder; -lp_reorder false skips it). Both orders measured.
-    auto ghost_count = [&](Mat M) {
-      PetscInt gh = 0;
-      PetscBool is_mpi = PETSC_FALSE;
-      PetscObjectTypeCompare(reinterpret_cast<PetscObject>(M), MATMPIAIJ, &is_mpi);
-      if (is_mpi) {
-        Mat Ad = nullptr, Ao = nullptr;
-        const PetscInt* garray = nullptr;
-        MatMPIAIJGetSeqAIJ(M, &Ad, &Ao, &garray);
-        MatGetSize(Ao, nullptr, &gh);
-      }
-      double total = static_cast<double>(gh);
-      MPI_Allreduce(MPI_IN_PLACE, &total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-      return total;
-    };
     const double tp0 = now_synced();
     const ssdr::graph::Renumbering ren = ssdr::graph::renumber_for_locality(A, "lp_");
     const double t_partition = max_over_ranks(MPI_Wtime() - tp0);
     Mat Ap = ren.B;
-    const double ghosts_p_total = ghost_count(Ap);
+    const double ghosts_p_total = ghost_rows(Ap);
     const double bytes_p = bytes - 8.0 * (ghosts_total - ghosts_p_total) * m;
     ssdr::Owned<Mat> Apm;
     MatCreateMAIJ(Ap, m, Apm.out());
@@ -233,7 +225,7 @@ int main(int argc, char** argv) {
     const ssdr::graph::Reordered re = ssdr::graph::rcm_reorder(Ap);
     const double t_reorder = max_over_ranks(MPI_Wtime() - tr0);
     Mat Ar = re.B;
-    const double ghosts_r_total = ghost_count(Ar);
+    const double ghosts_r_total = ghost_rows(Ar);
     const double bytes_r = bytes - 8.0 * (ghosts_total - ghosts_r_total) * m;
     ssdr::Owned<Mat> Arm;
     MatCreateMAIJ(Ar, m, Arm.out());
@@ -280,7 +272,7 @@ int main(int argc, char** argv) {
       std::printf("{\"what\": \"partitioned\", \"partitioner\": \"%s\", \"level_ordered\": %s, "
                   "\"partition_s\": %.3f, \"ghosts\": %.0f, \"block_product_s\": %.3e, \"bytes\": %.4e, "
                   "\"GB_per_s\": %.2f, \"of_triad\": %.2f}\n",
-                  ren.partitioner.empty() ? "none" : ren.partitioner.c_str(), ren.level_ordered ? "true" : "false",
+                  ren.partitioner.empty() ? "none" : ren.partitioner.c_str(), ren.partitioner == ssdr::graph::kLevelsPartitioner ? "true" : "false",
                   t_partition, ghosts_p_total, t_block_p, bytes_p, bytes_p / t_block_p / 1e9, bytes_p / t_block_p / triad);
       std::printf("{\"what\": \"partitioned + local RCM\", \"reorder_s\": %.3f, \"ghosts\": %.0f, "
                   "\"block_product_s\": %.3e, \"bytes\": %.4e, \"GB_per_s\": %.2f, \"of_triad\": %.2f}\n",

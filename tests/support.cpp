@@ -182,6 +182,17 @@ std::vector<data::Role> split_all(const std::string& path, io::Format format, co
   return data::make_split(one.labels, 0, one.classes, spec, MPI_COMM_SELF);
 }
 
+driver::FitOutcome fit_problem(const Problem& p, const DistMatrix& X, const driver::FitConfig& config) {
+  io::Dataset ds;
+  ds.X = X;
+  ds.classes = p.classes;
+  ds.labels = local_part(p.labels, X);
+  std::vector<data::Role> roles(p.semi.size(), data::Role::unlabeled);
+  for (size_t i = 0; i < p.semi.size(); ++i)
+    if (p.semi[i] >= 0) roles[i] = data::Role::labeled;
+  return driver::fit_and_evaluate(ds, local_part(roles, X), config, true);
+}
+
 SerialAndDistributed fit_serial_and_distributed(const std::string& file, const data::SplitSpec& spec,
                                                 const driver::FitConfig& config, bool keep_embedding) {
   SerialAndDistributed r;

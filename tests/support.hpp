@@ -92,6 +92,12 @@ struct Problem {
 };
 Problem load_problem(const std::string& name, int p, bool standardized);
 
+/// The pipeline behind `ssdr fit` (driver::fit_and_evaluate, embedding kept) on a Problem's
+/// rows X (distributed from p.X): labeled where p.semi ≥ 0, unlabeled elsewhere, the true
+/// labels used by the evaluation only; `config` as from driver::make_fit_config. What the
+/// Estimator tests compare its fit with. Collective over X.comm.
+driver::FitOutcome fit_problem(const Problem& p, const DistMatrix& X, const driver::FitConfig& config);
+
 /// The SODA protocol's split: `fraction` of each class transductive, `labeled_per_class` of
 /// those labeled, shuffled by `seed`.
 data::SplitSpec transductive_split(int labeled_per_class, double fraction, uint64_t seed);

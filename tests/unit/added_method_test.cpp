@@ -115,15 +115,7 @@ TEST(AddedMethod, FitsAndPredictsThroughTheEstimatorAndThePipelineFromOneFileAnd
 
     // The pipeline of `ssdr fit` on the same rows and roles: the same W and embedding, bit
     // for bit, and its 1-NN evaluation is score's.
-    io::Dataset ds;
-    ds.X = X;
-    ds.classes = p.classes;
-    ds.labels = test::local_part(p.labels, X);
-    std::vector<data::Role> roles(p.semi.size(), data::Role::unlabeled);
-    for (size_t i = 0; i < p.semi.size(); ++i)
-      if (p.semi[i] >= 0) roles[i] = data::Role::labeled;
-    const driver::FitOutcome out = driver::fit_and_evaluate(
-        ds, test::local_part(roles, X), driver::make_fit_config("first-coordinates", {}, 2, 0, 0), true);
+    const driver::FitOutcome out = test::fit_problem(p, X, driver::make_fit_config("first-coordinates", {}, 2, 0, 0));
     EXPECT_EQ(out.model.W.v, W.v);
     EXPECT_EQ(out.embedding.v, Y.v);
     EXPECT_DOUBLE_EQ(out.accuracy.unlabeled, score);

@@ -105,15 +105,7 @@ TEST(Estimator, FitsThePipelinesModelAndPredictsByOneNearestLabeledNeighbour) {
   // The pipeline behind `ssdr fit` on the same rows and roles (labeled where y ≥ 0), with
   // the true labels of the unlabeled rows (hidden from the method, used by its evaluation):
   // the same W, bit for bit.
-  io::Dataset ds;
-  ds.X = X;
-  ds.classes = p.classes;
-  ds.labels = test::local_part(p.labels, X);
-  std::vector<data::Role> roles(p.semi.size(), data::Role::unlabeled);
-  for (size_t i = 0; i < p.semi.size(); ++i)
-    if (p.semi[i] >= 0) roles[i] = data::Role::labeled;
-  const driver::FitOutcome out = driver::fit_and_evaluate(
-      ds, test::local_part(roles, X), driver::make_fit_config("soda", {}, 2, 0, 0), true);
+  const driver::FitOutcome out = test::fit_problem(p, X, driver::make_fit_config("soda", {}, 2, 0, 0));
   EXPECT_EQ(e.model().W.v, out.model.W.v);
   EXPECT_EQ(e.model().W.cols, 2);
   // transform is the fit's own embedding, bit for bit (model::Projector on raw rows).
