@@ -446,7 +446,7 @@ FitOutcome fit_and_evaluate_impl(const io::Dataset& ds, io::Dataset* consume, co
       // n·d·s/P bytes no longer sit beside the scores, the kNN lists and the graph (the
       // 10.5 M-sample fit at F = 1: 4.1 GB per rank on 2 ranks). Local; the graph's
       // provenance hashed the raw values above, before this.
-      if (consume && std::none_of(rows.transductive.begin(), rows.transductive.end(), [](char t) { return !t; }))
+      if (consume && std::all_of(rows.transductive.begin(), rows.transductive.end(), [](char t) { return t != 0; }))
         std::vector<unsigned char>().swap(consume->rows.bytes);
     } else {
       pre = data::fit_preprocessor(ds.X, rows.transductive, config.preprocess);

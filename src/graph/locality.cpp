@@ -178,7 +178,6 @@ Renumbering renumber_for_locality(Mat A, const std::string& prefix) {
   if (positions) {
     SSDR_PETSC(PetscObjectReference(positions));
     number = Owned<IS>(reinterpret_cast<IS>(positions));
-    r.level_ordered = true;
   } else {
     SSDR_PETSC(ISPartitioningToNumbering(target, number.out()));
   }

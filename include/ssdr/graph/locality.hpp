@@ -39,10 +39,10 @@ struct Renumbering {
   Owned<IS> rows;          ///< B's local rows as A's global row indices (empty when not renumbered)
   Owned<VecScatter> move;  ///< A's layout → B's layout (SCATTER_REVERSE: back)
   Owned<Vec> a_vec, b_vec; ///< work vectors in A's and B's layouts
-  std::string partitioner; ///< the MatPartitioning type used ("" when not renumbered)
-  /// B's local rows are in the level order (kLevelsPartitioner): a Cuthill–McKee order, so
-  /// a product with B gathers nearby rows without a further local reordering.
-  bool level_ordered = false;
+  /// The MatPartitioning type used ("" when not renumbered). With kLevelsPartitioner, B's
+  /// rows are numbered by their level positions: each rank's rows in the global
+  /// Cuthill–McKee level order.
+  std::string partitioner;
   /// Whether B is a renumbered copy (false: B is A). Local.
   bool renumbered() const { return rows.get() != nullptr; }
 };
