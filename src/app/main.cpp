@@ -172,8 +172,8 @@ std::string methods_help() {
 /// paper sets it (a "default" value, and every preprocessing and kernel parameter: their docs
 /// say so) or the parameter is a flag. Help and docs/methods.md show the same. Local.
 std::string fixed_default(const methods::ParameterSpec& p) {
-  if (p.kind == methods::ParameterKind::flag || p.scope == methods::ParameterScope::every ||
-      p.scope == methods::ParameterScope::kernel)
+  if (p.kind == methods::ParameterKind::flag ||
+      ((p.scope == methods::ParameterScope::every || p.scope == methods::ParameterScope::kernel) && !p.fixed_default))
     return "";
   methods::MethodOptions mo;
   data::PreprocessOptions pre;

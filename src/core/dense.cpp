@@ -106,6 +106,68 @@ DistMatrix select_rows(const DistMatrix& X, const std::vector<char>& keep) {
   return Y;
 }
 
+DistMatrix select_rows(const RowsView& X, const std::vector<char>& keep) {
+  if (!X.single()) return select_rows(X.doubles(), keep);
+  SSDR_CHECK(static_cast<int64_t>(keep.size()) == X.n_local,
+             "select_rows: mask has " + std::to_string(keep.size()) + " entries for " +
+                 std::to_string(X.n_local) + " local rows");
+  int64_t count = 0;
+  for (char k : keep) count += k ? 1 : 0;
+  DistMatrix Y = make_dist_local(X.comm, count, X.cols);
+  int64_t r = 0;
+  for (int64_t i = 0; i < X.n_local; ++i)
+    if (keep[static_cast<size_t>(i)]) X.tile(i, 1, Y.row(r++));
+  return Y;
+}
+
+DistMatrixF to_single(const DistMatrix& X) {
+  DistMatrixF Y;
+  Y.comm = X.comm;
+  Y.n_global = X.n_global;
+  Y.row_start = X.row_start;
+  Y.n_local = X.n_local;
+  Y.cols = X.cols;
+  Y.v.resize(X.v.size());
+  for (size_t i = 0; i < X.v.size(); ++i) Y.v[i] = static_cast<float>(X.v[i]);
+  return Y;
+}
+
+DistMatrix to_double(const DistMatrixF& X) {
+  DistMatrix Y;
+  Y.comm = X.comm;
+  Y.n_global = X.n_global;
+  Y.row_start = X.row_start;
+  Y.n_local = X.n_local;
+  Y.cols = X.cols;
+  Y.v.assign(X.v.begin(), X.v.end());
+  return Y;
+}
+
+RowsView::RowsView(const DistMatrix& X)
+    : comm(X.comm), n_global(X.n_global), row_start(X.row_start), n_local(X.n_local), cols(X.cols), d_(&X) {}
+
+RowsView::RowsView(const DistMatrixF& X)
+    : comm(X.comm), n_global(X.n_global), row_start(X.row_start), n_local(X.n_local), cols(X.cols), f_(&X) {}
+
+const DistMatrix& RowsView::doubles() const {
+  if (d_) return *d_;
+  if (!widened_) widened_ = std::make_shared<DistMatrix>(to_double(*f_));
+  return *widened_;
+}
+
+void RowsView::tile(int64_t i0, int64_t b, double* out) const {
+  if (d_) {
+    std::copy_n(d_->row(i0), b * cols, out);
+  } else {
+    const float* x = f_->row(i0);
+    for (int64_t t = 0; t < b * cols; ++t) out[t] = static_cast<double>(x[t]);
+  }
+}
+
+double RowsView::memory_bytes() const {
+  return d_ ? 8.0 * static_cast<double>(d_->v.size()) : 4.0 * static_cast<double>(f_->v.size());
+}
+
 DistMatrix multiply(const DistMatrix& X, const Dense& W) {
   SSDR_CHECK_SHAPE("multiply: W", W.rows, W.cols, X.cols, W.cols);
   DistMatrix Y = make_dist_like(X, W.cols);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <functional>
 #include <numeric>
+#include <type_traits>
 
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -394,19 +395,29 @@ void apply_tile(const Preprocessor& p, const double* x, int64_t b, int64_t d, do
 }
 
 namespace {
-DistMatrix apply_rows(const Preprocessor& p, const Rows& X, const std::vector<char>& keep);
+template <class T>
+DistMatrixT<T> apply_rows(const Preprocessor& p, const Rows& X, const std::vector<char>& keep);
 }  // namespace
 
 DistMatrix apply(const Preprocessor& p, const DistMatrix& X, const std::vector<char>& keep) {
-  return apply_rows(p, Rows(X), keep);
+  return apply_rows<double>(p, Rows(X), keep);
 }
 
 DistMatrix apply(const Preprocessor& p, const TypedRows& X, const std::vector<char>& keep) {
-  return apply_rows(p, Rows(X), keep);
+  return apply_rows<double>(p, Rows(X), keep);
+}
+
+DistMatrixF apply_single(const Preprocessor& p, const DistMatrix& X, const std::vector<char>& keep) {
+  return apply_rows<float>(p, Rows(X), keep);
+}
+
+DistMatrixF apply_single(const Preprocessor& p, const TypedRows& X, const std::vector<char>& keep) {
+  return apply_rows<float>(p, Rows(X), keep);
 }
 
 namespace {
-DistMatrix apply_rows(const Preprocessor& p, const Rows& X, const std::vector<char>& keep) {
+template <class T>
+DistMatrixT<T> apply_rows(const Preprocessor& p, const Rows& X, const std::vector<char>& keep) {
   const int64_t d = X.cols;
   SSDR_CHECK(static_cast<int64_t>(keep.size()) == X.n_local,
              "apply: " + std::to_string(keep.size()) + " row flags for " + std::to_string(X.n_local) + " local rows");
@@ -416,13 +427,27 @@ DistMatrix apply_rows(const Preprocessor& p, const Rows& X, const std::vector<ch
   int64_t kept = 0;
   for (char k : keep) kept += k != 0;
   const int64_t out_cols = output_dim(p, d);
-  DistMatrix Y = make_dist_local(X.comm, kept, out_cols);
+  const Layout l = layout_from_local(kept, X.comm);
+  DistMatrixT<T> Y;
+  Y.comm = X.comm;
+  Y.n_global = l.n_global;
+  Y.row_start = l.start;
+  Y.n_local = kept;
+  Y.cols = out_cols;
+  Y.v.assign(static_cast<size_t>(kept * out_cols), T(0));
   // Kept rows gathered into 64-row tiles: a row's bits do not depend on where it sits in
   // its tile or on how many rows this rank holds.
-  std::vector<double> in(static_cast<size_t>(kApplyTile * d)), Z, T;
+  // Float output (--precision single): each tile computed in double, then rounded once.
+  std::vector<double> in(static_cast<size_t>(kApplyTile * d)), Z, Tb, o;
+  if (!std::is_same<T, double>::value) o.resize(static_cast<size_t>(kApplyTile * out_cols));
   int64_t filled = 0, written = 0;
   auto flush = [&] {
-    apply_tile(p, in.data(), filled, d, Y.v.data() + written * out_cols, Z, T);
+    if constexpr (std::is_same<T, double>::value) {
+      apply_tile(p, in.data(), filled, d, Y.v.data() + written * out_cols, Z, Tb);
+    } else {
+      apply_tile(p, in.data(), filled, d, o.data(), Z, Tb);
+      std::copy_n(o.data(), filled * out_cols, Y.v.data() + written * out_cols);  // rounds to T
+    }
     written += filled;
     filled = 0;
   };

@@ -31,7 +31,9 @@ kernels::KernelOptions kernel_options(const FitConfig& config, const methods::Me
 /// mapped from the raw X at evaluation (raw ≠ nullptr: the data set outlives the fit).
 struct FitRows {
   DistMatrix own_t, own_u;  ///< the rows this fit preprocessed (or none: a sweep's cached rows)
+  DistMatrixF own_t32;      ///< --precision single: the transductive rows (own_t empty)
   const DistMatrix* Xt = &own_t;
+  const DistMatrixF* Xt32 = nullptr;  ///< non-null: the transductive rows are these floats
   const DistMatrix* Xu = &own_u;
   const DistMatrix* raw = nullptr;
   /// The unseen rows' source when the data set keeps its rows typed (raw is nullptr then):
@@ -42,6 +44,16 @@ struct FitRows {
   /// nullptr → computed afresh.
   methods::GraphCache* graphs = nullptr;
   bool from_raw() const { return raw != nullptr || raw_typed != nullptr; }
+  /// The transductive rows in their precision. Local.
+  RowsView xt() const { return Xt32 ? RowsView(*Xt32) : RowsView(*Xt); }
+  /// Transductive rows [i0, i0 + b) as doubles: in place, or (float rows) converted into
+  /// buf, exactly. Local.
+  const double* xt_tile(int64_t i0, int64_t b, std::vector<double>& buf) const {
+    if (!Xt32) return Xt->row(i0);
+    buf.resize(static_cast<size_t>(b * Xt32->cols));
+    xt().tile(i0, b, buf.data());
+    return buf.data();
+  }
   /// Local raw row i as doubles into dst (d_input values). Local.
   void raw_row(int64_t i, double* dst) const {
     if (raw) std::copy_n(raw->row(i), d_input, dst);
@@ -76,7 +88,9 @@ DistMatrix embed_all(const model::Model& m, const FitRows& rows, KernelMapEntry*
     // tile by tile), then the collective exact-map projection.
     const int64_t dp = p.preprocessed_dim();
     std::vector<const double*> src(static_cast<size_t>(Y.n_local));
-    for (size_t t = 0; t < pos_t.size(); ++t) src[static_cast<size_t>(pos_t[t])] = rows.Xt->row(static_cast<int64_t>(t));
+    const RowsView xt = rows.xt();
+    const DistMatrix& Xt = xt.doubles();  // float rows: their double copy, for this map only
+    for (size_t t = 0; t < pos_t.size(); ++t) src[static_cast<size_t>(pos_t[t])] = Xt.row(static_cast<int64_t>(t));
     std::vector<double> unseen, in;
     if (!rows.from_raw()) {
       for (size_t u = 0; u < pos_u.size(); ++u) src[static_cast<size_t>(pos_u[u])] = rows.Xu->row(static_cast<int64_t>(u));
@@ -102,7 +116,8 @@ DistMatrix embed_all(const model::Model& m, const FitRows& rows, KernelMapEntry*
     // The features of every tile once per map (Projector::features), then W per fit: the
     // bits of from_preprocessed, which forms the same tiles and the same GEMM.
     const int64_t per = T * p.feature_dim();
-    const DistMatrix* parts[2] = {rows.Xt, rows.Xu};
+    const RowsView xt = rows.xt();
+    const DistMatrix* parts[2] = {&xt.doubles(), rows.Xu};
     const std::vector<int64_t>* where[2] = {&pos_t, &pos_u};
     int64_t tiles = 0;
     for (const DistMatrix* s : parts) tiles += (s->n_local + T - 1) / T;
@@ -130,7 +145,17 @@ DistMatrix embed_all(const model::Model& m, const FitRows& rows, KernelMapEntry*
       scatter(pos, i0, b);
     }
   };
-  from_rows(*rows.Xt, pos_t);
+  if (rows.Xt32) {
+    SSDR_CHECK(rows.Xt32->n_local == static_cast<int64_t>(pos_t.size()), "embed_all: row counts disagree");
+    std::vector<double> buf;
+    for (int64_t i0 = 0; i0 < rows.Xt32->n_local; i0 += T) {
+      const int64_t b = std::min(T, rows.Xt32->n_local - i0);
+      p.from_preprocessed(rows.xt_tile(i0, b, buf), b, tile.data());
+      scatter(pos_t, i0, b);
+    }
+  } else {
+    from_rows(*rows.Xt, pos_t);
+  }
   if (!rows.from_raw()) {
     from_rows(*rows.Xu, pos_u);
   } else {
@@ -164,16 +189,17 @@ evaluation::Accuracy evaluate_streamed(const model::Model& m, const FitRows& row
   std::vector<int64_t> where(static_cast<size_t>(T));  // the local rows of the current tile
   // Calls visit(b) for every tile of the transductive rows (Xt's tiles), `where` holding the
   // tile's local rows, `tile` their embedding.
+  std::vector<double> buf;  // a tile of float rows as doubles
   auto transductive_tiles = [&](auto&& visit) {
-    const DistMatrix& Xt = *rows.Xt;
+    const int64_t nt = rows.xt().n_local;
     int64_t cursor = 0;
-    for (int64_t i0 = 0; i0 < Xt.n_local; i0 += T) {
-      const int64_t b = std::min(T, Xt.n_local - i0);
+    for (int64_t i0 = 0; i0 < nt; i0 += T) {
+      const int64_t b = std::min(T, nt - i0);
       for (int64_t r = 0; r < b; ++r) {
         while (!rows.transductive[static_cast<size_t>(cursor)]) ++cursor;
         where[static_cast<size_t>(r)] = cursor++;
       }
-      p.from_preprocessed(Xt.row(i0), b, tile.data());
+      p.from_preprocessed(rows.xt_tile(i0, b, buf), b, tile.data());
       visit(b);
     }
   };
@@ -293,7 +319,8 @@ nlohmann::json graph_provenance(const io::Dataset& ds, const std::vector<data::R
   return {{"data", {{"n", n}, {"d", ds.X.cols}, {"transductive", f[0]}, {"rows", hex64(f[1])}, {"values", hex64(f[2])}}},
           {"split", hex64(f[3])},
           {"preprocessing", {{"scaling", data::to_string(p.scaling)}, {"pca", p.pca}, {"pca_energy", p.pca_energy},
-                             {"pca_dim", p.pca_dim}, {"pca_route", static_cast<int>(p.route)}}}};
+                             {"pca_dim", p.pca_dim}, {"pca_route", static_cast<int>(p.route)},
+                             {"precision", p.single ? "single" : "double"}}}};
 }
 
 /// --graph-in: the file's provenance against this fit's. Returns false for a file without
@@ -311,7 +338,10 @@ bool check_graph_provenance(const std::string& path, const nlohmann::json& mine,
   for (const char* group : {"/data/", "/split", "/preprocessing/", "/distance"})
   for (const auto& [key, value] : b.items()) {
     if (key.rfind(group, 0) != 0) continue;
-    const nlohmann::json other = a.contains(key) ? a[key] : nlohmann::json();
+    // Files written before --precision existed hold lists of double rows.
+    const nlohmann::json other = a.contains(key)                   ? a[key]
+                                 : key == "/preprocessing/precision" ? nlohmann::json("double")
+                                                                     : nlohmann::json();
     if (other != value) {
       std::string what = key.substr(1);
       std::replace(what.begin(), what.end(), '/', '.');
@@ -341,6 +371,7 @@ RowsKey rows_key(const data::PreprocessOptions& p, const std::vector<data::Role>
   k.pca_energy = p.pca_energy;
   k.route = p.route;
   k.pca_dim = p.pca_dim;
+  k.single = p.single;
   k.n_global = n_global;
   k.transductive = f[0];
   k.fingerprint = f[1];
@@ -402,13 +433,16 @@ FitOutcome fit_and_evaluate_impl(const io::Dataset& ds, io::Dataset* consume, co
       PreparedRows e;
       std::vector<char> unseen(rows.transductive.size());
       for (size_t i = 0; i < unseen.size(); ++i) unseen[i] = !rows.transductive[i];
+      const bool single = config.preprocess.single;
       if (ds.typed) {
         e.pre = data::fit_preprocessor(ds.rows, rows.transductive, config.preprocess);
-        e.Xt = data::apply(e.pre, ds.rows, rows.transductive);
+        if (single) e.Xt32 = data::apply_single(e.pre, ds.rows, rows.transductive);
+        else e.Xt = data::apply(e.pre, ds.rows, rows.transductive);
         e.Xu = data::apply(e.pre, ds.rows, unseen);
       } else {
         e.pre = data::fit_preprocessor(ds.X, rows.transductive, config.preprocess);
-        e.Xt = data::apply(e.pre, ds.X, rows.transductive);
+        if (single) e.Xt32 = data::apply_single(e.pre, ds.X, rows.transductive);
+        else e.Xt = data::apply(e.pre, ds.X, rows.transductive);
         e.Xu = data::apply(e.pre, ds.X, unseen);
       }
       it = config.rows->entries.emplace(key, std::move(e)).first;
@@ -418,6 +452,7 @@ FitOutcome fit_and_evaluate_impl(const io::Dataset& ds, io::Dataset* consume, co
     prepared = &it->second;
     pre = prepared->pre;  // the model takes its own copy
     rows.Xt = &prepared->Xt;
+    if (config.preprocess.single) rows.Xt32 = &prepared->Xt32;
     rows.Xu = &prepared->Xu;
     return fit_rows(rows, std::move(pre), labels, ds, roles, config, keep_embedding, std::move(out), prepared);
   }
@@ -430,6 +465,10 @@ FitOutcome fit_and_evaluate_impl(const io::Dataset& ds, io::Dataset* consume, co
       std::vector<char> unseen(rows.transductive.size());
       for (size_t i = 0; i < unseen.size(); ++i) unseen[i] = !rows.transductive[i];
       rows.own_t = data::apply(pre, ds.Xs, rows.transductive);
+      if (config.preprocess.single) {
+        rows.own_t32 = to_single(rows.own_t);
+        rows.own_t = DistMatrix();
+      }
       rows.own_u = data::apply(pre, ds.Xs, unseen);
       if (consume) {
         consume->Xs = SparseRows{};
@@ -440,7 +479,8 @@ FitOutcome fit_and_evaluate_impl(const io::Dataset& ds, io::Dataset* consume, co
       // raw and embedded tile by tile at evaluation (never stored in d').
       pre = data::fit_preprocessor(ds.rows, rows.transductive, config.preprocess);
       rows.raw_typed = &ds.rows;
-      rows.own_t = data::apply(pre, ds.rows, rows.transductive);
+      if (config.preprocess.single) rows.own_t32 = data::apply_single(pre, ds.rows, rows.transductive);
+      else rows.own_t = data::apply(pre, ds.rows, rows.transductive);
       // A consuming fit reads its raw rows again only for its unseen rows (embed_all, at
       // their positions). A rank that holds none releases them now: at F = 1 the rows' own
       // n·d·s/P bytes no longer sit beside the scores, the kNN lists and the graph (the
@@ -454,13 +494,17 @@ FitOutcome fit_and_evaluate_impl(const io::Dataset& ds, io::Dataset* consume, co
     if (ds.sparse || ds.typed) {
     } else if (consume) {
       data::SplitRows split = data::apply_split(pre, std::move(consume->X), rows.transductive);
-      rows.own_t = std::move(split.kept);
+      if (config.preprocess.single) rows.own_t32 = to_single(split.kept);
+      else rows.own_t = std::move(split.kept);
+      split.kept = DistMatrix();
       rows.own_u = std::move(split.other);
     } else {
       rows.raw = &ds.X;
-      rows.own_t = data::apply(pre, ds.X, rows.transductive);  // no n×d intermediate copies
+      if (config.preprocess.single) rows.own_t32 = data::apply_single(pre, ds.X, rows.transductive);
+      else rows.own_t = data::apply(pre, ds.X, rows.transductive);  // no n×d intermediate copies
     }
   }
+  if (config.preprocess.single) rows.Xt32 = &rows.own_t32;
   return fit_rows(rows, std::move(pre), labels, ds, roles, config, keep_embedding, std::move(out), nullptr);
 }
 
@@ -482,7 +526,7 @@ FitOutcome fit_rows(FitRows& rows, data::Preprocessor&& pre, const std::vector<i
                     const io::Dataset& ds, const std::vector<data::Role>& roles, const FitConfig& config,
                     bool keep_embedding, FitOutcome out, PreparedRows* prepared) {
   const methods::MethodInfo& info = methods::find_method(config.method);
-  const DistMatrix& Xt = *rows.Xt;
+  const RowsView Xt = rows.xt();  // kept while the fit runs: its double copy, if one is made
   out.d_reduced = Xt.cols;
   say("training on " + std::to_string(Xt.n_global) + " transductive samples, d' = " +
       std::to_string(Xt.cols) + " after preprocessing");
@@ -490,7 +534,7 @@ FitOutcome fit_rows(FitRows& rows, data::Preprocessor&& pre, const std::vector<i
   // builds its graphs on Xt (input space), as KSODA does (soda-nie2009 §4).
   kernels::KernelOptions ko = kernel_options(config, info);
   if (ko.type == kernels::KernelType::rbf && ko.sigma_scale > 0 && rows.graphs) {
-    if (!(rows.graphs->sigma0 > 0)) rows.graphs->sigma0 = kernels::mean_pairwise_distance(Xt);
+    if (!(rows.graphs->sigma0 > 0)) rows.graphs->sigma0 = kernels::mean_pairwise_distance(Xt.doubles());
     ko.sigma0 = rows.graphs->sigma0;
   }
   kernels::FeatureMap feature_map;
@@ -512,8 +556,8 @@ FitOutcome fit_rows(FitRows& rows, data::Preprocessor&& pre, const std::vector<i
       kernel_info = e.info;
       kernel_entry = &e;
     } else {
-      feature_map = kernels::fit_feature_map(Xt, ko, &kernel_info);
-      own_phi = kernels::apply(feature_map, Xt);
+      feature_map = kernels::fit_feature_map(Xt.doubles(), ko, &kernel_info);
+      own_phi = kernels::apply(feature_map, Xt.doubles());
       if (prepared) {
         KernelMapEntry& e = prepared->kernel_maps[kernel_key];
         e.map = feature_map;
@@ -531,7 +575,7 @@ FitOutcome fit_rows(FitRows& rows, data::Preprocessor&& pre, const std::vector<i
   // The linear methods form d'×d' matrices (scatter, eigen-solves) replicated on every rank:
   // with --no-pca on wide data (30 × 20 000) that is gigabytes per rank and minutes. Refuse
   // before computing when about four of them would not fit this rank's memory share.
-  const DistMatrix& learn_X = feature_map.empty() ? Xt : *Phi;
+  const RowsView learn_X = feature_map.empty() ? Xt : RowsView(*Phi);
   if (info.projects && info.name != "1nn") {
     const double dm = static_cast<double>(learn_X.cols);
     const double need = 4.0 * dm * dm * 8.0, limit = memory_limit_per_rank(learn_X.comm);

@@ -191,7 +191,7 @@ KnnMethod resolve(KnnMethod m, int64_t n) {
   return n <= kExactKnnMax ? KnnMethod::exact : KnnMethod::nndescent;
 }
 
-KnnLists knn_lists(const DistMatrix& X, int k, const GraphOptions& options) {
+KnnLists knn_lists(const RowsView& X, int k, const GraphOptions& options) {
   if (resolve(options.knn_method, X.n_global) == KnnMethod::exact) return knn_search(X, k);
   NNDescentOptions o;
   o.seed = options.knn_seed;
@@ -293,7 +293,7 @@ Owned<Mat> assemble(MPI_Comm comm, const SymmetricEdges& E, Value value, std::ve
 
 }  // namespace
 
-Graph build_knn_graph(const DistMatrix& X, const GraphOptions& requested, const KnnLists* given) {
+Graph build_knn_graph(const RowsView& X, const GraphOptions& requested, const KnnLists* given) {
   GraphOptions options = requested;
   options.knn_method = resolve(requested.knn_method, X.n_global);
   MPI_Comm comm = X.comm;
@@ -382,7 +382,7 @@ Graph build_knn_graph(const DistMatrix& X, const GraphOptions& requested, const 
   std::vector<double> norms2;
   if (options.weight == EdgeWeight::cosine) {
     std::vector<double> mine(static_cast<size_t>(nl));
-    squared_norms(X.v.data(), nl, X.cols, mine.data());
+    squared_norms(X.doubles().v.data(), nl, X.cols, mine.data());
     norms2 = allgatherv(mine, comm);  // global row order: the row blocks are in rank order
   }
 

@@ -93,6 +93,12 @@ __attribute__((target_clones("avx2", "default"))) void center_to_float(const dou
   for (int64_t t = 0; t < d; ++t) y[t] = static_cast<float>(x[t] - mu[t]);
 }
 
+__attribute__((target_clones("avx2", "default"))) void center_to_float(const float* x,
+                                                                        const double* mu,
+                                                                        int64_t d, float* y) {
+  for (int64_t t = 0; t < d; ++t) y[t] = static_cast<float>(static_cast<double>(x[t]) - mu[t]);
+}
+
 namespace {
 
 /// Rows per tile side. A 256×256 float tile of G (256 KiB) stays in L2 while both passes scan
@@ -374,18 +380,21 @@ struct Shift {
 /// μ = column mean of X and the power of two that brings max |x − μ| into [1/2, 1), for
 /// either filter precision (a double GEMM on rows near 1e162 overflows as surely as a float
 /// one near 1e20). Collective.
-Shift make_shift(const DistMatrix& X) {
+Shift make_shift(const RowsView& X) {
   const int64_t d = X.cols;
   Shift s;
   s.mu.assign(static_cast<size_t>(d), 0.0);
+  const DistMatrixF* f = X.floats();
+  const DistMatrix* x = f ? nullptr : &X.doubles();
+  auto value = [&](int64_t i, int64_t t) { return f ? static_cast<double>((*f)(i, t)) : (*x)(i, t); };
   for (int64_t i = 0; i < X.n_local; ++i)
-    for (int64_t t = 0; t < d; ++t) s.mu[static_cast<size_t>(t)] += X(i, t);
+    for (int64_t t = 0; t < d; ++t) s.mu[static_cast<size_t>(t)] += value(i, t);
   if (d > 0) MPI_Allreduce(MPI_IN_PLACE, s.mu.data(), static_cast<int>(d), MPI_DOUBLE, MPI_SUM, X.comm);
   for (double& m : s.mu) m /= static_cast<double>(std::max<int64_t>(X.n_global, 1));
   {
     double amax = 0;
     for (int64_t i = 0; i < X.n_local; ++i)
-      for (int64_t t = 0; t < d; ++t) amax = std::max(amax, std::fabs(X(i, t) - s.mu[static_cast<size_t>(t)]));
+      for (int64_t t = 0; t < d; ++t) amax = std::max(amax, std::fabs(value(i, t) - s.mu[static_cast<size_t>(t)]));
     MPI_Allreduce(MPI_IN_PLACE, &amax, 1, MPI_DOUBLE, MPI_MAX, X.comm);
     if (amax > 0 && std::isfinite(amax)) {
       int e = 0;
@@ -719,9 +728,9 @@ template double filter_slack<double>(int64_t);
 
 }  // namespace detail
 
-KnnLists knn_search(const DistMatrix& X, int k) { return detail::exact_knn<float>(X, k); }
+KnnLists knn_search(const RowsView& X, int k) { return detail::exact_knn<float>(X.doubles(), k); }
 
-double knn_recall(const DistMatrix& X, const KnnLists& lists, int64_t sample, uint64_t seed) {
+double knn_recall(const RowsView& X, const KnnLists& lists, int64_t sample, uint64_t seed) {
   using namespace detail;
   MPI_Comm comm = X.comm;
   const int64_t n = X.n_global, nl = X.n_local, d = X.cols;
@@ -757,7 +766,10 @@ double knn_recall(const DistMatrix& X, const KnnLists& lists, int64_t sample, ui
   std::vector<double> mine;
   for (int64_t g : rows) {
     const int64_t li = g - X.row_start;
-    if (li >= 0 && li < nl) mine.insert(mine.end(), X.row(li), X.row(li) + d);
+    if (li >= 0 && li < nl) {
+      mine.resize(mine.size() + static_cast<size_t>(d));
+      X.tile(li, 1, mine.data() + mine.size() - static_cast<size_t>(d));
+    }
   }
   const std::vector<double> Q = allgatherv(mine, comm);
 
@@ -772,10 +784,19 @@ double knn_recall(const DistMatrix& X, const KnnLists& lists, int64_t sample, ui
   // The block in chunks of rows (a float copy of one chunk, not of the block: the lists are
   // exact whatever the chunking, since every candidate is re-ranked in double).
   const int64_t chunk = std::max<int64_t>(1, (int64_t{1} << 23) / std::max<int64_t>(d, 1) / kTile) * kTile;
+  std::vector<double> xc;  // float rows: the chunk's doubles
   for (int64_t c0 = 0; c0 < nl; c0 += chunk) {
     const int64_t cn = std::min(chunk, nl - c0);
-    prepare(X.row(c0), cn, d, shift, xf, xn);
-    Block<float> B{X.row(c0), xf.data(), xn.data(), cn, X.row_start + c0, nullptr, nullptr, nullptr, nullptr, d};
+    const double* x = nullptr;
+    if (X.single()) {
+      xc.resize(static_cast<size_t>(cn * d));
+      X.tile(c0, cn, xc.data());
+      x = xc.data();
+    } else {
+      x = X.doubles().row(c0);
+    }
+    prepare(x, cn, d, shift, xf, xn);
+    Block<float> B{x, xf.data(), xn.data(), cn, X.row_start + c0, nullptr, nullptr, nullptr, nullptr, d};
     kernel.pairs(A, 0, S, B, 0, cn, false, [] {});
   }
 

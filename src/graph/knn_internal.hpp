@@ -26,6 +26,8 @@ double exact_dist2(const double* x, const double* y, int64_t d);
 /// y_t = float(x_t − μ_t), t = 0..d−1: a row centered in double and rounded to float, as the
 /// GEMM filters take it. Compiled twice like exact_dist2 (same bits in both clones). Local.
 void center_to_float(const double* x, const double* mu, int64_t d, float* y);
+/// The same for float rows: y_t = float(double(x_t) − μ_t), the bits of their double copy's.
+void center_to_float(const float* x, const double* mu, int64_t d, float* y);
 
 /// The error for a k outside [1, n): "--knn K must be ...".
 inline std::string k_message(int k, int64_t n) {

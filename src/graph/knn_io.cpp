@@ -30,7 +30,7 @@ std::string read_knn_provenance(const std::string& path, MPI_Comm comm) {
   return io::read_hdf5_root_attribute(path, "provenance", comm);
 }
 
-void check_list_distances(const KnnLists& lists, const DistMatrix& X, bool single, const std::string& path) {
+void check_list_distances(const KnnLists& lists, const RowsView& X, bool single, const std::string& path) {
   MPI_Comm comm = X.comm;
   const int64_t d = X.cols, k = lists.k;
   const int64_t per_row = std::min<int64_t>(k, 16);
@@ -60,7 +60,7 @@ void check_list_distances(const KnnLists& lists, const DistMatrix& X, bool singl
   std::vector<double> fetched(static_cast<size_t>(total) * static_cast<size_t>(d), 0.0);
   for (int w = 0; w < total; ++w) {
     const int64_t j = all[static_cast<size_t>(w)] - X.row_start;
-    if (j >= 0 && j < X.n_local) std::copy_n(X.row(j), d, fetched.data() + static_cast<size_t>(w) * d);
+    if (j >= 0 && j < X.n_local) X.tile(j, 1, fetched.data() + static_cast<size_t>(w) * d);
   }
   if (!fetched.empty())
     MPI_Allreduce(MPI_IN_PLACE, fetched.data(), static_cast<int>(fetched.size()), MPI_DOUBLE, MPI_SUM, comm);
@@ -74,9 +74,11 @@ void check_list_distances(const KnnLists& lists, const DistMatrix& X, bool singl
   // bound with u = 2^-24, times 2^4: 2^-19 (d'+2) (|x_i|^2 + |x_j|^2).
   const double unit = single ? std::ldexp(1.0, -19) : std::ldexp(1.0, -45);
   std::string problem;
+  std::vector<double> xs(static_cast<size_t>(d));
   for (size_t s = 0, w = static_cast<size_t>(displs[static_cast<size_t>(rank)]); s < rows.size() && problem.empty(); ++s) {
     const int64_t i = rows[s];
-    const double* xi = X.row(i);
+    X.tile(i, 1, xs.data());
+    const double* xi = xs.data();
     double ni = 0;
     for (int64_t t = 0; t < d; ++t) ni += xi[t] * xi[t];
     for (int64_t m = 0; m < per_row && problem.empty(); ++m, ++w) {

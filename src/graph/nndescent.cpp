@@ -284,7 +284,7 @@ class Build {
   /// their float squared norms, empty lists of K entries, round 1's candidates (K random
   /// distinct rows ≠ v per row v), the fetch and join block sizes, the join order and the
   /// cache of converted rows. Collective.
-  Build(const DistMatrix& rows, int k, const NNDescentOptions& opts)
+  Build(const RowsView& rows, int k, const NNDescentOptions& opts)
       : X(rows), options(opts), comm(rows.comm), n(rows.n_global), nl(rows.n_local), d(rows.cols), r0(rows.row_start) {
     MPI_Comm_size(comm, &size);
     std::vector<int64_t> starts, counts;
@@ -363,10 +363,22 @@ class Build {
   /// Row li's centered float values into y (d floats). Local.
   void to_float(int64_t li, float* y) const {
     if (!xf.empty()) std::copy_n(xf.data() + li * d, d, y);
-    else detail::center_to_float(X.row(li), mu.data(), d, y);
+    else center(li, y);
+  }
+  /// Row li centered in double and rounded to float (detail::center_to_float), from either
+  /// storage: float rows give the bits of their double copy. Local.
+  void center(int64_t li, float* y) const {
+    if (X.single()) detail::center_to_float(X.floats()->row(li), mu.data(), d, y);
+    else detail::center_to_float(X.doubles().row(li), mu.data(), d, y);
+  }
+  /// Row li as doubles: in place, or converted (exactly) into scratch (d doubles). Local.
+  const double* drow(int64_t li, double* scratch) const {
+    if (!X.single()) return X.doubles().row(li);
+    X.tile(li, 1, scratch);
+    return scratch;
   }
 
-  const DistMatrix& X;
+  const RowsView X;  ///< the rows, double or float (--precision)
   const NNDescentOptions& options;
   MPI_Comm comm;
   const int64_t n, nl, d, r0;
@@ -423,7 +435,8 @@ void Build::center_rows() {
   // The build's distances are float GEMM values on the centered rows.
   mu.assign(static_cast<size_t>(d), 0.0);
   for (int64_t i = 0; i < nl; ++i)
-    for (int64_t t = 0; t < d; ++t) mu[static_cast<size_t>(t)] += X(i, t);
+    for (int64_t t = 0; t < d; ++t)
+      mu[static_cast<size_t>(t)] += X.single() ? static_cast<double>((*X.floats())(i, t)) : X.doubles()(i, t);
   if (d > 0) MPI_Allreduce(MPI_IN_PLACE, mu.data(), static_cast<int>(d), MPI_DOUBLE, MPI_SUM, comm);
   for (double& m : mu) m /= static_cast<double>(n);
   // A float copy of the block only when it costs at most B_f (half the block again
@@ -435,7 +448,7 @@ void Build::center_rows() {
   const double* mup = mu.data();
   if (static_cast<double>(nl) * static_cast<double>(d) * sizeof(float) <= budget) {
     xf.resize(static_cast<size_t>(nl * d));
-    for (int64_t i = 0; i < nl; ++i) detail::center_to_float(X.row(i), mup, d, xf.data() + i * d);
+    for (int64_t i = 0; i < nl; ++i) center(i, xf.data() + i * d);
   }
   auto norm2 = [this](const float* y) {
     double s = 0;
@@ -445,7 +458,7 @@ void Build::center_rows() {
   std::vector<float> y(xf.empty() ? static_cast<size_t>(d) : 0);
   for (int64_t i = 0; i < nl; ++i) {
     const float* row = y.data();  // the float copy is read in place when there is one
-    if (xf.empty()) detail::center_to_float(X.row(i), mup, d, y.data());
+    if (xf.empty()) center(i, y.data());
     else row = xf.data() + i * d;
     nrm[static_cast<size_t>(i)] = norm2(row);
   }
@@ -517,7 +530,11 @@ void Build::plan_blocks() {
   // 16 384-row one, 67 % of the local gathers came from it and the remote rows fetched per
   // round fell by up to 45 %).
   if (xf.empty() || nfetch > 1) {
-    join_order = xf.empty() ? detail::locality_order(X.v.data(), nl, d, 256) : detail::locality_order(xf.data(), nl, d, 256);
+    // Without the float copy, from the rows as stored (float rows: a float projection, so
+    // the order, and with it the lists, may differ from a double run's on the same values).
+    join_order = !xf.empty()   ? detail::locality_order(xf.data(), nl, d, 256)
+                 : X.single() ? detail::locality_order(X.floats()->v.data(), nl, d, 256)
+                              : detail::locality_order(X.doubles().v.data(), nl, d, 256);
   } else {
     join_order.resize(static_cast<size_t>(nl));
     std::iota(join_order.begin(), join_order.end(), int64_t{0});
@@ -718,12 +735,12 @@ void Build::gather(int64_t g, float* scratch, const float*& row, float& norm, fl
         cache_group[slot] = group;
       } else if (cache_rows > 0 && cache_group[slot] != group) {
         float* dst = cache.data() + static_cast<int64_t>(slot) * d;
-        detail::center_to_float(X.row(li), mu.data(), d, dst);
+        center(li, dst);
         cache_tag[slot] = li;
         cache_group[slot] = group;
         row = dst;
       } else {
-        detail::center_to_float(X.row(li), mu.data(), d, scratch);
+        center(li, scratch);
         row = scratch;
       }
     } else {
@@ -802,6 +819,7 @@ KnnLists Build::exact_lists(int k) {
   out.dist2.assign(static_cast<size_t>(nl * k), std::numeric_limits<double>::infinity());
   std::vector<std::pair<double, int64_t>> row;
   std::vector<double> dreply, dgot;
+  std::vector<double> xs(static_cast<size_t>(d)), ys(static_cast<size_t>(d));  // float rows as doubles
   for (int64_t ch = 0; ch < final_chunks; ++ch) {
     const int64_t v0 = std::min(nl, ch * join_rows), v1 = std::min(nl, v0 + join_rows);
     std::vector<int64_t> need;
@@ -811,18 +829,19 @@ KnnLists Build::exact_lists(int k) {
     }
     request_rows(need);
     dreply.resize(static_cast<size_t>(static_cast<int64_t>(asked.size()) * d));
-    for (size_t q = 0; q < asked.size(); ++q) std::copy_n(X.row(asked[q] - r0), d, dreply.data() + static_cast<int64_t>(q) * d);
+    for (size_t q = 0; q < asked.size(); ++q) X.tile(asked[q] - r0, 1, dreply.data() + static_cast<int64_t>(q) * d);
     send_replies(dreply, d, dgot);
     const std::vector<double>& got = dgot;
     for (int64_t v = v0; v < v1; ++v) {
       row.clear();
+      const double* xv = drow(v, xs.data());
       for (int q = 0; q < K; ++q) {
         const int64_t c = L.j[static_cast<size_t>(v * K + q)];
         if (c == kNone) continue;
         const double* y;
-        if (c >= r0 && c < r0 + nl) y = X.row(c - r0);
+        if (c >= r0 && c < r0 + nl) y = drow(c - r0, ys.data());
         else y = got.data() + (std::lower_bound(need.begin(), need.end(), c) - need.begin()) * d;
-        row.emplace_back(exact_dist2(X.row(v), y, d), c);
+        row.emplace_back(exact_dist2(xv, y, d), c);
       }
       std::sort(row.begin(), row.end());
       SSDR_CHECK(static_cast<int64_t>(row.size()) >= k, "nndescent_search: a row has fewer than k neighbours");
@@ -837,7 +856,7 @@ KnnLists Build::exact_lists(int k) {
 
 }  // namespace
 
-KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& options) {
+KnnLists nndescent_search(const RowsView& X, int k, const NNDescentOptions& options) {
   MPI_Comm comm = X.comm;
   const int64_t n = X.n_global;
   SSDR_CHECK_COLLECTIVE(comm, k >= 1 && static_cast<int64_t>(k) < n, k_message(k, n));

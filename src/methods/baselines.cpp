@@ -209,7 +209,7 @@ class Sda final : public Method {
       {
         Phase phase("graph_scatter", &t);
         Owned<Mat> L = graph::laplacian(g.A);
-        XLX = baselines::graph_scatter(L, data.X);
+        XLX = baselines::graph_scatter(L, data.X.doubles());
       }
       const double tr_xlx = trace(XLX);
       const double alpha_eff = tr_xlx > 0 ? alpha * tr_st / tr_xlx : 0.0;
@@ -243,7 +243,7 @@ class Pca final : public Method {
     Dense C;
     {
       Phase phase("scatter", &t);
-      C = baselines::covariance(data.X);
+      C = baselines::covariance(data.X.doubles());
     }
     Phase phase("eigensolve", &t);
     auto e = solvers::sym_eigen(C, nullptr, m, Which::largest, o.eigen_prefix, data.X.comm);

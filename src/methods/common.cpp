@@ -279,7 +279,7 @@ graph::LnpGraph lnp_graph(const TrainingData& data, const graph::LnpOptions& g, 
     if (it != data.cache->lnp_graphs.end()) return it->second;
   }
   Phase phase("knn_graph", &t);
-  graph::LnpGraph lnp = graph::build_lnp_graph(data.X, g);
+  graph::LnpGraph lnp = graph::build_lnp_graph(data.X.doubles(), g);
   if (data.cache) data.cache->lnp_graphs.emplace(key, lnp);
   return lnp;
 }

@@ -53,6 +53,11 @@ ParameterSpec choice(std::string name, std::string doc, Scope scope, std::vector
   s.get = get;
   return s;
 }
+/// s with ParameterSpec::fixed_default set.
+ParameterSpec fixed(ParameterSpec s) {
+  s.fixed_default = true;
+  return s;
+}
 ParameterSpec flag(std::string name, std::string doc, Scope scope, std::string option, bool switch_value,
                    void (*set)(ParameterTarget&, const json&), json (*get)(const ConstParameterTarget&)) {
   ParameterSpec s = base(std::move(name), "", std::move(doc), Kind::flag, scope);
@@ -149,6 +154,11 @@ std::vector<ParameterSpec> build() {
            Kind::integer, Scope::every, 0, false, 1e6, false,
            [](T& t, const json& v) { t.preprocess.pca_dim = v.get<int64_t>(); },
            [](const C& t) { return t.preprocess.pca_dim > 0 ? json(t.preprocess.pca_dim) : json("default"); }),
+    fixed(choice("precision", "the preprocessed rows a method learns from in double | single: single halves the largest "
+                 "array of a fit (n x d'); every value is rounded once and read as a double", Scope::every,
+                 {"double", "single"},
+                 [](T& t, const json& v) { t.preprocess.single = v.get<std::string>() == "single"; },
+                 [](const C& t) { return json(t.preprocess.single ? "single" : "double"); })),
     flag("pca", "center only, no PCA", Scope::every, "no-pca", false,
          [](T& t, const json& v) { t.preprocess.pca = v.get<bool>(); },
          [](const C& t) { return json(t.preprocess.pca); }),

@@ -235,7 +235,7 @@ PetscErrorCode wls_mult_transpose(Mat A, Vec u, Vec y) {
 class SlLdaWls final : public Method {
  public:
   FitResult fit(const MethodInfo&, const TrainingData& data, const MethodOptions& o, Timings& t) override {
-    const DistMatrix& X = data.X;
+    const DistMatrix& X = data.X.doubles();
     MPI_Comm comm = X.comm;
     const int64_t d = X.cols, nl = X.n_local;
     const int c = data.classes;

@@ -478,7 +478,7 @@ class Soge final : public Method {
     double t_ops = 0, t_stiefel = 0;
     {
       Phase phase("scatter", &t);  // the operators A, B of eq. (11)–(12)
-      op = soge::operators(soge::center(data.X), g.A, data.labels, c, alpha, mu, so);
+      op = soge::operators(soge::center(data.X.doubles()), g.A, data.labels, c, alpha, mu, so);
       if (padded > 0) {
         Dense A(d + padded, d + padded), B(d + padded, op.B.cols);
         for (int64_t j = 0; j < d; ++j) std::copy_n(op.A.col(j), d, A.col(j));

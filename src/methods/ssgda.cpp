@@ -235,7 +235,7 @@ std::vector<int> solve_manifold_lp(const DistMatrix& R, const std::vector<int>& 
 
 std::vector<int> estimate_labels(const TrainingData& data, const MethodOptions& o, bool manifold,
                                  nlohmann::json& info, Timings& t) {
-  const DistMatrix& X = data.X;
+  const DistMatrix& X = data.X.doubles();
   const int c = data.classes;
   SSDR_REQUIRE(c >= 2, "ssgda: needs at least 2 classes");
   SSDR_CHECK_COLLECTIVE(X.comm, static_cast<int64_t>(data.labels.size()) == X.n_local,
@@ -254,7 +254,7 @@ std::vector<int> estimate_labels(const TrainingData& data, const MethodOptions& 
   double lambda = 0;
   if (manifold) {
     Phase phase("knn_graph", &t);
-    local_scaling_graph(data.graph_data(), kNeighbors, edges, w);
+    local_scaling_graph(data.graph_data().doubles(), kNeighbors, edges, w);
     double deg = std::accumulate(w.begin(), w.end(), 0.0);
     MPI_Allreduce(MPI_IN_PLACE, &deg, 1, MPI_DOUBLE, MPI_SUM, X.comm);
     const double mean_degree = deg / static_cast<double>(X.n_global);
@@ -416,7 +416,7 @@ class Ssgda final : public Method {
  public:
   explicit Ssgda(bool manifold) : manifold_(manifold) {}
   FitResult fit(const MethodInfo&, const TrainingData& data, const MethodOptions& o, Timings& t) override {
-    const DistMatrix& X = data.X;
+    const DistMatrix& X = data.X.doubles();
     const int64_t m = resolve_dim(o.dim, data.classes, X.cols);
     FitResult out;
     std::vector<int> est = estimate_labels(data, o, manifold_, out.info, t);

@@ -248,7 +248,7 @@ struct Problem {
 Problem build_problem(const TrainingData& data, const graph::GraphOptions& go, double alpha, Timings& t,
                       nlohmann::json& info) {
   Problem pb;
-  const DistMatrix& X = data.X;
+  const DistMatrix& X = data.X.doubles();
   const int c = data.classes;
   graph::Graph g = knn_graph(data, go, t);  // eq. (4) on all transductive samples
   graph_info(g, go, info);

@@ -7,7 +7,7 @@
 
 namespace ssdr::scatter {
 
-ScatterMatrices soft_scatter(const DistMatrix& X, const DistMatrix& F, int classes) {
+ScatterMatrices soft_scatter(const RowsView& X, const DistMatrix& F, int classes) {
   SSDR_CHECK(X.n_local == F.n_local && X.n_global == F.n_global,
              shape_message("soft_scatter: F rows", F.n_global, F.cols, X.n_global, F.cols));
   SSDR_CHECK(classes >= 1 && classes <= F.cols, "soft_scatter: F has " + std::to_string(F.cols) +
@@ -17,8 +17,10 @@ ScatterMatrices soft_scatter(const DistMatrix& X, const DistMatrix& F, int class
   ScatterMatrices S;
   // Class weights ñ_k, B_jj, and the weighted sums Σ_j F_jk x_j (d×c) and Σ_j B_jj x_j.
   std::vector<double> red(static_cast<size_t>(c + d * c), 0.0);  // [ñ_k | Σ F_jk x_j]
+  std::vector<double> xs(static_cast<size_t>(d));  // a float row's doubles (exact)
   for (int64_t j = 0; j < n; ++j) {
-    const double* x = X.row(j);
+    X.tile(j, 1, xs.data());
+    const double* x = xs.data();
     for (int k = 0; k < c; ++k) {
       const double f = F(j, k);
       red[static_cast<size_t>(k)] += f;
@@ -53,7 +55,8 @@ ScatterMatrices soft_scatter(const DistMatrix& X, const DistMatrix& F, int class
   for (int64_t j0 = 0; j0 < n; j0 += chunk) {
     const int64_t rows = std::min(chunk, n - j0);
     for (int64_t r = 0; r < rows; ++r) {
-      const double* x = X.row(j0 + r);
+      X.tile(j0 + r, 1, xs.data());
+      const double* x = xs.data();
       double b = 0;
       for (int k = 0; k < c; ++k) {
         b += F(j0 + r, k);

@@ -386,7 +386,8 @@ TEST(Nystrom, WithEverySampleAsLandmarkTheSodaMu0EqualsTheExactMaps) {
   auto mu0 = [&](const DistMatrix& Phi) {
     methods::Timings t;
     const std::vector<int> local = test::local_part(semi, Phi);
-    return methods::find_method("ksoda").fit(methods::TrainingData{Phi, local, 3, &Xd}, mo, t).info["mu"].get<double>();
+    const RowsView graph_rows(Xd);
+    return methods::find_method("ksoda").fit(methods::TrainingData{Phi, local, 3, &graph_rows}, mo, t).info["mu"].get<double>();
   };
   const double mu_e = mu0(Pe), mu_n = mu0(Pn);
 
@@ -499,8 +500,9 @@ TEST(Ksoda, EqualsSodaOnTheDenseEmpiricalKernelMapAndProjectsNewSamplesByEq40) {
   const DistMatrix Xtd = ref::distribute(Xt, MPI_COMM_WORLD);
   const std::vector<int> local = test::local_part(semi, Phid);
   methods::Timings t;
+  const RowsView graph_rows(Xtd);
   const methods::FitResult soda =
-      methods::find_method("ksoda").fit(methods::TrainingData{Phid, local, ds.classes, &Xtd}, cfg.method_options, t);
+      methods::find_method("ksoda").fit(methods::TrainingData{Phid, local, ds.classes, &graph_rows}, cfg.method_options, t);
   EXPECT_NEAR(out.trace_ratio, soda.trace_ratio, 1e-7 * soda.trace_ratio);
 
   // (40): y = βᵀ Λ^{-1/2} Uᵀ (k(X_t, x) − a), a = row means of K.

@@ -12,6 +12,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace ssdr {
@@ -51,22 +52,71 @@ struct Dense {
   static Dense identity(int64_t n);
 };
 
-/// Sample-distributed dense matrix (n_global×cols, rows distributed, row-major locally).
-struct DistMatrix {
+/// Sample-distributed dense matrix (n_global×cols, rows distributed, row-major locally) with
+/// elements of type T: DistMatrix (double) for everything computed, DistMatrixF (float) for
+/// preprocessed rows kept in single precision (--precision single: half the bytes of the
+/// largest array of a fit; every computation reads them as the doubles they round to).
+template <typename T>
+struct DistMatrixT {
   MPI_Comm comm = MPI_COMM_WORLD;
   int64_t n_global = 0;   ///< n: total rows (samples)
   int64_t row_start = 0;  ///< first global row held here
   int64_t n_local = 0;    ///< rows held here
   int64_t cols = 0;       ///< d (or m, or c+1)
-  std::vector<double> v;  ///< row-major local block, v[i*cols + j]
+  std::vector<T> v;       ///< row-major local block, v[i*cols + j]
 
   /// Row i of the local block (cols values). Local.
-  double* row(int64_t i) { return v.data() + i * cols; }
-  const double* row(int64_t i) const { return v.data() + i * cols; }
-  double& operator()(int64_t i, int64_t j) { return v[static_cast<size_t>(i * cols + j)]; }
-  double operator()(int64_t i, int64_t j) const { return v[static_cast<size_t>(i * cols + j)]; }
+  T* row(int64_t i) { return v.data() + i * cols; }
+  const T* row(int64_t i) const { return v.data() + i * cols; }
+  T& operator()(int64_t i, int64_t j) { return v[static_cast<size_t>(i * cols + j)]; }
+  T operator()(int64_t i, int64_t j) const { return v[static_cast<size_t>(i * cols + j)]; }
   /// The row distribution (n, first global row, local rows). Local.
   Layout layout() const { return Layout{n_global, row_start, n_local}; }
+};
+/// The distributed matrix of doubles: every computed result, and the rows by default.
+using DistMatrix = DistMatrixT<double>;
+/// The distributed matrix of floats: preprocessed rows under --precision single.
+using DistMatrixF = DistMatrixT<float>;
+
+/// X with every value rounded to the nearest float (IEEE round-to-nearest-even; values
+/// beyond float's range become ±inf), same layout. Local. Frees nothing: the caller drops X.
+DistMatrixF to_single(const DistMatrix& X);
+/// X's values as doubles (exact), same layout. Local.
+DistMatrix to_double(const DistMatrixF& X);
+
+/// A read-only view of preprocessed rows (n×cols, distributed by samples) in the precision
+/// they are stored in: what a method learns from (methods::TrainingData). Built implicitly
+/// from a DistMatrix or a DistMatrixF, which must outlive the view. The code that reads the
+/// rows in bulk (kNN searches, scatter matrices, embeddings) reads either storage through
+/// single()/floats()/doubles() or tiles(); the rest calls doubles(), which for float rows
+/// makes their double copy once (kept while a copy of this view lives) – the same values, so
+/// the same results, at the double copy's memory.
+class RowsView {
+ public:
+  /// A view of X's double rows (implicit: a DistMatrix goes wherever rows are read). Local.
+  RowsView(const DistMatrix& X);  // NOLINT(google-explicit-constructor)
+  /// A view of X's float rows. Local.
+  RowsView(const DistMatrixF& X);  // NOLINT(google-explicit-constructor)
+  MPI_Comm comm = MPI_COMM_WORLD;
+  int64_t n_global = 0, row_start = 0, n_local = 0, cols = 0;  ///< the viewed matrix's layout and d
+  /// The row distribution (n, first global row, local rows). Local.
+  Layout layout() const { return Layout{n_global, row_start, n_local}; }
+  /// True when the rows are stored as floats. Local.
+  bool single() const { return f_ != nullptr; }
+  /// The float rows (single() only; nullptr otherwise). Local.
+  const DistMatrixF* floats() const { return f_; }
+  /// The rows as doubles: the viewed DistMatrix, or the float rows' double copy, made on the
+  /// first call (Local; its memory is n_local·cols doubles). 	hrows nothing beyond bad_alloc.
+  const DistMatrix& doubles() const;
+  /// Local rows [i0, i0 + b) as doubles into out (b×cols, row-major; exact). Local.
+  void tile(int64_t i0, int64_t b, double* out) const;
+  /// The bytes the rows take on this rank (4 or 8 per value).
+  double memory_bytes() const;
+
+ private:
+  const DistMatrix* d_ = nullptr;
+  const DistMatrixF* f_ = nullptr;
+  mutable std::shared_ptr<DistMatrix> widened_;
 };
 
 /// The element types a data set's rows are kept in (the file's own: IDX and uint8 images
@@ -116,6 +166,10 @@ DistMatrix make_dist_like(const DistMatrix& X, int64_t cols);
 /// generally not balanced). keep.size() must be X.n_local. Collective over X.comm.
 /// \throws ssdr::Error when keep has the wrong length (on that rank).
 DistMatrix select_rows(const DistMatrix& X, const std::vector<char>& keep);
+
+/// select_rows of rows in either precision, as doubles (exact). Collective over X.comm.
+/// \throws ssdr::Error when keep has the wrong length (on that rank).
+DistMatrix select_rows(const RowsView& X, const std::vector<char>& keep);
 
 /// Y = X · W for a sample-distributed X (n×d) and a replicated W (d×m): local GEMMs of one
 /// fixed shape (tiles of 64 rows), no communication, so each row of Y has the same bits for

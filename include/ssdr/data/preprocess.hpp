@@ -41,6 +41,10 @@ struct PreprocessOptions {
   /// the fewest components reaching the energy, at most pca_dim. Required for sparse data
   /// (the number of singular triplets the truncated SVD computes).
   int64_t pca_dim = 0;
+  /// --precision single: the rows a method learns from (the preprocessed transductive rows)
+  /// are kept as floats, each value rounded once after the map (apply_single); everything
+  /// computed from them reads them as doubles. False: doubles.
+  bool single = false;
 };
 
 /// The fitted map x ↦ Pᵀ((x − shift) ∘ scale − mean) (d → d').
@@ -141,6 +145,12 @@ DistMatrix apply(const Preprocessor& p, const DistMatrix& X, const std::vector<c
 /// The same for typed rows (each row converted to doubles, exactly, into the tile): the bits
 /// of apply on their double copy. Collective (the result's layout).
 DistMatrix apply(const Preprocessor& p, const TypedRows& X, const std::vector<char>& keep);
+/// apply(p, X, keep) with every value rounded once to float (--precision single: the rows a
+/// method learns from at half the memory; each 64-row tile is computed in double, then
+/// rounded, so the result is exactly to_single(apply(p, X, keep))). Collective (the
+/// result's layout). \throws ssdr::Error as apply.
+DistMatrixF apply_single(const Preprocessor& p, const DistMatrix& X, const std::vector<char>& keep);
+DistMatrixF apply_single(const Preprocessor& p, const TypedRows& X, const std::vector<char>& keep);
 
 /// The kept and the other rows of X after the map, each in file order.
 struct SplitRows {

@@ -41,6 +41,7 @@ struct KernelMapEntry {
 struct PreparedRows {
   data::Preprocessor pre;
   DistMatrix Xt;  ///< the transductive rows preprocessed (n_t × d', each on its rank, global order)
+  DistMatrixF Xt32;  ///< --precision single: Xt's rows as floats instead (Xt empty)
   DistMatrix Xu;  ///< the other (unseen) rows preprocessed, likewise
   std::map<std::string, KernelMapEntry> kernel_maps;  ///< by the kernel's options (kernels::to_json)
 };
@@ -55,12 +56,13 @@ struct RowsKey {
   double pca_energy = 0;
   data::PcaRoute route = data::PcaRoute::automatic;
   int64_t pca_dim = 0;
+  bool single = false;         ///< --precision single
   int64_t n_global = 0;        ///< samples in the data set
   uint64_t transductive = 0;   ///< n_t
   uint64_t fingerprint = 0;    ///< Σ split_key(1, i) over the transductive i, mod 2⁶⁴
   /// The fields as a tuple, in declaration order. Local.
   auto fields() const {
-    return std::tie(scaling, pca, pca_energy, route, pca_dim, n_global, transductive, fingerprint);
+    return std::tie(scaling, pca, pca_energy, route, pca_dim, single, n_global, transductive, fingerprint);
   }
   /// Field-by-field order (std::map key). Local.
   bool operator<(const RowsKey& o) const { return fields() < o.fields(); }

@@ -21,9 +21,11 @@ namespace ssdr::graph {
 /// are re-ranked by their exact double distance; the lists are bitwise those of a brute-force
 /// search for any partition. Duplicate points (distance 0) are neighbours like any other.
 /// Collective over X.comm. Memory per rank: its block (double + float copies), two visiting
-/// double blocks and a float copy, the visitor's lists, one 256×256 float tile.
+/// double blocks and a float copy, the visitor's lists, one 256×256 float tile. Float rows
+/// (--precision single) are searched as their double copy (made for the search: the exact
+/// search is for n up to about 10⁵, where that copy is small).
 /// \throws ssdr::Error (collectively) when k < 1 or k ≥ n.
-KnnLists knn_search(const DistMatrix& X, int k);
+KnnLists knn_search(const RowsView& X, int k);
 
 /// Recall@k of approximate lists against exact ones, estimated on `sample` rows drawn
 /// uniformly without replacement (global indices from `seed`, the same on any rank count;
@@ -32,9 +34,10 @@ KnnLists knn_search(const DistMatrix& X, int k);
 /// rank holds more than its block plus the sample), and recall = |approx ∩ exact| /
 /// (sample·k), the lists compared as sets of global indices (a tie at the k-th distance
 /// may count an equally near neighbour as a miss). `lists` must be the lists of X's rows in
-/// X's layout. Collective over X.comm. Returns NaN when sample ≤ 0 (not estimated).
+/// X's layout. Float rows are read as their doubles, a chunk at a time. Collective over
+/// X.comm. Returns NaN when sample ≤ 0 (not estimated).
 /// \throws ssdr::Error (collectively) when the lists do not match X's layout.
-double knn_recall(const DistMatrix& X, const KnnLists& lists, int64_t sample, uint64_t seed);
+double knn_recall(const RowsView& X, const KnnLists& lists, int64_t sample, uint64_t seed);
 
 /// Edge weights of the graph.
 enum class EdgeWeight {
@@ -102,7 +105,7 @@ struct GraphOptions {
 /// The k nearest neighbours of each row of X by the backend options.knn_method (knn_search
 /// or nndescent_search with options.knn_seed), in knn_search's layout. Collective over X.comm.
 /// \throws ssdr::Error (collectively) as the backend.
-KnnLists knn_lists(const DistMatrix& X, int k, const GraphOptions& options);
+KnnLists knn_lists(const RowsView& X, int k, const GraphOptions& options);
 
 /// "heat", "cosine", "binary", "adaptive", "clr" (as --weight spells them).
 const char* to_string(EdgeWeight w);
@@ -223,7 +226,7 @@ std::string read_knn_provenance(const std::string& path, MPI_Comm comm);
 /// (never anything of size n). `single` (a file without provenance, possibly float32 lists,
 /// FAISS or cuVS): the single-precision tolerance. Collective over X.comm.
 /// \throws ssdr::Error (collectively) naming `path`, the row, the entry and both distances.
-void check_list_distances(const KnnLists& lists, const DistMatrix& X, bool single, const std::string& path);
+void check_list_distances(const KnnLists& lists, const RowsView& X, bool single, const std::string& path);
 
 /// Reads rows [row_start, row_start + n_local) of the lists write_knn_lists writes (or that a
 /// user computed elsewhere: FAISS, cuVS, PyNNDescent) for a graph of n_global samples, and
@@ -248,6 +251,6 @@ KnnLists truncate(const KnnLists& lists, int k);
 /// searches once per k and backend). For the exact backend the first k of a longer list are
 /// the k-search's lists bit for bit; an approximate backend's lists must be of exactly that k.
 /// \throws ssdr::Error (collectively) for k < 1, k ≥ n (adaptive: k + 1 ≥ n), s ∉ (0,1), σ < 0.
-Graph build_knn_graph(const DistMatrix& X, const GraphOptions& options, const KnnLists* lists = nullptr);
+Graph build_knn_graph(const RowsView& X, const GraphOptions& options, const KnnLists* lists = nullptr);
 
 }  // namespace ssdr::graph

@@ -30,14 +30,16 @@ struct NNDescentOptions {
 /// edge see the same bits, as knn_search gives). Each rank owns its rows' lists; candidate
 /// pairs travel with MPI_Alltoallv; the local joins run in blocks of local rows, the remote
 /// rows a block needs fetched once (as floats), the dot products read in place from the rows.
-/// Deterministic for a given seed and rank count. Collective over X.comm. Memory per rank:
-/// its block (double), its float copy when that is at most B_f (else rows are converted as a
+/// Deterministic for a given seed and rank count. Float rows (--precision single) give the
+/// lists of their double copy, except where the float copy below is not kept: the join order
+/// is then computed from the float rows. Collective over X.comm. Memory per rank:
+/// its block (double or float), its float copy when that is at most B_f (else rows are converted as a
 /// join reads them), about 0.65 KB per local row (lists and candidate sets, K = max(k, 12)),
 /// and the remote rows of one local-join block with their reply (at most 2·B_f: all local
 /// rows form one block when the other ranks' rows fit, else blocks of at least 256 rows
 /// sized to B_f). Fashion-MNIST 10⁶ rows on 2 ranks: 1.2× the rank's share of X in all.
 /// \throws ssdr::Error (collectively) when k < 1, k ≥ n, or an option is out of range
 ///   (naming it: ρ ∉ (0, 1], δ ∉ [0, 1), iterations < 1, B_f < 1 MiB).
-KnnLists nndescent_search(const DistMatrix& X, int k, const NNDescentOptions& options);
+KnnLists nndescent_search(const RowsView& X, int k, const NNDescentOptions& options);
 
 }  // namespace ssdr::graph

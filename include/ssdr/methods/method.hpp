@@ -66,16 +66,18 @@ struct GraphCache;
 
 /// What a method learns from: the transductive samples (labeled + unlabeled) after
 /// preprocessing, rows distributed (n_t × d', any layout), with one label per local row
-/// (class in 0..c−1, or −1 when the label is hidden).
+/// (class in 0..c−1, or −1 when the label is hidden). The rows are in the precision the fit
+/// keeps them in (--precision): the graph, scatter and embedding code reads float rows as
+/// they are; any other reader calls X.doubles() (RowsView).
 struct TrainingData {
-  const DistMatrix& X;
+  RowsView X;
   const std::vector<int>& labels;
   int classes;
   /// The samples in input space (after preprocessing), same rows as X, on which graphs are
   /// built; nullptr → X. With a kernel, X holds the centered feature map Φ_c and graphs stay
   /// in input space, as KSODA's does (soda-nie2009 §4).
-  const DistMatrix* graph_X = nullptr;
-  const DistMatrix& graph_data() const { return graph_X ? *graph_X : X; }
+  const RowsView* graph_X = nullptr;
+  const RowsView& graph_data() const { return graph_X ? *graph_X : X; }
   /// The sweep's store of graphs and propagations already computed for these samples (same
   /// data, split and preprocessing: the driver's GraphCaches entry for their RowsKey);
   /// nullptr → compute afresh. Opaque to a method: it asks methods/common.hpp's functions

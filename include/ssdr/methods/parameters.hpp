@@ -63,6 +63,9 @@ struct ParameterSpec {
   /// that sets `switch_value`.
   std::string option;
   bool switch_value = true;
+  /// A preprocessing or kernel parameter whose default no method changes (--precision):
+  /// help and docs/methods.md show that default instead of "the method's".
+  bool fixed_default = false;
   /// Sets a value that passed the kind and range checks.
   void (*set)(ParameterTarget&, const nlohmann::json&) = nullptr;
   /// The value in effect, "default" when the method's paper value applies (reports, help).

@@ -23,10 +23,11 @@ struct ScatterMatrices {
 /// Uses the matrix forms: with y_j = x_j − x̃ and G = Yᵀ F_c (d×c),
 ///   S̃t = (1/ñ) Yᵀ B Y,  S̃b = (1/ñ) G D Gᵀ,  S̃w = (1/ñ)(Yᵀ B Y − G D Gᵀ),
 /// so no n×n matrix is formed: one local DSYRK (rows scaled by √B_jj) and one local GEMM
-/// per rank, then MPI_Allreduce of d×d. Memory per rank O(d² + n_local·d).
+/// per rank, then MPI_Allreduce of d×d. Memory per rank O(d² + n_local·d). X in either
+/// precision (float rows are read as their doubles: the same bits as their double copy's).
 /// Collective over X.comm. \throws ssdr::Error when layouts differ, c > F.cols, a class
 /// has zero total weight ñ_k, or ñ = 0.
-ScatterMatrices soft_scatter(const DistMatrix& X, const DistMatrix& F, int classes);
+ScatterMatrices soft_scatter(const RowsView& X, const DistMatrix& F, int classes);
 
 /// One-hot F (n_local×c) from hard labels in 0..c−1 (one per local row). Local.
 DistMatrix one_hot(const std::vector<int>& labels, int classes, MPI_Comm comm);
