@@ -87,6 +87,22 @@ __attribute__((target_clones("avx2", "default"))) double exact_dist2(const doubl
   return ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
 }
 
+__attribute__((target_clones("avx2", "default"))) double exact_dist2(const float* x,
+                                                                     const float* y, int64_t d) {
+  double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t t = 0;
+  for (; t + 8 <= d; t += 8)
+    for (int l = 0; l < 8; ++l) {
+      const double diff = static_cast<double>(x[t + l]) - static_cast<double>(y[t + l]);
+      s[l] += diff * diff;
+    }
+  for (int l = 0; t + l < d; ++l) {
+    const double diff = static_cast<double>(x[t + l]) - static_cast<double>(y[t + l]);
+    s[l] += diff * diff;
+  }
+  return ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
+}
+
 __attribute__((target_clones("avx2", "default"))) void center_to_float(const double* x,
                                                                         const double* mu,
                                                                         int64_t d, float* y) {
@@ -168,7 +184,7 @@ __attribute__((target_clones("avx2", "default"))) void sweep_tile(
 /// scaled Real copies for the GEMM, their squared norms) and the lists they update.
 template <class Real>
 struct Block {
-  const double* x = nullptr;      ///< n×d original rows (exact distances)
+  const double* x = nullptr;      ///< n×d original rows (exact distances), or null: x32
   const Real* xf = nullptr;       ///< n×d centered, scaled rows (GEMM)
   const double* norm2 = nullptr;  ///< n squared norms of the centered, scaled rows
   int64_t n = 0;
@@ -182,9 +198,16 @@ struct Block {
   int64_t at(int64_t i) const { return perm ? perm[i] : i; }
   int64_t global(int64_t i) const { return gindex ? gindex[at(i)] : gstart + at(i); }
   const double* row(int64_t i) const { return x + at(i) * xd; }
+  const float* row32(int64_t i) const { return x32 + at(i) * xd; }
+  /// The exact squared distance of row i and row j of B (both blocks in one storage; float
+  /// rows as the doubles they round to: exact_dist2's bits on their double copy). Local.
+  double dist2_to(int64_t i, const Block& B, int64_t j) const {
+    return x ? exact_dist2(row(i), B.row(j), xd) : exact_dist2(row32(i), B.row32(j), xd);
+  }
   double* list_d2(int64_t i, int k) const { return d2 + at(i) * k; }
   int64_t* list_idx(int64_t i, int k) const { return idx + at(i) * k; }
   int64_t xd = 0;  ///< d: the row length of x
+  const float* x32 = nullptr;  ///< the original rows when they are floats (--precision single)
 };
 
 /// The tile passes shared by the search and the recall estimate.
@@ -343,7 +366,7 @@ class TileKernel {
       for (int64_t c = 0; c < m; ++c) {
         if (cand_approx_[static_cast<size_t>(c)] > std::min(thr, threshold(bd, no, other_max))) continue;
         const int64_t lp = p0 + cand_[static_cast<size_t>(c)], gp = oth.global(lp);
-        const double e = kRows ? exact_dist2(A.row(lo), B.row(lp), d_) : exact_dist2(A.row(lp), B.row(lo), d_);
+        const double e = kRows ? A.dist2_to(lo, B, lp) : A.dist2_to(lp, B, lo);
         insert_unique(bd, bi, k, e, gp);
         if (oth.d2) insert_unique(oth.list_d2(lp, k), oth.list_idx(lp, k), k, e, go);
       }
@@ -406,8 +429,8 @@ Shift make_shift(const RowsView& X) {
 }
 
 /// Centered, scaled Real copy of n rows and their squared norms (double).
-template <class Real>
-void prepare(const double* x, int64_t n, int64_t d, const Shift& s, std::vector<Real>& xf,
+template <class Real, class S>
+void prepare(const S* x, int64_t n, int64_t d, const Shift& s, std::vector<Real>& xf,
              std::vector<double>& norm2) {
   xf.resize(static_cast<size_t>(n * d));
   norm2.resize(static_cast<size_t>(n));
@@ -415,7 +438,7 @@ void prepare(const double* x, int64_t n, int64_t d, const Shift& s, std::vector<
   for (int64_t i = 0; i < n; ++i) {
     double acc = 0;
     for (int64_t t = 0; t < d; ++t) {
-      const double c = (x[i * d + t] - s.mu[static_cast<size_t>(t)]) * scale;
+      const double c = (static_cast<double>(x[i * d + t]) - s.mu[static_cast<size_t>(t)]) * scale;
       xf[static_cast<size_t>(i * d + t)] = static_cast<Real>(c);
       acc += c * c;
     }
@@ -553,8 +576,10 @@ double filter_slack(int64_t d) {
   return 1.25 * (1.1 * (dd + 2) * u + 4.0 * (dd + 4) * eps + 15.0 * eps);
 }
 
-template <class Real>
-KnnLists exact_knn(const DistMatrix& X, int k) {
+/// exact_knn on rows stored as S (double, or float under --precision single: the ring then
+/// carries floats, half the bytes, and the lists are those of the rows' double copy).
+template <class Real, class S>
+KnnLists exact_knn_rows(const DistMatrixT<S>& X, int k) {
   MPI_Comm comm = X.comm;
   const int64_t n = X.n_global;
   SSDR_CHECK_COLLECTIVE(comm, k >= 1 && static_cast<int64_t>(k) < n, k_message(k, n));
@@ -585,7 +610,11 @@ KnnLists exact_knn(const DistMatrix& X, int k) {
   std::vector<double> own_n2;
   prepare(X.v.data(), nl, d, shift, own_f, own_n2);
   Block<Real> own;
-  own.x = X.v.data();
+  auto set_rows = [](Block<Real>& b, const S* x) {
+    if constexpr (std::is_same<S, float>::value) b.x32 = x;
+    else b.x = x;
+  };
+  set_rows(own, X.v.data());
   own.xf = own_f.data();
   own.norm2 = own_n2.data();
   own.n = nl;
@@ -613,8 +642,9 @@ KnnLists exact_knn(const DistMatrix& X, int k) {
   auto tick = [&] { progress.update(++done); };
 
   const int right = (rank + 1) % size, left = (rank + size - 1) % size;
-  RowType data_type(d, MPI_DOUBLE), d2_type(k, MPI_DOUBLE), idx_type(k, MPI_INT64_T);
-  std::vector<double> buf_a, buf_b;  // visiting blocks: current and incoming
+  RowType data_type(d, std::is_same<S, float>::value ? MPI_FLOAT : MPI_DOUBLE), d2_type(k, MPI_DOUBLE),
+      idx_type(k, MPI_INT64_T);
+  std::vector<S> buf_a, buf_b;  // visiting blocks: current and incoming
   std::vector<double> vis_d2, vis_d2_next;
   std::vector<int64_t> vis_idx, vis_idx_next;
   if (h > 0) {  // reserved once: the ring never reallocates a buffer under an Isend
@@ -625,13 +655,13 @@ KnnLists exact_knn(const DistMatrix& X, int k) {
     vis_idx.reserve(static_cast<size_t>(max_rows * k));
     vis_idx_next.reserve(static_cast<size_t>(max_rows * k));
   }
-  std::vector<double>* cur = &buf_a;
-  std::vector<double>* next = &buf_b;
+  std::vector<S>* cur = &buf_a;
+  std::vector<S>* next = &buf_b;
 
   // Step 1's block travels while step 0 (the own triangle) runs.
   MPI_Request dreq[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
   int next_owner = (rank + size - 1) % size;
-  auto post_data = [&](const double* send, int64_t send_rows, int owner) {
+  auto post_data = [&](const S* send, int64_t send_rows, int owner) {
     next->resize(static_cast<size_t>(counts[owner] * d));
     if (d == 0) return;
     MPI_Irecv(next->data(), static_cast<int>(counts[owner]), data_type.t, left, 1, comm, &dreq[0]);
@@ -676,7 +706,7 @@ KnnLists exact_knn(const DistMatrix& X, int k) {
         post_data(cur->data(), vn, next_owner);
       }
       Block<Real> vis;
-      vis.x = cur->data();
+      set_rows(vis, cur->data());
       vis.xf = vis_f.data();
       vis.norm2 = vis_n2.data();
       vis.n = vn;
@@ -721,14 +751,19 @@ KnnLists exact_knn(const DistMatrix& X, int k) {
   return out;
 }
 
-template KnnLists exact_knn<float>(const DistMatrix&, int);
-template KnnLists exact_knn<double>(const DistMatrix&, int);
+template <class Real>
+KnnLists exact_knn(const RowsView& X, int k) {
+  return X.single() ? exact_knn_rows<Real>(*X.floats(), k) : exact_knn_rows<Real>(X.doubles(), k);
+}
+
+template KnnLists exact_knn<float>(const RowsView&, int);
+template KnnLists exact_knn<double>(const RowsView&, int);
 template double filter_slack<float>(int64_t);
 template double filter_slack<double>(int64_t);
 
 }  // namespace detail
 
-KnnLists knn_search(const RowsView& X, int k) { return detail::exact_knn<float>(X.doubles(), k); }
+KnnLists knn_search(const RowsView& X, int k) { return detail::exact_knn<float>(X, k); }
 
 double knn_recall(const RowsView& X, const KnnLists& lists, int64_t sample, uint64_t seed) {
   using namespace detail;

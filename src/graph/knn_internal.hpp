@@ -22,6 +22,9 @@ namespace ssdr::graph::detail {
 /// subtractions, products and sums with no FMA in either clone, so both give the same bits;
 /// AVX2 does four lanes per instruction instead of two. Local.
 double exact_dist2(const double* x, const double* y, int64_t d);
+/// The same on float rows, each difference taken in double: the bits of exact_dist2 on their
+/// double copy (--precision single). Local.
+double exact_dist2(const float* x, const float* y, int64_t d);
 
 /// y_t = float(x_t − μ_t), t = 0..d−1: a row centered in double and rounded to float, as the
 /// GEMM filters take it. Compiled twice like exact_dist2 (same bits in both clones). Local.
@@ -38,9 +41,10 @@ inline std::string k_message(int k, int64_t n) {
 
 /// knn_search with the GEMM candidate filter in `Real` (float: the default path; double:
 /// the reference). The lists are the same for both (the filter's slack covers its rounding
-/// and every candidate is re-ranked by its exact double distance). Collective over X.comm.
+/// and every candidate is re-ranked by its exact double distance). Float rows are searched in
+/// place (their ring carries floats) with the lists of their double copy. Collective over X.comm.
 template <class Real>
-KnnLists exact_knn(const DistMatrix& X, int k);
+KnnLists exact_knn(const RowsView& X, int k);
 
 /// A locality order of the n rows of xf (n×d, row-major, local): a permutation whose
 /// consecutive runs of `leaf` positions (from position 0) are the leaves of a random-projection

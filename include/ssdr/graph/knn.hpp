@@ -22,8 +22,8 @@ namespace ssdr::graph {
 /// search for any partition. Duplicate points (distance 0) are neighbours like any other.
 /// Collective over X.comm. Memory per rank: its block (double + float copies), two visiting
 /// double blocks and a float copy, the visitor's lists, one 256×256 float tile. Float rows
-/// (--precision single) are searched as their double copy (made for the search: the exact
-/// search is for n up to about 10⁵, where that copy is small).
+/// (--precision single) are searched in place, their blocks travel as floats, and the lists
+/// are bitwise those of their double copy.
 /// \throws ssdr::Error (collectively) when k < 1 or k ≥ n.
 KnnLists knn_search(const RowsView& X, int k);
 
