@@ -147,12 +147,13 @@ RowsView::RowsView(const DistMatrix& X)
     : comm(X.comm), n_global(X.n_global), row_start(X.row_start), n_local(X.n_local), cols(X.cols), d_(&X) {}
 
 RowsView::RowsView(const DistMatrixF& X)
-    : comm(X.comm), n_global(X.n_global), row_start(X.row_start), n_local(X.n_local), cols(X.cols), f_(&X) {}
+    : comm(X.comm), n_global(X.n_global), row_start(X.row_start), n_local(X.n_local), cols(X.cols), f_(&X),
+      copy_(std::make_shared<Copy>()) {}
 
 const DistMatrix& RowsView::doubles() const {
   if (d_) return *d_;
-  if (!widened_) widened_ = std::make_shared<DistMatrix>(to_double(*f_));
-  return *widened_;
+  if (!copy_->rows) copy_->rows = std::make_unique<DistMatrix>(to_double(*f_));
+  return *copy_->rows;
 }
 
 void RowsView::tile(int64_t i0, int64_t b, double* out) const {

@@ -479,7 +479,7 @@ void release_pages(void* begin, void* end) {
 
 }  // namespace
 
-SplitRows apply_split(const Preprocessor& p, DistMatrix&& X, const std::vector<char>& keep) {
+SplitRows apply_split(const Preprocessor& p, DistMatrix&& X, const std::vector<char>& keep, bool single) {
   const int64_t d = X.cols, nl = X.n_local;
   SSDR_CHECK(static_cast<int64_t>(keep.size()) == nl,
              "apply_split: " + std::to_string(keep.size()) + " row flags for " + std::to_string(nl) + " local rows");
@@ -494,7 +494,8 @@ SplitRows apply_split(const Preprocessor& p, DistMatrix&& X, const std::vector<c
   if (out_cols > d) {  // a map that widens the rows cannot be written in place
     std::vector<char> other(keep.size());
     for (size_t i = 0; i < keep.size(); ++i) other[i] = !keep[i];
-    s.kept = apply(p, X, keep);
+    if (single) s.kept32 = apply_single(p, X, keep);
+    else s.kept = apply(p, X, keep);
     s.other = apply(p, X, other);
     X = DistMatrix{};
     X.comm = comm;
@@ -505,7 +506,9 @@ SplitRows apply_split(const Preprocessor& p, DistMatrix&& X, const std::vector<c
   X = DistMatrix{};
   X.comm = comm;
   std::vector<double> kv;
-  kv.reserve(static_cast<size_t>(kept * out_cols));  // pages are touched as rows arrive
+  std::vector<float> kv32;  // single: the kept rows rounded once (apply_single's bits)
+  if (single) kv32.reserve(static_cast<size_t>(kept * out_cols));
+  else kv.reserve(static_cast<size_t>(kept * out_cols));  // pages are touched as rows arrive
   std::vector<double> Z, T, tile(static_cast<size_t>(kApplyTile * out_cols));
   int64_t w = 0;  // other rows written back into buf
   double* base = buf.data();
@@ -516,7 +519,10 @@ SplitRows apply_split(const Preprocessor& p, DistMatrix&& X, const std::vector<c
     apply_tile(p, base + i0 * d, b, d, tile.data(), Z, T);
     for (int64_t r = 0; r < b; ++r) {
       const double* t = tile.data() + r * out_cols;
-      if (keep[static_cast<size_t>(i0 + r)]) kv.insert(kv.end(), t, t + out_cols);
+      if (keep[static_cast<size_t>(i0 + r)]) {
+        if (single) kv32.insert(kv32.end(), t, t + out_cols);
+        else kv.insert(kv.end(), t, t + out_cols);
+      }
       else std::copy_n(t, out_cols, base + (w++) * out_cols);  // (w+1)·d' ≤ (i0+b)·d: read already
     }
     // Dead bytes: after the other rows written, before the first row not yet read.
@@ -535,6 +541,16 @@ SplitRows apply_split(const Preprocessor& p, DistMatrix&& X, const std::vector<c
   s.kept.n_local = lk.n_local;
   s.kept.cols = out_cols;
   s.kept.v = std::move(kv);
+  if (single) {
+    s.kept32.comm = comm;
+    s.kept32.n_global = lk.n_global;
+    s.kept32.row_start = lk.start;
+    s.kept32.n_local = lk.n_local;
+    s.kept32.cols = out_cols;
+    s.kept32.v = std::move(kv32);
+    s.kept = DistMatrix{};
+    s.kept.comm = comm;
+  }
   s.other.n_global = lo.n_global;
   s.other.row_start = lo.start;
   s.other.n_local = lo.n_local;

@@ -1,6 +1,7 @@
 #include "ssdr/driver/pipeline.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <cstdio>
 #include <utility>
 
@@ -44,8 +45,13 @@ struct FitRows {
   /// nullptr → computed afresh.
   methods::GraphCache* graphs = nullptr;
   bool from_raw() const { return raw != nullptr || raw_typed != nullptr; }
-  /// The transductive rows in their precision. Local.
-  RowsView xt() const { return Xt32 ? RowsView(*Xt32) : RowsView(*Xt); }
+  /// The transductive rows in their precision: one view for the whole fit, so a double copy
+  /// of float rows (RowsView::doubles) is made once and released in one place. Local.
+  const RowsView& xt() const {
+    if (!xt_view) xt_view.emplace(Xt32 ? RowsView(*Xt32) : RowsView(*Xt));
+    return *xt_view;
+  }
+  mutable std::optional<RowsView> xt_view;
   /// Transductive rows [i0, i0 + b) as doubles: in place, or (float rows) converted into
   /// buf, exactly. Local.
   const double* xt_tile(int64_t i0, int64_t b, std::vector<double>& buf) const {
@@ -67,7 +73,8 @@ struct FitRows {
 
 /// The embedding of every local row in file order (n×m, X's layout): the transductive rows
 /// from Xt, the unseen ones from Xu or the raw X, all through model::Projector, so a row has
-/// the bits `transform` gives it from the raw file. Local, except with an exact kernel map
+/// the bits `transform` gives it from the raw file (under --precision single a transductive
+/// row is embedded from its rounded values: `transform` differs by that rounding). Local, except with an exact kernel map
 /// (collective over its communicator: kernels::apply_exact on every row's preprocessed bits).
 /// km (optional): the sweep's entry of the model's Nyström map, whose eval_tiles hold (or
 /// receive, on first use) every row's feature tiles: the embedding is then one GEMM per tile.
@@ -88,8 +95,7 @@ DistMatrix embed_all(const model::Model& m, const FitRows& rows, KernelMapEntry*
     // tile by tile), then the collective exact-map projection.
     const int64_t dp = p.preprocessed_dim();
     std::vector<const double*> src(static_cast<size_t>(Y.n_local));
-    const RowsView xt = rows.xt();
-    const DistMatrix& Xt = xt.doubles();  // float rows: their double copy, for this map only
+    const DistMatrix& Xt = rows.xt().doubles();  // float rows: their double copy (the fit's one)
     for (size_t t = 0; t < pos_t.size(); ++t) src[static_cast<size_t>(pos_t[t])] = Xt.row(static_cast<int64_t>(t));
     std::vector<double> unseen, in;
     if (!rows.from_raw()) {
@@ -116,21 +122,21 @@ DistMatrix embed_all(const model::Model& m, const FitRows& rows, KernelMapEntry*
     // The features of every tile once per map (Projector::features), then W per fit: the
     // bits of from_preprocessed, which forms the same tiles and the same GEMM.
     const int64_t per = T * p.feature_dim();
-    const RowsView xt = rows.xt();
-    const DistMatrix* parts[2] = {&xt.doubles(), rows.Xu};
+    const bool fill = km->eval_tiles.empty();
+    // The rows are read only to fill the tiles: float rows are widened for that alone.
+    const DistMatrix* parts[2] = {fill ? &rows.xt().doubles() : nullptr, rows.Xu};
+    const int64_t counts[2] = {rows.xt().n_local, rows.Xu->n_local};
     const std::vector<int64_t>* where[2] = {&pos_t, &pos_u};
     int64_t tiles = 0;
-    for (const DistMatrix* s : parts) tiles += (s->n_local + T - 1) / T;
-    const bool fill = km->eval_tiles.empty();
+    for (int64_t c : counts) tiles += (c + T - 1) / T;
     if (fill) km->eval_tiles.resize(static_cast<size_t>(tiles * per));
     int64_t t = 0;
     for (int k = 0; k < 2; ++k) {
-      const DistMatrix& src = *parts[k];
-      SSDR_CHECK(src.n_local == static_cast<int64_t>(where[k]->size()), "embed_all: row counts disagree");
-      for (int64_t i0 = 0; i0 < src.n_local; i0 += T, ++t) {
-        const int64_t b = std::min(T, src.n_local - i0);
+      SSDR_CHECK(counts[k] == static_cast<int64_t>(where[k]->size()), "embed_all: row counts disagree");
+      for (int64_t i0 = 0; i0 < counts[k]; i0 += T, ++t) {
+        const int64_t b = std::min(T, counts[k] - i0);
         double* phi = km->eval_tiles.data() + t * per;
-        if (fill) p.features(src.row(i0), b, phi);
+        if (fill) p.features(parts[k]->row(i0), b, phi);
         p.from_features(phi, b, tile.data());
         scatter(*where[k], i0, b);
       }
@@ -394,7 +400,8 @@ void GraphCaches::share_into(GraphCaches& to) const {
 double RowsCache::bytes() const {
   double b = 0;
   for (const auto& [key, e] : entries) {
-    b += 8.0 * static_cast<double>(e.Xt.v.size() + e.Xu.v.size() + e.pre.basis.v.size());
+    b += 8.0 * static_cast<double>(e.Xt.v.size() + e.Xu.v.size() + e.pre.basis.v.size()) +
+         4.0 * static_cast<double>(e.Xt32.v.size());
     for (const auto& [k, km] : e.kernel_maps)
       b += 8.0 * static_cast<double>(km.Phi.v.size() + km.map.Zt.v.size() + km.map.M.v.size() + km.map.a.size());
   }
@@ -493,10 +500,10 @@ FitOutcome fit_and_evaluate_impl(const io::Dataset& ds, io::Dataset* consume, co
     }
     if (ds.sparse || ds.typed) {
     } else if (consume) {
-      data::SplitRows split = data::apply_split(pre, std::move(consume->X), rows.transductive);
-      if (config.preprocess.single) rows.own_t32 = to_single(split.kept);
-      else rows.own_t = std::move(split.kept);
-      split.kept = DistMatrix();
+      data::SplitRows split =
+          data::apply_split(pre, std::move(consume->X), rows.transductive, config.preprocess.single);
+      rows.own_t = std::move(split.kept);
+      rows.own_t32 = std::move(split.kept32);
       rows.own_u = std::move(split.other);
     } else {
       rows.raw = &ds.X;
@@ -526,7 +533,7 @@ FitOutcome fit_rows(FitRows& rows, data::Preprocessor&& pre, const std::vector<i
                     const io::Dataset& ds, const std::vector<data::Role>& roles, const FitConfig& config,
                     bool keep_embedding, FitOutcome out, PreparedRows* prepared) {
   const methods::MethodInfo& info = methods::find_method(config.method);
-  const RowsView Xt = rows.xt();  // kept while the fit runs: its double copy, if one is made
+  const RowsView& Xt = rows.xt();
   out.d_reduced = Xt.cols;
   say("training on " + std::to_string(Xt.n_global) + " transductive samples, d' = " +
       std::to_string(Xt.cols) + " after preprocessing");
@@ -608,6 +615,7 @@ FitOutcome fit_rows(FitRows& rows, data::Preprocessor&& pre, const std::vector<i
   }
   if (config.keep_lists) training.lists_out = &out.knn_lists;
   methods::FitResult fit = info.fit(training, config.method_options, out.timings);
+  Xt.release();  // a method's double copy of float rows (a kernel map's too) is not read again
   given_lists = graph::KnnLists();
   own_phi = DistMatrix();
   out.soft_labels = std::move(fit.soft_labels);

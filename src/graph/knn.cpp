@@ -382,7 +382,11 @@ Graph build_knn_graph(const RowsView& X, const GraphOptions& requested, const Kn
   std::vector<double> norms2;
   if (options.weight == EdgeWeight::cosine) {
     std::vector<double> mine(static_cast<size_t>(nl));
-    squared_norms(X.doubles().v.data(), nl, X.cols, mine.data());
+    std::vector<double> row(static_cast<size_t>(X.cols));  // float rows: one row's doubles at a time
+    for (int64_t i = 0; i < nl; ++i) {
+      X.tile(i, 1, row.data());
+      squared_norms(row.data(), 1, X.cols, mine.data() + i);
+    }
     norms2 = allgatherv(mine, comm);  // global row order: the row blocks are in rank order
   }
 

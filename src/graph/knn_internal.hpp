@@ -30,6 +30,7 @@ double exact_dist2(const float* x, const float* y, int64_t d);
 /// GEMM filters take it. Compiled twice like exact_dist2 (same bits in both clones). Local.
 void center_to_float(const double* x, const double* mu, int64_t d, float* y);
 /// The same for float rows: y_t = float(double(x_t) − μ_t), the bits of their double copy's.
+/// Local.
 void center_to_float(const float* x, const double* mu, int64_t d, float* y);
 
 /// The error for a k outside [1, n): "--knn K must be ...".
@@ -52,9 +53,11 @@ KnnLists exact_knn(const RowsView& X, int k);
 /// rows by their projection onto x_a − x_b (two of its rows, ties by row number) at a size
 /// that is a multiple of `leaf`. The exact search visits its own block in this order, its
 /// diagonal tiles (= leaves) first; the order changes the work, never the lists.
-/// Deterministic for given rows (fixed seed). Local; O(n·d·log(n/leaf)) time, O(n + d) memory.
-template <class Real>
-std::vector<int64_t> locality_order(const Real* xf, int64_t n, int64_t d, int64_t leaf);
+/// Deterministic for given rows (fixed seed). The arithmetic is in Real whatever the rows' type
+/// S: locality_order<float, double>(float rows) gives the order of their double copy. Local;
+/// O(n·d·log(n/leaf)) time, O(n + d) memory.
+template <class S, class Real = S>
+std::vector<int64_t> locality_order(const S* xf, int64_t n, int64_t d, int64_t leaf);
 
 /// Filter slack coefficient c of the exact search: |approx − exact| ≤ c·(‖x−μ‖² + ‖y−μ‖²)
 /// (plus an absolute underflow term), for the GEMM in `Real` over d features.

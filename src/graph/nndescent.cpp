@@ -530,10 +530,10 @@ void Build::plan_blocks() {
   // 16 384-row one, 67 % of the local gathers came from it and the remote rows fetched per
   // round fell by up to 45 %).
   if (xf.empty() || nfetch > 1) {
-    // Without the float copy, from the rows as stored (float rows: a float projection, so
-    // the order, and with it the lists, may differ from a double run's on the same values).
+    // Without the float copy, from the rows as stored, in double (float rows: the order of
+    // their double copy, so the lists are too).
     join_order = !xf.empty()   ? detail::locality_order(xf.data(), nl, d, 256)
-                 : X.single() ? detail::locality_order(X.floats()->v.data(), nl, d, 256)
+                 : X.single() ? detail::locality_order<float, double>(X.floats()->v.data(), nl, d, 256)
                               : detail::locality_order(X.doubles().v.data(), nl, d, 256);
   } else {
     join_order.resize(static_cast<size_t>(nl));

@@ -154,8 +154,9 @@ std::vector<ParameterSpec> build() {
            Kind::integer, Scope::every, 0, false, 1e6, false,
            [](T& t, const json& v) { t.preprocess.pca_dim = v.get<int64_t>(); },
            [](const C& t) { return t.preprocess.pca_dim > 0 ? json(t.preprocess.pca_dim) : json("default"); }),
-    fixed(choice("precision", "the preprocessed rows a method learns from in double | single: single halves the largest "
-                 "array of a fit (n x d'); every value is rounded once and read as a double", Scope::every,
+    fixed(choice("precision", "the preprocessed rows a method learns from (n_t x d') in double | single: single halves "
+                 "them for soda, oda and lp (the others read a double copy); each value is rounded once and read as a "
+                 "double", Scope::every,
                  {"double", "single"},
                  [](T& t, const json& v) { t.preprocess.single = v.get<std::string>() == "single"; },
                  [](const C& t) { return json(t.preprocess.single ? "single" : "double"); })),

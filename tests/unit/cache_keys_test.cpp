@@ -121,7 +121,8 @@ TEST(CacheKeys, TheRowsKeyChangesWithEveryPreprocessingOptionAndTheTransductiveS
                                 {"pca", [](P& p) { p.pca = false; }},
                                 {"pca_energy", [](P& p) { p.pca_energy = 0.7; }},
                                 {"route", [](P& p) { p.route = data::PcaRoute::gram; }},
-                                {"pca_dim", [](P& p) { p.pca_dim = 3; }}});
+                                {"pca_dim", [](P& p) { p.pca_dim = 3; }},
+                                {"single", [](P& p) { p.single = true; }}});
   // Another transductive set (one more sample) misses; the same set with other labels
   // (a cross-validation fold) hits.
   const driver::RowsKey base = driver::rows_key(P{}, roles, start, n, MPI_COMM_WORLD);

@@ -5,14 +5,18 @@
 // methods that widen) to, on any rank count.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
 #include "reference.hpp"
 #include "ssdr/core/dense.hpp"
 #include "ssdr/data/preprocess.hpp"
+#include "ssdr/driver/estimator.hpp"
 #include "ssdr/driver/pipeline.hpp"
 #include "ssdr/graph/knn.hpp"
+#include "ssdr/graph/nndescent.hpp"
+#include "ssdr/io/dataset.hpp"
 #include "ssdr/methods/method.hpp"
 #include "support.hpp"
 
@@ -74,10 +78,10 @@ TEST(Precision, RowsViewReadsFloatRowsAsTheirDoubles) {
 }
 
 TEST(Precision, FloatRowsGiveTheFitOfTheirDoubleCopyBitForBit) {
-  // SODA through both kNN backends (the exact search reads the double copy; NN-descent and the
-  // recall estimate read the floats), the soft-label scatter (floats), and methods that read
-  // the rows as doubles (LDA, SL-LDA: the widened copy). Every rank count gives its own bits;
-  // within one rank count the two storages must agree exactly.
+  // SODA and LP through both kNN backends (the exact search, NN-descent and the recall
+  // estimate read the floats in place), the soft-label scatter, LDA's and ODA's labeled rows
+  // (floats), and SL-LDA, which reads a double copy (RowsView::widened says which). Every rank
+  // count gives its own bits; within one rank count the two storages must agree exactly.
   const test::Problem pr = test::load_problem("digits.csv", 5, true);
   const DistMatrixF X32 = to_single(ref::distribute(pr.X, MPI_COMM_WORLD));
   const DistMatrix Xd = to_double(X32);
@@ -85,12 +89,16 @@ TEST(Precision, FloatRowsGiveTheFitOfTheirDoubleCopyBitForBit) {
   struct Case {
     const char* method;
     graph::KnnMethod knn;
+    bool widens;
   };
-  for (const Case& c : {Case{"soda", graph::KnnMethod::exact}, Case{"soda", graph::KnnMethod::nndescent},
-                        Case{"lp", graph::KnnMethod::nndescent}, Case{"lda", graph::KnnMethod::exact},
-                        Case{"sl-lda", graph::KnnMethod::exact}}) {
+  const RowsView v32(X32);
+  for (const Case& c : {Case{"soda", graph::KnnMethod::exact, false}, Case{"soda", graph::KnnMethod::nndescent, false},
+                        Case{"lp", graph::KnnMethod::nndescent, false}, Case{"lda", graph::KnnMethod::exact, false},
+                        Case{"oda", graph::KnnMethod::exact, false}, Case{"sl-lda", graph::KnnMethod::exact, true}}) {
     const std::string what = std::string(c.method) + " / " + graph::to_string(c.knn);
-    const methods::FitResult a = fit_on(RowsView(X32), labels, pr.classes, c.method, c.knn);
+    const methods::FitResult a = fit_on(v32, labels, pr.classes, c.method, c.knn);
+    EXPECT_EQ(v32.widened(), c.widens) << what;
+    v32.release();
     const methods::FitResult b = fit_on(RowsView(Xd), labels, pr.classes, c.method, c.knn);
     EXPECT_EQ(a.W.v, b.W.v) << what;
     EXPECT_EQ(a.soft_labels.v, b.soft_labels.v) << what;
@@ -123,4 +131,78 @@ TEST(Precision, ASingleFitIsTheSameOnOneRankAsOnAllRanks) {
   cfg.preprocess.single = false;
   const test::SerialAndDistributed d = test::fit_serial_and_distributed("wine.csv", spec, cfg);
   EXPECT_NE(d.dist.trace_ratio, r.dist.trace_ratio);
+}
+
+TEST(Precision, NNDescentWithoutItsFloatCopyGivesTheListsOfTheDoubleCopy) {
+  // Beyond B_f (here 1 MiB: 12 000 × 128 rows are 6 MB) NN-descent keeps no centered float
+  // copy and orders its joins by a random-projection tree on the rows as stored: computed in
+  // double for float rows, so the lists are still those of their double copy.
+  // Ten tight clusters (values in [1, 2), spread 1e-5, about 80 float ulps): projections of
+  // one cluster's rows differ by about what a float sum of 128 terms errs by, so a tree
+  // computed in float orders them otherwise than one in double (the test fails then).
+  const int64_t n = 12000, d = 128;
+  Dense A(n, d);
+  uint64_t state = 0x9e3779b97f4a7c15ULL;
+  auto uniform = [&state] {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<double>(state >> 11) * 0x1.0p-53;
+  };
+  std::vector<double> centers(static_cast<size_t>(10 * d));
+  for (double& c : centers) c = 1.0 + uniform();
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t t = 0; t < d; ++t)
+      A(i, t) = std::min(centers[static_cast<size_t>((i % 10) * d + t)] + (uniform() - 0.5) * 1e-5, 1.9999);
+  const DistMatrixF X32 = to_single(ref::distribute(A, MPI_COMM_WORLD));
+  const DistMatrix Xd = to_double(X32);
+  graph::NNDescentOptions o;
+  o.fetch_budget_bytes = double(1 << 20);
+  o.max_iterations = 4;  // unconverged lists: the join order shows in them
+  const graph::KnnLists a = graph::nndescent_search(X32, 8, o);
+  const graph::KnnLists b = graph::nndescent_search(Xd, 8, o);
+  EXPECT_EQ(a.index, b.index);
+  EXPECT_EQ(a.dist2, b.dist2);
+}
+
+TEST(Precision, EverySingleRouteOfThePipelineGivesTheSameFit) {
+  // --precision single through the pipeline's routes: the fit that keeps its data set (rows
+  // mapped by apply_single), the consuming fit (apply_split writes the kept rows as floats),
+  // a sweep's cached rows (PreparedRows::Xt32, with the kernel maps of KSODA), and the
+  // streamed evaluation against the kept embedding. Each gives the consuming fit's bits.
+  io::Dataset ds = io::read_dataset(test::data_path("wine.csv"), io::Format::csv, MPI_COMM_WORLD);
+  const auto roles = test::split(ds, test::transductive_split(4, 0.5, 11));
+  driver::RowsCache rows;
+  driver::GraphCaches graphs;
+  for (const char* method : {"soda", "oda", "lp", "ksoda", "tca", "soda"}) {
+    std::vector<driver::ParameterSetting> settings = {{"precision", "single", "test"}};
+    if (std::string(method) == "ksoda") settings.push_back({"landmarks", 40, "test"});
+    const bool transductive = std::string(method) == "lp";
+    const driver::FitConfig alone = driver::make_fit_config(method, settings, transductive ? 0 : 2, 0, 0);
+    ASSERT_TRUE(alone.preprocess.single);
+    driver::FitConfig swept = alone;
+    swept.rows = &rows;
+    swept.cache = &graphs;
+    io::Dataset copy = ds;
+    const driver::FitOutcome a = driver::fit_and_evaluate_consuming(copy, roles, alone, true);
+    const driver::FitOutcome k = driver::fit_and_evaluate(ds, roles, alone, true);
+    const driver::FitOutcome s = driver::fit_and_evaluate(ds, roles, swept, true);
+    copy = ds;
+    const driver::FitOutcome streamed = driver::fit_and_evaluate_consuming(copy, roles, alone, false);
+    for (const driver::FitOutcome* o : {&k, &s}) {
+      EXPECT_EQ(o->model.W.v, a.model.W.v) << method;
+      EXPECT_EQ(o->embedding.v, a.embedding.v) << method;
+      EXPECT_EQ(o->soft_labels.v, a.soft_labels.v) << method;
+      EXPECT_EQ(o->accuracy.correct_unlabeled, a.accuracy.correct_unlabeled) << method;
+      EXPECT_EQ(o->accuracy.correct_unseen, a.accuracy.correct_unseen) << method;
+    }
+    EXPECT_EQ(streamed.model.W.v, a.model.W.v) << method;
+    EXPECT_EQ(streamed.accuracy.correct_unlabeled, a.accuracy.correct_unlabeled) << method;
+    EXPECT_EQ(streamed.accuracy.correct_unseen, a.accuracy.correct_unseen) << method;
+  }
+  EXPECT_EQ(rows.misses, 2);  // the default preprocessing and KSODA's
+  EXPECT_GT(rows.bytes(), 0.0);
+  for (const auto& [key, e] : rows.entries) {
+    EXPECT_TRUE(key.single);
+    EXPECT_TRUE(e.Xt.v.empty());
+    EXPECT_FALSE(e.Xt32.v.empty());
+  }
 }

@@ -86,11 +86,14 @@ DistMatrix to_double(const DistMatrixF& X);
 
 /// A read-only view of preprocessed rows (n×cols, distributed by samples) in the precision
 /// they are stored in: what a method learns from (methods::TrainingData). Built implicitly
-/// from a DistMatrix or a DistMatrixF, which must outlive the view. The code that reads the
-/// rows in bulk (kNN searches, scatter matrices, embeddings) reads either storage through
-/// single()/floats()/doubles() or tiles(); the rest calls doubles(), which for float rows
-/// makes their double copy once (kept while a copy of this view lives) – the same values, so
-/// the same results, at the double copy's memory.
+/// from a DistMatrix or a DistMatrixF, which must outlive the view (a temporary passed to a
+/// function taking a view is fine; a view kept beyond the expression, as TrainingData keeps
+/// one, must not be built from a temporary).
+/// The code that reads the rows in bulk (kNN searches, scatter matrices, embeddings) reads
+/// either storage through single()/floats() or tile(); the rest calls doubles(), which for
+/// float rows makes their double copy once, shared by every copy of the view until
+/// release() – the same values, so the same results, at the double copy's memory (a method
+/// that reads them so holds 12 bytes per value instead of 8).
 class RowsView {
  public:
   /// A view of X's double rows (implicit: a DistMatrix goes wherever rows are read). Local.
@@ -106,17 +109,28 @@ class RowsView {
   /// The float rows (single() only; nullptr otherwise). Local.
   const DistMatrixF* floats() const { return f_; }
   /// The rows as doubles: the viewed DistMatrix, or the float rows' double copy, made on the
-  /// first call (Local; its memory is n_local·cols doubles). 	hrows nothing beyond bad_alloc.
+  /// first call of any copy of this view (Local; its memory is n_local·cols doubles).
+  /// \throws nothing beyond bad_alloc.
   const DistMatrix& doubles() const;
+  /// True when float rows have their double copy now. Local.
+  bool widened() const { return copy_ && copy_->rows; }
+  /// Frees the double copy of float rows (for every copy of this view; a later doubles() makes
+  /// it again). References doubles() returned become invalid. Local.
+  void release() const {
+    if (copy_) copy_->rows.reset();
+  }
   /// Local rows [i0, i0 + b) as doubles into out (b×cols, row-major; exact). Local.
   void tile(int64_t i0, int64_t b, double* out) const;
-  /// The bytes the rows take on this rank (4 or 8 per value).
+  /// The bytes the rows take on this rank (4 or 8 per value), without a double copy. Local.
   double memory_bytes() const;
 
  private:
+  struct Copy {
+    std::unique_ptr<DistMatrix> rows;
+  };
   const DistMatrix* d_ = nullptr;
   const DistMatrixF* f_ = nullptr;
-  mutable std::shared_ptr<DistMatrix> widened_;
+  std::shared_ptr<Copy> copy_;  ///< float rows: the double copy's slot, one for all copies
 };
 
 /// The element types a data set's rows are kept in (the file's own: IDX and uint8 images

@@ -155,6 +155,7 @@ DistMatrixF apply_single(const Preprocessor& p, const TypedRows& X, const std::v
 /// The kept and the other rows of X after the map, each in file order.
 struct SplitRows {
   DistMatrix kept;   ///< n_kept×d', rows distributed as they were (layout from the local counts)
+  DistMatrixF kept32;  ///< apply_split(…, single = true): the kept rows as floats (kept empty)
   DistMatrix other;  ///< (n − n_kept)×d'
 };
 
@@ -165,8 +166,9 @@ struct SplitRows {
 /// pass goes (madvise MADV_DONTNEED on Linux). Peak memory: X's block plus one tile, where
 /// apply(keep) + X would need X's block plus the result. This is what lets a fit hold one
 /// copy of its data: 1.0× its share of X (issue 9, the million-sample run).
-/// Collective over X.comm (the two layouts). \throws ssdr::Error when keep has not one flag
-/// per local row or the preprocessor was fitted on another d.
-SplitRows apply_split(const Preprocessor& p, DistMatrix&& X, const std::vector<char>& keep);
+/// single (--precision single): the kept rows go to kept32 as floats, apply_single's bits,
+/// never held as doubles. Collective over X.comm (the two layouts). \throws ssdr::Error when
+/// keep has not one flag per local row or the preprocessor was fitted on another d.
+SplitRows apply_split(const Preprocessor& p, DistMatrix&& X, const std::vector<char>& keep, bool single = false);
 
 }  // namespace ssdr::data

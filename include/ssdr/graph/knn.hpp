@@ -20,8 +20,8 @@ namespace ssdr::graph {
 /// with a slack that provably covers the float rounding (knn_exact.cpp has the analysis), and
 /// are re-ranked by their exact double distance; the lists are bitwise those of a brute-force
 /// search for any partition. Duplicate points (distance 0) are neighbours like any other.
-/// Collective over X.comm. Memory per rank: its block (double + float copies), two visiting
-/// double blocks and a float copy, the visitor's lists, one 256×256 float tile. Float rows
+/// Collective over X.comm. Memory per rank: its block (in its type, + a float copy), two visiting
+/// blocks in its type and a float copy, the visitor's lists, one 256×256 float tile. Float rows
 /// (--precision single) are searched in place, their blocks travel as floats, and the lists
 /// are bitwise those of their double copy.
 /// \throws ssdr::Error (collectively) when k < 1 or k ≥ n.

@@ -31,8 +31,7 @@ struct NNDescentOptions {
 /// pairs travel with MPI_Alltoallv; the local joins run in blocks of local rows, the remote
 /// rows a block needs fetched once (as floats), the dot products read in place from the rows.
 /// Deterministic for a given seed and rank count. Float rows (--precision single) give the
-/// lists of their double copy, except where the float copy below is not kept: the join order
-/// is then computed from the float rows. Collective over X.comm. Memory per rank:
+/// lists of their double copy. Collective over X.comm. Memory per rank:
 /// its block (double or float), its float copy when that is at most B_f (else rows are converted as a
 /// join reads them), about 0.65 KB per local row (lists and candidate sets, K = max(k, 12)),
 /// and the remote rows of one local-join block with their reply (at most 2·B_f: all local
