@@ -93,21 +93,9 @@ DistMatrix make_dist_like(const DistMatrix& X, int64_t cols) {
   return Y;
 }
 
-DistMatrix select_rows(const DistMatrix& X, const std::vector<char>& keep) {
-  SSDR_CHECK(static_cast<int64_t>(keep.size()) == X.n_local,
-             "select_rows: mask has " + std::to_string(keep.size()) + " entries for " +
-                 std::to_string(X.n_local) + " local rows");
-  int64_t count = 0;
-  for (char k : keep) count += k ? 1 : 0;
-  DistMatrix Y = make_dist_local(X.comm, count, X.cols);
-  int64_t r = 0;
-  for (int64_t i = 0; i < X.n_local; ++i)
-    if (keep[static_cast<size_t>(i)]) std::copy(X.row(i), X.row(i) + X.cols, Y.row(r++));
-  return Y;
-}
+DistMatrix select_rows(const DistMatrix& X, const std::vector<char>& keep) { return select_rows(RowsView(X), keep); }
 
 DistMatrix select_rows(const RowsView& X, const std::vector<char>& keep) {
-  if (!X.single()) return select_rows(X.doubles(), keep);
   SSDR_CHECK(static_cast<int64_t>(keep.size()) == X.n_local,
              "select_rows: mask has " + std::to_string(keep.size()) + " entries for " +
                  std::to_string(X.n_local) + " local rows");
@@ -121,24 +109,14 @@ DistMatrix select_rows(const RowsView& X, const std::vector<char>& keep) {
 }
 
 DistMatrixF to_single(const DistMatrix& X) {
-  DistMatrixF Y;
-  Y.comm = X.comm;
-  Y.n_global = X.n_global;
-  Y.row_start = X.row_start;
-  Y.n_local = X.n_local;
-  Y.cols = X.cols;
+  DistMatrixF Y = dist_layout<float>(X.comm, X.layout(), X.cols);
   Y.v.resize(X.v.size());
   for (size_t i = 0; i < X.v.size(); ++i) Y.v[i] = static_cast<float>(X.v[i]);
   return Y;
 }
 
 DistMatrix to_double(const DistMatrixF& X) {
-  DistMatrix Y;
-  Y.comm = X.comm;
-  Y.n_global = X.n_global;
-  Y.row_start = X.row_start;
-  Y.n_local = X.n_local;
-  Y.cols = X.cols;
+  DistMatrix Y = dist_layout<double>(X.comm, X.layout(), X.cols);
   Y.v.assign(X.v.begin(), X.v.end());
   return Y;
 }

@@ -427,13 +427,7 @@ DistMatrixT<T> apply_rows(const Preprocessor& p, const Rows& X, const std::vecto
   int64_t kept = 0;
   for (char k : keep) kept += k != 0;
   const int64_t out_cols = output_dim(p, d);
-  const Layout l = layout_from_local(kept, X.comm);
-  DistMatrixT<T> Y;
-  Y.comm = X.comm;
-  Y.n_global = l.n_global;
-  Y.row_start = l.start;
-  Y.n_local = kept;
-  Y.cols = out_cols;
+  DistMatrixT<T> Y = dist_layout<T>(X.comm, layout_from_local(kept, X.comm), out_cols);
   Y.v.assign(static_cast<size_t>(kept * out_cols), T(0));
   // Kept rows gathered into 64-row tiles: a row's bits do not depend on where it sits in
   // its tile or on how many rows this rank holds.
@@ -535,26 +529,15 @@ SplitRows apply_split(const Preprocessor& p, DistMatrix&& X, const std::vector<c
   }
   if (w == 0) std::vector<double>().swap(buf);
   else buf.resize(static_cast<size_t>(w * out_cols));  // no reallocation: the pages past it are released
-  s.kept.comm = s.other.comm = comm;
-  s.kept.n_global = lk.n_global;
-  s.kept.row_start = lk.start;
-  s.kept.n_local = lk.n_local;
-  s.kept.cols = out_cols;
-  s.kept.v = std::move(kv);
   if (single) {
-    s.kept32.comm = comm;
-    s.kept32.n_global = lk.n_global;
-    s.kept32.row_start = lk.start;
-    s.kept32.n_local = lk.n_local;
-    s.kept32.cols = out_cols;
-    s.kept32.v = std::move(kv32);
-    s.kept = DistMatrix{};
     s.kept.comm = comm;
+    s.kept32 = dist_layout<float>(comm, lk, out_cols);
+    s.kept32.v = std::move(kv32);
+  } else {
+    s.kept = dist_layout<double>(comm, lk, out_cols);
+    s.kept.v = std::move(kv);
   }
-  s.other.n_global = lo.n_global;
-  s.other.row_start = lo.start;
-  s.other.n_local = lo.n_local;
-  s.other.cols = out_cols;
+  s.other = dist_layout<double>(comm, lo, out_cols);
   s.other.v = std::move(buf);
   return s;
 }

@@ -123,9 +123,8 @@ DistMatrix embed_all(const model::Model& m, const FitRows& rows, KernelMapEntry*
     // bits of from_preprocessed, which forms the same tiles and the same GEMM.
     const int64_t per = T * p.feature_dim();
     const bool fill = km->eval_tiles.empty();
-    // The rows are read only to fill the tiles: float rows are widened for that alone.
-    const DistMatrix* parts[2] = {fill ? &rows.xt().doubles() : nullptr, rows.Xu};
     const int64_t counts[2] = {rows.xt().n_local, rows.Xu->n_local};
+    std::vector<double> buf;  // a tile of float rows as doubles
     const std::vector<int64_t>* where[2] = {&pos_t, &pos_u};
     int64_t tiles = 0;
     for (int64_t c : counts) tiles += (c + T - 1) / T;
@@ -136,7 +135,7 @@ DistMatrix embed_all(const model::Model& m, const FitRows& rows, KernelMapEntry*
       for (int64_t i0 = 0; i0 < counts[k]; i0 += T, ++t) {
         const int64_t b = std::min(T, counts[k] - i0);
         double* phi = km->eval_tiles.data() + t * per;
-        if (fill) p.features(parts[k]->row(i0), b, phi);
+        if (fill) p.features(k == 0 ? rows.xt_tile(i0, b, buf) : rows.Xu->row(i0), b, phi);
         p.from_features(phi, b, tile.data());
         scatter(*where[k], i0, b);
       }
@@ -151,16 +150,15 @@ DistMatrix embed_all(const model::Model& m, const FitRows& rows, KernelMapEntry*
       scatter(pos, i0, b);
     }
   };
-  if (rows.Xt32) {
-    SSDR_CHECK(rows.Xt32->n_local == static_cast<int64_t>(pos_t.size()), "embed_all: row counts disagree");
+  {  // the transductive rows in their precision (xt_tile: in place, or floats converted)
+    const int64_t nt = rows.xt().n_local;
+    SSDR_CHECK(nt == static_cast<int64_t>(pos_t.size()), "embed_all: row counts disagree");
     std::vector<double> buf;
-    for (int64_t i0 = 0; i0 < rows.Xt32->n_local; i0 += T) {
-      const int64_t b = std::min(T, rows.Xt32->n_local - i0);
+    for (int64_t i0 = 0; i0 < nt; i0 += T) {
+      const int64_t b = std::min(T, nt - i0);
       p.from_preprocessed(rows.xt_tile(i0, b, buf), b, tile.data());
       scatter(pos_t, i0, b);
     }
-  } else {
-    from_rows(*rows.Xt, pos_t);
   }
   if (!rows.from_raw()) {
     from_rows(*rows.Xu, pos_u);

@@ -71,24 +71,11 @@ namespace ssdr::graph {
 
 namespace detail {
 
-__attribute__((target_clones("avx2", "default"))) double exact_dist2(const double* x,
-                                                                     const double* y, int64_t d) {
-  double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int64_t t = 0;
-  for (; t + 8 <= d; t += 8)
-    for (int l = 0; l < 8; ++l) {
-      const double diff = x[t + l] - y[t + l];
-      s[l] += diff * diff;
-    }
-  for (int l = 0; t + l < d; ++l) {
-    const double diff = x[t + l] - y[t + l];
-    s[l] += diff * diff;
-  }
-  return ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
-}
-
-__attribute__((target_clones("avx2", "default"))) double exact_dist2(const float* x,
-                                                                     const float* y, int64_t d) {
+namespace {
+/// exact_dist2's sum for rows of type S (double or float), each difference taken in double:
+/// float rows give the bits of their double copy. Inlined into each clone below.
+template <class S>
+[[gnu::always_inline]] inline double exact_dist2_impl(const S* x, const S* y, int64_t d) {
   double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   int64_t t = 0;
   for (; t + 8 <= d; t += 8)
@@ -101,6 +88,17 @@ __attribute__((target_clones("avx2", "default"))) double exact_dist2(const float
     s[l] += diff * diff;
   }
   return ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
+}
+}  // namespace
+
+__attribute__((target_clones("avx2", "default"))) double exact_dist2(const double* x,
+                                                                     const double* y, int64_t d) {
+  return exact_dist2_impl(x, y, d);
+}
+
+__attribute__((target_clones("avx2", "default"))) double exact_dist2(const float* x,
+                                                                     const float* y, int64_t d) {
+  return exact_dist2_impl(x, y, d);
 }
 
 __attribute__((target_clones("avx2", "default"))) void center_to_float(const double* x,

@@ -78,6 +78,19 @@ using DistMatrix = DistMatrixT<double>;
 /// The distributed matrix of floats: preprocessed rows under --precision single.
 using DistMatrixF = DistMatrixT<float>;
 
+/// An n×cols DistMatrixT<T> with layout l over comm and no values allocated (v empty: the
+/// caller fills l.n_local·cols). Local.
+template <typename T>
+DistMatrixT<T> dist_layout(MPI_Comm comm, const Layout& l, int64_t cols) {
+  DistMatrixT<T> Y;
+  Y.comm = comm;
+  Y.n_global = l.n_global;
+  Y.row_start = l.start;
+  Y.n_local = l.n_local;
+  Y.cols = cols;
+  return Y;
+}
+
 /// X with every value rounded to the nearest float (IEEE round-to-nearest-even; values
 /// beyond float's range become ±inf), same layout. Local. Frees nothing: the caller drops X.
 DistMatrixF to_single(const DistMatrix& X);
