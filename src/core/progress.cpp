@@ -8,9 +8,21 @@
 #include <map>
 #include <vector>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 namespace ssdr {
 
 namespace {
+/// Hands the heap's free pages back to the system (glibc's malloc_trim also releases whole
+/// free pages inside the heap, not only its top): the resident size between phases is then
+/// what is live, not the largest earlier phase's small-block debris. Not collective.
+void release_free_heap() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
 bool g_quiet = false;
 double g_t0 = -1;
 bool is_root() {
@@ -67,6 +79,7 @@ std::vector<std::pair<const void*, bool>>& pushed() {
 
 Phase::Phase(std::string name, std::map<std::string, double>* timings)
     : name_(std::move(name)), timings_(timings), t0_(MPI_Wtime()) {
+  release_free_heap();
   say(name_ + " ...");
   const int stage = stage_of(name_);
   if (stage >= 0 && PetscLogStagePush(static_cast<PetscLogStage>(stage)) == 0) pushed().emplace_back(this, false);

@@ -217,9 +217,15 @@ GraphAndLabels graph_and_propagation(const TrainingData& data, const graph::Grap
     // solve still renumbers them by its local RCM (PropagationOptions::reorder), which made
     // the block product 17 % faster on 1.05 M Fashion-MNIST rows (they tied on 70 000 and on
     // the tall set): -lp_reorder false keeps the level order.
-    const graph::Renumbering ren = graph::renumber_for_locality(r.g.A, o.propagation.prefix);
-    r.lp = propagation::propagate(ren.B, graph::to_renumbered(ren, data.labels), data.classes, o.propagation);
+    // The graph is not read after this (graph_info reads r.g's scalars; a sweep's cache keeps
+    // its own reference): the renumbered copy is handed to the solve, which drops it once its
+    // RCM copy exists, so one copy of the graph, not three, lives during the solve.
+    graph::Renumbering ren = graph::renumber_for_locality(r.g.A, o.propagation.prefix);
+    const std::vector<int> labels = graph::to_renumbered(ren, data.labels);
+    r.g.A.reset();
+    r.lp = propagation::propagate(std::move(ren.B), labels, data.classes, o.propagation);
     r.lp.F = graph::from_renumbered(ren, r.lp.F, data.X.comm);
+    r.lp.F.comm = data.X.comm;  // F outlives the graph's PETSc communicator
   }
   if (data.cache) data.cache->propagations.emplace(key, r.lp);
   return r;

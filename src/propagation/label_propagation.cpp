@@ -73,8 +73,24 @@ struct System {
   std::vector<char> known;      ///< per local row
   std::vector<double> scale;    ///< D_ii/α_i on free rows, 0 on known rows
   std::vector<double> dinv;     ///< 1/S_ii = 1/(D_ii/α_i − A_ii) on free rows, 0 on known rows
-  std::vector<double> beta_y;   ///< β_i Y_i (n_local×m): the right-hand side I_β Y of M F = I_β Y
+  /// Row i of the right-hand side I_β Y of M F = I_β Y is β_i e_{target_i}: one value per
+  /// row, not m (at 5·10⁶ rows per rank the dense n_local×m block would be 0.46 GB).
+  std::vector<int> target;      ///< the label, or c (the outlier class) when unlabeled
+  std::vector<double> beta;     ///< β_i = 1 − α_i
+  /// (I_β Y)_ik.
+  double beta_y(int64_t i, int64_t k) const {
+    const size_t li = static_cast<size_t>(i);
+    return k == target[li] ? beta[li] : 0.0;
+  }
 };
+
+/// I_β Y as a dense n_local×m row-major block (the per-column KSP routes' right-hand sides).
+std::vector<double> dense_beta_y(const System& s) {
+  std::vector<double> out(static_cast<size_t>(s.n_local * s.m), 0.0);
+  for (int64_t i = 0; i < s.n_local; ++i)
+    out[static_cast<size_t>(i * s.m + s.target[static_cast<size_t>(i)])] = s.beta[static_cast<size_t>(i)];
+  return out;
+}
 
 System make_system(Mat A, const std::vector<int>& labels, int classes, const PropagationOptions& o) {
   System s;
@@ -89,13 +105,15 @@ System make_system(Mat A, const std::vector<int>& labels, int classes, const Pro
   s.known.assign(static_cast<size_t>(s.n_local), 0);
   s.scale.assign(static_cast<size_t>(s.n_local), 0.0);
   s.dinv.assign(static_cast<size_t>(s.n_local), 0.0);
-  s.beta_y.assign(static_cast<size_t>(s.n_local * s.m), 0.0);
+  s.target.assign(static_cast<size_t>(s.n_local), classes);
+  s.beta.assign(static_cast<size_t>(s.n_local), 0.0);
   for (int64_t i = 0; i < s.n_local; ++i) {
     const size_t li = static_cast<size_t>(i);
     const int l = labels[li];
     const double alpha = l >= 0 ? o.alpha_labeled : o.alpha_unlabeled;
     const int target = l >= 0 ? l : classes;  // unlabeled: the outlier class c+1
-    s.beta_y[static_cast<size_t>(i * s.m + target)] = 1.0 - alpha;
+    s.target[li] = target;
+    s.beta[li] = 1.0 - alpha;
     if (alpha == 0 || !(degree[li] > 0)) {
       s.known[li] = 1;
     } else {
@@ -166,7 +184,7 @@ std::vector<int> block_cg_width(Mat A, const System& s, const Tolerances& tol, c
     for (int64_t i = 0; i < n; ++i) {
       if (s.known[static_cast<size_t>(i)]) continue;
       for (int64_t k = 0; k < m; ++k)
-        R[static_cast<size_t>(i * m + k)] = scale[i] * s.beta_y[static_cast<size_t>(i * m + k)] + q[i * m + k];
+        R[static_cast<size_t>(i * m + k)] = scale[i] * s.beta_y(i, k) + q[i * m + k];
     }
     SSDR_PETSC(VecRestoreArrayRead(Qv, &q));
   }
@@ -312,24 +330,43 @@ std::vector<int> block_cg(Mat A, const System& s, const Tolerances& tol, const P
   }
 }
 
+/// F (n_local×m) holding the known rows' values F_i = β_i Y_i, zero elsewhere. Local.
+DistMatrix known_rows(const System& s, MPI_Comm comm) {
+  DistMatrix F = make_dist_local(comm, s.n_local, s.m);
+  for (int64_t i = 0; i < s.n_local; ++i)
+    if (s.known[static_cast<size_t>(i)])
+      for (int64_t k = 0; k < s.m; ++k) F(i, k) = s.beta_y(i, k);
+  return F;
+}
+
 /// The block CG on B = A(π, π), graph::rcm_reorder: each rank's rows renumbered by reverse
 /// Cuthill–McKee of its diagonal block. In A's own order (the data file's, for a kNN graph)
 /// a row's neighbours lie anywhere in the block: each product gathers rows from all over it
 /// (cache misses). After RCM, neighbours have nearby numbers and the gathers hit the cache.
 /// (Which rows share a rank, and so the halo, is the partition of graph::
 /// renumber_for_locality, applied before.) Labels go to B's order and F back by VecScatters.
-/// A itself when o.reorder is false or -<prefix>reorder false is given. Collective.
-
-std::vector<int> block_cg_reordered(Mat A, const std::vector<int>& labels, int classes, const Tolerances& tol,
-                                    const PropagationOptions& o, const System& s, DistMatrix& F) {
-  MPI_Comm comm = F.comm;
-  const int64_t n_local = F.n_local, m = F.cols;
+/// A itself when o.reorder is false or -<prefix>reorder false is given. `own`, when not
+/// null, is the caller's reference to A: it is dropped as soon as B exists, so that only one
+/// copy of the graph lives during the solve (A is freed then unless another reference holds
+/// it). Returns F (n_local×(c+1), A's layout); `its` gets the iterations per column.
+/// Collective.
+DistMatrix block_cg_reordered(Mat A, Owned<Mat>* own, const std::vector<int>& labels, int classes,
+                              const Tolerances& tol, const PropagationOptions& o, std::vector<int>& its) {
+  MPI_Comm comm = PETSC_COMM_WORLD;
+  SSDR_PETSC(PetscObjectGetComm(reinterpret_cast<PetscObject>(A), &comm));
+  const int64_t n_local = static_cast<int64_t>(labels.size()), m = classes + 1;
   PetscInt N = 0;
   SSDR_PETSC(MatGetSize(A, &N, nullptr));
   PetscBool reorder = o.reorder ? PETSC_TRUE : PETSC_FALSE;
   SSDR_PETSC(PetscOptionsGetBool(nullptr, o.prefix.c_str(), "-reorder", &reorder, nullptr));
-  if (!reorder || N < 3) return block_cg(A, s, tol, o, F);
-  const graph::Reordered re = graph::rcm_reorder(A);
+  if (!reorder || N < 3) {
+    const System s = make_system(A, labels, classes, o);
+    DistMatrix F = known_rows(s, comm);
+    its = block_cg(A, s, tol, o, F);
+    return F;
+  }
+  graph::Reordered re = graph::rcm_reorder(A);
+  if (own != nullptr) own->reset();  // A is not read again: B and its layout (A's) suffice
   Mat B = re.B;
   IS is = nullptr, isb = nullptr;
   SSDR_PETSC(ISCreateGeneral(comm, static_cast<PetscInt>(n_local), re.rows.data(), PETSC_COPY_VALUES, &is));
@@ -344,12 +381,11 @@ std::vector<int> block_cg_reordered(Mat A, const std::vector<int>& labels, int c
     }
   } destroy{&is, &isb};
 
-  // Labels in B's order: one scatter of the labels as scalars.
+  // Labels in B's order: one scatter of the labels as scalars (B has A's row layout).
   std::vector<int> labels_b(static_cast<size_t>(n_local));
   {
     Owned<Vec> from, to;
-    SSDR_PETSC(MatCreateVecs(A, from.out(), nullptr));
-    SSDR_PETSC(MatCreateVecs(B, to.out(), nullptr));
+    SSDR_PETSC(MatCreateVecs(B, from.out(), to.out()));
     PetscScalar* v = nullptr;
     SSDR_PETSC(VecGetArrayWrite(from, &v));
     for (int64_t i = 0; i < n_local; ++i) v[i] = labels[static_cast<size_t>(i)];
@@ -365,35 +401,33 @@ std::vector<int> block_cg_reordered(Mat A, const std::vector<int>& labels, int c
     for (int64_t i = 0; i < n_local; ++i) labels_b[static_cast<size_t>(i)] = static_cast<int>(PetscRealPart(t[i]));
     SSDR_PETSC(VecRestoreArrayRead(to, &t));
   }
-  const System sb = make_system(B, labels_b, classes, o);
-  DistMatrix Fb = make_dist_local(comm, n_local, m);
-  for (int64_t i = 0; i < n_local; ++i)
-    if (sb.known[static_cast<size_t>(i)])
-      for (int64_t k = 0; k < m; ++k) Fb(i, k) = sb.beta_y[static_cast<size_t>(i * m + k)];
-  const std::vector<int> its = block_cg(B, sb, tol, o, Fb);
+  DistMatrix Fb;
+  {
+    const System sb = make_system(B, labels_b, classes, o);
+    Fb = known_rows(sb, comm);
+    its = block_cg(B, sb, tol, o, Fb);
+  }
+  re.B.reset();
 
-  // F back to A's order: the block scatter (m values per row) reversed.
+  // F back to A's order: the block scatter (m values per row) reversed, between Vecs over
+  // Fb's and F's own arrays (no copies).
+  DistMatrix F = make_dist_local(comm, n_local, m);
   {
     Owned<Vec> from, to;
-    SSDR_PETSC(VecCreateMPI(comm, static_cast<PetscInt>(n_local * m), PETSC_DETERMINE, from.out()));
-    SSDR_PETSC(VecCreateMPI(comm, static_cast<PetscInt>(n_local * m), PETSC_DETERMINE, to.out()));
-    PetscScalar* v = nullptr;
-    SSDR_PETSC(VecGetArrayWrite(to, &v));
-    std::copy(Fb.v.begin(), Fb.v.end(), v);
-    SSDR_PETSC(VecRestoreArrayWrite(to, &v));
+    SSDR_PETSC(VecCreateMPIWithArray(comm, 1, static_cast<PetscInt>(n_local * m), PETSC_DETERMINE, F.v.data(),
+                                     from.out()));
+    SSDR_PETSC(VecCreateMPIWithArray(comm, 1, static_cast<PetscInt>(n_local * m), PETSC_DETERMINE, Fb.v.data(),
+                                     to.out()));
     VecScatter sc = nullptr;
     SSDR_PETSC(VecScatterCreate(from, isb, to, nullptr, &sc));
     PetscErrorCode ierr = VecScatterBegin(sc, to, from, INSERT_VALUES, SCATTER_REVERSE);
     if (!ierr) ierr = VecScatterEnd(sc, to, from, INSERT_VALUES, SCATTER_REVERSE);
     VecScatterDestroy(&sc);
     SSDR_PETSC(ierr);
-    const PetscScalar* t = nullptr;
-    SSDR_PETSC(VecGetArrayRead(from, &t));
-    std::copy(t, t + n_local * m, F.v.begin());
-    SSDR_PETSC(VecRestoreArrayRead(from, &t));
   }
-  return its;
+  return F;
 }
+
 
 /// One KSPSolve per column of `rhs` (n_local×m, row-major) on the KSP's operator, from x0
 /// (n_local×m, or empty for zero) into F. Returns the iterations per column. Collective.
@@ -431,10 +465,10 @@ std::vector<int> ksp_columns(KSP ksp, const std::vector<double>& rhs, const std:
   return its;
 }
 
-}  // namespace
-
-PropagationResult propagate(Mat A, const std::vector<int>& labels, int classes,
-                            const PropagationOptions& options) {
+/// propagate, with `own` (or null) the caller's reference to A that the block CG may drop
+/// (block_cg_reordered). Collective.
+PropagationResult propagate_graph(Mat A, Owned<Mat>* own, const std::vector<int>& labels, int classes,
+                                  const PropagationOptions& options) {
   MPI_Comm comm = PETSC_COMM_WORLD;
   SSDR_PETSC(PetscObjectGetComm(reinterpret_cast<PetscObject>(A), &comm));
   PetscInt n_local = 0;
@@ -449,8 +483,7 @@ PropagationResult propagate(Mat A, const std::vector<int>& labels, int classes,
   SSDR_CHECK_COLLECTIVE(comm, ok, "propagate: labels must be one per local graph row, in -1..c-1");
 
   const bool symmetric = symmetric_nonnegative(A, comm);
-  const System s = make_system(A, labels, classes, options);
-  const int64_t m = s.m;
+  const int64_t m = classes + 1;
 
   // Defaults that do not depend on the partition: point Jacobi (PETSc's own default, block
   // Jacobi + ILU, changes with the rank count), rtol options.rtol; CG on the symmetric
@@ -483,17 +516,16 @@ PropagationResult propagate(Mat A, const std::vector<int>& labels, int classes,
   const bool preconditioned_norm = norm == KSP_NORM_DEFAULT || norm == KSP_NORM_PRECONDITIONED;
 
   PropagationResult result;
-  result.F = make_dist_local(comm, n_local, m);
-  for (int64_t i = 0; i < n_local; ++i)  // the known rows' values, F_i = β_i Y_i
-    if (s.known[static_cast<size_t>(i)])
-      for (int64_t k = 0; k < m; ++k) result.F(i, k) = s.beta_y[static_cast<size_t>(i * m + k)];
-
   if (symmetric && is_cg && plain_jacobi && preconditioned_norm && options.block) {
     Tolerances tol;
     SSDR_PETSC(KSPGetTolerances(ksp, &tol.rtol, &tol.atol, &tol.dtol, &tol.max_it));
     result.solver = "block-cg";
-    result.iterations = block_cg_reordered(A, labels, classes, tol, options, s, result.F);
-  } else if (symmetric && is_cg) {
+    result.F = block_cg_reordered(A, own, labels, classes, tol, options, result.iterations);
+    return result;
+  }
+  const System s = make_system(A, labels, classes, options);
+  result.F = known_rows(s, comm);
+  if (symmetric && is_cg) {
     // S with the known rows and columns replaced by identity rows (MatZeroRowsColumns keeps
     // it symmetric); their right-hand side and initial guess are the known values, so the
     // residual is zero there and CG works on the free rows alone.
@@ -527,7 +559,7 @@ PropagationResult propagate(Mat A, const std::vector<int>& labels, int classes,
       if (!s.known[static_cast<size_t>(i)])
         for (int64_t k = 0; k < m; ++k) {
           const size_t e = static_cast<size_t>(i * m + k);
-          rhs[e] = s.scale[static_cast<size_t>(i)] * s.beta_y[e] + pt[e];
+          rhs[e] = s.scale[static_cast<size_t>(i)] * s.beta_y(i, k) + pt[e];
         }
     SSDR_PETSC(VecRestoreArrayRead(T, &pt));
     SSDR_PETSC(MatZeroRowsColumns(S, static_cast<PetscInt>(known_rows.size()), known_rows.data(), 1.0, nullptr,
@@ -551,9 +583,22 @@ PropagationResult propagate(Mat A, const std::vector<int>& labels, int classes,
     SSDR_PETSC(KSPSetOperators(ksp, M, M));
     SSDR_PETSC(KSPSetUp(ksp));
     result.solver = ksp_type;
-    result.iterations = ksp_columns(ksp, s.beta_y, {}, options, result.F);
+    result.iterations = ksp_columns(ksp, dense_beta_y(s), {}, options, result.F);
   }
   return result;
+}
+
+}  // namespace
+
+PropagationResult propagate(Mat A, const std::vector<int>& labels, int classes,
+                            const PropagationOptions& options) {
+  return propagate_graph(A, nullptr, labels, classes, options);
+}
+
+PropagationResult propagate(Owned<Mat> A, const std::vector<int>& labels, int classes,
+                            const PropagationOptions& options) {
+  Mat a = A;
+  return propagate_graph(a, &A, labels, classes, options);
 }
 
 std::vector<int> predict(const DistMatrix& F, int classes) {

@@ -79,6 +79,8 @@ graph::Graph knn_graph(const TrainingData& data, const graph::GraphOptions& g, T
 /// timed as "knn_graph" and "propagation". Collective over data.X.comm. `key` is the
 /// propagation's cache key (graph and propagation options).
 struct GraphAndLabels {
+  /// The graph's record (k, σ, edges, recall, ...); its matrix g.A is released (null) once the
+  /// propagation has its own copy: at 10⁷ rows every graph copy is ~1 GB per rank.
   graph::Graph g;
   propagation::PropagationResult lp;
   PropagationKey key;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ssdr/core/dense.hpp"
+#include "ssdr/core/petsc.hpp"
 
 namespace ssdr::propagation {
 
@@ -82,6 +83,14 @@ struct PropagationResult {
 ///   of range, labels has the wrong length, or the solver does not converge, breaks down or
 ///   diverges (naming the prefix).
 PropagationResult propagate(Mat A, const std::vector<int>& labels, int classes,
+                            const PropagationOptions& options);
+
+/// propagate(A, labels, classes, options), taking over the caller's reference to A: the
+/// block CG drops it as soon as its reverse Cuthill–McKee copy exists, so that one copy of
+/// the graph, not two, lives during the solve (A is freed then unless another reference,
+/// e.g. a sweep's cache, holds it). The same result bit for bit. Shapes, collectivity and
+/// errors as above.
+PropagationResult propagate(Owned<Mat> A, const std::vector<int>& labels, int classes,
                             const PropagationOptions& options);
 
 /// Transductive prediction: argmax over the first c columns of F for each local row.
