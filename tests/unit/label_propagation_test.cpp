@@ -157,6 +157,33 @@ TEST(LabelPropagation, BlockCgGivesTheSameSoftLabelsOnAnyRankCount) {
   for (size_t k = 0; k < dist.iterations.size(); ++k) EXPECT_NEAR(dist.iterations[k], serial.iterations[k], 1) << k;
 }
 
+TEST(LabelPropagation, TakingOverTheGraphGivesTheSameBitsAndDropsTheCallersReference) {
+  // propagate(Owned<Mat>) releases the caller's reference once the block CG's RCM copy exists
+  // (memory at scale): the same arithmetic on the same copy, so the same bits as propagate(Mat),
+  // on every route (with and without the RCM copy, and the per-column KSP route).
+  test::Problem pr = test::load_problem("digits.csv", 3, true);
+  const DistMatrix X = ref::distribute(pr.X, MPI_COMM_WORLD);
+  const graph::Graph g = graph::build_knn_graph(X, graph::GraphOptions{});
+  const std::vector<int> labels = local_labels(g.A, pr.semi);
+  for (const std::string& route : {"rcm", "no-rcm", "gmres"}) {
+    propagation::PropagationOptions po = defaults();
+    po.reorder = route != "rcm" ? false : true;
+    if (route == "gmres") PetscOptionsSetValue(nullptr, "-lp_ksp_type", "gmres");
+    const auto kept = propagation::propagate(g.A, labels, pr.classes, po);
+    PetscInt before = 0, after = 0;
+    PetscObjectGetReference(reinterpret_cast<PetscObject>(g.A.get()), &before);
+    Owned<Mat> mine = g.A;
+    const auto taken = propagation::propagate(std::move(mine), labels, pr.classes, po);
+    PetscObjectGetReference(reinterpret_cast<PetscObject>(g.A.get()), &after);
+    if (route == "gmres") PetscOptionsClearValue(nullptr, "-lp_ksp_type");
+    EXPECT_EQ(mine.get(), nullptr) << route;
+    EXPECT_EQ(after, before) << route;  // the reference handed over is gone
+    EXPECT_EQ(taken.solver, kept.solver) << route;
+    EXPECT_EQ(taken.iterations, kept.iterations) << route;
+    EXPECT_EQ(taken.F.v, kept.F.v) << route;
+  }
+}
+
 TEST(LabelPropagation, NonSymmetricGraphIsSolvedByGmresOnTheOriginalSystem) {
   // Scaling row i of A by s_i leaves P = D⁻¹A, hence F, unchanged but makes A non-symmetric:
   // propagate must notice, take GMRES on M and still find the symmetric graph's F.

@@ -155,6 +155,9 @@ struct SymmetricEdges {
 /// \throws ssdr::Error when the lists (or `directed`) do not have n_local·k entries.
 SymmetricEdges symmetrize(const KnnLists& knn, MPI_Comm comm,
                           const std::vector<double>* directed = nullptr);
+/// The same, releasing knn's lists (index, dist2) as soon as the rows' entries hold them: the
+/// exchange's peak is then the lists or the entries, not both. The same result bit for bit.
+SymmetricEdges symmetrize(KnnLists&& knn, MPI_Comm comm, const std::vector<double>* directed = nullptr);
 
 /// The adaptive-neighbours weights (Nie, Wang, Jordan, Huang 2016, "The constrained
 /// Laplacian rank algorithm", the closed-form initial graph; soge-liu2017 §5.2 builds its L
