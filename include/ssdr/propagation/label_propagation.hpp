@@ -88,7 +88,9 @@ PropagationResult propagate(Mat A, const std::vector<int>& labels, int classes,
 /// propagate(A, labels, classes, options), taking over the caller's reference to A: the
 /// block CG drops it as soon as its reverse Cuthill–McKee copy exists, so that one copy of
 /// the graph, not two, lives during the solve (A is freed then unless another reference,
-/// e.g. a sweep's cache, holds it). The same result bit for bit. Shapes, collectivity and
+/// e.g. a sweep's cache, holds it). The same result bit for bit. F.comm is A's PETSc
+/// communicator, which may end with A on return: set it to the caller's communicator before
+/// any collective use of F (methods::graph_and_propagation does). Shapes, collectivity and
 /// errors as above.
 PropagationResult propagate(Owned<Mat> A, const std::vector<int>& labels, int classes,
                             const PropagationOptions& options);
