@@ -88,6 +88,12 @@ ok, text = raises(ValueError, lambda: ssdr.Estimator("sodaa"), "unknown method",
 check(ok, "an unknown method is a ValueError listing the methods (%s)" % text)
 ok, text = raises(ssdr.Error, lambda: ssdr.SODA(alpha_u=2).fit(X[lo:hi], y[lo:hi]), "alpha_u", "[0, 1)")
 check(ok, "a value out of range is ssdr.Error with ssdr's message (%s)" % text)
+ok, text = raises(ssdr.Error, lambda: ssdr.SODA(precision="half").fit(X[lo:hi], y[lo:hi]), "precision",
+                  "expected one of double, single")
+check(ok, "an unknown precision is ssdr.Error naming the parameter and its choices, on every rank (%s)" % text)
+single = ssdr.SODA(precision="single").fit(X[lo:hi], y[lo:hi])
+check(single.get_params()["precision"] == "single" and single.transform(X[lo:hi]).shape == (hi - lo, 2),
+      "precision='single' fits and maps (the bits are checked in precision_test.cpp)")
 ok, text = raises(ssdr.NotFittedError, lambda: ssdr.SODA().predict(X[lo:hi]), "not fitted")
 check(ok, "predict before fit is NotFittedError (%s)" % text)
 ok, text = raises(ssdr.Error, lambda: ssdr.Estimator("lp").fit(X[lo:hi], y[lo:hi]).transform(X[lo:hi]),

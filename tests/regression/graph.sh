@@ -83,4 +83,20 @@ refuse "lists not nearest first" "unsorted.h5: row 7, entry 3: not sorted" fit "
 refuse "a floating-point index" "float.h5:/knn/index: expected an integer data set" fit "${common[@]}" --graph-in float.h5
 refuse "a method without a kNN graph" "--graph-out: method lda builds no kNN graph" fit --method lda --data "$D" --labeled-per-class 5 -q --graph-out x.h5
 refuse "the lists as their own output" "is the same file as --graph-in" fit "${common[@]}" --graph-in g1.h5 --graph-out g1.h5
+
+# --precision single: its lists, saved on 2 ranks, give on 3 ranks the bits of the single fit
+# that searched on 3 (the lists of the rounded rows; the propagation's rounding differs
+# between rank counts, within its tolerance); a double fit refuses them, naming the
+# precision; an unknown precision is refused by the parameter table.
+"$MPIEXEC" -n 2 "$SSDR" fit "${common[@]}" --precision single --graph-out gs.h5 --report single2.json \
+  >/dev/null 2>&1 || bad "fit --precision single --graph-out on 2 ranks"
+"$MPIEXEC" -n 3 "$SSDR" fit "${common[@]}" --precision single --embedding searched_single3.npy >/dev/null 2>&1
+"$MPIEXEC" -n 3 "$SSDR" fit "${common[@]}" --precision single --graph-in gs.h5 --embedding single3.npy >/dev/null 2>&1
+cmp -s searched_single3.npy single3.npy && "$PY" -c '
+import json; r = json.load(open("single2.json")); assert r["parameters"]["precision"] == "single", r["parameters"]' \
+  && ok "--precision single from its saved lists on 3 ranks: the searched fit's bits; the report says single" \
+  || bad "--precision single from its saved lists differs, or the report does not name the precision"
+refuse "single-precision lists in a double fit" 'another preprocessing.precision ("single" in the file, "double" in this fit)' \
+  fit "${common[@]}" --graph-in gs.h5
+refuse "an unknown precision" "--precision: expected one of double, single, got 'half'" fit "${common[@]}" --precision half
 finish
