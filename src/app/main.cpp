@@ -170,7 +170,8 @@ std::string methods_help() {
 
 /// A parameter's default when it is one value for every method, as text; "" when the method's
 /// paper sets it (a "default" value, and every preprocessing and kernel parameter but those
-/// marked ParameterSpec::fixed_default: their docs say so) or the parameter is a flag. Help and docs/methods.md show the same. Local.
+/// marked ParameterSpec::fixed_default: their docs say so) or the parameter is a flag. Help
+/// and docs/methods.md show the same. Local.
 std::string fixed_default(const methods::ParameterSpec& p) {
   if (p.kind == methods::ParameterKind::flag ||
       ((p.scope == methods::ParameterScope::every || p.scope == methods::ParameterScope::kernel) && !p.fixed_default))

@@ -1,8 +1,8 @@
 #include "ssdr/driver/pipeline.hpp"
 
 #include <algorithm>
-#include <optional>
 #include <cstdio>
+#include <optional>
 #include <utility>
 
 

@@ -53,31 +53,26 @@ void squared_norms(const double* rows, int64_t n, int64_t d, double* out) {
 
 namespace {
 
-/// An edge record of symmetrize's exchange, and a row entry: the directed weight only when
-/// weights are given (W), so that the unweighted graph moves 24 bytes per edge, not 32, and
-/// keeps 16 per entry, not 24 (at 5·10⁶ rows per rank and k = 8 the exchange's peak was
-/// 4 GB).
+/// The directed weight w of an edge record or row entry, present only when weights are given
+/// (W): the unweighted graph moves 24 bytes per edge, not 32, and keeps 16 per entry, not 24
+/// (at 5·10⁶ rows per rank and k = 8 the exchange's peak was 4 GB).
 template <bool W>
-struct EdgeRecord {
-  int64_t row, col;
-  double d2, w;  // w: the directed weight of (col → row)
+struct DirectedWeight {
+  double w;  ///< the directed weight of (col → row)
 };
 template <>
-struct EdgeRecord<false> {
+struct DirectedWeight<false> {};
+/// An edge record of symmetrize's exchange (sent to the owner of `row`).
+template <bool W>
+struct EdgeRecord : DirectedWeight<W> {
   int64_t row, col;
   double d2;
-  static constexpr double w = 0;
 };
+/// A row's entry before the merge.
 template <bool W>
-struct RowEntry {
-  int64_t col;
-  double d2, w;
-};
-template <>
-struct RowEntry<false> {
+struct RowEntry : DirectedWeight<W> {
   int64_t col;
   double d2;
-  static constexpr double w = 0;
 };
 
 /// symmetrize with weights (W) or without; `owned`, when not null, is knn itself, whose
@@ -95,7 +90,6 @@ SymmetricEdges symmetrize_impl(const KnnLists& knn, KnnLists* owned, MPI_Comm co
                  static_cast<int64_t>(knn.dist2.size()) == nl * k &&
                  (!directed || static_cast<int64_t>(directed->size()) == nl * k),
              "symmetrize: neighbor lists do not have n_local·k entries");
-  auto w_of = [&](int64_t e) { return W ? (*directed)[static_cast<size_t>(e)] : 0.0; };
   std::vector<int64_t> starts, counts;
   gather_layout(comm, knn.row_start, nl, starts, counts);
   std::vector<int64_t> ends(static_cast<size_t>(size));
@@ -126,7 +120,7 @@ SymmetricEdges symmetrize_impl(const KnnLists& knn, KnnLists* owned, MPI_Comm co
         out.row = j;
         out.col = knn.row_start + i;
         out.d2 = knn.dist2[e];
-        if constexpr (W) out.w = w_of(e);
+        if constexpr (W) out.w = (*directed)[static_cast<size_t>(e)];
       }
   }
   MPI_Alltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, comm);
@@ -155,7 +149,7 @@ SymmetricEdges symmetrize_impl(const KnnLists& knn, KnnLists* owned, MPI_Comm co
         Entry& en = ent[static_cast<size_t>(fill[i]++)];
         en.col = knn.index[i * k + m];
         en.d2 = knn.dist2[i * k + m];
-        if constexpr (W) en.w = w_of(i * k + m);
+        if constexpr (W) en.w = (*directed)[static_cast<size_t>(i * k + m)];
       }
     for (const Edge& e : recvbuf) {
       Entry& en = ent[static_cast<size_t>(fill[e.row - knn.row_start]++)];
@@ -196,7 +190,7 @@ SymmetricEdges symmetrize_impl(const KnnLists& knn, KnnLists* owned, MPI_Comm co
     }
     out.row_ptr[i + 1] = static_cast<int64_t>(out.col.size());
   }
-  if (W) {
+  if constexpr (W) {
     out.weight = std::move(wsum);
     for (double& w : out.weight) w *= 0.5;  // (S + Sᵀ)/2
   }

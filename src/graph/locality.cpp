@@ -224,7 +224,11 @@ std::vector<int> to_renumbered(const Renumbering& r, const std::vector<int>& v) 
 }
 
 DistMatrix from_renumbered(const Renumbering& r, const DistMatrix& X, MPI_Comm comm) {
-  if (!r.renumbered()) return X;
+  if (!r.renumbered()) {
+    DistMatrix out = X;
+    out.comm = comm;
+    return out;
+  }
   PetscInt na = 0;
   SSDR_PETSC(VecGetLocalSize(r.a_vec, &na));
   DistMatrix out = make_dist_local(comm, na, X.cols);

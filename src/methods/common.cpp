@@ -224,8 +224,7 @@ GraphAndLabels graph_and_propagation(const TrainingData& data, const graph::Grap
     const std::vector<int> labels = graph::to_renumbered(ren, data.labels);
     r.g.A.reset();
     r.lp = propagation::propagate(std::move(ren.B), labels, data.classes, o.propagation);
-    r.lp.F = graph::from_renumbered(ren, r.lp.F, data.X.comm);
-    r.lp.F.comm = data.X.comm;  // F outlives the graph's PETSc communicator
+    r.lp.F = graph::from_renumbered(ren, r.lp.F, data.X.comm);  // F outlives the graph's communicator
   }
   if (data.cache) data.cache->propagations.emplace(key, r.lp);
   return r;

@@ -330,8 +330,9 @@ std::vector<int> block_cg(Mat A, const System& s, const Tolerances& tol, const P
   }
 }
 
-/// F (n_local×m) holding the known rows' values F_i = β_i Y_i, zero elsewhere. Local.
-DistMatrix known_rows(const System& s, MPI_Comm comm) {
+/// F (n_local×m) holding the known rows' values F_i = β_i Y_i, zero elsewhere: every
+/// solver's start. Local.
+DistMatrix initial_soft_labels(const System& s, MPI_Comm comm) {
   DistMatrix F = make_dist_local(comm, s.n_local, s.m);
   for (int64_t i = 0; i < s.n_local; ++i)
     if (s.known[static_cast<size_t>(i)])
@@ -361,7 +362,7 @@ DistMatrix block_cg_reordered(Mat A, Owned<Mat>* own, const std::vector<int>& la
   SSDR_PETSC(PetscOptionsGetBool(nullptr, o.prefix.c_str(), "-reorder", &reorder, nullptr));
   if (!reorder || N < 3) {
     const System s = make_system(A, labels, classes, o);
-    DistMatrix F = known_rows(s, comm);
+    DistMatrix F = initial_soft_labels(s, comm);
     its = block_cg(A, s, tol, o, F);
     return F;
   }
@@ -404,7 +405,7 @@ DistMatrix block_cg_reordered(Mat A, Owned<Mat>* own, const std::vector<int>& la
   DistMatrix Fb;
   {
     const System sb = make_system(B, labels_b, classes, o);
-    Fb = known_rows(sb, comm);
+    Fb = initial_soft_labels(sb, comm);
     its = block_cg(B, sb, tol, o, Fb);
   }
   re.B.reset();
@@ -427,7 +428,6 @@ DistMatrix block_cg_reordered(Mat A, Owned<Mat>* own, const std::vector<int>& la
   }
   return F;
 }
-
 
 /// One KSPSolve per column of `rhs` (n_local×m, row-major) on the KSP's operator, from x0
 /// (n_local×m, or empty for zero) into F. Returns the iterations per column. Collective.
@@ -524,7 +524,7 @@ PropagationResult propagate_graph(Mat A, Owned<Mat>* own, const std::vector<int>
     return result;
   }
   const System s = make_system(A, labels, classes, options);
-  result.F = known_rows(s, comm);
+  result.F = initial_soft_labels(s, comm);
   if (symmetric && is_cg) {
     // S with the known rows and columns replaced by identity rows (MatZeroRowsColumns keeps
     // it symmetric); their right-hand side and initial guess are the known values, so the

@@ -67,7 +67,8 @@ Renumbering renumber_for_locality(Mat A, const std::string& prefix);
 std::vector<int> to_renumbered(const Renumbering& r, const std::vector<int>& v);
 
 /// A row-distributed matrix in B's rows (n×k, B's local rows) moved back to A's rows: the
-/// rows of A's vertices in A's layout, column by column through the scatter. Collective.
+/// rows of A's vertices in A's layout, column by column through the scatter; its comm is
+/// `comm` (also when nothing was renumbered). Collective.
 DistMatrix from_renumbered(const Renumbering& r, const DistMatrix& X, MPI_Comm comm);
 
 }  // namespace ssdr::graph
