@@ -1,6 +1,7 @@
 // Label propagation with the outlier class (soda-nie2009 eq. (24)-(27)): the symmetric system
-// S F_f = B_f on the free rows, solved for all c + 1 columns by conjugate-gradient recurrences
-// advanced together over one product of the graph with the n×(c+1) block per iteration, or
+// S F_f = B_f on the free rows, solved for the c class columns by conjugate-gradient
+// recurrences advanced together over one product of the graph with the n×c block per
+// iteration (the outlier class's column is 1 − their sum: F·1 = 1 on free rows), or
 // PETSc's KSP one column at a time (on S, or on the original M = I − I_α D⁻¹A).
 #include "ssdr/propagation/label_propagation.hpp"
 
@@ -139,20 +140,23 @@ struct Tolerances {
               __FILE__, __LINE__, true);
 }
 
-/// Conjugate gradients with point Jacobi on S F_f = B_f for the m columns at once: one
-/// product of A (as MAIJ: the m interlaced columns read A once) with the n×m block P per
-/// iteration, m scalar recurrences; a converged column is frozen (its α = 0 and p unchanged,
+/// Conjugate gradients with point Jacobi on S F_f = B_f for the c class columns at once
+/// (m = c; the outlier class's column is 1 − their sum, below): one product of A (as MAIJ:
+/// the m interlaced columns read A once) with the n×m block P per iteration, m scalar
+/// recurrences; a converged column is frozen (its α = 0 and p unchanged,
 /// so x and r keep their bits). Column k stops when ‖z_k‖₂ ≤ max(rtol·‖z_k⁽⁰⁾‖₂, atol),
 /// z = D_S⁻¹r (PETSc's KSPCG with its default preconditioned norm and x⁽⁰⁾_f = 0). Every
 /// reduction is a ChunkedColumnSums, so the scalars do not depend on the partition beyond
 /// the products' rounding. Three passes over the block per iteration besides the product
-/// (11 block-sized streams): γ = p·Sp; x, r updates with ρ = r·z and ‖z‖²; p = z + βp. F
+/// (10 block-sized streams): γ = p·Sp (p, q read); r's update with ρ = r·z and ‖z‖² (r, q
+/// read, r written); x += αp and p = z + βp (x, p, r read, x and p written). F
 /// holds the known rows on entry and the solution on exit. Collective.
 template <int MW>
 std::vector<int> block_cg_width(Mat A, const System& s, const Tolerances& tol, const PropagationOptions& o,
                                 DistMatrix& F) {
   MPI_Comm comm = F.comm;
-  const int64_t n = s.n_local, m = MW > 0 ? MW : s.m;
+  // m = c columns are solved; F's rows have ld = c + 1 values, the last the outlier class's.
+  const int64_t n = s.n_local, m = MW > 0 ? MW : s.m - 1, ld = s.m;
   const size_t mm = static_cast<size_t>(m);
   Owned<Mat> Am;
   SSDR_PETSC(MatCreateMAIJ(A, static_cast<PetscInt>(m), Am.out()));
@@ -174,7 +178,7 @@ std::vector<int> block_cg_width(Mat A, const System& s, const Tolerances& tol, c
     PetscScalar* p = nullptr;
     SSDR_PETSC(VecGetArrayWrite(Pv, &p));
     for (int64_t i = 0; i < n; ++i)
-      for (int64_t k = 0; k < m; ++k) p[i * m + k] = s.known[static_cast<size_t>(i)] ? X[i * m + k] : 0.0;
+      for (int64_t k = 0; k < m; ++k) p[i * m + k] = s.known[static_cast<size_t>(i)] ? X[i * ld + k] : 0.0;
     SSDR_PETSC(VecRestoreArrayWrite(Pv, &p));
   }
   product();
@@ -250,20 +254,18 @@ std::vector<int> block_cg_width(Mat A, const System& s, const Tolerances& tol, c
       alpha[k] = rho[k] / gamma[k];
     }
     if (breakdown) fail("block CG broke down (pᵀSp ≤ 0: S is not positive definite)");
-    // x += α p, r −= α S p (α = 0 on frozen columns), ρ = r·z and ‖z‖², z = D_S⁻¹r. Known
-    // rows keep x (their values) and r = 0.
+    // r −= α S p (α = 0 on frozen columns), ρ = r·z and ‖z‖², z = D_S⁻¹r. Known rows keep
+    // r = 0. (x += α p waits for the p pass, which reads p anyway: one stream less.)
     const double* al = alpha.data();
     const std::vector<double>& t = sums_2m.template sum<2 * MW>([&](int64_t i, double* out) {
       if (s.known[static_cast<size_t>(i)]) {
         for (int64_t k = 0; k < 2 * m; ++k) out[k] = 0.0;
         return;
       }
-      double* xi = X + i * m;
       double* ri = R.data() + i * m;
       const double* pi = p + i * m;
       const double* qi = q + i * m;
       for (int64_t k = 0; k < m; ++k) {
-        xi[k] += al[k] * pi[k];
         ri[k] -= al[k] * (scale[i] * pi[k] - qi[k]);
         const double z = ri[k] * dinv[i];
         out[k] = ri[k] * z;
@@ -294,10 +296,15 @@ std::vector<int> block_cg_width(Mat A, const System& s, const Tolerances& tol, c
     if (diverged) fail("block CG diverged (‖z‖ ≥ divtol·‖z0‖)");
     const double* zc = zcoef.data();
     const double* be = beta.data();
+    // x += α p (known rows: p = 0, x keeps their values), then p ← zcoef·z + β·p.
     for (int64_t i = 0; i < n; ++i) {
+      double* xi = X + i * ld;
       double* pi = p + i * m;
       const double* ri = R.data() + i * m;
-      for (int64_t k = 0; k < m; ++k) pi[k] = zc[k] * (ri[k] * dinv[i]) + be[k] * pi[k];
+      for (int64_t k = 0; k < m; ++k) {
+        xi[k] += al[k] * pi[k];
+        pi[k] = zc[k] * (ri[k] * dinv[i]) + be[k] * pi[k];
+      }
     }
     PetscLogEventEnd(ev_vector, 0, 0, 0, 0);
     SSDR_PETSC(VecRestoreArray(Qv, &q));
@@ -308,22 +315,35 @@ std::vector<int> block_cg_width(Mat A, const System& s, const Tolerances& tol, c
                   static_cast<long long>(m), worst);
     progress.update(it, 0, detail);
   }
+  // The outlier class's column: M·1 = β on every row with D_ii > 0 (row i of D⁻¹A sums to
+  // 1), and I_β Y·1 = β, so F·1 = 1 on the free rows (rows with D_ii = 0 are known and have
+  // no neighbours). Its value there is 1 − Σ_{k<c} F_ik, summed in column order: the c
+  // solutions' errors add (≤ c·E, the tests' analysis), and no solve of its own is needed.
+  for (int64_t i = 0; i < n; ++i) {
+    if (s.known[static_cast<size_t>(i)]) continue;
+    double* xi = X + i * ld;
+    double sum = 0.0;
+    for (int64_t k = 0; k < m; ++k) sum += xi[k];
+    xi[m] = 1.0 - sum;
+  }
+  // Its count: the products its values took, those of the slowest column.
+  its.push_back(m > 0 ? *std::max_element(its.begin(), its.end()) : 0);
   return its;
 }
 
-/// The block CG with the block's width m = c + 1 fixed at compile time for the widths met in
-/// practice (2..16, 21: every loop over a row's m values unrolls, and the reductions' sums
+/// The block CG with the solved width c (= m − 1) fixed at compile time for the widths met
+/// in practice (1..16, 20: every loop over a row's c values unrolls, and the reductions' sums
 /// stay in registers; ChunkedColumnSums::sum), else at run time. The same arithmetic in the
 /// same order either way. Collective.
 std::vector<int> block_cg(Mat A, const System& s, const Tolerances& tol, const PropagationOptions& o,
                           DistMatrix& F) {
-  switch (s.m) {
+  switch (s.m - 1) {
 #define SSDR_WIDTH(W) \
   case W:             \
     return block_cg_width<W>(A, s, tol, o, F);
-    SSDR_WIDTH(2) SSDR_WIDTH(3) SSDR_WIDTH(4) SSDR_WIDTH(5) SSDR_WIDTH(6) SSDR_WIDTH(7) SSDR_WIDTH(8)
-    SSDR_WIDTH(9) SSDR_WIDTH(10) SSDR_WIDTH(11) SSDR_WIDTH(12) SSDR_WIDTH(13) SSDR_WIDTH(14)
-    SSDR_WIDTH(15) SSDR_WIDTH(16) SSDR_WIDTH(21)
+    SSDR_WIDTH(1) SSDR_WIDTH(2) SSDR_WIDTH(3) SSDR_WIDTH(4) SSDR_WIDTH(5) SSDR_WIDTH(6) SSDR_WIDTH(7)
+    SSDR_WIDTH(8) SSDR_WIDTH(9) SSDR_WIDTH(10) SSDR_WIDTH(11) SSDR_WIDTH(12) SSDR_WIDTH(13) SSDR_WIDTH(14)
+    SSDR_WIDTH(15) SSDR_WIDTH(16) SSDR_WIDTH(20)
 #undef SSDR_WIDTH
     default:
       return block_cg_width<0>(A, s, tol, o, F);

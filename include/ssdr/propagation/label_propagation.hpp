@@ -38,7 +38,8 @@ struct PropagationResult {
   /// the graph takes its caller's communicator (methods::soft_labels).
   DistMatrix F;
   /// Iterations per right-hand side (c+1): for the block CG the graph products that column
-  /// took (its recurrence is frozen after them), else KSPGetIterationNumber per KSPSolve.
+  /// took (its recurrence is frozen after them; the outlier column, 1 − the others' sum,
+  /// reports the largest of theirs), else KSPGetIterationNumber per KSPSolve.
   std::vector<int> iterations;
   /// "block-cg" (the default on symmetric graphs), "<ksp type>-symmetric" (PETSc's KSP per
   /// column on S, e.g. "cg-symmetric") or "<ksp type>" (PETSc's KSP per column on M, e.g. "gmres").
@@ -62,8 +63,10 @@ struct PropagationResult {
 /// atol 1e-300, max_it 10 000; KSPSetFromOptions last. Then
 /// - CG + plain point Jacobi on a symmetric A (default): block CG on A with each rank's rows
 ///   renumbered by reverse Cuthill–McKee (graph::rcm_reorder; PropagationOptions::reorder), one MAIJ product
-///   of the graph with the n×(c+1) block per iteration (PETSc log event "LPBlockProduct"; the
-///   block's passes: "LPBlockVector"), c+1 scalar CG recurrences, a column frozen once
+///   of the graph with the n×c block of the class columns per iteration (PETSc log event
+///   "LPBlockProduct"; the block's passes: "LPBlockVector"), c scalar CG recurrences, and
+///   the outlier column as 1 − their sum on the free rows (M·1 = β and I_β Y·1 = β, so F·1 =
+///   1 there: one right-hand side fewer; its error is at most the sum of theirs), a column frozen once
 ///   ‖D_S⁻¹r‖₂ ≤ max(rtol·‖D_S⁻¹b‖₂, atol) (KSPCG's test, x⁽⁰⁾ = 0 on the free rows), its
 ///   reductions in a fixed order of B's rows (chunks of rows summed in order); -<prefix>ksp_rtol, _atol,
 ///   _divtol and _max_it apply, KSP monitors do not run (the progress line reports the
@@ -77,7 +80,8 @@ struct PropagationResult {
 /// \param labels  one entry per LOCAL row of A: class in 0..c−1, or −1 when unlabeled
 /// \param classes c ≥ 1
 /// \return F n×(c+1) in A's row layout, iterations per column, the solver used. Rows with
-///   D_ii > 0 sum to 1 up to the tolerance (M·1 = β).
+///   D_ii > 0 sum to 1 up to the tolerance (M·1 = β; to rounding for the block CG, which
+///   derives the outlier column from that identity).
 /// Collective over A's communicator.
 /// \throws ssdr::Error (collectively) when α_u or α_l ∉ [0,1), classes < 1, a label is out
 ///   of range, labels has the wrong length, or the solver does not converge, breaks down or
