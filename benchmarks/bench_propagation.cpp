@@ -13,12 +13,12 @@
 //   triad          a = b + s·c on three arrays of triad-mib MiB per rank, all ranks at once:
 //                  the streaming bandwidth (24 bytes per element, STREAM's count), summed over ranks
 //   vector_product MatMult(A, x): one column, seconds (best of reps)
-//   block_product  MatMult(MAIJ(A, c+1), X): the n×(c+1) block in one pass (what the block CG
-//                  does per iteration), seconds (best of reps); bytes = the compulsory traffic
-//                  12·nnz + 4·n (AIJ values, 32-bit column indices, row offsets) + 16·n·(c+1)
-//                  (block read once, result written once) + 8·ghosts·(c+1) (the halo's values),
-//                  and its rate against the triad's
-//   matmatmult     MatMatMult(A, MATDENSE n×(c+1)) for comparison (PETSc's other block product)
+//   block_product  MatMult(MAIJ(A, c), X): the n×c block of the class columns in one pass
+//                  (the block CG's width: the outlier column is derived), seconds (best of
+//                  reps); bytes = the compulsory traffic 12·nnz + 4·n (AIJ values, 32-bit
+//                  column indices, row offsets) + 16·n·c (block read once, result written
+//                  once) + 8·ghosts·c (the halo's values), and its rate against the triad's
+//   matmatmult     MatMatMult(A, MATDENSE n×c) for comparison (PETSc's other block product)
 //   partitioned    the block product on the graph as the fit multiplies it: renumbered by
 //                  graph::renumber_for_locality (-lp_mat_partitioning_type; levels by
 //                  default, which leaves each rank's rows in the Cuthill–McKee level order),
@@ -167,7 +167,7 @@ int main(int argc, char** argv) {
     }
     const double t_graph = max_over_ranks(MPI_Wtime() - tg0);
     Mat A = g.A;
-    const int m = classes + 1;
+    const int m = classes;  // the block CG's width: the c class columns
     std::vector<int> labels(static_cast<size_t>(X.n_local), -1);
     for (int64_t i = 0; i < X.n_local; ++i) {
       const int64_t gi = X.row_start + i;
