@@ -2,8 +2,8 @@
 # The propagation's halo exchange with the rows in file order, with the kNN graph in its
 # Cuthill-McKee level order cut into one range per rank (the default, "levels") and partitioned
 # by PT-Scotch (graph/locality.hpp), from -log_view's block products (LPBlockProduct: the graph
-# times the n x (c+1) block): messages per product per rank and halo rows per product per rank
-# (bytes / 8 / (c + 1)), at each rank count of RANKS (default "2 4 8 16"; counts above the
+# times the n x c block of the class columns): messages per product per rank and halo rows per product per rank
+# (bytes / 8 / c), at each rank count of RANKS (default "2 4 8 16"; counts above the
 # cores oversubscribe them: counts and bytes hold, times do not).
 # Usage: jobs/bench_locality.sh [DATA] (default: Debian's Fashion-MNIST, F = 0.2)
 # Environment: RANKS, FRACTION (0.2), SSDR_ARGS (extra ssdr or PETSc options).
@@ -28,11 +28,11 @@ for p in ${RANKS:-2 4 8 16}; do
 import json, re, sys
 text = open(sys.argv[1]).read()
 p, order = int(sys.argv[2]), sys.argv[3]
-columns = json.load(open(sys.argv[4]))["classes"] + 1
+columns = json.load(open(sys.argv[4]))["classes"]  # the block CG's width: the c class columns
 stage = text.split("--- Event Stage")
 prop = next(s for s in stage if re.match(r"\s*\d+: propagation", s))
 lines = prop.splitlines()
-# The block CG's products (one per iteration, c + 1 columns); GMRES's MatMult otherwise.
+# The block CG's products (one per iteration, the c class columns); GMRES's MatMult otherwise.
 mm = next((l for l in lines if l.startswith("LPBlockProduct ")), None)
 if mm is None:
     mm, columns = next(l for l in lines if l.startswith("MatMult ")), 1

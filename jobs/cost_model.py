@@ -5,7 +5,7 @@ per node, from the formulas of that page.
     /usr/bin/python3 jobs/cost_model.py --n 1e8 --f 0.2 --nodes 128
 
 Rates: NN-descent 310 µs·core per sample at d' = 214 (the 10.5 M run of docs/scale.md);
-S = 230 block products for the propagation (block CG, all c + 1 columns per product; 228
+S = 230 block products for the propagation (block CG, the c class columns per product; 228
 measured with -log_view at n_t = 70 000, independent of n) on the graph cut by its
 Cuthill-McKee level order (the default "levels": partners 1 + P/4 and halo 1/2.5 of file
 order's, measured at P = 8 to 256 by jobs/partners.py on Fashion-MNIST's 70 000-vertex graph)
@@ -33,12 +33,13 @@ def project(n, F, nodes, cores=32, d=784, dp=214, k=8, c=10, link=12.5e9, alpha=
     # the adjacent levels, about P/4 of them on Fashion-MNIST's graph (a kNN graph has few,
     # wide levels: 15 at 70 000 vertices), and fetches 1/2.5 of file order's halo (both by
     # jobs/partners.py at P = 8..256). PT-Scotch: 1/18 of the halo, partners P - 1 up to
-    # P = 8 (-log_view). Block CG: one product carries the c + 1 columns.
+    # P = 8 (-log_view). Block CG: one product carries the c class columns (the outlier
+    # class's column is derived).
     partners = min(P - 1, 2 * k * nt / P) if partitioner == "ptscotch" else min(P - 1, 1 + P / 4, 2 * k * nt / P)
     halo = min(nt * (P - 1) / P, 2 * k * nt / P) / (18.0 if partitioner == "ptscotch" else 2.5)
     latency = products * alpha * partners + products * 2 * alpha * (math.log2(P) + 1)
-    t["propagation"] = latency + products * halo * 8 * (c + 1) / bw \
-        + products * (4 * k + 14) * nt * (c + 1) / P / 2e9
+    t["propagation"] = latency + products * halo * 8 * c / bw \
+        + products * (4 * k + 14) * nt * c / P / 2e9
     t["propagation_latency"] = latency
     # X in its own type, the labels (int32), roles and transductive flags (one byte each) of the
     # rank's rows: nothing of size n on a rank.

@@ -25,7 +25,7 @@ namespace ssdr::propagation {
 namespace {
 
 /// A PETSc log event of the block CG, registered on first use (PetscLogEventRegister returns
-/// the existing id for a known name): LPBlockProduct (the graph times the n×(c+1) block, one
+/// the existing id for a known name): LPBlockProduct (the graph times the n×c block of the class columns, one
 /// per iteration plus one for the right-hand side), LPBlockVector (the recurrences' passes
 /// over the block with their reductions).
 PetscLogEvent log_event(const char* name) {

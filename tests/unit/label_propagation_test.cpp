@@ -168,6 +168,34 @@ TEST(LabelPropagation, BlockCgAgreesWithGmresWithPetscCgAndWithTheDenseReference
   }
 }
 
+TEST(LabelPropagation, BlockCgAtEveryKindOfWidthAgreesWithGmres) {
+  // The block CG runs with the number of class columns c fixed at compile time (1..16, 20) or
+  // at run time (others): c = 1 (one column, MAIJ of dof 1), 10 (compile time) and 17 (run
+  // time), the labels of digits folded or spread to c classes. Bounds as in the file comment.
+  test::Problem pr = test::load_problem("digits.csv", 3, true);
+  const int64_t n = pr.X.rows;
+  const DistMatrix X = ref::distribute(pr.X, MPI_COMM_WORLD);
+  const graph::Graph g = graph::build_knn_graph(X, graph::GraphOptions{});
+  const double E = solution_bound(kRtol, n, kAlpha);
+  for (int c : {1, 10, 17}) {
+    // The j-th labeled row of digit l gets class l + 10·(j mod 2) mod c: every class has one.
+    std::vector<int> semi = pr.semi, seen(10, 0);
+    for (int& l : semi)
+      if (l >= 0) l = c == 1 ? 0 : (l + 10 * (seen[static_cast<size_t>(l)]++ % 2)) % c;
+    const auto cg = run(g.A, semi, c, defaults());
+    const auto gmres = run(g.A, semi, c, defaults(), {{"ksp_type", "gmres"}});
+    EXPECT_EQ(cg.solver, "block-cg") << c;
+    ASSERT_EQ(cg.iterations.size(), static_cast<size_t>(c + 1)) << c;
+    const Dense F = allgather(cg.F);
+    ASSERT_EQ(F.cols, c + 1);
+    const auto [classes_diff, outlier_diff] = column_diffs(F, allgather(gmres.F), c);
+    EXPECT_LT(classes_diff, 2 * E) << c;
+    EXPECT_LT(outlier_diff, (c + 1) * E) << c;
+    // Every class has labeled rows here: no column is solved at once.
+    for (int k = 0; k < c; ++k) EXPECT_GT(cg.iterations[static_cast<size_t>(k)], 0) << c << " column " << k;
+  }
+}
+
 TEST(LabelPropagation, BlockCgGivesTheSameSoftLabelsOnAnyRankCount) {
   // digits (n = 1797, 10 classes): the graph has the same bits on every rank count, the
   // block CG's reductions are partition independent, only the products' rounding differs:
