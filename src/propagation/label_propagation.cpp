@@ -19,6 +19,7 @@
 #include "ssdr/core/petsc.hpp"
 #include "ssdr/core/progress.hpp"
 #include "ssdr/graph/laplacian.hpp"
+#include "block_product.hpp"
 
 namespace ssdr::propagation {
 
@@ -158,14 +159,13 @@ std::vector<int> block_cg_width(Mat A, const System& s, const Tolerances& tol, c
   // m = c columns are solved; F's rows have ld = c + 1 values, the last the outlier class's.
   const int64_t n = s.n_local, m = MW > 0 ? MW : s.m - 1, ld = s.m;
   const size_t mm = static_cast<size_t>(m);
-  Owned<Mat> Am;
-  SSDR_PETSC(MatCreateMAIJ(A, static_cast<PetscInt>(m), Am.out()));
-  Owned<Vec> Pv, Qv;
-  SSDR_PETSC(MatCreateVecs(Am, Pv.out(), Qv.out()));
+  // Q = A P: MAIJ's arithmetic, its off-diagonal block on the rows with ghosts only.
+  detail::BlockProduct block_product(A, static_cast<int>(m));
+  Owned<Vec> Pv = block_product.block(), Qv = block_product.block();
   const PetscLogEvent ev_product = log_event("LPBlockProduct"), ev_vector = log_event("LPBlockVector");
-  auto product = [&]() {  // Q = A P
+  auto product = [&]() {
     LogScope scope(ev_product);
-    SSDR_PETSC(MatMult(Am, Pv, Qv));
+    block_product.apply(Pv, Qv);
   };
   ChunkedColumnSums sums_m(comm, n, static_cast<int>(m)), sums_2m(comm, n, static_cast<int>(2 * m));
   double* X = F.v.data();

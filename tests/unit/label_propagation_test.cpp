@@ -30,11 +30,13 @@
 #include <utility>
 #include <string>
 
+#include "propagation/block_product.hpp"
 #include "reference.hpp"
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/petsc.hpp"
 #include "ssdr/graph/knn.hpp"
 #include "ssdr/graph/laplacian.hpp"
+#include "ssdr/graph/locality.hpp"
 #include "ssdr/propagation/label_propagation.hpp"
 #include "support.hpp"
 
@@ -193,6 +195,68 @@ TEST(LabelPropagation, BlockCgAtEveryKindOfWidthAgreesWithGmres) {
     EXPECT_LT(outlier_diff, (c + 1) * E) << c;
     // Every class has labeled rows here: no column is solved at once.
     for (int k = 0; k < c; ++k) EXPECT_GT(cg.iterations[static_cast<size_t>(k)], 0) << c << " column " << k;
+  }
+}
+
+TEST(BlockProduct, AgreesWithMaijMatMultAtEveryKindOfWidth) {
+  // detail::BlockProduct is PETSc's MPIMAIJ MatMult with the off-diagonal block added on its
+  // non-empty rows only. Rows without ghosts (every row on one rank) run PETSc's own kernel:
+  // the same bits. Rows with ghosts add the off-diagonal sums from 0, as PETSc's fixed-width
+  // MAIJ kernels do; its generic and width-1 kernels accumulate onto the diagonal's sum: a
+  // different order. Both sums have non-negative terms (a ≥ 0, p > 0), so each is within
+  // γ_{n_i} of the exact one, n_i the row's entries: |Δ| ≤ 2·n_i·ε·y (doubled again for γ's
+  // first-order form). Widths with a compile-time kernel (1, 10) and one without (17); the
+  // graph in file order (most rows have ghosts on several ranks) and renumbered (few do).
+  test::Problem pr = test::load_problem("digits.csv", 3, true);
+  const DistMatrix X = ref::distribute(pr.X, MPI_COMM_WORLD);
+  const graph::Graph g = graph::build_knn_graph(X, graph::GraphOptions{});
+  const graph::Renumbering ren = graph::renumber_for_locality(g.A, "bpt_");
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  for (Mat A : {static_cast<Mat>(g.A), static_cast<Mat>(ren.B)}) {
+    PetscInt row_start = 0, row_end = 0;
+    MatGetOwnershipRange(A, &row_start, &row_end);
+    std::vector<PetscInt> row_entries;
+    for (PetscInt r = row_start; r < row_end; ++r) {
+      PetscInt nz = 0;
+      MatGetRow(A, r, &nz, nullptr, nullptr);
+      row_entries.push_back(nz);
+      MatRestoreRow(A, r, &nz, nullptr, nullptr);
+    }
+    for (int m : {1, 10, 17}) {
+      propagation::detail::BlockProduct product(A, m);
+      Owned<Vec> p = product.block(), q = product.block();
+      Owned<Mat> maij;
+      MatCreateMAIJ(A, m, maij.out());
+      Owned<Vec> x, y;
+      MatCreateVecs(maij, x.out(), y.out());
+      // Values that round differently in another order: 1/(1 + 0.37·global index).
+      PetscInt start = 0, end = 0;
+      VecGetOwnershipRange(p, &start, &end);
+      PetscScalar* pa = nullptr;
+      VecGetArray(p, &pa);
+      for (PetscInt e = start; e < end; ++e) pa[e - start] = 1.0 / (1.0 + static_cast<double>(e) * 0.37);
+      VecRestoreArray(p, &pa);
+      VecCopy(p, x);
+      MatMult(maij, x, y);
+      VecSet(q, -1.0);  // every entry must be overwritten
+      product.apply(p, q);
+      const PetscScalar *qa = nullptr, *ya = nullptr;
+      VecGetArrayRead(q, &qa);
+      VecGetArrayRead(y, &ya);
+      int same = 1, within = 1;
+      for (PetscInt e = 0; e < end - start; ++e) {
+        same = same && qa[e] == ya[e];
+        const double n_i = static_cast<double>(row_entries[static_cast<size_t>(e / m)]);
+        within = within && std::abs(qa[e] - ya[e]) <= 4 * n_i * std::numeric_limits<double>::epsilon() * ya[e];
+      }
+      VecRestoreArrayRead(y, &ya);
+      VecRestoreArrayRead(q, &qa);
+      MPI_Allreduce(MPI_IN_PLACE, &same, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+      MPI_Allreduce(MPI_IN_PLACE, &within, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+      EXPECT_EQ(within, 1) << "width " << m;
+      if (size == 1 || m == 10) EXPECT_EQ(same, 1) << "width " << m;  // PETSc's order exactly
+    }
   }
 }
 
