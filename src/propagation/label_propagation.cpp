@@ -142,10 +142,10 @@ struct Tolerances {
 }
 
 /// Conjugate gradients with point Jacobi on S F_f = B_f for the c class columns at once
-/// (m = c; the outlier class's column is 1 − their sum, below): one product of A (as MAIJ:
-/// the m interlaced columns read A once) with the n×m block P per iteration, m scalar
-/// recurrences; a converged column is frozen (its α = 0 and p unchanged,
-/// so x and r keep their bits). Column k stops when ‖z_k‖₂ ≤ max(rtol·‖z_k⁽⁰⁾‖₂, atol),
+/// (m = c; the outlier class's column is 1 − their sum, below): one product of A with the
+/// n×m block P per iteration (detail::BlockProduct: MAIJ's kernels, the m interlaced columns
+/// read A once), m scalar recurrences; a converged column is frozen (its α = 0 and p
+/// unchanged, so x and r keep their bits). Column k stops when ‖z_k‖₂ ≤ max(rtol·‖z_k⁽⁰⁾‖₂, atol),
 /// z = D_S⁻¹r (PETSc's KSPCG with its default preconditioned norm and x⁽⁰⁾_f = 0). Every
 /// reduction is a ChunkedColumnSums, so the scalars do not depend on the partition beyond
 /// the products' rounding. Three passes over the block per iteration besides the product

@@ -62,8 +62,10 @@ struct PropagationResult {
 /// or GMRES (otherwise), point Jacobi (the same iteration on any rank count), rtol `rtol`,
 /// atol 1e-300, max_it 10 000; KSPSetFromOptions last. Then
 /// - CG + plain point Jacobi on a symmetric A (default): block CG on A with each rank's rows
-///   renumbered by reverse Cuthill–McKee (graph::rcm_reorder; PropagationOptions::reorder), one MAIJ product
-///   of the graph with the n×c block of the class columns per iteration (PETSc log event
+///   renumbered by reverse Cuthill–McKee (graph::rcm_reorder; PropagationOptions::reorder), one product
+///   of the graph with the n×c block of the class columns per iteration (PETSc's MAIJ kernel
+///   on each rank's diagonal block, the off-diagonal block added on the rows with ghost
+///   neighbours only; PETSc log event
 ///   "LPBlockProduct"; the block's passes: "LPBlockVector"), c scalar CG recurrences, and
 ///   the outlier column as 1 − their sum on the free rows (M·1 = β and I_β Y·1 = β, so F·1 =
 ///   1 there: one right-hand side fewer; its error is at most the sum of theirs), a column frozen once
