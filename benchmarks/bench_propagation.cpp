@@ -213,8 +213,9 @@ int main(int argc, char** argv) {
     // graph::renumber_for_locality (-lp_mat_partitioning_type, levels by default: each rank's
     // rows in the Cuthill–McKee level order), then renumbered inside each rank by reverse
     // Cuthill–McKee (graph::rcm_reorder; -lp_reorder false skips it). Both orders measured.
-    // One graph-times-block product on B (its MAIJ form), best of `reps`: ghost rows, bytes
-    // moved (the file-order count less the ghost rows B no longer gathers) and seconds.
+    // One graph-times-block product on B, best of `reps`: ghost rows, bytes moved (the
+    // file-order count less the ghost rows B no longer gathers), seconds of the block CG's
+    // product and of MatMult on B's MAIJ form.
     struct Product {
       double ghosts, bytes, seconds, maij;
     };

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "ssdr/core/error.hpp"
+#include "width_dispatch.hpp"
 
 namespace ssdr::propagation::detail {
 
@@ -44,7 +45,7 @@ BlockProduct::BlockProduct(Mat A, int m) : m_(m) {
   SSDR_PETSC(PetscObjectTypeCompare(reinterpret_cast<PetscObject>(A), MATSEQAIJ, &seq));
   SSDR_REQUIRE(mpi || seq, "BlockProduct: the graph must be an AIJ matrix (seqaij or mpiaij)");
   SSDR_PETSC(PetscObjectReference(reinterpret_cast<PetscObject>(A)));
-  A_ = A;
+  A_ = Owned<Mat>(A);  // the reference just taken, released with this object (or a throw)
   SSDR_PETSC(MatGetLocalSize(A, &n_, nullptr));
   Mat Ad = A, Ao = nullptr;
   const PetscInt* garray = nullptr;
@@ -91,14 +92,11 @@ BlockProduct::BlockProduct(Mat A, int m) : m_(m) {
   SSDR_PETSC(ierr);
 }
 
-BlockProduct::~BlockProduct() {
-  VecScatterDestroy(&halo_);
-  MatDestroy(&A_);
-}
+BlockProduct::~BlockProduct() { VecScatterDestroy(&halo_); }
 
 Owned<Vec> BlockProduct::block() const {
   MPI_Comm comm = MPI_COMM_NULL;
-  SSDR_PETSC(PetscObjectGetComm(reinterpret_cast<PetscObject>(A_), &comm));
+  SSDR_PETSC(PetscObjectGetComm(reinterpret_cast<PetscObject>(A_.get()), &comm));
   Owned<Vec> v;
   SSDR_PETSC(VecCreate(comm, v.out()));
   SSDR_PETSC(VecSetSizes(v, n_ * m_, PETSC_DETERMINE));
@@ -121,20 +119,10 @@ void BlockProduct::apply(Vec p, Vec q) {
   VecResetArray(y_local_);
   VecRestoreArrayRead(p, &pa);
   if (!ierr && halo_ != nullptr) ierr = VecScatterEnd(halo_, p, ghost_vec_, INSERT_VALUES, SCATTER_FORWARD);
-  if (!ierr && !rows_.empty()) {
-    switch (m_) {
-#define SSDR_WIDTH(W)                                                          \
-  case W:                                                                      \
-    add_rows<W>(rows_, offsets_, cols_, vals_, ghost_.data(), qa, m_); \
-    break;
-      SSDR_WIDTH(1) SSDR_WIDTH(2) SSDR_WIDTH(3) SSDR_WIDTH(4) SSDR_WIDTH(5) SSDR_WIDTH(6) SSDR_WIDTH(7)
-      SSDR_WIDTH(8) SSDR_WIDTH(9) SSDR_WIDTH(10) SSDR_WIDTH(11) SSDR_WIDTH(12) SSDR_WIDTH(13)
-      SSDR_WIDTH(14) SSDR_WIDTH(15) SSDR_WIDTH(16) SSDR_WIDTH(20)
-#undef SSDR_WIDTH
-      default:
-        add_rows<0>(rows_, offsets_, cols_, vals_, ghost_.data(), qa, m_);
-    }
-  }
+  if (!ierr && !rows_.empty())
+    with_width(m_, [&](auto width) {
+      add_rows<decltype(width)::value>(rows_, offsets_, cols_, vals_, ghost_.data(), qa, m_);
+    });
   VecRestoreArray(q, &qa);
   SSDR_PETSC(ierr);
 }

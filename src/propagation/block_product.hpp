@@ -36,7 +36,7 @@ class BlockProduct {
   void apply(Vec p, Vec q);
 
  private:
-  Mat A_ = nullptr;
+  Owned<Mat> A_;
   int m_ = 0;
   PetscInt n_ = 0;
   Owned<Mat> diag_;            ///< SEQMAIJ of A's diagonal block (A itself on one rank)

@@ -20,6 +20,7 @@
 #include "ssdr/core/progress.hpp"
 #include "ssdr/graph/laplacian.hpp"
 #include "block_product.hpp"
+#include "width_dispatch.hpp"
 
 namespace ssdr::propagation {
 
@@ -149,8 +150,8 @@ struct Tolerances {
 /// z = D_S⁻¹r (PETSc's KSPCG with its default preconditioned norm and x⁽⁰⁾_f = 0). Every
 /// reduction is a ChunkedColumnSums, so the scalars do not depend on the partition beyond
 /// the products' rounding. Three passes over the block per iteration besides the product
-/// (10 block-sized streams): γ = p·Sp (p, q read); r's update with ρ = r·z and ‖z‖² (r, q
-/// read, r written); x += αp and p = z + βp (x, p, r read, x and p written). F
+/// (11 block-sized streams): γ = p·Sp (p, q read); r's update with ρ = r·z and ‖z‖² (r, p,
+/// q read, r written); x += αp and p = z + βp (x, p, r read, x and p written). F
 /// holds the known rows on entry and the solution on exit. Collective.
 template <int MW>
 std::vector<int> block_cg_width(Mat A, const System& s, const Tolerances& tol, const PropagationOptions& o,
@@ -255,7 +256,7 @@ std::vector<int> block_cg_width(Mat A, const System& s, const Tolerances& tol, c
     }
     if (breakdown) fail("block CG broke down (pᵀSp ≤ 0: S is not positive definite)");
     // r −= α S p (α = 0 on frozen columns), ρ = r·z and ‖z‖², z = D_S⁻¹r. Known rows keep
-    // r = 0. (x += α p waits for the p pass, which reads p anyway: one stream less.)
+    // r = 0. (x += α p is in the p pass, which reads p too: the same stream count either way.)
     const double* al = alpha.data();
     const std::vector<double>& t = sums_2m.template sum<2 * MW>([&](int64_t i, double* out) {
       if (s.known[static_cast<size_t>(i)]) {
@@ -332,22 +333,14 @@ std::vector<int> block_cg_width(Mat A, const System& s, const Tolerances& tol, c
 }
 
 /// The block CG with the solved width c (= m − 1) fixed at compile time for the widths met
-/// in practice (1..16, 20: every loop over a row's c values unrolls, and the reductions' sums
-/// stay in registers; ChunkedColumnSums::sum), else at run time. The same arithmetic in the
+/// in practice (detail::with_width: every loop over a row's c values unrolls, and the
+/// reductions' sums stay in registers; ChunkedColumnSums::sum), else at run time. The same arithmetic in the
 /// same order either way. Collective.
 std::vector<int> block_cg(Mat A, const System& s, const Tolerances& tol, const PropagationOptions& o,
                           DistMatrix& F) {
-  switch (s.m - 1) {
-#define SSDR_WIDTH(W) \
-  case W:             \
-    return block_cg_width<W>(A, s, tol, o, F);
-    SSDR_WIDTH(1) SSDR_WIDTH(2) SSDR_WIDTH(3) SSDR_WIDTH(4) SSDR_WIDTH(5) SSDR_WIDTH(6) SSDR_WIDTH(7)
-    SSDR_WIDTH(8) SSDR_WIDTH(9) SSDR_WIDTH(10) SSDR_WIDTH(11) SSDR_WIDTH(12) SSDR_WIDTH(13) SSDR_WIDTH(14)
-    SSDR_WIDTH(15) SSDR_WIDTH(16) SSDR_WIDTH(20)
-#undef SSDR_WIDTH
-    default:
-      return block_cg_width<0>(A, s, tol, o, F);
-  }
+  return detail::with_width(static_cast<int>(s.m - 1), [&](auto width) {
+    return block_cg_width<decltype(width)::value>(A, s, tol, o, F);
+  });
 }
 
 /// F (n_local×m) holding the known rows' values F_i = β_i Y_i, zero elsewhere: every
