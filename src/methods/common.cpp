@@ -82,6 +82,7 @@ PropagationKey propagation_key(const std::variant<GraphKey, LnpKey>& graph, cons
   k.prefix = p.prefix;
   k.block = p.block;
   k.reorder = p.reorder;
+  k.mixed_precision = p.mixed_precision;
   return k;
 }
 

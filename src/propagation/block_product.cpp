@@ -12,28 +12,84 @@ namespace ssdr::propagation::detail {
 
 namespace {
 
+// The row loops below vectorize across a row's W values (GCC's SLP on the unrolled column
+// loop), never across entries: GCC's loop vectorizer would otherwise vectorize the entry
+// loop of the float kernel with emulated gathers (insertps per value), twice as slow as
+// PETSc's scalar double kernel on Fashion-MNIST's graph.
+#define SSDR_ROW_LOOP __attribute__((optimize("no-tree-loop-vectorize")))
+
 /// q_r += Σ_t a_t g_{j_t} for the listed rows r = rows[k], whose entries are
 /// offsets[k]..offsets[k+1] of cols/vals, W values per row: each row's sums start at 0 and run
 /// over its entries in order, then are added to q (MatMultAdd of PETSc's SEQMAIJ kernels).
+/// T: double (BlockProduct) or float (SingleBlockProduct), the sums' type too.
 /// W = 0: m at run time, the same order.
-template <int W>
-void add_rows(const std::vector<PetscInt>& rows, const std::vector<PetscInt>& offsets,
-              const std::vector<PetscInt>& cols, const std::vector<PetscScalar>& vals, const double* g, double* q,
-              int m_runtime) {
+template <int W, class T>
+SSDR_ROW_LOOP void add_rows(const std::vector<PetscInt>& rows, const std::vector<PetscInt>& offsets,
+              const std::vector<PetscInt>& cols, const std::vector<T>& vals, const T* g, T* q, int m_runtime) {
   const int64_t m = W > 0 ? W : m_runtime;
-  std::vector<double> buffer(W > 0 ? 0 : static_cast<size_t>(m));
+  std::vector<T> buffer(W > 0 ? 0 : static_cast<size_t>(m));
   for (size_t k = 0; k < rows.size(); ++k) {
-    double fixed[W > 0 ? W : 1];
-    double* sum = W > 0 ? fixed : buffer.data();
-    for (int64_t c = 0; c < m; ++c) sum[c] = 0.0;
+    T fixed[W > 0 ? W : 1];
+    T* sum = W > 0 ? fixed : buffer.data();
+    for (int64_t c = 0; c < m; ++c) sum[c] = 0;
     for (PetscInt t = offsets[k]; t < offsets[k + 1]; ++t) {
-      const double v = vals[static_cast<size_t>(t)];
-      const double* x = g + static_cast<int64_t>(cols[static_cast<size_t>(t)]) * m;
+      const T v = vals[static_cast<size_t>(t)];
+      const T* x = g + static_cast<int64_t>(cols[static_cast<size_t>(t)]) * m;
       for (int64_t c = 0; c < m; ++c) sum[c] += v * x[c];
     }
-    double* y = q + static_cast<int64_t>(rows[k]) * m;
+    T* y = q + static_cast<int64_t>(rows[k]) * m;
     for (int64_t c = 0; c < m; ++c) y[c] += sum[c];
   }
+}
+
+/// q_i = Σ_t a_t p_{j_t} over every row i < n of the CSR block (ia, ja, a), W floats per
+/// row, each row's sums from 0 in entry order (SingleBlockProduct's diagonal block).
+/// W = 0: m at run time, the same order.
+template <int W>
+SSDR_ROW_LOOP void csr_rows(PetscInt n, const PetscInt* ia, const PetscInt* ja, const float* a, const float* p, float* q,
+              int m_runtime) {
+  const int64_t m = W > 0 ? W : m_runtime;
+  std::vector<float> buffer(W > 0 ? 0 : static_cast<size_t>(m));
+  for (PetscInt i = 0; i < n; ++i) {
+    float fixed[W > 0 ? W : 1];
+    float* sum = W > 0 ? fixed : buffer.data();
+    for (int64_t c = 0; c < m; ++c) sum[c] = 0;
+    for (PetscInt t = ia[i]; t < ia[i + 1]; ++t) {
+      const float v = a[t];
+      const float* x = p + static_cast<int64_t>(ja[t]) * m;
+      for (int64_t c = 0; c < m; ++c) sum[c] += v * x[c];
+    }
+    float* y = q + static_cast<int64_t>(i) * m;
+    for (int64_t c = 0; c < m; ++c) y[c] = sum[c];
+  }
+}
+
+/// The off-diagonal block Ao's non-empty rows, copied with values of type T. Not collective.
+template <class T>
+void copy_nonempty_rows(Mat Ao, std::vector<PetscInt>& rows, std::vector<PetscInt>& offsets,
+                        std::vector<PetscInt>& cols, std::vector<T>& vals) {
+  PetscInt no = 0;
+  const PetscInt *ia = nullptr, *ja = nullptr;
+  PetscBool done = PETSC_FALSE;
+  SSDR_PETSC(MatGetRowIJ(Ao, 0, PETSC_FALSE, PETSC_FALSE, &no, &ia, &ja, &done));
+  SSDR_REQUIRE(done, "BlockProduct: the graph's row structure is not available");
+  const PetscScalar* a = nullptr;
+  PetscErrorCode ierr = MatSeqAIJGetArrayRead(Ao, &a);
+  if (!ierr) {
+    offsets.push_back(0);
+    for (PetscInt r = 0; r < no; ++r) {
+      if (ia[r + 1] == ia[r]) continue;
+      rows.push_back(r);
+      for (PetscInt t = ia[r]; t < ia[r + 1]; ++t) {
+        cols.push_back(ja[t]);
+        vals.push_back(static_cast<T>(a[t]));
+      }
+      offsets.push_back(static_cast<PetscInt>(cols.size()));
+    }
+    ierr = MatSeqAIJRestoreArrayRead(Ao, &a);
+  }
+  MatRestoreRowIJ(Ao, 0, PETSC_FALSE, PETSC_FALSE, &no, &ia, &ja, &done);
+  SSDR_PETSC(ierr);
 }
 
 }  // namespace
@@ -58,28 +114,7 @@ BlockProduct::BlockProduct(Mat A, int m) : m_(m) {
   SSDR_PETSC(MatGetSize(Ao, nullptr, &ghosts));
   // The off-diagonal block's non-empty rows, copied (its entries are few where the partition
   // is good, and the copy frees this object from holding Ao's arrays open).
-  PetscInt no = 0;
-  const PetscInt *ia = nullptr, *ja = nullptr;
-  PetscBool done = PETSC_FALSE;
-  SSDR_PETSC(MatGetRowIJ(Ao, 0, PETSC_FALSE, PETSC_FALSE, &no, &ia, &ja, &done));
-  SSDR_REQUIRE(done, "BlockProduct: the graph's row structure is not available");
-  const PetscScalar* a = nullptr;
-  PetscErrorCode ierr = MatSeqAIJGetArrayRead(Ao, &a);
-  if (!ierr) {
-    offsets_.push_back(0);
-    for (PetscInt r = 0; r < no; ++r) {
-      if (ia[r + 1] == ia[r]) continue;
-      rows_.push_back(r);
-      for (PetscInt t = ia[r]; t < ia[r + 1]; ++t) {
-        cols_.push_back(ja[t]);
-        vals_.push_back(a[t]);
-      }
-      offsets_.push_back(static_cast<PetscInt>(cols_.size()));
-    }
-    ierr = MatSeqAIJRestoreArrayRead(Ao, &a);
-  }
-  MatRestoreRowIJ(Ao, 0, PETSC_FALSE, PETSC_FALSE, &no, &ia, &ja, &done);
-  SSDR_PETSC(ierr);
+  copy_nonempty_rows(Ao, rows_, offsets_, cols_, vals_);
   // The halo: whole rows (m values) of P at the ghost columns' global rows (garray), into
   // ghost_ in Ao's compressed column order.
   ghost_.assign(static_cast<size_t>(ghosts) * static_cast<size_t>(m), 0.0);
@@ -87,9 +122,12 @@ BlockProduct::BlockProduct(Mat A, int m) : m_(m) {
   IS from = nullptr;
   SSDR_PETSC(ISCreateBlock(PETSC_COMM_SELF, m, ghosts, garray, PETSC_COPY_VALUES, &from));
   Owned<Vec> p = block();
-  ierr = VecScatterCreate(p, from, ghost_vec_, nullptr, &halo_);
+  PetscErrorCode ierr = VecScatterCreate(p, from, ghost_vec_, nullptr, &halo_);
   ISDestroy(&from);
   SSDR_PETSC(ierr);
+  MPI_Comm comm = MPI_COMM_NULL;
+  SSDR_PETSC(PetscObjectGetComm(reinterpret_cast<PetscObject>(A), &comm));
+  SSDR_PETSC(VecCreateMPIWithArray(comm, m, n_ * m, PETSC_DETERMINE, nullptr, p_global_.out()));
 }
 
 BlockProduct::~BlockProduct() { VecScatterDestroy(&halo_); }
@@ -106,25 +144,113 @@ Owned<Vec> BlockProduct::block() const {
 }
 
 void BlockProduct::apply(Vec p, Vec q) {
-  // As MatMult_MPIMAIJ_dof: the halo travels while the diagonal block is multiplied.
-  if (halo_ != nullptr) SSDR_PETSC(VecScatterBegin(halo_, p, ghost_vec_, INSERT_VALUES, SCATTER_FORWARD));
   const PetscScalar* pa = nullptr;
   PetscScalar* qa = nullptr;
   SSDR_PETSC(VecGetArrayRead(p, &pa));
-  SSDR_PETSC(VecGetArray(q, &qa));
-  PetscErrorCode ierr = VecPlaceArray(x_local_, const_cast<PetscScalar*>(pa));
+  PetscErrorCode ierr = VecGetArray(q, &qa);
+  if (!ierr) {
+    try {
+      apply(pa, qa);
+    } catch (...) {
+      VecRestoreArray(q, &qa);
+      VecRestoreArrayRead(p, &pa);
+      throw;
+    }
+    ierr = VecRestoreArray(q, &qa);
+  }
+  VecRestoreArrayRead(p, &pa);
+  SSDR_PETSC(ierr);
+}
+
+void BlockProduct::apply(const double* pa, double* qa) {
+  // As MatMult_MPIMAIJ_dof: the halo travels while the diagonal block is multiplied.
+  PetscErrorCode ierr = 0;
+  if (halo_ != nullptr) {
+    ierr = VecPlaceArray(p_global_, pa);
+    if (!ierr) ierr = VecScatterBegin(halo_, p_global_, ghost_vec_, INSERT_VALUES, SCATTER_FORWARD);
+  }
+  if (!ierr) ierr = VecPlaceArray(x_local_, pa);
   if (!ierr) ierr = VecPlaceArray(y_local_, qa);
   if (!ierr) ierr = MatMult(diag_, x_local_, y_local_);
   VecResetArray(x_local_);
   VecResetArray(y_local_);
-  VecRestoreArrayRead(p, &pa);
-  if (!ierr && halo_ != nullptr) ierr = VecScatterEnd(halo_, p, ghost_vec_, INSERT_VALUES, SCATTER_FORWARD);
-  if (!ierr && !rows_.empty())
-    with_width(m_, [&](auto width) {
-      add_rows<decltype(width)::value>(rows_, offsets_, cols_, vals_, ghost_.data(), qa, m_);
-    });
-  VecRestoreArray(q, &qa);
+  if (halo_ != nullptr) {
+    if (!ierr) ierr = VecScatterEnd(halo_, p_global_, ghost_vec_, INSERT_VALUES, SCATTER_FORWARD);
+    VecResetArray(p_global_);
+  }
   SSDR_PETSC(ierr);
+  if (!rows_.empty())
+    with_width(m_, [&](auto width) {
+      add_rows<decltype(width)::value, double>(rows_, offsets_, cols_, vals_, ghost_.data(), qa, m_);
+    });
+}
+
+SingleBlockProduct::SingleBlockProduct(Mat A, int m, const double* w) : m_(m) {
+  SSDR_REQUIRE(m >= 1, "SingleBlockProduct: the block's width must be positive, got " + std::to_string(m));
+  PetscBool mpi = PETSC_FALSE, seq = PETSC_FALSE;
+  SSDR_PETSC(PetscObjectTypeCompare(reinterpret_cast<PetscObject>(A), MATMPIAIJ, &mpi));
+  SSDR_PETSC(PetscObjectTypeCompare(reinterpret_cast<PetscObject>(A), MATSEQAIJ, &seq));
+  SSDR_REQUIRE(mpi || seq, "SingleBlockProduct: the graph must be an AIJ matrix (seqaij or mpiaij)");
+  SSDR_PETSC(PetscObjectReference(reinterpret_cast<PetscObject>(A)));
+  A_ = Owned<Mat>(A);
+  SSDR_PETSC(MatGetLocalSize(A, &n_, nullptr));
+  Mat Ao = nullptr;
+  const PetscInt* garray = nullptr;
+  Ad_ = A;
+  if (mpi) SSDR_PETSC(MatMPIAIJGetSeqAIJ(A, &Ad_, &Ao, &garray));
+  PetscInt nd = 0;
+  SSDR_PETSC(MatGetRowIJ(Ad_, 0, PETSC_FALSE, PETSC_FALSE, &nd, &ia_, &ja_, &row_ij_));
+  SSDR_REQUIRE(row_ij_ && nd == n_, "SingleBlockProduct: the graph's row structure is not available");
+  auto scale = [&](PetscInt i) { return w != nullptr ? w[i] : 1.0; };
+  {
+    const PetscScalar* a = nullptr;
+    SSDR_PETSC(MatSeqAIJGetArrayRead(Ad_, &a));
+    vals_.resize(static_cast<size_t>(ia_[n_]));
+    for (PetscInt i = 0; i < n_; ++i)
+      for (PetscInt t = ia_[i]; t < ia_[i + 1]; ++t) vals_[static_cast<size_t>(t)] = static_cast<float>(scale(i) * a[t]);
+    SSDR_PETSC(MatSeqAIJRestoreArrayRead(Ad_, &a));
+  }
+  if (Ao == nullptr) return;
+  PetscInt ghosts = 0;
+  SSDR_PETSC(MatGetSize(Ao, nullptr, &ghosts));
+  // The halo as a star forest: root r is local row r, leaf g the ghost row garray[g]; a
+  // broadcast moves whole rows (unit: m floats).
+  MPI_Comm comm = MPI_COMM_NULL;
+  SSDR_PETSC(PetscObjectGetComm(reinterpret_cast<PetscObject>(A), &comm));
+  PetscLayout rows = nullptr;
+  SSDR_PETSC(MatGetLayouts(A, &rows, nullptr));
+  SSDR_PETSC(PetscSFCreate(comm, &halo_));
+  SSDR_PETSC(PetscSFSetGraphLayout(halo_, rows, ghosts, nullptr, PETSC_OWN_POINTER, garray));
+  SSDR_PETSC(PetscSFSetUp(halo_));
+  SSDR_REQUIRE(MPI_Type_contiguous(m, MPI_FLOAT, &unit_) == MPI_SUCCESS && MPI_Type_commit(&unit_) == MPI_SUCCESS,
+               "SingleBlockProduct: MPI could not make a datatype of " + std::to_string(m) + " floats");
+  std::vector<double> off;
+  copy_nonempty_rows(Ao, rows_, offsets_, cols_, off);
+  off_vals_.resize(off.size());
+  for (size_t k = 0; k < rows_.size(); ++k)
+    for (PetscInt t = offsets_[k]; t < offsets_[k + 1]; ++t)
+      off_vals_[static_cast<size_t>(t)] = static_cast<float>(scale(rows_[k]) * off[static_cast<size_t>(t)]);
+  ghost_.assign(static_cast<size_t>(ghosts) * static_cast<size_t>(m), 0.0f);
+}
+
+SingleBlockProduct::~SingleBlockProduct() {
+  if (row_ij_) {
+    PetscInt nd = 0;
+    MatRestoreRowIJ(Ad_, 0, PETSC_FALSE, PETSC_FALSE, &nd, &ia_, &ja_, &row_ij_);
+  }
+  PetscSFDestroy(&halo_);
+  if (unit_ != MPI_DATATYPE_NULL) MPI_Type_free(&unit_);
+}
+
+void SingleBlockProduct::apply(const float* p, float* q) {
+  if (halo_ != nullptr) SSDR_PETSC(PetscSFBcastBegin(halo_, unit_, p, ghost_.data(), MPI_REPLACE));
+  with_width(m_, [&](auto width) { csr_rows<decltype(width)::value>(n_, ia_, ja_, vals_.data(), p, q, m_); });
+  if (halo_ == nullptr) return;
+  SSDR_PETSC(PetscSFBcastEnd(halo_, unit_, p, ghost_.data(), MPI_REPLACE));
+  if (!rows_.empty())
+    with_width(m_, [&](auto width) {
+      add_rows<decltype(width)::value, float>(rows_, offsets_, cols_, off_vals_, ghost_.data(), q, m_);
+    });
 }
 
 }  // namespace ssdr::propagation::detail

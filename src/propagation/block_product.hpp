@@ -8,9 +8,14 @@
 // entries, then added: the order of PETSc's fixed-width MAIJ kernels (dof 2–11, 16, 18),
 // hence the same bits as MatMult on the MPIMAIJ there; its width-1 and generic kernels add
 // onto the diagonal block's sums instead (a rounding apart; tests/unit/label_propagation_test).
+//
+// SingleBlockProduct is the same product in single precision (float values of A, float
+// blocks, float sums; PETSc's kernels are double only, so its row loops are ssdr's): the
+// mixed-precision block CG's inner product, half the bytes per entry and per block value.
 #pragma once
 
 #include <petscmat.h>
+#include <petscsf.h>
 
 #include <cstdint>
 #include <vector>
@@ -34,6 +39,8 @@ class BlockProduct {
   Owned<Vec> block() const;
   /// q = A p (two block() Vecs, q ≠ p). Collective.
   void apply(Vec p, Vec q);
+  /// q = A p over plain arrays of n_local·m values (q ≠ p). Collective.
+  void apply(const double* p, double* q);
 
  private:
   Owned<Mat> A_;
@@ -41,6 +48,7 @@ class BlockProduct {
   PetscInt n_ = 0;
   Owned<Mat> diag_;            ///< SEQMAIJ of A's diagonal block (A itself on one rank)
   Owned<Vec> x_local_, y_local_;  ///< sequential Vecs placed over p's and q's local arrays
+  Owned<Vec> p_global_;           ///< an MPI Vec placed over p's array (the halo's source)
   // The off-diagonal block (compressed ghost columns) on its non-empty rows only.
   std::vector<PetscInt> rows_;       ///< local rows with a ghost neighbour, ascending
   std::vector<PetscInt> offsets_;    ///< rows_.size() + 1 offsets into cols_/vals_
@@ -49,6 +57,45 @@ class BlockProduct {
   std::vector<double> ghost_;        ///< the ghost rows' m values
   Owned<Vec> ghost_vec_;             ///< a Vec over ghost_
   VecScatter halo_ = nullptr;
+};
+
+/// Q = Â P in single precision for Â = diag(w) A (A: n×n, SEQAIJ or MPIAIJ, distributed by
+/// rows; w given on the local rows, or w = 1) and P, Q row-major n_local×m float blocks of
+/// A's rows: each row's m sums start at 0 and run over its diagonal-block entries in order,
+/// then its off-diagonal (ghost) entries are summed from 0 and added, all in float, with Â's
+/// values formed in double and rounded to float once here. (The block CG passes w = D_S⁻¹:
+/// Â's entries are then ≤ 1, where a heat-kernel graph's own weights reach 10⁻²⁴⁴ and would
+/// underflow in float; an entry of Â below float's range is below 10⁻³⁸ of its row's unit
+/// diagonal.) The halo is a PetscSF broadcast of whole rows (m floats), overlapped with the
+/// diagonal block. Keeps a reference to A and its diagonal block's row structure
+/// (MatGetRowIJ, no copy), so A must not change while this object lives. Memory: 4 bytes per
+/// diagonal-block entry, 12 per off-diagonal entry and 4·m per ghost row.
+class SingleBlockProduct {
+ public:
+  /// `w`: n_local scales (or null: 1). Collective over A's communicator. \throws
+  /// ssdr::Error when m < 1, A is not AIJ, or a PETSc call fails.
+  SingleBlockProduct(Mat A, int m, const double* w = nullptr);
+  ~SingleBlockProduct();
+  SingleBlockProduct(const SingleBlockProduct&) = delete;
+  SingleBlockProduct& operator=(const SingleBlockProduct&) = delete;
+
+  /// q = A p over arrays of n_local·m floats (q ≠ p). Collective.
+  void apply(const float* p, float* q);
+
+ private:
+  Owned<Mat> A_;
+  Mat Ad_ = nullptr;  ///< A's diagonal block (A itself when SEQAIJ), owned by A_
+  int m_ = 0;
+  PetscInt n_ = 0;
+  const PetscInt* ia_ = nullptr;  ///< Ad_'s row offsets and columns (MatGetRowIJ, held)
+  const PetscInt* ja_ = nullptr;
+  PetscBool row_ij_ = PETSC_FALSE;
+  std::vector<float> vals_;          ///< Ad_'s values in float
+  std::vector<PetscInt> rows_, offsets_, cols_;  ///< the off-diagonal block's non-empty rows
+  std::vector<float> off_vals_;
+  std::vector<float> ghost_;         ///< the ghost rows' m values
+  PetscSF halo_ = nullptr;           ///< roots: local rows; leaves: ghost rows (Ao's column order)
+  MPI_Datatype unit_ = MPI_DATATYPE_NULL;  ///< one row: m floats
 };
 
 }  // namespace ssdr::propagation::detail

@@ -6,6 +6,9 @@
 #include "ssdr/propagation/label_propagation.hpp"
 
 #include <petscksp.h>
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -95,6 +98,12 @@ std::vector<double> dense_beta_y(const System& s) {
   return out;
 }
 
+/// (D_ii/α_i)(I_β Y)_ik: row i's right-hand side of S F_f = B_f before the known rows'
+/// term (0 on known rows, whose scale is 0). Local.
+inline double scale_beta_y(const System& s, int64_t i, int64_t k) {
+  return s.scale[static_cast<size_t>(i)] * s.beta_y(i, k);
+}
+
 System make_system(Mat A, const std::vector<int>& labels, int classes, const PropagationOptions& o) {
   System s;
   s.n_local = static_cast<int64_t>(labels.size());
@@ -142,119 +151,102 @@ struct Tolerances {
               __FILE__, __LINE__, true);
 }
 
-/// Conjugate gradients with point Jacobi on S F_f = B_f for the c class columns at once
-/// (m = c; the outlier class's column is 1 − their sum, below): one product of A with the
-/// n×m block P per iteration (detail::BlockProduct: MAIJ's kernels, the m interlaced columns
-/// read A once), m scalar recurrences; a converged column is frozen (its α = 0 and p
-/// unchanged, so x and r keep their bits). Column k stops when ‖z_k‖₂ ≤ max(rtol·‖z_k⁽⁰⁾‖₂, atol),
-/// z = D_S⁻¹r (PETSc's KSPCG with its default preconditioned norm and x⁽⁰⁾_f = 0). Every
-/// reduction is a ChunkedColumnSums, so the scalars do not depend on the partition beyond
-/// the products' rounding. Three passes over the block per iteration besides the product
-/// (11 block-sized streams): γ = p·Sp (p, q read); r's update with ρ = r·z and ‖z‖² (r, p,
-/// q read, r written); x += αp and p = z + βp (x, p, r read, x and p written). F
-/// holds the known rows on entry and the solution on exit. Collective.
-template <int MW>
-std::vector<int> block_cg_width(Mat A, const System& s, const Tolerances& tol, const PropagationOptions& o,
-                                DistMatrix& F) {
-  MPI_Comm comm = F.comm;
-  // m = c columns are solved; F's rows have ld = c + 1 values, the last the outlier class's.
-  const int64_t n = s.n_local, m = MW > 0 ? MW : s.m - 1, ld = s.m;
+/// Conjugate gradients with point Jacobi on S E_f = R_f for the m columns of R at once: one
+/// product of A with the n×m block P per iteration (`product.apply(P, Q)`: detail::
+/// BlockProduct in double, detail::SingleBlockProduct in float), m scalar recurrences; a
+/// converged column is frozen (its α = 0 and p unchanged, so x and r keep their bits).
+/// Column k runs if active[k] on entry and stops when ‖z_k‖₂ ≤ max(rtol[k]·‖z_k⁽⁰⁾‖₂, atol, stop_floor[k]),
+/// z = D_S⁻¹r (PETSc's KSPCG with its default preconditioned norm and x⁽⁰⁾_f = 0). T is the
+/// type the blocks are stored in (R, X, P, Q: n×m row-major, X with leading dimension ldx);
+/// every value is computed in double from them and rounded to T when stored, so T = double is
+/// the plain block CG. Every reduction is a ChunkedColumnSums (double), so the scalars do not
+/// depend on the partition beyond the products' rounding. Three passes over the block per
+/// iteration besides the product (11 block-sized streams): γ = p·Sp (p, q read); r's update
+/// with ρ = r·z and ‖z‖² (r, p, q read, r written); x += αp and p = z + βp (x, p, r read, x
+/// and p written). On entry R holds the right-hand side on the free rows and 0 on the known
+/// ones, X the start (0 on the free rows); on exit X += the solution's free rows, R is
+/// overwritten and active is all 0. `dot_w` (n_local weights, or null: 1) weights the
+/// reductions γ and ρ: the mixed-precision inner solve stores z = D_S⁻¹r in R (s.dinv = 1)
+/// and D_S⁻¹S p (s.scale = (D/α)·D_S⁻¹, the product's rows scaled by D_S⁻¹), whose dot products
+/// take the weights D_S to be PCG's r·z and p·Sp. Returns the iterations per column. `soft`: a breakdown,
+/// divergence or more than max_it − its_before iterations freezes the columns concerned and
+/// sets `failed` (the caller falls back to double) instead of raising. Collective.
+template <int MW, class T, class Product>
+std::vector<int> cg_columns(Product& product, const System& s, int64_t m, T* R, T* X, int64_t ldx, T* P, T* Q,
+                            const std::vector<double>& rtol, const std::vector<double>& stop_floor,
+                            std::vector<char>& active,
+                            const Tolerances& tol, const PropagationOptions& o, ChunkedColumnSums& sums_m,
+                            ChunkedColumnSums& sums_2m, PetscLogEvent ev_product, Progress& progress,
+                            int its_before, bool soft, bool& failed, const double* dot_w = nullptr) {
+  const int64_t n = s.n_local;
   const size_t mm = static_cast<size_t>(m);
-  // Q = A P: MAIJ's arithmetic, its off-diagonal block on the rows with ghosts only.
-  detail::BlockProduct block_product(A, static_cast<int>(m));
-  Owned<Vec> Pv = block_product.block(), Qv = block_product.block();
-  const PetscLogEvent ev_product = log_event("LPBlockProduct"), ev_vector = log_event("LPBlockVector");
-  auto product = [&]() {
-    LogScope scope(ev_product);
-    block_product.apply(Pv, Qv);
-  };
-  ChunkedColumnSums sums_m(comm, n, static_cast<int>(m)), sums_2m(comm, n, static_cast<int>(2 * m));
-  double* X = F.v.data();
-  std::vector<double> R(static_cast<size_t>(n * m), 0.0);
+  const PetscLogEvent ev_vector = log_event("LPBlockVector");
   const double* dinv = s.dinv.data();
   const double* scale = s.scale.data();
-
-  // B_f = (D β/α) Y + A_fk F_k: one product with the known rows' values.
-  {
-    PetscScalar* p = nullptr;
-    SSDR_PETSC(VecGetArrayWrite(Pv, &p));
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t k = 0; k < m; ++k) p[i * m + k] = s.known[static_cast<size_t>(i)] ? X[i * ld + k] : 0.0;
-    SSDR_PETSC(VecRestoreArrayWrite(Pv, &p));
-  }
-  product();
-  {
-    const PetscScalar* q = nullptr;
-    SSDR_PETSC(VecGetArrayRead(Qv, &q));
-    for (int64_t i = 0; i < n; ++i) {
-      if (s.known[static_cast<size_t>(i)]) continue;
-      for (int64_t k = 0; k < m; ++k)
-        R[static_cast<size_t>(i * m + k)] = scale[i] * s.beta_y(i, k) + q[i * m + k];
-    }
-    SSDR_PETSC(VecRestoreArrayRead(Qv, &q));
-  }
-
   std::vector<double> rho(mm), znorm0(mm), alpha(mm, 0.0), zcoef(mm, 1.0), beta(mm, 0.0);
-  std::vector<char> active(mm, 0);
   std::vector<int> its(mm, 0);
   {
     // P = Z = D_S⁻¹R, ρ = r·z, ‖z‖².
-    PetscScalar* p = nullptr;
-    SSDR_PETSC(VecGetArrayWrite(Pv, &p));
+    LogScope scope(ev_vector);
     const std::vector<double>& t = sums_2m.template sum<2 * MW>([&](int64_t i, double* out) {
-      const double* r = R.data() + i * m;
+      const T* r = R + i * m;
       for (int64_t k = 0; k < m; ++k) {
-        const double z = r[k] * dinv[i];
-        p[i * m + k] = z;
-        out[k] = r[k] * z;
+        const double z = static_cast<double>(r[k]) * dinv[i];
+        P[i * m + k] = static_cast<T>(z);
+        out[k] = dot_w != nullptr ? dot_w[i] * (static_cast<double>(r[k]) * z) : static_cast<double>(r[k]) * z;
         out[m + k] = z * z;
       }
     });
-    SSDR_PETSC(VecRestoreArrayWrite(Pv, &p));
     for (size_t k = 0; k < mm; ++k) {
       rho[k] = t[k];
       znorm0[k] = std::sqrt(t[mm + k]);
-      active[k] = znorm0[k] > std::max(tol.atol, PetscReal(0));  // a zero right-hand side converges at once
+      // A zero right-hand side converges at once.
+      active[k] = active[k] && znorm0[k] > std::max(std::max(tol.atol, PetscReal(0)), stop_floor[k]);
     }
   }
-
-  Progress progress("label propagation (block CG, " + std::to_string(m) + " columns)", 0);
   for (int it = 1; std::count(active.begin(), active.end(), 1) > 0; ++it) {
-    if (it > tol.max_it)
+    if (its_before + it > tol.max_it) {
+      if (soft) {
+        failed = true;
+        std::fill(active.begin(), active.end(), 0);
+        break;
+      }
       not_converged(o, "block CG reached -" + o.prefix + "ksp_max_it " + std::to_string(tol.max_it) +
                            " iterations");
-    product();
-    PetscScalar* p = nullptr;
-    PetscScalar* q = nullptr;
-    SSDR_PETSC(VecGetArray(Pv, &p));
-    SSDR_PETSC(VecGetArray(Qv, &q));
-    PetscLogEventBegin(ev_vector, 0, 0, 0, 0);
-    // A failure inside the vector passes: close the event, hand the arrays back, raise.
-    auto fail = [&](const std::string& what) {
-      PetscLogEventEnd(ev_vector, 0, 0, 0, 0);
-      SSDR_PETSC(VecRestoreArray(Qv, &q));
-      SSDR_PETSC(VecRestoreArray(Pv, &p));
-      not_converged(o, what);
-    };
+    }
+    {
+      LogScope scope(ev_product);
+      product.apply(P, Q);
+    }
+    LogScope scope(ev_vector);
     // S p = (D/α) p − A p on free rows (0 on known rows, where p is 0), formed where it is
     // used (here and in the next pass) rather than stored: one stream less. γ_k = p_k·(S p)_k.
     const std::vector<double>& gamma = sums_m.template sum<MW>([&](int64_t i, double* out) {
-      const double* qi = q + i * m;
-      const double* pi = p + i * m;
+      const T* qi = Q + i * m;
+      const T* pi = P + i * m;
       if (s.known[static_cast<size_t>(i)]) {
         for (int64_t k = 0; k < m; ++k) out[k] = 0.0;
       } else {
-        for (int64_t k = 0; k < m; ++k) out[k] = pi[k] * (scale[i] * pi[k] - qi[k]);
+        for (int64_t k = 0; k < m; ++k) {
+          const double pk = pi[k];
+          out[k] = pk * (scale[i] * pk - static_cast<double>(qi[k]));
+          if (dot_w != nullptr) out[k] *= dot_w[i];
+        }
       }
     });
     bool breakdown = false;
     for (size_t k = 0; k < mm; ++k) {
       alpha[k] = 0.0;
       if (!active[k]) continue;
-      breakdown = breakdown || !(gamma[k] > 0);
+      if (!(gamma[k] > 0)) {
+        breakdown = true;
+        if (soft) active[k] = 0;  // frozen where it stands
+        continue;
+      }
       alpha[k] = rho[k] / gamma[k];
     }
-    if (breakdown) fail("block CG broke down (pᵀSp ≤ 0: S is not positive definite)");
+    if (breakdown && !soft) not_converged(o, "block CG broke down (pᵀSp ≤ 0: S is not positive definite)");
+    failed = failed || breakdown;
     // r −= α S p (α = 0 on frozen columns), ρ = r·z and ‖z‖², z = D_S⁻¹r. Known rows keep
     // r = 0. (x += α p is in the p pass, which reads p too: the same stream count either way.)
     const double* al = alpha.data();
@@ -263,13 +255,15 @@ std::vector<int> block_cg_width(Mat A, const System& s, const Tolerances& tol, c
         for (int64_t k = 0; k < 2 * m; ++k) out[k] = 0.0;
         return;
       }
-      double* ri = R.data() + i * m;
-      const double* pi = p + i * m;
-      const double* qi = q + i * m;
+      T* ri = R + i * m;
+      const T* pi = P + i * m;
+      const T* qi = Q + i * m;
       for (int64_t k = 0; k < m; ++k) {
-        ri[k] -= al[k] * (scale[i] * pi[k] - qi[k]);
-        const double z = ri[k] * dinv[i];
-        out[k] = ri[k] * z;
+        const double pk = pi[k];
+        const double rk = static_cast<T>(ri[k] - al[k] * (scale[i] * pk - static_cast<double>(qi[k])));
+        ri[k] = static_cast<T>(rk);
+        const double z = rk * dinv[i];
+        out[k] = dot_w != nullptr ? dot_w[i] * (rk * z) : rk * z;
         out[m + k] = z * z;
       }
     });
@@ -283,43 +277,55 @@ std::vector<int> block_cg_width(Mat A, const System& s, const Tolerances& tol, c
       if (!active[k]) continue;
       its[k] = it;
       const double znorm = std::sqrt(t[mm + k]);
-      if (znorm <= std::max(tol.rtol * znorm0[k], tol.atol)) {
+      if (znorm <= std::max(std::max(rtol[k] * znorm0[k], tol.atol), stop_floor[k])) {
         active[k] = 0;
         continue;
       }
-      diverged = diverged || !(znorm < tol.dtol * znorm0[k]);
+      if (!(znorm < tol.dtol * znorm0[k])) {
+        diverged = true;
+        if (soft) {
+          active[k] = 0;
+          continue;
+        }
+      }
       zcoef[k] = 1.0;
       beta[k] = t[k] / rho[k];
       rho[k] = t[k];
       worst = std::max(worst, znorm / znorm0[k]);
       ++left;
     }
-    if (diverged) fail("block CG diverged (‖z‖ ≥ divtol·‖z0‖)");
+    if (diverged && !soft) not_converged(o, "block CG diverged (‖z‖ ≥ divtol·‖z0‖)");
+    failed = failed || diverged;
     const double* zc = zcoef.data();
     const double* be = beta.data();
     // x += α p (known rows: p = 0, x keeps their values), then p ← zcoef·z + β·p.
     for (int64_t i = 0; i < n; ++i) {
-      double* xi = X + i * ld;
-      double* pi = p + i * m;
-      const double* ri = R.data() + i * m;
+      T* xi = X + i * ldx;
+      T* pi = P + i * m;
+      const T* ri = R + i * m;
       for (int64_t k = 0; k < m; ++k) {
-        xi[k] += al[k] * pi[k];
-        pi[k] = zc[k] * (ri[k] * dinv[i]) + be[k] * pi[k];
+        const double pk = pi[k];
+        xi[k] = static_cast<T>(xi[k] + al[k] * pk);
+        pi[k] = static_cast<T>(zc[k] * (static_cast<double>(ri[k]) * dinv[i]) + be[k] * pk);
       }
     }
-    PetscLogEventEnd(ev_vector, 0, 0, 0, 0);
-    SSDR_PETSC(VecRestoreArray(Qv, &q));
-    SSDR_PETSC(VecRestoreArray(Pv, &p));
     SSDR_PETSC(PetscLogFlops(static_cast<PetscLogDouble>(n * m) * 14.0));
     char detail[96];
     std::snprintf(detail, sizeof detail, "%d of %lld columns left, largest ‖z‖/‖z0‖ %.1e", left,
                   static_cast<long long>(m), worst);
-    progress.update(it, 0, detail);
+    progress.update(its_before + it, 0, detail);
   }
-  // The outlier class's column: M·1 = β on every row with D_ii > 0 (row i of D⁻¹A sums to
-  // 1), and I_β Y·1 = β, so F·1 = 1 on the free rows (rows with D_ii = 0 are known and have
-  // no neighbours). Its value there is 1 − Σ_{k<c} F_ik, summed in column order: the c
-  // solutions' errors add (≤ c·E, the tests' analysis), and no solve of its own is needed.
+  return its;
+}
+
+/// The outlier class's column: M·1 = β on every row with D_ii > 0 (row i of D⁻¹A sums to
+/// 1), and I_β Y·1 = β, so F·1 = 1 on the free rows (rows with D_ii = 0 are known and have
+/// no neighbours). Its value there is 1 − Σ_{k<c} F_ik, summed in column order: the c
+/// solutions' errors add (≤ c·E, the tests' analysis), and no solve of its own is needed.
+/// Its count: the products its values took, those of the slowest column. Local.
+void derive_outlier(const System& s, DistMatrix& F, std::vector<int>& its) {
+  const int64_t n = s.n_local, ld = s.m, m = s.m - 1;
+  double* X = F.v.data();
   for (int64_t i = 0; i < n; ++i) {
     if (s.known[static_cast<size_t>(i)]) continue;
     double* xi = X + i * ld;
@@ -327,19 +333,221 @@ std::vector<int> block_cg_width(Mat A, const System& s, const Tolerances& tol, c
     for (int64_t k = 0; k < m; ++k) sum += xi[k];
     xi[m] = 1.0 - sum;
   }
-  // Its count: the products its values took, those of the slowest column.
   its.push_back(m > 0 ? *std::max_element(its.begin(), its.end()) : 0);
+}
+
+/// The block CG in double on S F_f = B_f for the c class columns (m = c), F holding the known
+/// rows on entry and the solution on exit (cg_columns with T = double, X = F). B_f = (D β/α) Y +
+/// A_fk F_k: one product with the known rows' values. Collective.
+template <int MW>
+std::vector<int> block_cg_double(Mat A, const System& s, const Tolerances& tol, const PropagationOptions& o,
+                                 DistMatrix& F) {
+  MPI_Comm comm = F.comm;
+  const int64_t n = s.n_local, m = MW > 0 ? MW : s.m - 1, ld = s.m;
+  const size_t mm = static_cast<size_t>(m), nm = static_cast<size_t>(n * m);
+  detail::BlockProduct block_product(A, static_cast<int>(m));
+  const PetscLogEvent ev_product = log_event("LPBlockProduct");
+  ChunkedColumnSums sums_m(comm, n, static_cast<int>(m)), sums_2m(comm, n, static_cast<int>(2 * m));
+  double* X = F.v.data();
+  std::vector<double> R(nm, 0.0), P(nm), Q(nm);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t k = 0; k < m; ++k) P[static_cast<size_t>(i * m + k)] = s.known[static_cast<size_t>(i)] ? X[i * ld + k] : 0.0;
+  {
+    LogScope scope(ev_product);
+    block_product.apply(P.data(), Q.data());
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    if (s.known[static_cast<size_t>(i)]) continue;
+    for (int64_t k = 0; k < m; ++k)
+      R[static_cast<size_t>(i * m + k)] = scale_beta_y(s, i, k) + Q[static_cast<size_t>(i * m + k)];
+  }
+  Progress progress("label propagation (block CG, " + std::to_string(m) + " columns)", 0);
+  std::vector<char> active(mm, 1);
+  bool failed = false;
+  std::vector<int> its =
+      cg_columns<MW, double>(block_product, s, m, R.data(), X, ld, P.data(), Q.data(), std::vector<double>(mm, tol.rtol),
+                             std::vector<double>(mm, 0.0), active, tol, o, sums_m, sums_2m, ev_product, progress, 0,
+                             false, failed);
+  derive_outlier(s, F, its);
+  return its;
+}
+
+/// Flush-to-zero and denormals-are-zero while it lives (x86's MXCSR; elsewhere nothing): the
+/// single-precision solve meets values below float's normal range (the far-off rows' tiny
+/// couplings times small residuals), and subnormal arithmetic costs ~100 cycles per operation
+/// (it doubled the product's time on a blob graph). Such values are below 10⁻³⁸ of the
+/// quantities they add to. Deterministic, restored on exit. Local.
+struct FlushSubnormals {
+#if defined(__SSE__)
+  unsigned saved = _mm_getcsr();
+  FlushSubnormals() { _mm_setcsr(saved | 0x8040u); }  // FTZ (bit 15) and DAZ (bit 6)
+  ~FlushSubnormals() { _mm_setcsr(saved); }
+#endif
+};
+
+/// Mixed precision: iterative refinement in double around the block CG in single precision.
+/// Each outer step forms the true residual r = B_f − S x_f = (D/α)(βY − x) + A X on the free
+/// rows (X: the known rows' values and x_f; one double product, detail::BlockProduct) and
+/// its ‖D_S⁻¹r‖ per column; a column is done when that is ≤ max(rtol·‖D_S⁻¹B_f‖, atol), the
+/// block CG's own test applied to the true residual, so the answer meets the same tolerance.
+/// Else the single-precision block CG runs PCG with point Jacobi on S e = r in the Jacobi-
+/// scaled quantities only: z = D_S⁻¹r, p and D_S⁻¹S p, and the product with D_S⁻¹A
+/// (detail::SingleBlockProduct: float values of D_S⁻¹A, entries ≤ 1, and float blocks: half
+/// the bytes per product and per pass), the dot products weighted by D_S in double: the same
+/// iterates as PCG on S. (r itself and S p are D-scaled: a heat-kernel graph's degrees
+/// reach 10⁻²⁴⁴ on far-off vertices, whose r underflows in float while their z counts.) It
+/// stops a column at inner_rtol times its z's norm, not below half its target, and x += e in
+/// double. The float solve's error is about κ·ε_single ≈ 200·6·10⁻⁸ relative, so each step
+/// gains ~4 digits and three or four steps reach 10⁻¹²; a step that fails to halve a
+/// column's residual (or a float breakdown) hands the rest to the double block CG on the
+/// residual system. Iterations: the inner iterations per column, summed. Collective.
+template <int MW>
+std::vector<int> block_cg_mixed(Mat A, const System& s, const Tolerances& tol, const PropagationOptions& o,
+                                double inner_rtol, DistMatrix& F) {
+  MPI_Comm comm = F.comm;
+  const int64_t n = s.n_local, m = MW > 0 ? MW : s.m - 1, ld = s.m;
+  const size_t mm = static_cast<size_t>(m), nm = static_cast<size_t>(n * m);
+  // The scaled system's pieces on the free rows: D_S⁻¹ (0 on known rows) scales the product's
+  // rows, (D/α)·D_S⁻¹ is its diagonal term, z = r (s.dinv = 1), and D_S weights the dot products.
+  System st = s;
+  std::vector<double> dS(static_cast<size_t>(n), 0.0);
+  for (int64_t i = 0; i < n; ++i) {
+    const size_t li = static_cast<size_t>(i);
+    st.scale[li] = s.scale[li] * s.dinv[li];
+    st.dinv[li] = s.known[li] ? 0.0 : 1.0;
+    dS[li] = s.known[li] ? 0.0 : 1.0 / s.dinv[li];
+  }
+  detail::BlockProduct dproduct(A, static_cast<int>(m));
+  detail::SingleBlockProduct sproduct(A, static_cast<int>(m), s.dinv.data());
+  const PetscLogEvent ev_product = log_event("LPBlockProduct"), ev_single = log_event("LPBlockProductSingle"),
+                      ev_vector = log_event("LPBlockVector");
+  ChunkedColumnSums sums_m(comm, n, static_cast<int>(m)), sums_2m(comm, n, static_cast<int>(2 * m));
+  double* X = F.v.data();
+  std::vector<double> Pd(nm), Qd(nm);
+  std::vector<float> R(nm), E(nm, 0.0f), P(nm), Q(nm);
+  std::vector<double> Rd, Ed;  // the double fallback's residual and correction
+  std::vector<double> z0(mm, 0.0), zlast(mm, 0.0), target(mm, 0.0), half_target(mm, 0.0);
+  const std::vector<double> inner_tol(mm, inner_rtol);
+  std::vector<int> its(mm, 0);
+  std::vector<char> active(mm, 0);
+  bool single = true;
+  Progress progress("label propagation (block CG, mixed precision, " + std::to_string(m) + " columns)", 0);
+  for (int outer = 0;; ++outer) {
+    if (outer > 100) not_converged(o, "the mixed-precision block CG made no progress in 100 refinement steps");
+    // x += e (single or double), and X's class columns into Pd.
+    {
+      LogScope scope(ev_vector);
+      for (int64_t i = 0; i < n; ++i) {
+        double* xi = X + i * ld;
+        for (int64_t k = 0; k < m; ++k) {
+          const size_t e = static_cast<size_t>(i * m + k);
+          if (!E.empty()) {
+            xi[k] += static_cast<double>(E[e]);
+            E[e] = 0.0f;
+          }
+          if (!Ed.empty()) {
+            xi[k] += Ed[e];
+            Ed[e] = 0.0;
+          }
+          Pd[e] = xi[k];
+        }
+      }
+    }
+    {
+      LogScope scope(ev_product);
+      dproduct.apply(Pd.data(), Qd.data());
+    }
+    if (!single && Rd.empty()) {
+      Rd.assign(nm, 0.0);
+      Ed.assign(nm, 0.0);
+      std::vector<float>().swap(R);  // the float blocks are not needed again
+      std::vector<float>().swap(E);
+      std::vector<float>().swap(P);
+      std::vector<float>().swap(Q);
+    }
+    const std::vector<double>* tp = nullptr;
+    {
+      LogScope scope(ev_vector);
+      tp = &sums_m.template sum<MW>([&](int64_t i, double* out) {
+        const size_t li = static_cast<size_t>(i);
+        if (s.known[li]) {
+          for (int64_t k = 0; k < m; ++k) {
+            out[k] = 0.0;
+            if (single) R[static_cast<size_t>(i * m + k)] = 0.0f;
+            else Rd[static_cast<size_t>(i * m + k)] = 0.0;
+          }
+          return;
+        }
+        const double* xi = X + i * ld;
+        for (int64_t k = 0; k < m; ++k) {
+          const size_t e = static_cast<size_t>(i * m + k);
+          const double r = (scale_beta_y(s, i, k) - s.scale[li] * xi[k]) + Qd[e];
+          const double z = r * s.dinv[li];
+          if (single) R[e] = static_cast<float>(z);
+          else Rd[e] = r;
+          out[k] = z * z;
+        }
+      });
+    }
+    const std::vector<double>& t = *tp;
+    bool stalled = false;
+    for (size_t k = 0; k < mm; ++k) {
+      const double z = std::sqrt(t[k]);
+      if (outer == 0) {
+        z0[k] = z;
+        target[k] = std::max(tol.rtol * z, std::max(tol.atol, PetscReal(0)));
+        half_target[k] = 0.5 * target[k];  // no further than the column needs
+        active[k] = z > target[k];  // a zero right-hand side converges at once
+      } else {
+        active[k] = z > target[k];
+        stalled = stalled || (active[k] && !(z <= 0.5 * zlast[k]));
+      }
+      if (!(z < tol.dtol * std::max(z0[k], target[k]))) not_converged(o, "block CG diverged (‖z‖ ≥ divtol·‖z0‖)");
+      zlast[k] = z;
+    }
+    if (std::count(active.begin(), active.end(), 1) == 0) break;
+    if (single && stalled) {
+      single = false;  // the remaining digits in double (next step, on this residual)
+      continue;
+    }
+    bool failed = false;
+    std::vector<int> inner;
+    const int done = *std::max_element(its.begin(), its.end());
+    if (single) {
+      FlushSubnormals ftz;
+      inner = cg_columns<MW, float>(sproduct, st, m, R.data(), E.data(), m, P.data(), Q.data(), inner_tol,
+                                    half_target, active, tol, o, sums_m, sums_2m, ev_single, progress, done, true,
+                                    failed, dS.data());
+      if (failed) single = false;  // E still holds a valid partial correction
+    } else {
+      inner = cg_columns<MW, double>(dproduct, s, m, Rd.data(), Ed.data(), m, Pd.data(), Qd.data(),
+                                     std::vector<double>(mm, 0.0), target, active, tol, o, sums_m, sums_2m,
+                                     ev_product, progress, done, false, failed);
+    }
+    for (size_t k = 0; k < mm; ++k) its[k] += inner[k];
+  }
+  derive_outlier(s, F, its);
   return its;
 }
 
 /// The block CG with the solved width c (= m − 1) fixed at compile time for the widths met
 /// in practice (detail::with_width: every loop over a row's c values unrolls, and the
 /// reductions' sums stay in registers; ChunkedColumnSums::sum), else at run time. The same arithmetic in the
-/// same order either way. Collective.
+/// same order either way. Mixed precision unless -<prefix>mixed_precision false (or
+/// PropagationOptions::mixed_precision); -<prefix>mixed_inner_rtol sets the inner
+/// tolerance (default 1e-4). Collective.
 std::vector<int> block_cg(Mat A, const System& s, const Tolerances& tol, const PropagationOptions& o,
                           DistMatrix& F) {
+  PetscBool mixed = o.mixed_precision ? PETSC_TRUE : PETSC_FALSE;
+  SSDR_PETSC(PetscOptionsGetBool(nullptr, o.prefix.c_str(), "-mixed_precision", &mixed, nullptr));
+  PetscReal inner_rtol = 1e-4;
+  SSDR_PETSC(PetscOptionsGetReal(nullptr, o.prefix.c_str(), "-mixed_inner_rtol", &inner_rtol, nullptr));
+  if (!(inner_rtol > 0 && inner_rtol < 1))
+    throw Error("-" + o.prefix + "mixed_inner_rtol must be in (0, 1), got " + std::to_string(inner_rtol), __FILE__,
+                __LINE__, true);
   return detail::with_width(static_cast<int>(s.m - 1), [&](auto width) {
-    return block_cg_width<decltype(width)::value>(A, s, tol, o, F);
+    constexpr int W = decltype(width)::value;
+    return mixed ? block_cg_mixed<W>(A, s, tol, o, inner_rtol, F) : block_cg_double<W>(A, s, tol, o, F);
   });
 }
 

@@ -79,7 +79,8 @@ TEST(CacheKeys, PropagationScatterAndTraceRatioKeysChangeWithEachOfTheirOptions)
                                 {"rtol", [](P& p) { p.rtol = 1e-8; }},
                                 {"prefix", [](P& p) { p.prefix = "other_"; }},
                                 {"block", [](P& p) { p.block = false; }},
-                                {"reorder", [](P& p) { p.reorder = false; }}});
+                                {"reorder", [](P& p) { p.reorder = false; }},
+                                {"mixed_precision", [](P& p) { p.mixed_precision = false; }}});
   // The graph under the propagation: another kNN graph, or an LNP graph (k, r, features).
   graph::GraphOptions g9 = g;
   g9.k = 9;

@@ -17,10 +17,14 @@
 // result and a per-column KSP result differ by at most 2E in the class columns and (c + 1)E
 // in the outlier column, two block CG results by 2cE there. The dense reference (Cholesky, backward stable) adds
 // ≈ n·ε·κ₂ of the unscaled D_uu − αA_uu, κ₂ ≤ κ·(d_max/d_min), which the tests evaluate
-// from the graph's degrees. Iteration counts: the block CG and PETSc's KSPCG run the same
+// from the graph's degrees. Iteration counts: the block CG in double and PETSc's KSPCG run the same
 // recurrence with the same stopping test; only the order of the reductions differs, so a
 // column stops at the same iteration or, when ‖z‖ lands within rounding of the threshold, one
-// later or earlier (±1).
+// later or earlier (±1). The mixed-precision block CG (the default) stops on the same test
+// applied to the true residual b − S x̃ formed in double after each refinement step, so E holds
+// for it as well (that residual's own rounding, ≤ (k_i + 2)·ε·(1 + α)·‖x‖_∞ per scaled row with
+// k_i ≤ 30 entries, is below 10⁻¹⁴, a hundredth of rtol·‖z⁽⁰⁾‖ ≥ rtol·(1 − α)·‖x‖ here); its
+// iteration counts are sums over restarted single-precision solves and are not compared.
 #include <gtest/gtest.h>
 #include <petscksp.h>
 
@@ -130,12 +134,14 @@ TEST(LabelPropagation, BlockCgAgreesWithGmresWithPetscCgAndWithTheDenseReference
     DistMatrix X = ref::distribute(pr.X, MPI_COMM_WORLD);
     auto g = graph::build_knn_graph(X, graph::GraphOptions{});
     const auto cg = run(g.A, pr.semi, pr.classes, defaults());
+    const auto cg_double = run(g.A, pr.semi, pr.classes, defaults(), {{"mixed_precision", "false"}});
     const auto gmres = run(g.A, pr.semi, pr.classes, defaults(), {{"ksp_type", "gmres"}});
     propagation::PropagationOptions per_column = defaults();
     per_column.block = false;
     const auto petsc_cg = run(g.A, pr.semi, pr.classes, per_column);
     // The paths are the ones asked for: a comparison of GMRES with itself proves nothing.
     EXPECT_EQ(cg.solver, "block-cg") << name;
+    EXPECT_EQ(cg_double.solver, "block-cg") << name;
     EXPECT_EQ(gmres.solver, "gmres") << name;
     EXPECT_EQ(petsc_cg.solver, "cg-symmetric") << name;
     ASSERT_EQ(cg.iterations.size(), static_cast<size_t>(pr.classes + 1));
@@ -147,15 +153,19 @@ TEST(LabelPropagation, BlockCgAgreesWithGmresWithPetscCgAndWithTheDenseReference
       const auto [classes_diff, outlier_diff] = column_diffs(F, allgather(other->F), c);
       EXPECT_LT(classes_diff, 2 * E) << name << " against " << other->solver;
       EXPECT_LT(outlier_diff, (c + 1) * E) << name << " against " << other->solver;
+      const auto [classes_double, outlier_double] = column_diffs(allgather(cg_double.F), allgather(other->F), c);
+      EXPECT_LT(classes_double, 2 * E) << name << " (double) against " << other->solver;
+      EXPECT_LT(outlier_double, (c + 1) * E) << name << " (double) against " << other->solver;
     }
-    // The class columns stop as PETSc's CG does (±1); the outlier column, derived from
-    // them, reports the slowest one's count.
+    // In double the class columns stop as PETSc's CG does (±1); the outlier column, derived
+    // from them, reports the slowest one's count (in both precisions).
     for (int k = 0; k < c; ++k) {
-      EXPECT_NEAR(cg.iterations[static_cast<size_t>(k)], petsc_cg.iterations[static_cast<size_t>(k)], 1)
+      EXPECT_NEAR(cg_double.iterations[static_cast<size_t>(k)], petsc_cg.iterations[static_cast<size_t>(k)], 1)
           << name << " column " << k;
       EXPECT_GT(cg.iterations[static_cast<size_t>(k)], 0) << name << " column " << k;
     }
-    EXPECT_EQ(cg.iterations.back(), *std::max_element(cg.iterations.begin(), cg.iterations.end() - 1)) << name;
+    for (const auto* r : {&cg, &cg_double})
+      EXPECT_EQ(r->iterations.back(), *std::max_element(r->iterations.begin(), r->iterations.end() - 1)) << name;
     const Dense A = ref::knn_heat_graph(pr.X, 8, 1e-3 / 8);
     const Dense Fr = ref::propagate(A, pr.semi, pr.classes, kAlpha);
     const double dense = dense_bound(A, kAlpha);
@@ -270,16 +280,20 @@ TEST(LabelPropagation, BlockCgGivesTheSameSoftLabelsOnAnyRankCount) {
   DistMatrix Xs = ref::distribute(pr.X, MPI_COMM_SELF);
   auto gw = graph::build_knn_graph(Xw, graph::GraphOptions{});
   auto gs = graph::build_knn_graph(Xs, graph::GraphOptions{});
-  const auto dist = run(gw.A, pr.semi, pr.classes, defaults());
-  const auto serial = run(gs.A, pr.semi, pr.classes, defaults());
-  EXPECT_EQ(dist.solver, "block-cg");
-  EXPECT_EQ(serial.solver, "block-cg");
   const double E = solution_bound(kRtol, n, kAlpha);
-  const auto [classes_diff, outlier_diff] = column_diffs(allgather(dist.F), allgather(serial.F), pr.classes);
-  EXPECT_LT(classes_diff, 2 * E);
-  EXPECT_LT(outlier_diff, 2 * pr.classes * E);
-  ASSERT_EQ(dist.iterations.size(), serial.iterations.size());
-  for (size_t k = 0; k < dist.iterations.size(); ++k) EXPECT_NEAR(dist.iterations[k], serial.iterations[k], 1) << k;
+  for (const char* mixed : {"true", "false"}) {
+    const auto dist = run(gw.A, pr.semi, pr.classes, defaults(), {{"mixed_precision", mixed}});
+    const auto serial = run(gs.A, pr.semi, pr.classes, defaults(), {{"mixed_precision", mixed}});
+    EXPECT_EQ(dist.solver, "block-cg");
+    EXPECT_EQ(serial.solver, "block-cg");
+    const auto [classes_diff, outlier_diff] = column_diffs(allgather(dist.F), allgather(serial.F), pr.classes);
+    EXPECT_LT(classes_diff, 2 * E) << "mixed " << mixed;
+    EXPECT_LT(outlier_diff, 2 * pr.classes * E) << "mixed " << mixed;
+    ASSERT_EQ(dist.iterations.size(), serial.iterations.size());
+    // In double the same recurrence stops at the same iteration (±1, file comment).
+    if (std::string(mixed) == "false")
+      for (size_t k = 0; k < dist.iterations.size(); ++k) EXPECT_NEAR(dist.iterations[k], serial.iterations[k], 1) << k;
+  }
 }
 
 TEST(LabelPropagation, TakingOverTheGraphGivesTheSameBitsAndDropsTheCallersReference) {
@@ -382,19 +396,141 @@ TEST(LabelPropagation, BlockCgThatCannotConvergeThrowsOnEveryRank) {
 
 TEST(LabelPropagation, ReorderedAndOriginalOrderAgree) {
   // The block CG runs on the RCM-renumbered graph by default; on A's own order it must give
-  // the same soft labels (both within E of the exact ones) and iteration counts (±1).
+  // the same soft labels (both within E of the exact ones) and, in double, iteration counts (±1).
   test::Problem pr = test::load_problem("wine.csv", 3, true);
   DistMatrix X = ref::distribute(pr.X, MPI_COMM_WORLD);
   auto g = graph::build_knn_graph(X, graph::GraphOptions{});
   propagation::PropagationOptions plain = defaults();
   plain.reorder = false;
-  const auto a = run(g.A, pr.semi, pr.classes, defaults());
-  const auto b = run(g.A, pr.semi, pr.classes, plain);
   const double E = solution_bound(kRtol, pr.X.rows, kAlpha);
-  const auto [classes_diff, outlier_diff] = column_diffs(allgather(a.F), allgather(b.F), pr.classes);
+  for (const char* mixed : {"true", "false"}) {
+    const auto a = run(g.A, pr.semi, pr.classes, defaults(), {{"mixed_precision", mixed}});
+    const auto b = run(g.A, pr.semi, pr.classes, plain, {{"mixed_precision", mixed}});
+    const auto [classes_diff, outlier_diff] = column_diffs(allgather(a.F), allgather(b.F), pr.classes);
+    EXPECT_LT(classes_diff, 2 * E) << "mixed " << mixed;
+    EXPECT_LT(outlier_diff, 2 * pr.classes * E) << "mixed " << mixed;
+    if (std::string(mixed) == "false")
+      for (size_t k = 0; k < a.iterations.size(); ++k) EXPECT_NEAR(a.iterations[k], b.iterations[k], 1) << k;
+  }
+}
+
+TEST(SingleBlockProduct, AgreesWithTheDoubleProductToSinglePrecisionRounding) {
+  // detail::SingleBlockProduct multiplies by Â = W A, its values formed in double and
+  // rounded to float (relative error ≤ u = ε_f/2, or an absolute FLT_MIN where a value leaves
+  // float's normal range), and sums a row's n_i non-negative products in float (γ_{n_i+1} =
+  // (n_i + 1)u to first order) from the same float-valued p; the double reference (BlockProduct
+  // on Â's values: W A formed by MatDiagonalScale) rounds 10⁹ times less. So
+  // |q_f − q_d| ≤ (n_i + 2)·u·q_d + n_i·FLT_MIN (p ≤ 1), the first term doubled for γ's
+  // first-order form. W = D⁻¹ as the block CG uses (D_S⁻¹ there; digits' heat weights reach 10⁻¹²⁰,
+  // which float cannot hold: the scaling is what makes this bound hold), and W = I on a graph
+  // with weights in float's range (A's pattern, values 1/(1 + i + j)). Widths 1, 10 (compile
+  // time) and 17 (run time); file order (ghosts everywhere) and renumbered.
+  test::Problem pr = test::load_problem("digits.csv", 3, true);
+  const DistMatrix X = ref::distribute(pr.X, MPI_COMM_WORLD);
+  const graph::Graph g = graph::build_knn_graph(X, graph::GraphOptions{});
+  const graph::Renumbering ren = graph::renumber_for_locality(g.A, "bpt_");
+  const double u = std::numeric_limits<float>::epsilon() / 2;
+  const double tiny = std::numeric_limits<float>::min();
+  for (Mat A0 : {static_cast<Mat>(g.A), static_cast<Mat>(ren.B)}) {
+    for (bool scaled : {true, false}) {
+      Owned<Mat> A;
+      MatDuplicate(A0, MAT_COPY_VALUES, A.out());
+      PetscInt row_start = 0, row_end = 0;
+      MatGetOwnershipRange(A, &row_start, &row_end);
+      std::vector<double> w;
+      if (scaled) {
+        for (double d : graph::degrees(A)) w.push_back(d > 0 ? 1.0 / d : 0.0);
+      } else {
+        for (PetscInt r = row_start; r < row_end; ++r) {
+          PetscInt nz = 0;
+          const PetscInt* cols = nullptr;
+          MatGetRow(A0, r, &nz, &cols, nullptr);
+          std::vector<PetscInt> c(cols, cols + nz);
+          MatRestoreRow(A0, r, &nz, &cols, nullptr);
+          for (PetscInt j : c) MatSetValue(A, r, j, 1.0 / (1.0 + static_cast<double>(r + j)), INSERT_VALUES);
+        }
+        MatAssemblyBegin(A, MAT_FINAL_ASSEMBLY);
+        MatAssemblyEnd(A, MAT_FINAL_ASSEMBLY);
+      }
+      // The double reference: Â = W A in double.
+      Owned<Mat> Ahat;
+      MatDuplicate(A, MAT_COPY_VALUES, Ahat.out());
+      if (scaled) {
+        Owned<Vec> l, r;
+        MatCreateVecs(Ahat, r.out(), l.out());
+        PetscScalar* lv = nullptr;
+        VecGetArray(l, &lv);
+        std::copy(w.begin(), w.end(), lv);
+        VecRestoreArray(l, &lv);
+        MatDiagonalScale(Ahat, l, nullptr);
+      }
+      std::vector<PetscInt> row_entries;
+      for (PetscInt r = row_start; r < row_end; ++r) {
+        PetscInt nz = 0;
+        MatGetRow(A, r, &nz, nullptr, nullptr);
+        row_entries.push_back(nz);
+        MatRestoreRow(A, r, &nz, nullptr, nullptr);
+      }
+      const size_t n_local = row_entries.size();
+      for (int m : {1, 10, 17}) {
+        const size_t len = n_local * static_cast<size_t>(m);
+        std::vector<float> pf(len), qf(len, -1.0f);  // every entry must be overwritten
+        std::vector<double> pd(len), qd(len, -1.0);
+        for (size_t e = 0; e < len; ++e) {
+          const double global = static_cast<double>(row_start) * m + static_cast<double>(e);
+          pf[e] = static_cast<float>(1.0 / (1.0 + global * 0.37));
+          pd[e] = pf[e];
+        }
+        propagation::detail::SingleBlockProduct single(A, m, scaled ? w.data() : nullptr);
+        propagation::detail::BlockProduct dbl(Ahat, m);
+        single.apply(pf.data(), qf.data());
+        dbl.apply(pd.data(), qd.data());
+        int within = 1;
+        long normal[2] = {0, static_cast<long>(len)};  // values float holds normally, of all
+        for (size_t e = 0; e < len; ++e) {
+          const double n_i = static_cast<double>(row_entries[e / static_cast<size_t>(m)]);
+          within = within &&
+                   std::abs(static_cast<double>(qf[e]) - qd[e]) <= 2 * (n_i + 2) * u * qd[e] + n_i * tiny;
+          normal[0] += qf[e] >= tiny && qd[e] >= tiny;
+        }
+        MPI_Allreduce(MPI_IN_PLACE, &within, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        MPI_Allreduce(MPI_IN_PLACE, normal, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+        EXPECT_EQ(within, 1) << "width " << m << (scaled ? " scaled" : " unscaled");
+        // The relative bound is tested on values float holds, not met by zeros on both sides:
+        // with the scaling every row's with neighbours (W A's rows sum to 1).
+        EXPECT_GT(normal[0], normal[1] * 9 / 10) << "width " << m << (scaled ? " scaled" : " unscaled");
+      }
+    }
+  }
+}
+
+TEST(LabelPropagation, MixedPrecisionThatStallsFinishesInDoubleWithinTheTolerance) {
+  // An inner tolerance of 0.9 gains less than the halving each refinement step must make:
+  // the block CG hands the rest to double after the first step and still meets rtol (bounds
+  // as in the file comment); a tolerance outside (0, 1) is refused, naming the option.
+  test::Problem pr = test::load_problem("wine.csv", 3, true);
+  DistMatrix X = ref::distribute(pr.X, MPI_COMM_WORLD);
+  auto g = graph::build_knn_graph(X, graph::GraphOptions{});
+  const auto stalled = run(g.A, pr.semi, pr.classes, defaults(), {{"mixed_inner_rtol", "0.9"}});
+  const auto gmres = run(g.A, pr.semi, pr.classes, defaults(), {{"ksp_type", "gmres"}});
+  const auto cg_double = run(g.A, pr.semi, pr.classes, defaults(), {{"mixed_precision", "false"}});
+  EXPECT_EQ(stalled.solver, "block-cg");
+  const double E = solution_bound(kRtol, pr.X.rows, kAlpha);
+  const auto [classes_diff, outlier_diff] = column_diffs(allgather(stalled.F), allgather(gmres.F), pr.classes);
   EXPECT_LT(classes_diff, 2 * E);
-  EXPECT_LT(outlier_diff, 2 * pr.classes * E);
-  for (size_t k = 0; k < a.iterations.size(); ++k) EXPECT_NEAR(a.iterations[k], b.iterations[k], 1) << k;
+  EXPECT_LT(outlier_diff, (pr.classes + 1) * E);
+  // The double finish did the work: at least the double solve's iterations less the few
+  // single-precision ones of the first step (a 0.9 reduction takes one or two).
+  for (int k = 0; k < pr.classes; ++k)
+    EXPECT_GE(stalled.iterations[static_cast<size_t>(k)], cg_double.iterations[static_cast<size_t>(k)] - 5) << k;
+  for (const char* bad : {"0", "1", "-1e-4"}) {
+    try {
+      run(g.A, pr.semi, pr.classes, defaults(), {{"mixed_inner_rtol", bad}});
+      ADD_FAILURE() << "no error for " << bad;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("-lpt_mixed_inner_rtol"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(RcmReorder, IsASymmetricPermutationThatKeepsEveryRowOnItsRank) {

@@ -83,8 +83,11 @@ struct PropagationKey {
   std::string prefix;
   bool block = true;
   bool reorder = true;
+  bool mixed_precision = true;
   /// The fields as a tuple. Local.
-  auto fields() const { return std::tie(graph, alpha_labeled, alpha_unlabeled, rtol, prefix, block, reorder); }
+  auto fields() const {
+    return std::tie(graph, alpha_labeled, alpha_unlabeled, rtol, prefix, block, reorder, mixed_precision);
+  }
   /// Field-by-field order. Local.
   bool operator<(const PropagationKey& o) const { return fields() < o.fields(); }
   bool operator==(const PropagationKey& o) const { return fields() == o.fields(); }

@@ -29,6 +29,10 @@ struct PropagationOptions {
   /// level partition leaves each rank's rows in the global Cuthill–McKee level order, which
   /// false then keeps: faster products on some graphs, slower on others, docs/fitting.md.)
   bool reorder = true;
+  /// The block CG refines in double around a single-precision block CG (half the bytes per
+  /// product and pass; the same tolerance on the true residual). false, or
+  /// -<prefix>mixed_precision false: the block CG in double throughout.
+  bool mixed_precision = true;
 };
 
 /// The propagated soft labels F and the solver's record.
@@ -69,9 +73,16 @@ struct PropagationResult {
 ///   "LPBlockProduct"; the block's passes: "LPBlockVector"), c scalar CG recurrences, and
 ///   the outlier column as 1 − their sum on the free rows (M·1 = β and I_β Y·1 = β, so F·1 =
 ///   1 there: one right-hand side fewer; its error is at most the sum of theirs), a column frozen once
-///   ‖D_S⁻¹r‖₂ ≤ max(rtol·‖D_S⁻¹b‖₂, atol) (KSPCG's test, x⁽⁰⁾ = 0 on the free rows), its
+///   ‖D_S⁻¹r‖₂ ≤ max(rtol·‖D_S⁻¹b‖₂, atol) (KSPCG's test, x⁽⁰⁾ = 0 on the free rows). By
+///   default in mixed precision (PropagationOptions::mixed_precision, -<prefix>mixed_precision):
+///   the test is applied to the true residual, formed in double (one double product per
+///   refinement step, "LPBlockProduct"), and the block CG in single precision on Jacobi-
+///   scaled quantities (z = D_S⁻¹r, p, D_S⁻¹S p; the product with D_S⁻¹A, "LPBlockProductSingle":
+///   float values and blocks, half the bytes) gains inner_rtol (-<prefix>mixed_inner_rtol, default 10⁻⁴) per
+///   step; a step that does not halve a column's residual hands the rest to the block CG in
+///   double. The answer meets the same test; iterations are the inner ones, summed. Its
 ///   reductions in a fixed order of B's rows (chunks of rows summed in order); -<prefix>ksp_rtol, _atol,
-///   _divtol and _max_it apply, KSP monitors do not run (the progress line reports the
+///   _divtol and _max_it apply (max_it to the summed iterations), KSP monitors do not run (the progress line reports the
 ///   columns left), and a norm type other than preconditioned or another Jacobi variant
 ///   (-<prefix>pc_jacobi_type, _abs) selects the next path instead;
 /// - CG with another preconditioner on a symmetric A: KSPSolve per column on S (the known
