@@ -25,13 +25,16 @@
 //                  bytes with its halo; block_product_s: the block CG's product
 //                  (propagation/block_product.hpp: MAIJ's kernel on the diagonal block, the
 //                  off-diagonal block on its non-empty rows only), maij_matmult_s: PETSc's
-//                  MatMult on the MPIMAIJ (the off-diagonal block over every row)
+//                  MatMult on the MPIMAIJ (the off-diagonal block over every row),
+//                  single_product_s: the mixed-precision block CG's inner product
+//                  (detail::SingleBlockProduct: float values and blocks)
 //   partitioned + local RCM   the same after graph::rcm_reorder inside each rank (what the
 //                  block CG multiplies by default; -lp_reorder false: the level order)
 //   propagation    ssdr::propagation::propagate on the partitioned graph as the fit runs it
 //                  (block CG with the local RCM; --no-reorder: without),
 //                  seconds, the iterations per column, and seconds / ((max iterations + 1) ×
-//                  the block product it runs)
+//                  the block product it runs: single_product_s by default, block_product_s
+//                  with -lp_mixed_precision false)
 //   gmres          (--gmres) the same with -lp_ksp_type gmres (one KSPSolve per column), both
 //                  solvers run `runs` times alternating which goes first; the minimum and
 //                  median times, the speed-ups, and the max |F_cg − F_gmres|
@@ -217,7 +220,7 @@ int main(int argc, char** argv) {
     // file-order count less the ghost rows B no longer gathers), seconds of the block CG's
     // product and of MatMult on B's MAIJ form.
     struct Product {
-      double ghosts, bytes, seconds, maij;
+      double ghosts, bytes, seconds, maij, single;
     };
     ssdr::Owned<Vec> xp, yp;  // the block vectors: the partitioned and reordered graphs share the layout
     auto product = [&](Mat B) {
@@ -234,6 +237,12 @@ int main(int argc, char** argv) {
       // The block CG's product: MAIJ's kernels, the off-diagonal block on its rows only.
       ssdr::propagation::detail::BlockProduct bp(B, m);
       r.seconds = best_of(reps, [&] { bp.apply(xp, yp); });
+      // The mixed-precision block CG's inner product: float values and blocks.
+      PetscInt nl = 0;
+      MatGetLocalSize(B, &nl, nullptr);
+      std::vector<float> xf(static_cast<size_t>(nl) * static_cast<size_t>(m), 1.0f), yf(xf.size());
+      ssdr::propagation::detail::SingleBlockProduct sp(B, m);
+      r.single = best_of(reps, [&] { sp.apply(xf.data(), yf.data()); });
       return r;
     };
     const double tp0 = now_synced();
@@ -252,7 +261,10 @@ int main(int argc, char** argv) {
     po.reorder = reorder;  // as the fit: the local RCM on the partitioned graph (--no-reorder: none)
     const std::vector<int> labels_p = ssdr::graph::to_renumbered(ren, labels);
     // The block product the block CG runs per iteration.
-    const double t_block_cg = po.reorder ? t_block_r : t_block_p;
+    // (The mixed-precision default's is the single-precision product.)
+    PetscBool mixed = PETSC_TRUE;
+    PetscOptionsGetBool(nullptr, "lp_", "-mixed_precision", &mixed, nullptr);
+    const double t_block_cg = po.reorder ? (mixed ? pr.single : t_block_r) : (mixed ? pp.single : t_block_p);
     // `runs` propagations by each solver, alternating which goes first (a busy machine's
     // load drifts): the minimum and the median of each.
     ssdr::propagation::PropagationResult cg, gm;
@@ -288,15 +300,15 @@ int main(int argc, char** argv) {
       std::printf("{\"what\": \"matmatmult_dense\", \"s\": %.3e, \"vs_block_product\": %.2f}\n", t_mmm, t_mmm / t_block);
       std::printf("{\"what\": \"partitioned\", \"partitioner\": \"%s\", \"level_ordered\": %s, "
                   "\"partition_s\": %.3f, \"ghosts\": %.0f, \"block_product_s\": %.3e, \"bytes\": %.4e, "
-                  "\"GB_per_s\": %.2f, \"of_triad\": %.2f, \"maij_matmult_s\": %.3e}\n",
+                  "\"GB_per_s\": %.2f, \"of_triad\": %.2f, \"maij_matmult_s\": %.3e, \"single_product_s\": %.3e}\n",
                   ren.partitioner.empty() ? "none" : ren.partitioner.c_str(), ren.partitioner == ssdr::graph::kLevelsPartitioner ? "true" : "false",
                   t_partition, ghosts_p_total, t_block_p, bytes_p, bytes_p / t_block_p / 1e9, bytes_p / t_block_p / triad,
-                  pp.maij);
+                  pp.maij, pp.single);
       std::printf("{\"what\": \"partitioned + local RCM\", \"reorder_s\": %.3f, \"ghosts\": %.0f, "
                   "\"block_product_s\": %.3e, \"bytes\": %.4e, \"GB_per_s\": %.2f, \"of_triad\": %.2f, "
-                  "\"maij_matmult_s\": %.3e}\n",
+                  "\"maij_matmult_s\": %.3e, \"single_product_s\": %.3e}\n",
                   t_reorder, ghosts_r_total, t_block_r, bytes_r, bytes_r / t_block_r / 1e9, bytes_r / t_block_r / triad,
-                  pr.maij);
+                  pr.maij, pr.single);
       std::printf("{\"what\": \"propagation\", \"solver\": \"%s\", \"s\": %.3f, \"max_iterations\": %d, "
                   "\"over_iterations_x_block_product\": %.2f, \"iterations\": [",
                   cg.solver.c_str(), t_cg, max_it, t_cg / ((max_it + 1) * t_block_cg));
