@@ -16,6 +16,9 @@
 
 #include <petscmat.h>
 #include <petscsf.h>
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
 
 #include <cstdint>
 #include <vector>
@@ -79,7 +82,7 @@ class SingleBlockProduct {
   SingleBlockProduct(const SingleBlockProduct&) = delete;
   SingleBlockProduct& operator=(const SingleBlockProduct&) = delete;
 
-  /// q = A p over arrays of n_local·m floats (q ≠ p). Collective.
+  /// q = diag(w) A p over arrays of n_local·m floats (q ≠ p). Collective.
   void apply(const float* p, float* q);
 
  private:
@@ -96,6 +99,25 @@ class SingleBlockProduct {
   std::vector<float> ghost_;         ///< the ghost rows' m values
   PetscSF halo_ = nullptr;           ///< roots: local rows; leaves: ghost rows (Ao's column order)
   MPI_Datatype unit_ = MPI_DATATYPE_NULL;  ///< one row: m floats
+  /// The constructor's work once the row structure is held: Â's float values, the
+  /// off-diagonal rows, the halo.
+  void build(Mat A, Mat Ao, const PetscInt* garray, int m, const double* w);
+  void release();  ///< what the destructor frees (also when the constructor throws)
+};
+
+/// Flush-to-zero and denormals-are-zero while it lives (x86's MXCSR; elsewhere nothing): the
+/// single-precision solve meets values below float's normal range (the far-off rows' tiny
+/// couplings times small residuals), and subnormal arithmetic costs ~100 cycles per operation
+/// (it doubled the product's time on a blob graph). Such float values are below 10⁻³⁸ of the
+/// quantities they add to; the double sums weighted by D_S are flushed too below 10⁻³⁰⁸ (a
+/// column whose γ or ρ flushes to 0 breaks down and finishes in double). Deterministic; the
+/// old MXCSR, with any exception flags raised meanwhile, is restored on exit. Local.
+struct FlushSubnormals {
+#if defined(__SSE__)
+  unsigned saved = _mm_getcsr();
+  FlushSubnormals() { _mm_setcsr(saved | 0x8040u); }  // FTZ (bit 15) and DAZ (bit 6)
+  ~FlushSubnormals() { _mm_setcsr(saved); }
+#endif
 };
 
 }  // namespace ssdr::propagation::detail

@@ -6,9 +6,6 @@
 #include "ssdr/propagation/label_propagation.hpp"
 
 #include <petscksp.h>
-#if defined(__SSE__)
-#include <xmmintrin.h>
-#endif
 
 #include <algorithm>
 #include <cmath>
@@ -372,19 +369,6 @@ std::vector<int> block_cg_double(Mat A, const System& s, const Tolerances& tol, 
   return its;
 }
 
-/// Flush-to-zero and denormals-are-zero while it lives (x86's MXCSR; elsewhere nothing): the
-/// single-precision solve meets values below float's normal range (the far-off rows' tiny
-/// couplings times small residuals), and subnormal arithmetic costs ~100 cycles per operation
-/// (it doubled the product's time on a blob graph). Such values are below 10⁻³⁸ of the
-/// quantities they add to. Deterministic, restored on exit. Local.
-struct FlushSubnormals {
-#if defined(__SSE__)
-  unsigned saved = _mm_getcsr();
-  FlushSubnormals() { _mm_setcsr(saved | 0x8040u); }  // FTZ (bit 15) and DAZ (bit 6)
-  ~FlushSubnormals() { _mm_setcsr(saved); }
-#endif
-};
-
 /// Mixed precision: iterative refinement in double around the block CG in single precision.
 /// Each outer step forms the true residual r = B_f − S x_f = (D/α)(βY − x) + A X on the free
 /// rows (X: the known rows' values and x_f; one double product, detail::BlockProduct) and
@@ -409,7 +393,12 @@ std::vector<int> block_cg_mixed(Mat A, const System& s, const Tolerances& tol, c
   const size_t mm = static_cast<size_t>(m), nm = static_cast<size_t>(n * m);
   // The scaled system's pieces on the free rows: D_S⁻¹ (0 on known rows) scales the product's
   // rows, (D/α)·D_S⁻¹ is its diagonal term, z = r (s.dinv = 1), and D_S weights the dot products.
-  System st = s;
+  System st;  // known, scale and dinv only (cg_columns reads no more)
+  st.n_local = n;
+  st.m = s.m;
+  st.known = s.known;
+  st.scale.assign(static_cast<size_t>(n), 0.0);
+  st.dinv.assign(static_cast<size_t>(n), 0.0);
   std::vector<double> dS(static_cast<size_t>(n), 0.0);
   for (int64_t i = 0; i < n; ++i) {
     const size_t li = static_cast<size_t>(i);
@@ -430,7 +419,42 @@ std::vector<int> block_cg_mixed(Mat A, const System& s, const Tolerances& tol, c
   const std::vector<double> inner_tol(mm, inner_rtol);
   std::vector<int> its(mm, 0);
   std::vector<char> active(mm, 0);
-  bool single = true;
+  bool single = true, after_double = false;
+  // The rest in double: the float blocks go (E folded into X first), Rd and Ed come.
+  auto to_double = [&] {
+    single = false;
+    std::vector<float>().swap(R);
+    std::vector<float>().swap(E);
+    std::vector<float>().swap(P);
+    std::vector<float>().swap(Q);
+    Rd.assign(nm, 0.0);
+    Ed.assign(nm, 0.0);
+  };
+  // r = (D/α)(βY − x) + Qd on the free rows (Qd = A X), into R as z = D_S⁻¹r (single) or
+  // Rd as r (double); returns ‖z_k‖² per column.
+  auto residual = [&]() -> const std::vector<double>& {
+    LogScope scope(ev_vector);
+    return sums_m.template sum<MW>([&](int64_t i, double* out) {
+      const size_t li = static_cast<size_t>(i);
+      if (s.known[li]) {
+        for (int64_t k = 0; k < m; ++k) {
+          out[k] = 0.0;
+          if (single) R[static_cast<size_t>(i * m + k)] = 0.0f;
+          else Rd[static_cast<size_t>(i * m + k)] = 0.0;
+        }
+        return;
+      }
+      const double* xi = X + i * ld;
+      for (int64_t k = 0; k < m; ++k) {
+        const size_t e = static_cast<size_t>(i * m + k);
+        const double r = (scale_beta_y(s, i, k) - s.scale[li] * xi[k]) + Qd[e];
+        const double z = r * s.dinv[li];
+        if (single) R[e] = static_cast<float>(z);
+        else Rd[e] = r;
+        out[k] = z * z;
+      }
+    });
+  };
   Progress progress("label propagation (block CG, mixed precision, " + std::to_string(m) + " columns)", 0);
   for (int outer = 0;; ++outer) {
     if (outer > 100) not_converged(o, "the mixed-precision block CG made no progress in 100 refinement steps");
@@ -457,72 +481,55 @@ std::vector<int> block_cg_mixed(Mat A, const System& s, const Tolerances& tol, c
       LogScope scope(ev_product);
       dproduct.apply(Pd.data(), Qd.data());
     }
-    if (!single && Rd.empty()) {
-      Rd.assign(nm, 0.0);
-      Ed.assign(nm, 0.0);
-      std::vector<float>().swap(R);  // the float blocks are not needed again
-      std::vector<float>().swap(E);
-      std::vector<float>().swap(P);
-      std::vector<float>().swap(Q);
-    }
-    const std::vector<double>* tp = nullptr;
-    {
-      LogScope scope(ev_vector);
-      tp = &sums_m.template sum<MW>([&](int64_t i, double* out) {
-        const size_t li = static_cast<size_t>(i);
-        if (s.known[li]) {
-          for (int64_t k = 0; k < m; ++k) {
-            out[k] = 0.0;
-            if (single) R[static_cast<size_t>(i * m + k)] = 0.0f;
-            else Rd[static_cast<size_t>(i * m + k)] = 0.0;
-          }
-          return;
-        }
-        const double* xi = X + i * ld;
-        for (int64_t k = 0; k < m; ++k) {
-          const size_t e = static_cast<size_t>(i * m + k);
-          const double r = (scale_beta_y(s, i, k) - s.scale[li] * xi[k]) + Qd[e];
-          const double z = r * s.dinv[li];
-          if (single) R[e] = static_cast<float>(z);
-          else Rd[e] = r;
-          out[k] = z * z;
-        }
-      });
-    }
-    const std::vector<double>& t = *tp;
+    if (!single && Rd.empty()) to_double();  // after a float breakdown
+    const std::vector<double>* t = &residual();
     bool stalled = false;
     for (size_t k = 0; k < mm; ++k) {
-      const double z = std::sqrt(t[k]);
+      const double z = std::sqrt((*t)[k]);
+      if (!std::isfinite(z)) not_converged(o, "block CG: the residual is not finite");
       if (outer == 0) {
         z0[k] = z;
         target[k] = std::max(tol.rtol * z, std::max(tol.atol, PetscReal(0)));
         half_target[k] = 0.5 * target[k];  // no further than the column needs
-        active[k] = z > target[k];  // a zero right-hand side converges at once
+        active[k] = z > target[k];          // a zero right-hand side converges at once
       } else {
+        const bool was = active[k];
         active[k] = z > target[k];
-        stalled = stalled || (active[k] && !(z <= 0.5 * zlast[k]));
+        if (active[k] && !(z <= 0.5 * zlast[k])) {
+          if (after_double) {
+            // The double block CG met its own test on this column (its recursive residual
+            // ≤ half the target, as the block CG in double stops) and the true residual,
+            // formed in double, cannot go lower: its rounding floor is above rtol·‖z⁽⁰⁾‖.
+            active[k] = 0;
+          } else {
+            stalled = true;
+          }
+        }
+        if (was && active[k] && !(z < tol.dtol * std::max(z0[k], target[k])))
+          not_converged(o, "block CG diverged (‖z‖ ≥ divtol·‖z0‖)");
       }
-      if (!(z < tol.dtol * std::max(z0[k], target[k]))) not_converged(o, "block CG diverged (‖z‖ ≥ divtol·‖z0‖)");
       zlast[k] = z;
     }
     if (std::count(active.begin(), active.end(), 1) == 0) break;
     if (single && stalled) {
-      single = false;  // the remaining digits in double (next step, on this residual)
-      continue;
+      // The remaining digits in double, on this residual: X is unchanged, so Qd = A X holds.
+      to_double();
+      t = &residual();
     }
     bool failed = false;
     std::vector<int> inner;
     const int done = *std::max_element(its.begin(), its.end());
     if (single) {
-      FlushSubnormals ftz;
+      detail::FlushSubnormals ftz;
       inner = cg_columns<MW, float>(sproduct, st, m, R.data(), E.data(), m, P.data(), Q.data(), inner_tol,
                                     half_target, active, tol, o, sums_m, sums_2m, ev_single, progress, done, true,
                                     failed, dS.data());
-      if (failed) single = false;  // E still holds a valid partial correction
+      if (failed) single = false;  // E holds a valid partial correction, folded into X next
     } else {
       inner = cg_columns<MW, double>(dproduct, s, m, Rd.data(), Ed.data(), m, Pd.data(), Qd.data(),
-                                     std::vector<double>(mm, 0.0), target, active, tol, o, sums_m, sums_2m,
+                                     std::vector<double>(mm, 0.0), half_target, active, tol, o, sums_m, sums_2m,
                                      ev_product, progress, done, false, failed);
+      after_double = true;
     }
     for (size_t k = 0; k < mm; ++k) its[k] += inner[k];
   }

@@ -42,8 +42,9 @@ struct PropagationResult {
   /// the graph takes its caller's communicator (methods::soft_labels).
   DistMatrix F;
   /// Iterations per right-hand side (c+1): for the block CG the graph products that column
-  /// took (its recurrence is frozen after them; the outlier column, 1 − the others' sum,
-  /// reports the largest of theirs), else KSPGetIterationNumber per KSPSolve.
+  /// took (its recurrence is frozen after them; in mixed precision the inner iterations of
+  /// every refinement step, summed, without the steps' residual products; the outlier column,
+  /// 1 − the others' sum, reports the largest of theirs), else KSPGetIterationNumber per KSPSolve.
   std::vector<int> iterations;
   /// "block-cg" (the default on symmetric graphs), "<ksp type>-symmetric" (PETSc's KSP per
   /// column on S, e.g. "cg-symmetric") or "<ksp type>" (PETSc's KSP per column on M, e.g. "gmres").
