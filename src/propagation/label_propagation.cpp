@@ -155,8 +155,9 @@ struct Tolerances {
 /// Column k runs if active[k] on entry and stops when ‖z_k‖₂ ≤ max(rtol[k]·‖z_k⁽⁰⁾‖₂, atol, stop_floor[k]),
 /// z = D_S⁻¹r (PETSc's KSPCG with its default preconditioned norm and x⁽⁰⁾_f = 0). T is the
 /// type the blocks are stored in (R, X, P, Q: n×m row-major, X with leading dimension ldx);
-/// every value is computed in double from them and rounded to T when stored, so T = double is
-/// the plain block CG. Every reduction is a ChunkedColumnSums (double), so the scalars do not
+/// the element-wise arithmetic runs in T too (float: four values per SSE operation; the
+/// reductions' terms are converted and summed in double), so T = double is the plain block
+/// CG, bit for bit. Every reduction is a ChunkedColumnSums (double), so the scalars do not
 /// depend on the partition beyond the products' rounding. Three passes over the block per
 /// iteration besides the product (11 block-sized streams): γ = p·Sp (p, q read); r's update
 /// with ρ = r·z and ‖z‖² (r, p, q read, r written); x += αp and p = z + βp (x, p, r read, x
@@ -178,9 +179,13 @@ std::vector<int> cg_columns(Product& product, const System& s, int64_t m, T* R, 
   const int64_t n = s.n_local;
   const size_t mm = static_cast<size_t>(m);
   const PetscLogEvent ev_vector = log_event("LPBlockVector");
-  const double* dinv = s.dinv.data();
-  const double* scale = s.scale.data();
+  // Element-wise arithmetic in T (float: 4 values per SSE operation, no conversions but the
+  // reductions' terms; double: the block CG in double, bit for bit), the sums in double.
+  std::vector<T> dinv_t(s.dinv.begin(), s.dinv.end()), scale_t(s.scale.begin(), s.scale.end());
+  const T* dinv = dinv_t.data();
+  const T* scale = scale_t.data();
   std::vector<double> rho(mm), znorm0(mm), alpha(mm, 0.0), zcoef(mm, 1.0), beta(mm, 0.0);
+  std::vector<T> alpha_t(mm, 0), zcoef_t(mm, 1), beta_t(mm, 0);
   std::vector<int> its(mm, 0);
   {
     // P = Z = D_S⁻¹R, ρ = r·z, ‖z‖².
@@ -188,10 +193,11 @@ std::vector<int> cg_columns(Product& product, const System& s, int64_t m, T* R, 
     const std::vector<double>& t = sums_2m.template sum<2 * MW>([&](int64_t i, double* out) {
       const T* r = R + i * m;
       for (int64_t k = 0; k < m; ++k) {
-        const double z = static_cast<double>(r[k]) * dinv[i];
-        P[i * m + k] = static_cast<T>(z);
-        out[k] = dot_w != nullptr ? dot_w[i] * (static_cast<double>(r[k]) * z) : static_cast<double>(r[k]) * z;
-        out[m + k] = z * z;
+        const T z = r[k] * dinv[i];
+        P[i * m + k] = z;
+        const double rz = static_cast<double>(r[k] * z);
+        out[k] = dot_w != nullptr ? dot_w[i] * rz : rz;
+        out[m + k] = static_cast<double>(z * z);
       }
     });
     for (size_t k = 0; k < mm; ++k) {
@@ -225,9 +231,8 @@ std::vector<int> cg_columns(Product& product, const System& s, int64_t m, T* R, 
         for (int64_t k = 0; k < m; ++k) out[k] = 0.0;
       } else {
         for (int64_t k = 0; k < m; ++k) {
-          const double pk = pi[k];
-          out[k] = pk * (scale[i] * pk - static_cast<double>(qi[k]));
-          if (dot_w != nullptr) out[k] *= dot_w[i];
+          const double g = static_cast<double>(pi[k] * (scale[i] * pi[k] - qi[k]));
+          out[k] = dot_w != nullptr ? dot_w[i] * g : g;
         }
       }
     });
@@ -246,7 +251,8 @@ std::vector<int> cg_columns(Product& product, const System& s, int64_t m, T* R, 
     failed = failed || breakdown;
     // r −= α S p (α = 0 on frozen columns), ρ = r·z and ‖z‖², z = D_S⁻¹r. Known rows keep
     // r = 0. (x += α p is in the p pass, which reads p too: the same stream count either way.)
-    const double* al = alpha.data();
+    for (size_t k = 0; k < mm; ++k) alpha_t[k] = static_cast<T>(alpha[k]);
+    const T* al = alpha_t.data();
     const std::vector<double>& t = sums_2m.template sum<2 * MW>([&](int64_t i, double* out) {
       if (s.known[static_cast<size_t>(i)]) {
         for (int64_t k = 0; k < 2 * m; ++k) out[k] = 0.0;
@@ -256,12 +262,12 @@ std::vector<int> cg_columns(Product& product, const System& s, int64_t m, T* R, 
       const T* pi = P + i * m;
       const T* qi = Q + i * m;
       for (int64_t k = 0; k < m; ++k) {
-        const double pk = pi[k];
-        const double rk = static_cast<T>(ri[k] - al[k] * (scale[i] * pk - static_cast<double>(qi[k])));
-        ri[k] = static_cast<T>(rk);
-        const double z = rk * dinv[i];
-        out[k] = dot_w != nullptr ? dot_w[i] * (rk * z) : rk * z;
-        out[m + k] = z * z;
+        const T rk = ri[k] - al[k] * (scale[i] * pi[k] - qi[k]);
+        ri[k] = rk;
+        const T z = rk * dinv[i];
+        const double rz = static_cast<double>(rk * z);
+        out[k] = dot_w != nullptr ? dot_w[i] * rz : rz;
+        out[m + k] = static_cast<double>(z * z);
       }
     });
     int left = 0;
@@ -293,17 +299,21 @@ std::vector<int> cg_columns(Product& product, const System& s, int64_t m, T* R, 
     }
     if (diverged && !soft) not_converged(o, "block CG diverged (‖z‖ ≥ divtol·‖z0‖)");
     failed = failed || diverged;
-    const double* zc = zcoef.data();
-    const double* be = beta.data();
+    for (size_t k = 0; k < mm; ++k) {
+      zcoef_t[k] = static_cast<T>(zcoef[k]);
+      beta_t[k] = static_cast<T>(beta[k]);
+    }
+    const T* zc = zcoef_t.data();
+    const T* be = beta_t.data();
     // x += α p (known rows: p = 0, x keeps their values), then p ← zcoef·z + β·p.
     for (int64_t i = 0; i < n; ++i) {
       T* xi = X + i * ldx;
       T* pi = P + i * m;
       const T* ri = R + i * m;
       for (int64_t k = 0; k < m; ++k) {
-        const double pk = pi[k];
-        xi[k] = static_cast<T>(xi[k] + al[k] * pk);
-        pi[k] = static_cast<T>(zc[k] * (static_cast<double>(ri[k]) * dinv[i]) + be[k] * pk);
+        const T pk = pi[k];
+        xi[k] = xi[k] + al[k] * pk;
+        pi[k] = zc[k] * (ri[k] * dinv[i]) + be[k] * pk;
       }
     }
     SSDR_PETSC(PetscLogFlops(static_cast<PetscLogDouble>(n * m) * 14.0));
