@@ -343,9 +343,36 @@ void derive_outlier(const System& s, DistMatrix& F, std::vector<int>& its) {
   its.push_back(m > 0 ? *std::max_element(its.begin(), its.end()) : 0);
 }
 
+/// The true residual of S F_f = B_f at F's class columns X (n_local×m, leading dimension ld,
+/// the known rows' values and x_f): r_ik = (D_ii/α_i)((I_β Y)_ik − X_ik) + q_ik on the free
+/// rows, q = A X (n_local×m, row-major), which is B_f − S x_f. Calls store(i·m + k, r_ik, z_ik),
+/// z = D_S⁻¹r, on every local row (0, 0 on the known rows) and returns Σ_i z_ik² per column
+/// (ChunkedColumnSums: the same bits on every rank). Collective.
+template <int MW, class Store>
+const std::vector<double>& true_residual(const System& s, int64_t m, const double* X, int64_t ld, const double* q,
+                                         ChunkedColumnSums& sums, Store&& store) {
+  return sums.template sum<MW>([&](int64_t i, double* out) {
+    const size_t li = static_cast<size_t>(i);
+    const double* xi = X + i * ld;
+    for (int64_t k = 0; k < m; ++k) {
+      const size_t e = static_cast<size_t>(i * m + k);
+      if (s.known[li]) {
+        store(e, 0.0, 0.0);
+        out[k] = 0.0;
+        continue;
+      }
+      const double r = (scale_beta_y(s, i, k) - s.scale[li] * xi[k]) + q[e];
+      const double z = r * s.dinv[li];
+      store(e, r, z);
+      out[k] = z * z;
+    }
+  });
+}
+
 /// The block CG in double on S F_f = B_f for the c class columns (m = c), F holding the known
-/// rows on entry and the solution on exit (cg_columns with T = double, X = F). B_f = (D β/α) Y +
-/// A_fk F_k: one product with the known rows' values. Collective.
+/// rows (and 0 on the free ones) on entry and the solution on exit (cg_columns with T = double,
+/// X = F). B_f = (D β/α) Y + A_fk F_k: one product with the known rows' values, the residual
+/// at x_f = 0. Collective.
 template <int MW>
 std::vector<int> block_cg_double(Mat A, const System& s, const Tolerances& tol, const PropagationOptions& o,
                                  DistMatrix& F) {
@@ -363,11 +390,7 @@ std::vector<int> block_cg_double(Mat A, const System& s, const Tolerances& tol, 
     LogScope scope(ev_product);
     block_product.apply(P.data(), Q.data());
   }
-  for (int64_t i = 0; i < n; ++i) {
-    if (s.known[static_cast<size_t>(i)]) continue;
-    for (int64_t k = 0; k < m; ++k)
-      R[static_cast<size_t>(i * m + k)] = scale_beta_y(s, i, k) + Q[static_cast<size_t>(i * m + k)];
-  }
+  true_residual<MW>(s, m, X, ld, Q.data(), sums_m, [&](size_t e, double r, double) { R[e] = r; });
   Progress progress("label propagation (block CG, " + std::to_string(m) + " columns)", 0);
   std::vector<char> active(mm, 1);
   bool failed = false;
@@ -440,29 +463,12 @@ std::vector<int> block_cg_mixed(Mat A, const System& s, const Tolerances& tol, c
     Rd.assign(nm, 0.0);
     Ed.assign(nm, 0.0);
   };
-  // r = (D/α)(βY − x) + Qd on the free rows (Qd = A X), into R as z = D_S⁻¹r (single) or
-  // Rd as r (double); returns ‖z_k‖² per column.
+  // The true residual into R as z = D_S⁻¹r (single) or Rd as r (double); ‖z_k‖² per column.
   auto residual = [&]() -> const std::vector<double>& {
     LogScope scope(ev_vector);
-    return sums_m.template sum<MW>([&](int64_t i, double* out) {
-      const size_t li = static_cast<size_t>(i);
-      if (s.known[li]) {
-        for (int64_t k = 0; k < m; ++k) {
-          out[k] = 0.0;
-          if (single) R[static_cast<size_t>(i * m + k)] = 0.0f;
-          else Rd[static_cast<size_t>(i * m + k)] = 0.0;
-        }
-        return;
-      }
-      const double* xi = X + i * ld;
-      for (int64_t k = 0; k < m; ++k) {
-        const size_t e = static_cast<size_t>(i * m + k);
-        const double r = (scale_beta_y(s, i, k) - s.scale[li] * xi[k]) + Qd[e];
-        const double z = r * s.dinv[li];
-        if (single) R[e] = static_cast<float>(z);
-        else Rd[e] = r;
-        out[k] = z * z;
-      }
+    return true_residual<MW>(s, m, X, ld, Qd.data(), sums_m, [&](size_t e, double r, double z) {
+      if (single) R[e] = static_cast<float>(z);
+      else Rd[e] = r;
     });
   };
   Progress progress("label propagation (block CG, mixed precision, " + std::to_string(m) + " columns)", 0);
