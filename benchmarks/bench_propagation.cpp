@@ -37,10 +37,11 @@
 //                  with -lp_mixed_precision false); vector_bytes_per_iteration: the block
 //                  CG's other passes (11 streams of n×c values, 4 bytes each in mixed
 //                  precision, 8 in double, + 34 bytes per row); traffic_floor: 1 + their
-//                  time at the triad's rate / the product's, the least that ratio can be
-//                  (the product as measured, the passes at the streaming bound, nothing
-//                  else; blocks that fit the caches can beat it), and over_traffic_floor:
-//                  the ratio / that floor
+//                  time at the memory's rate (the triad's with its write-allocate reads:
+//                  32 bytes per element) / the product's, the least that ratio can be with
+//                  these passes (the product as measured, the passes at the streaming
+//                  bound, nothing else; blocks that fit the caches can beat it), and
+//                  over_traffic_floor: the ratio / that floor
 //   gmres          (--gmres) the same with -lp_ksp_type gmres (one KSPSolve per column), both
 //                  solvers run `runs` times alternating which goes first; the minimum and
 //                  median times, the speed-ups, and the max |F_cg − F_gmres|
@@ -325,12 +326,15 @@ int main(int argc, char** argv) {
       // cg_columns): 11 streams of n×c values (γ: p, q; r's update: r, p, q read, r written; x and
       // p: x, p, r read, x, p written), in float by default, and 34 bytes per row of the rows'
       // flags, scales and weights. At the triad's rate they take vector_bytes / triad: the
-      // propagation cannot come below (1 + that / the product) × (iterations + 1) products, its
-      // traffic floor, however well the passes run (a floor from memory: blocks that fit the
-      // caches, as Fashion-MNIST's 70 000 rows do, can pass below it).
+      // propagation cannot come below (1 + their time / the product's) × (iterations + 1)
+      // products, its traffic floor, however well these passes run (a floor from memory: blocks
+      // that fit the caches, as Fashion-MNIST's 70 000 rows do, can pass below it). Their time
+      // at the memory's rate: the triad counts 24 bytes per element as STREAM does, but its
+      // store to a also reads a's line first (write-allocate), 32 bytes in all, while every
+      // write of these passes goes to a line the pass has just read.
       const double value_bytes = mixed ? 4.0 : 8.0;
       const double vector_bytes = 11.0 * value_bytes * static_cast<double>(n) * m + 34.0 * static_cast<double>(n);
-      const double floor_ratio = 1.0 + vector_bytes / triad / t_block_cg;
+      const double floor_ratio = 1.0 + vector_bytes / (triad * 32.0 / 24.0) / t_block_cg;
       const double ratio = t_cg / ((max_it + 1) * t_block_cg);
       std::printf("{\"what\": \"propagation\", \"solver\": \"%s\", \"s\": %.3f, \"max_iterations\": %d, "
                   "\"over_iterations_x_block_product\": %.2f, \"vector_bytes_per_iteration\": %.4e, "
