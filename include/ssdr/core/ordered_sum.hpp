@@ -74,26 +74,39 @@ class ChunkedColumnSums {
   const std::vector<double>& sum(RowFn&& row) {
     static_assert(W >= 0, "ChunkedColumnSums::sum: W is a width or 0");
     if (W != 0 && W != w_) throw_width_mismatch(W);
+    double* c = c_.data();
     const int w = w_;
-    double* __restrict acc = acc_.data();
-    double* __restrict c = c_.data();
-    // Rows [g0, g1) folded onto acc in order.
-    auto fold = [&](int64_t g0, int64_t g1) {
+    // Local rows [i0, i1) folded onto acc in order.
+    return fold_ranges([&](int64_t i0, int64_t i1, double* __restrict acc) {
       if constexpr (W > 0) {
         double a[W], cw[W];
         for (int k = 0; k < W; ++k) a[k] = acc[k];
-        for (int64_t g = g0; g < g1; ++g) {
-          row(g - start_, cw);
+        for (int64_t i = i0; i < i1; ++i) {
+          row(i, cw);
           for (int k = 0; k < W; ++k) a[k] += cw[k];
         }
         for (int k = 0; k < W; ++k) acc[k] = a[k];
       } else {
-        for (int64_t g = g0; g < g1; ++g) {
-          row(g - start_, c);
+        for (int64_t i = i0; i < i1; ++i) {
+          row(i, c);
           for (int k = 0; k < w; ++k) acc[k] += c[k];
         }
       }
-    };
+    });
+  }
+
+  /// sum()'s result with the caller's own loop over the rows: ranges(i0, i1, acc) adds the
+  /// contributions of local rows i0 ≤ i < i1, in increasing i, onto acc (w doubles, the running
+  /// sums): acc[k] ← acc[k] + c_ik, one addition per row and value (a row without a
+  /// contribution may be skipped: a + 0 = a). It is called once per piece of a chunk, and every
+  /// local row lies in exactly one range. For loops that hold the running sums in registers
+  /// themselves (SIMD accumulators), which a per-row functor cannot. Collective over comm;
+  /// every rank gets the same bits, and the same as sum() with the same contributions.
+  template <class RangeFn>
+  const std::vector<double>& fold_ranges(RangeFn&& ranges) {
+    const int w = w_;
+    double* acc = acc_.data();
+    auto fold = [&](int64_t g0, int64_t g1) { ranges(g0 - start_, g1 - start_, acc); };
     const bool has_rows = end_ > start_;
     const bool carry_in = has_rows && start_ % B_ != 0;
     const bool carry_out = has_rows && end_ % B_ != 0 && end_ < n_;
