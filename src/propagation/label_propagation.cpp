@@ -155,9 +155,11 @@ struct Tolerances {
 #if defined(__SSE2__)
 /// cg_columns' r pass in float on local rows i0 ≤ i < i1 (ChunkedColumnSums::fold_ranges):
 /// r −= α((D/α)_S p − q), then ρ_k += w_i·(r·z) and ‖z_k‖² += z·z with z = D_S⁻¹r, onto acc
-/// (ρ in acc[0, MW), ‖z‖² in acc[MW, 2MW)), known rows skipped (their terms are 0). The
-/// arithmetic of the generic row loop, value for value (float products, each term converted
-/// to double and added once), so the same bits; written with SSE2 on pairs of columns so that
+/// (ρ in acc[0, MW), ‖z‖² in acc[MW, 2MW)), known rows skipped (their terms are +0, and
+/// sums of terms ≥ +0 are never −0). The arithmetic of the generic row loop, value for value
+/// (float products, each term converted to double and added once), so the same bits in the
+/// default build (x86-64-v2 has no FMA; a build for a CPU with FMA may contract w·term + sum
+/// here and in the generic loop alike, each deterministically); SSE2 on pairs of columns so that
 /// the 2·MW running sums stay in registers: the generic loop's sums went through memory (7.6
 /// against 4.2 ms per 5·10⁵ rows, c = 10, one rank of this machine). `w`: n_local weights or
 /// null (1). Local.

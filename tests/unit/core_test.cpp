@@ -142,7 +142,7 @@ TEST(OrderedRowSum, HasTheSameBitsAsTheSerialFixedTreeForEveryLayout) {
 }
 
 TEST(ChunkedColumnSums, HasTheSameBitsAsTheSerialChunkOrderForEveryLayout) {
-  // The documented order (chunks of B(n) = max(64, ⌈n/256⌉) rows summed in row order, chunk
+  // sum(), sum<3>() and fold_ranges() against the documented order (chunks of B(n) = max(64, ⌈n/256⌉) rows summed in row order, chunk
   // sums added in order) written out serially, against every layout: block, all on the last
   // rank, uneven with empty ranks; n below one chunk, across several chunks, and one where a
   // rank's rows lie inside one chunk (the carried running sum passes through it). The row
@@ -177,6 +177,25 @@ TEST(ChunkedColumnSums, HasTheSameBitsAsTheSerialChunkOrderForEveryLayout) {
         for (int j = 0; j < 3; ++j) want[j] += chunk[j];
       }
       for (int j = 0; j < 3; ++j) EXPECT_EQ(got[j], want[j]) << "n " << n << " layout " << layout << " column " << j;
+      // The same through the width fixed at compile time, and through fold_ranges with the
+      // caller's own loop (the block CG's residual pass): every local row in exactly one
+      // range, the same bits.
+      const std::vector<double> fixed = sums.sum<3>([&](int64_t i, double* out) { test_row(start + i, out); });
+      std::vector<int64_t> covered;
+      const std::vector<double> ranged = sums.fold_ranges([&](int64_t i0, int64_t i1, double* acc) {
+        for (int64_t i = i0; i < i1; ++i) {
+          covered.push_back(i);
+          double row[3];
+          test_row(start + i, row);
+          for (int j = 0; j < 3; ++j) acc[j] += row[j];
+        }
+      });
+      std::sort(covered.begin(), covered.end());
+      ASSERT_EQ(covered, visited) << "fold_ranges covers each local row once";
+      for (int j = 0; j < 3; ++j) {
+        EXPECT_EQ(fixed[j], want[j]) << "sum<3>, n " << n << " layout " << layout << " column " << j;
+        EXPECT_EQ(ranged[j], want[j]) << "fold_ranges, n " << n << " layout " << layout << " column " << j;
+      }
     }
   }
 }

@@ -97,8 +97,9 @@ class ChunkedColumnSums {
 
   /// sum()'s result with the caller's own loop over the rows: ranges(i0, i1, acc) adds the
   /// contributions of local rows i0 ≤ i < i1, in increasing i, onto acc (w doubles, the running
-  /// sums): acc[k] ← acc[k] + c_ik, one addition per row and value (a row without a
-  /// contribution may be skipped: a + 0 = a). It is called once per piece of a chunk, and every
+  /// sums): acc[k] ← acc[k] + c_ik, one addition per row and value (a row whose terms are
+  /// +0 may be skipped where the sums cannot be −0, as sums of terms ≥ +0 cannot: −0 + +0
+  /// gives +0). It is called once per piece of a chunk, and every
   /// local row lies in exactly one range. For loops that hold the running sums in registers
   /// themselves (SIMD accumulators), which a per-row functor cannot. Collective over comm;
   /// every rank gets the same bits, and the same as sum() with the same contributions.
