@@ -178,7 +178,11 @@ void r_pass_pairs(int64_t i0, int64_t i1, double* acc, float* R, const float* P,
     zz[h] = _mm_loadu_pd(acc + MW + 2 * h);
     alv[h] = load2(al + 2 * h);
   }
-  double rho_tail = acc[MW - 1], zz_tail = acc[2 * MW - 1];  // the last column when MW is odd
+  double rho_tail = 0, zz_tail = 0;  // the last column when MW is odd
+  if constexpr (MW % 2 == 1) {
+    rho_tail = acc[MW - 1];
+    zz_tail = acc[2 * MW - 1];
+  }
   for (int64_t i = i0; i < i1; ++i) {
     if (known[i]) continue;
     float* ri = R + i * MW;

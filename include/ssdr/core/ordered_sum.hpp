@@ -67,9 +67,11 @@ class ChunkedColumnSums {
   /// update row i of the caller's arrays, it is called once per local row). Collective over
   /// comm; every rank gets the same bits. W: the width known at compile time (W = width, or
   /// 0 for any): the running sums and the row's contribution then live in locals the
-  /// compiler keeps in registers, instead of a round trip through memory per row and value
-  /// (which cost a pass over 10⁶ rows about as much as its own loads). The same additions
-  /// in the same order either way: the same bits. \throws ssdr::Error when W ≠ 0 and W ≠ width.
+  /// compiler can keep in registers, instead of a round trip through memory per row and value
+  /// (which cost a pass over 10⁶ rows about as much as its own loads). GCC 12 does not for
+  /// 2 × 10 sums behind a large functor (the block CG's residual pass): that pass uses
+  /// fold_ranges with SIMD accumulators. The same additions in the same order either way:
+  /// the same bits. \throws ssdr::Error when W ≠ 0 and W ≠ width.
   template <int W = 0, class RowFn>
   const std::vector<double>& sum(RowFn&& row) {
     static_assert(W >= 0, "ChunkedColumnSums::sum: W is a width or 0");
