@@ -275,4 +275,80 @@ void SingleBlockProduct::apply(const float* p, float* q) {
     });
 }
 
+template <int W>
+SSDR_ROW_LOOP void SingleBlockProduct::chebyshev_rows(const float* y, float* y_prev, const float* b,
+                                                      const float* sigma, const char* skip, float c1, float c2) {
+  const int64_t m = W > 0 ? W : m_;
+  // The members in locals: the stores to y_prev could otherwise alias them.
+  const PetscInt n = n_;
+  const PetscInt* __restrict ia = ia_;
+  const PetscInt* __restrict ja = ja_;
+  const float* __restrict a = vals_.data();
+  const PetscInt* __restrict off_rows = rows_.data();
+  const size_t n_off = rows_.size();
+  float* __restrict pending = pending_.data();
+  std::vector<float> buffer(W > 0 ? 0 : static_cast<size_t>(m));
+  // Row i's update from its sums q = (Â y)_i.
+  auto update = [&](PetscInt i, const float* __restrict q) {
+    const float* __restrict yi = y + static_cast<int64_t>(i) * m;
+    const float* __restrict bi = b + static_cast<int64_t>(i) * m;
+    float* __restrict pi = y_prev + static_cast<int64_t>(i) * m;
+    const float si = sigma[i];
+    int64_t c = 0;
+#if defined(__SSE2__)
+    // Four values per operation, the scalar loop's operations in its order (the same bits).
+    const __m128 s4 = _mm_set1_ps(si), c14 = _mm_set1_ps(c1), c24 = _mm_set1_ps(c2);
+    for (; c + 4 <= m; c += 4) {
+      const __m128 yv = _mm_loadu_ps(yi + c);
+      const __m128 mix = _mm_mul_ps(c14, _mm_sub_ps(yv, _mm_loadu_ps(pi + c)));
+      const __m128 res = _mm_mul_ps(c24, _mm_sub_ps(_mm_loadu_ps(bi + c), _mm_sub_ps(_mm_mul_ps(s4, yv), _mm_loadu_ps(q + c))));
+      _mm_storeu_ps(pi + c, _mm_add_ps(_mm_add_ps(yv, mix), res));
+    }
+#endif
+    for (; c < m; ++c) pi[c] = yi[c] + c1 * (yi[c] - pi[c]) + c2 * (bi[c] - (si * yi[c] - q[c]));
+  };
+  size_t k = 0;
+  PetscInt next_off = n_off > 0 ? off_rows[0] : n;
+  for (PetscInt i = 0; i < n; ++i) {
+    float fixed[W > 0 ? W : 1];
+    float* sum = W > 0 ? fixed : buffer.data();
+    for (int64_t c = 0; c < m; ++c) sum[c] = 0;
+    for (PetscInt t = ia[i]; t < ia[i + 1]; ++t) {
+      const float v = a[t];
+      const float* x = y + static_cast<int64_t>(ja[t]) * m;
+      for (int64_t c = 0; c < m; ++c) sum[c] += v * x[c];
+    }
+    if (i == next_off) {  // finished once the halo is in
+      for (int64_t c = 0; c < m; ++c) pending[k * static_cast<size_t>(m) + static_cast<size_t>(c)] = sum[c];
+      ++k;
+      next_off = k < n_off ? off_rows[k] : n;
+      continue;
+    }
+    if (!skip[i]) update(i, sum);
+  }
+  if (halo_ == nullptr) return;
+  SSDR_PETSC(PetscSFBcastEnd(halo_, unit_, y, ghost_.data(), MPI_REPLACE));
+  // apply()'s add_rows: the ghost sums from 0, then added to the diagonal block's.
+  for (size_t r = 0; r < n_off; ++r) {
+    float fixed[W > 0 ? W : 1];
+    float* o = W > 0 ? fixed : buffer.data();
+    for (int64_t c = 0; c < m; ++c) o[c] = 0;
+    for (PetscInt t = offsets_[r]; t < offsets_[r + 1]; ++t) {
+      const float v = off_vals_[static_cast<size_t>(t)];
+      const float* x = ghost_.data() + static_cast<int64_t>(cols_[static_cast<size_t>(t)]) * m;
+      for (int64_t c = 0; c < m; ++c) o[c] += v * x[c];
+    }
+    float* q = pending + r * static_cast<size_t>(m);
+    for (int64_t c = 0; c < m; ++c) q[c] += o[c];
+    if (!skip[off_rows[r]]) update(off_rows[r], q);
+  }
+}
+
+void SingleBlockProduct::chebyshev_step(const float* y, float* y_prev, const float* b, const float* sigma,
+                                        const char* skip, float c1, float c2) {
+  if (halo_ != nullptr) SSDR_PETSC(PetscSFBcastBegin(halo_, unit_, y, ghost_.data(), MPI_REPLACE));
+  pending_.resize(rows_.size() * static_cast<size_t>(m_));
+  with_width(m_, [&](auto width) { chebyshev_rows<decltype(width)::value>(y, y_prev, b, sigma, skip, c1, c2); });
+}
+
 }  // namespace ssdr::propagation::detail

@@ -85,6 +85,17 @@ class SingleBlockProduct {
   /// q = diag(w) A p over arrays of n_local·m floats (q ≠ p). Collective.
   void apply(const float* p, float* q);
 
+  /// One step of the Chebyshev semi-iteration on Ŝ y = b with Ŝ = diag(σ) − Â, Â = diag(w) A
+  /// this product's matrix: on every row i with skip[i] = 0,
+  ///   y_prev_i ← y_i + c1·(y_i − y_prev_i) + c2·(b_i − (σ_i·y_i − (Â y)_i)),
+  /// all in float, (Â y)_i summed as apply() sums it (the same bits) and never stored; rows with
+  /// skip[i] ≠ 0 keep y_prev_i. y_prev is not read by other rows, so it takes the new iterate
+  /// in place, and the step is one pass: the product's bytes plus b and y_prev (read, written).
+  /// Rows with ghost neighbours are finished after the halo arrives. y, y_prev, b: n_local·m
+  /// floats (y ≠ y_prev); σ, skip: n_local values. Collective (the halo).
+  void chebyshev_step(const float* y, float* y_prev, const float* b, const float* sigma, const char* skip, float c1,
+                      float c2);
+
  private:
   Owned<Mat> A_;
   Mat Ad_ = nullptr;  ///< A's diagonal block (A itself when SEQAIJ), owned by A_
@@ -99,6 +110,12 @@ class SingleBlockProduct {
   std::vector<float> ghost_;         ///< the ghost rows' m values
   PetscSF halo_ = nullptr;           ///< roots: local rows; leaves: ghost rows (Ao's column order)
   MPI_Datatype unit_ = MPI_DATATYPE_NULL;  ///< one row: m floats
+  /// chebyshev_step's rows, for a width W known at compile time (0: m at run time). Local but
+  /// for the halo's end.
+  template <int W>
+  void chebyshev_rows(const float* y, float* y_prev, const float* b, const float* sigma, const char* skip, float c1,
+                      float c2);
+  std::vector<float> pending_;       ///< the ghost rows' diagonal-block sums during a step
   /// The constructor's work once the row structure is held: Â's float values, the
   /// off-diagonal rows, the halo.
   void build(Mat A, Mat Ao, const PetscInt* garray, int m, const double* w);
