@@ -34,9 +34,12 @@
 //                  (block CG with the local RCM; --no-reorder: without),
 //                  seconds, the iterations per column, and seconds / ((max iterations + 1) ×
 //                  the block product it runs: single_product_s by default, block_product_s
-//                  with -lp_mixed_precision false); vector_bytes_per_iteration: the block
-//                  CG's other passes (11 streams of n×c values, 4 bytes each in mixed
-//                  precision, 8 in double, + 34 bytes per row); traffic_floor: 1 + their
+//                  with -lp_mixed_precision false); inner: the mixed-precision inner solve
+//                  (-lp_mixed_inner: chebyshev, the default, or cg; "double" without mixed
+//                  precision); vector_bytes_per_iteration: the bytes an iteration moves
+//                  besides the product's (the block CG's other passes: 11 streams of n×c
+//                  values, 4 bytes each in mixed precision, 8 in double, + 34 bytes per row;
+//                  a Chebyshev step: 3 streams + 5 bytes per row); traffic_floor: 1 + their
 //                  time at the memory's rate (the triad's with its write-allocate reads:
 //                  32 bytes per element) / the product's, the least that ratio can be with
 //                  these passes (the product as measured, the passes at the streaming
@@ -277,6 +280,9 @@ int main(int argc, char** argv) {
     // (The mixed-precision default's is the single-precision product.)
     PetscBool mixed = PETSC_TRUE;
     PetscOptionsGetBool(nullptr, "lp_", "-mixed_precision", &mixed, nullptr);
+    char inner_type[16] = "chebyshev";  // the mixed-precision inner solve (-lp_mixed_inner)
+    PetscOptionsGetString(nullptr, "lp_", "-mixed_inner", inner_type, sizeof inner_type, nullptr);
+    const bool chebyshev = mixed && std::string(inner_type) == "chebyshev";
     const double t_block_cg = po.reorder ? (mixed ? pr.single : t_block_r) : (mixed ? pp.single : t_block_p);
     // `runs` propagations by each solver, alternating which goes first (a busy machine's
     // load drifts): the minimum and the median of each.
@@ -332,14 +338,22 @@ int main(int argc, char** argv) {
       // at the memory's rate: the triad counts 24 bytes per element as STREAM does, but its
       // store to a also reads a's line first (write-allocate), 32 bytes in all, while every
       // write of these passes goes to a line the pass has just read.
+      // The Chebyshev inner solve (the mixed-precision default) has one pass per iteration, the
+      // product's (SingleBlockProduct::chebyshev_step): besides the product's bytes it reads z
+      // and e_{j−1} and writes e_{j+1} over e_{j−1} (3 streams), and 5 bytes per row (σ, the
+      // known flag); e_j's own row is the block the product reads. (Where a Chebyshev step fails
+      // to halve a residual the float block CG finishes, and its passes are the 11 streams.)
       const double value_bytes = mixed ? 4.0 : 8.0;
-      const double vector_bytes = 11.0 * value_bytes * static_cast<double>(n) * m + 34.0 * static_cast<double>(n);
+      const double vector_bytes =
+          chebyshev ? 3.0 * value_bytes * static_cast<double>(n) * m + 5.0 * static_cast<double>(n)
+                    : 11.0 * value_bytes * static_cast<double>(n) * m + 34.0 * static_cast<double>(n);
       const double floor_ratio = 1.0 + vector_bytes / (triad * 32.0 / 24.0) / t_block_cg;
       const double ratio = t_cg / ((max_it + 1) * t_block_cg);
-      std::printf("{\"what\": \"propagation\", \"solver\": \"%s\", \"s\": %.3f, \"max_iterations\": %d, "
+      std::printf("{\"what\": \"propagation\", \"solver\": \"%s\", \"inner\": \"%s\", \"s\": %.3f, \"max_iterations\": %d, "
                   "\"over_iterations_x_block_product\": %.2f, \"vector_bytes_per_iteration\": %.4e, "
                   "\"traffic_floor\": %.2f, \"over_traffic_floor\": %.2f, \"iterations\": [",
-                  cg.solver.c_str(), t_cg, max_it, ratio, vector_bytes, floor_ratio, ratio / floor_ratio);
+                  cg.solver.c_str(), mixed ? inner_type : "double", t_cg, max_it, ratio, vector_bytes, floor_ratio,
+                  ratio / floor_ratio);
       for (size_t c = 0; c < cg.iterations.size(); ++c) std::printf("%s%d", c ? ", " : "", cg.iterations[c]);
       std::printf("]}\n");
       std::fflush(stdout);

@@ -166,6 +166,8 @@ TEST(LabelPropagation, BlockCgAgreesWithGmresWithPetscCgAndWithTheDenseReference
     auto g = graph::build_knn_graph(X, graph::GraphOptions{});
     const auto cg = run(g.A, pr.semi, pr.classes, defaults());
     const auto cg_double = run(g.A, pr.semi, pr.classes, defaults(), {{"mixed_precision", "false"}});
+    // Mixed precision with the block CG as its inner solve instead of Chebyshev's.
+    const auto cg_inner = run(g.A, pr.semi, pr.classes, defaults(), {{"mixed_inner", "cg"}});
     const auto gmres = run(g.A, pr.semi, pr.classes, defaults(), {{"ksp_type", "gmres"}});
     propagation::PropagationOptions per_column = defaults();
     per_column.block = false;
@@ -187,6 +189,9 @@ TEST(LabelPropagation, BlockCgAgreesWithGmresWithPetscCgAndWithTheDenseReference
       const auto [classes_double, outlier_double] = column_diffs(allgather(cg_double.F), allgather(other->F), c);
       EXPECT_LT(classes_double, 2 * E) << name << " (double) against " << other->solver;
       EXPECT_LT(outlier_double, (c + 1) * E) << name << " (double) against " << other->solver;
+      const auto [classes_cg, outlier_cg] = column_diffs(allgather(cg_inner.F), allgather(other->F), c);
+      EXPECT_LT(classes_cg, 2 * E) << name << " (inner CG) against " << other->solver;
+      EXPECT_LT(outlier_cg, (c + 1) * E) << name << " (inner CG) against " << other->solver;
     }
     // In double the class columns stop as PETSc's CG does (±1); the outlier column, derived
     // from them, reports the slowest one's count (in both precisions).
@@ -304,12 +309,16 @@ TEST(LabelPropagation, BlockCgGivesTheSameSoftLabelsOnAnyRankCount) {
   auto gw = graph::build_knn_graph(Xw, graph::GraphOptions{});
   auto gs = graph::build_knn_graph(Xs, graph::GraphOptions{});
   const double E = solution_bound(kRtol, n, kAlpha);
-  for (const char* mixed : {"true", "false"}) {
-    const auto dist = run(gw.A, pr.semi, pr.classes, defaults(), {{"mixed_precision", mixed}});
-    const auto serial = run(gs.A, pr.semi, pr.classes, defaults(), {{"mixed_precision", mixed}});
+  // Mixed precision with either inner solve (Chebyshev, the default; CG), and double.
+  for (const char* inner : {"chebyshev", "cg", "double"}) {
+    const std::string mixed = std::string(inner) == "double" ? "false" : "true";
+    const std::vector<std::pair<std::string, std::string>> opts = {
+        {"mixed_precision", mixed}, {"mixed_inner", std::string(inner) == "double" ? "cg" : inner}};
+    const auto dist = run(gw.A, pr.semi, pr.classes, defaults(), opts);
+    const auto serial = run(gs.A, pr.semi, pr.classes, defaults(), opts);
     EXPECT_EQ(dist.solver, "block-cg");
     EXPECT_EQ(serial.solver, "block-cg");
-    expect_block_cg_agree(dist, serial, pr.classes, E, std::string(mixed) == "false", std::string("mixed ") + mixed);
+    expect_block_cg_agree(dist, serial, pr.classes, E, mixed == "false", std::string("inner ") + inner);
   }
 }
 
@@ -511,6 +520,69 @@ TEST(SingleBlockProduct, AgreesWithTheDoubleProductToSinglePrecisionRounding) {
   }
 }
 
+TEST(SingleBlockProduct, ChebyshevStepIsTheRecurrenceOnApplysProduct) {
+  // chebyshev_step(y, y_prev, b, σ, skip, c1, c2) must equal, row for row, the three-term
+  // update y_prev ← y + c1(y − y_prev) + c2(b − (σy − q)) with q = apply(y): the same float
+  // sums (diagonal block, then the ghost entries added) and the same float operations in the
+  // same order, so the same bits where the compiler does not contract a·b + c (the default
+  // build; with FMA (SSDR_NATIVE) each operation's rounding may differ: ≤ 8u of the terms'
+  // magnitudes, u = 2⁻²⁴, five roundings of terms no larger than their sum of magnitudes).
+  // Skipped rows keep y_prev. File order (ghost entries on many rows) and renumbered; widths
+  // 1, 10 (compile time) and 17 (run time); on any rank count.
+  test::Problem pr = test::load_problem("digits.csv", 3, true);
+  const DistMatrix X = ref::distribute(pr.X, MPI_COMM_WORLD);
+  const graph::Graph g = graph::build_knn_graph(X, graph::GraphOptions{});
+  const graph::Renumbering ren = graph::renumber_for_locality(g.A, "bcs_");
+  const double u = std::numeric_limits<float>::epsilon() / 2;
+  for (Mat A : {static_cast<Mat>(g.A), static_cast<Mat>(ren.B)}) {
+    PetscInt row_start = 0, row_end = 0;
+    MatGetOwnershipRange(A, &row_start, &row_end);
+    std::vector<double> w;
+    for (double d : graph::degrees(A)) w.push_back(d > 0 ? 1.0 / d : 0.0);
+    const size_t n_local = w.size();
+    for (int m : {1, 10, 17}) {
+      const size_t len = n_local * static_cast<size_t>(m);
+      std::vector<float> y(len), y_prev(len), b(len), q(len), sigma(n_local);
+      std::vector<char> skip(n_local);
+      for (size_t i = 0; i < n_local; ++i) {
+        const double gi = static_cast<double>(row_start) + static_cast<double>(i);
+        sigma[i] = static_cast<float>(1.0 + 0.01 * std::sin(gi));
+        skip[i] = static_cast<long>(gi) % 7 == 3;
+      }
+      for (size_t e = 0; e < len; ++e) {
+        const double ge = static_cast<double>(row_start) * m + static_cast<double>(e);
+        y[e] = static_cast<float>(std::cos(0.37 * ge));
+        y_prev[e] = static_cast<float>(std::sin(0.11 * ge));
+        b[e] = static_cast<float>(1.0 / (1.0 + 0.5 * ge));
+      }
+      propagation::detail::SingleBlockProduct single(A, m, w.data());
+      single.apply(y.data(), q.data());
+      const float c1 = 0.8125f, c2 = 1.375f;
+      std::vector<float> stepped = y_prev;
+      single.chebyshev_step(y.data(), stepped.data(), b.data(), sigma.data(), skip.data(), c1, c2);
+      int same = 1;
+      for (size_t e = 0; e < len; ++e) {
+        const size_t i = e / static_cast<size_t>(m);
+        if (skip[i]) {
+          same = same && stepped[e] == y_prev[e];
+          continue;
+        }
+        const float want = y[e] + c1 * (y[e] - y_prev[e]) + c2 * (b[e] - (sigma[i] * y[e] - q[e]));
+#if defined(__FMA__)
+        const double mag = std::abs(y[e]) + std::abs(c1 * (y[e] - y_prev[e])) +
+                           std::abs(c2) * (std::abs(b[e]) + std::abs(sigma[i] * y[e]) + std::abs(q[e]));
+        same = same && std::abs(static_cast<double>(stepped[e]) - want) <= 8 * u * mag;
+#else
+        (void)u;
+        same = same && stepped[e] == want;
+#endif
+      }
+      MPI_Allreduce(MPI_IN_PLACE, &same, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+      EXPECT_EQ(same, 1) << "width " << m;
+    }
+  }
+}
+
 TEST(LabelPropagation, MixedPrecisionThatStallsFinishesInDoubleWithinTheTolerance) {
   // An inner tolerance of 0.9 gains less than the halving each refinement step must make:
   // the block CG hands the rest to double after the first step and still meets rtol (bounds
@@ -522,7 +594,8 @@ TEST(LabelPropagation, MixedPrecisionThatStallsFinishesInDoubleWithinTheToleranc
   test::Problem pr = test::load_problem("wine.csv", 3, true);
   DistMatrix X = ref::distribute(pr.X, MPI_COMM_WORLD);
   auto g = graph::build_knn_graph(X, graph::GraphOptions{});
-  const auto stalled = run(g.A, pr.semi, pr.classes, defaults(), {{"mixed_inner_rtol", "0.9"}});
+  const auto stalled =
+      run(g.A, pr.semi, pr.classes, defaults(), {{"mixed_inner", "cg"}, {"mixed_inner_rtol", "0.9"}});
   const auto gmres = run(g.A, pr.semi, pr.classes, defaults(), {{"ksp_type", "gmres"}});
   const auto cg_double = run(g.A, pr.semi, pr.classes, defaults(), {{"mixed_precision", "false"}});
   EXPECT_EQ(stalled.solver, "block-cg");
@@ -541,6 +614,12 @@ TEST(LabelPropagation, MixedPrecisionThatStallsFinishesInDoubleWithinTheToleranc
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("-lpt_mixed_inner_rtol"), std::string::npos) << e.what();
     }
+  }
+  try {
+    run(g.A, pr.semi, pr.classes, defaults(), {{"mixed_inner", "jacobi"}});
+    ADD_FAILURE() << "no error for -lpt_mixed_inner jacobi";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("-lpt_mixed_inner must be chebyshev or cg"), std::string::npos) << e.what();
   }
 }
 

@@ -77,11 +77,18 @@ struct PropagationResult {
 ///   ‖D_S⁻¹r‖₂ ≤ max(rtol·‖D_S⁻¹b‖₂, atol) (KSPCG's test, x⁽⁰⁾ = 0 on the free rows). By
 ///   default in mixed precision (PropagationOptions::mixed_precision, -<prefix>mixed_precision):
 ///   the test is applied to the true residual, formed in double (one double product per
-///   refinement step, "LPBlockProduct"), and the block CG in single precision on Jacobi-
-///   scaled quantities (z = D_S⁻¹r, p, D_S⁻¹S p; the product with D_S⁻¹A, "LPBlockProductSingle":
-///   float values and blocks, half the bytes) gains inner_rtol (-<prefix>mixed_inner_rtol, default 10⁻⁴) per
-///   step; a step that does not halve a column's residual hands the rest to the block CG in
-///   double. The answer meets the same test; iterations are the inner ones, summed. Its
+///   refinement step, "LPBlockProduct"), and an inner solve in single precision on the Jacobi-
+///   scaled system Ŝ e = z (z = D_S⁻¹r; the product with D_S⁻¹A, "LPBlockProductSingle": float
+///   values and blocks, half the bytes) gains inner_rtol (-<prefix>mixed_inner_rtol, default
+///   10⁻⁴) per step. The inner solve (-<prefix>mixed_inner) is by default the Chebyshev
+///   semi-iteration on Ŝ's Gershgorin interval [1 − α_max, 1 + α_max] (Saad, Iterative Methods
+///   for Sparse Linear Systems, Alg. 12.1): no reductions, one pass per product, for 7–16 % more
+///   products than CG (298 against 278 on a 10⁶-row kNN graph, 255 against 219 on
+///   Fashion-MNIST); `cg` runs the block CG there instead. Chebyshev's bound holds in the
+///   D_S-norm and the test is in the 2-norm: a Chebyshev step that does not halve a column's
+///   residual hands the rest to the float block CG, and a CG step that does not, to the block
+///   CG in double. The answer meets the same
+///   test; iterations are the inner products (CG: iterations), summed. Its
 ///   reductions in a fixed order of B's rows (chunks of rows summed in order); -<prefix>ksp_rtol, _atol,
 ///   _divtol and _max_it apply (max_it to the summed iterations), KSP monitors do not run (the progress line reports the
 ///   columns left), and a norm type other than preconditioned or another Jacobi variant
