@@ -351,4 +351,33 @@ void SingleBlockProduct::chebyshev_step(const float* y, float* y_prev, const flo
   with_width(m_, [&](auto width) { chebyshev_rows<decltype(width)::value>(y, y_prev, b, sigma, skip, c1, c2); });
 }
 
+int chebyshev_solve(SingleBlockProduct& product, const std::vector<char>& known, const std::vector<float>& sigma,
+                    int64_t m, const std::vector<float>& z, std::vector<float>& e, std::vector<float>& scratch,
+                    double lo, double hi, int steps) {
+  const int64_t n = static_cast<int64_t>(known.size());
+  SSDR_REQUIRE(lo > 0 && hi > lo && steps >= 1 && z.size() == static_cast<size_t>(n * m) && e.size() == z.size() &&
+                   scratch.size() == z.size() && sigma.size() == known.size(),
+               "chebyshev_solve: expected 0 < lo < hi, steps ≥ 1 and blocks of n_local·m values");
+  const double theta = 0.5 * (hi + lo), delta = 0.5 * (hi - lo), sigma1 = theta / delta;
+  // e_1 = z/θ into scratch (e_0 = 0 is e).
+  const float inv_theta = static_cast<float>(1.0 / theta);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t k = 0; k < m; ++k) {
+      const size_t t = static_cast<size_t>(i * m + k);
+      scratch[t] = known[static_cast<size_t>(i)] ? 0.0f : z[t] * inv_theta;
+    }
+  float* cur = scratch.data();
+  float* prev = e.data();
+  double rho = 1.0 / sigma1;
+  for (int j = 1; j < steps; ++j) {
+    const double rho_next = 1.0 / (2.0 * sigma1 - rho);
+    const float c1 = static_cast<float>(rho_next * rho), c2 = static_cast<float>(2.0 * rho_next / delta);
+    rho = rho_next;
+    product.chebyshev_step(cur, prev, z.data(), sigma.data(), known.data(), c1, c2);
+    std::swap(cur, prev);
+  }
+  if (cur != e.data()) e.swap(scratch);  // e_steps into e
+  return steps - 1;
+}
+
 }  // namespace ssdr::propagation::detail

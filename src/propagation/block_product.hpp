@@ -88,11 +88,13 @@ class SingleBlockProduct {
   /// One step of the Chebyshev semi-iteration on Ŝ y = b with Ŝ = diag(σ) − Â, Â = diag(w) A
   /// this product's matrix: on every row i with skip[i] = 0,
   ///   y_prev_i ← y_i + c1·(y_i − y_prev_i) + c2·(b_i − (σ_i·y_i − (Â y)_i)),
-  /// all in float, (Â y)_i summed as apply() sums it (the same bits) and never stored; rows with
+  /// all in float, (Â y)_i summed as apply() sums it (the same bits; the update's operations in
+  /// the formula's order, the same bits unless the build contracts a·b + c to FMA) and never stored; rows with
   /// skip[i] ≠ 0 keep y_prev_i. y_prev is not read by other rows, so it takes the new iterate
   /// in place, and the step is one pass: the product's bytes plus b and y_prev (read, written).
   /// Rows with ghost neighbours are finished after the halo arrives. y, y_prev, b: n_local·m
-  /// floats (y ≠ y_prev); σ, skip: n_local values. Collective (the halo).
+  /// floats (y ≠ y_prev); σ, skip: n_local values. Collective (the halo). \throws ssdr::Error
+  /// when a PETSc call fails.
   void chebyshev_step(const float* y, float* y_prev, const float* b, const float* sigma, const char* skip, float c1,
                       float c2);
 
@@ -121,6 +123,24 @@ class SingleBlockProduct {
   void build(Mat A, Mat Ao, const PetscInt* garray, int m, const double* w);
   void release();  ///< what the destructor frees (also when the constructor throws)
 };
+
+/// The Chebyshev semi-iteration in single precision on Ŝ e = z, Ŝ = diag(σ) − Â on the rows
+/// with known[i] = 0 (Â = diag(w) A, `product`'s matrix; the mixed-precision block CG's inner
+/// system, unit diagonal), `steps` ≥ 1 steps from e = 0: the residual polynomial of degree
+/// `steps` least on [lo, hi], 0 < lo < hi (Saad, Iterative Methods for Sparse Linear Systems,
+/// 2nd ed., Alg. 12.1, in its three-term form e_1 = z/θ, e_{j+1} = e_j + c1(e_j − e_{j−1}) +
+/// c2(z − Ŝe_j) with θ = (hi + lo)/2, δ = (hi − lo)/2, σ₁ = θ/δ, ρ_0 = 1/σ₁, ρ_j = 1/(2σ₁ −
+/// ρ_{j−1}), c1 = ρ_jρ_{j−1}, c2 = 2ρ_j/δ). Its coefficients depend on lo and hi only, so a
+/// step needs no reduction and is one pass (SingleBlockProduct::chebyshev_step). With Ŝ
+/// self-adjoint in ⟨x, y⟩ = Σ_i d_i x_i·y_i for some d > 0 (d = D_S there) and its spectrum in
+/// [lo, hi], ‖z − Ŝe‖_d ≤ ‖z‖_d / T_steps(σ₁) (T: the Chebyshev polynomial) up to float
+/// rounding. z: n_local×m floats (0 on known rows); e: on exit (0 on entry; known rows stay
+/// 0); scratch: the same size, overwritten. σ, known: n_local values. Returns the products
+/// done, steps − 1. Collective over the product's communicator. \throws ssdr::Error when a
+/// PETSc call fails.
+int chebyshev_solve(SingleBlockProduct& product, const std::vector<char>& known, const std::vector<float>& sigma,
+                    int64_t m, const std::vector<float>& z, std::vector<float>& e, std::vector<float>& scratch,
+                    double lo, double hi, int steps);
 
 /// Flush-to-zero and denormals-are-zero while it lives (x86's MXCSR; elsewhere nothing): the
 /// single-precision solve meets values below float's normal range (the far-off rows' tiny
