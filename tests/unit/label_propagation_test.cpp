@@ -200,8 +200,10 @@ TEST(LabelPropagation, BlockCgAgreesWithGmresWithPetscCgAndWithTheDenseReference
           << name << " column " << k;
       EXPECT_GT(cg.iterations[static_cast<size_t>(k)], 0) << name << " column " << k;
     }
-    for (const auto* r : {&cg, &cg_double})
+    for (const auto* r : {&cg, &cg_double, &cg_inner})
       EXPECT_EQ(r->iterations.back(), *std::max_element(r->iterations.begin(), r->iterations.end() - 1)) << name;
+    // -lpt_mixed_inner cg took effect: the CG's counts are not Chebyshev's.
+    EXPECT_NE(cg_inner.iterations, cg.iterations) << name;
     const Dense A = ref::knn_heat_graph(pr.X, 8, 1e-3 / 8);
     const Dense Fr = ref::propagate(A, pr.semi, pr.classes, kAlpha);
     const double dense = dense_bound(A, kAlpha);
@@ -412,11 +414,15 @@ TEST(LabelPropagation, BlockCgThatCannotConvergeThrowsOnEveryRank) {
   test::Problem pr = test::load_problem("iris.csv", 3, true);
   DistMatrix X = ref::distribute(pr.X, MPI_COMM_WORLD);
   auto g = graph::build_knn_graph(X, graph::GraphOptions{});
-  try {
-    run(g.A, pr.semi, pr.classes, defaults(), {{"ksp_max_it", "3"}});
-    ADD_FAILURE() << "no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("-lpt_ksp_max_it 3"), std::string::npos) << e.what();
+  // Both inner solves: Chebyshev's steps are cut to the iterations left, then the double CG
+  // raises; the float CG stops softly at max_it and the double CG raises.
+  for (const char* inner : {"chebyshev", "cg"}) {
+    try {
+      run(g.A, pr.semi, pr.classes, defaults(), {{"ksp_max_it", "3"}, {"mixed_inner", inner}});
+      ADD_FAILURE() << "no error with inner " << inner;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("-lpt_ksp_max_it 3"), std::string::npos) << inner << ": " << e.what();
+    }
   }
 }
 
@@ -580,6 +586,78 @@ TEST(SingleBlockProduct, ChebyshevStepIsTheRecurrenceOnApplysProduct) {
       MPI_Allreduce(MPI_IN_PLACE, &same, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
       EXPECT_EQ(same, 1) << "width " << m;
     }
+  }
+}
+
+TEST(ChebyshevSolve, MeetsTheChebyshevBoundInTheDegreeWeightedNorm) {
+  // Saad's Alg. 12.1: with Ŝ = D_S⁻¹S self-adjoint in ⟨x, y⟩_d = Σ d_i x_i y_i (d = D_S, the
+  // free rows) and its spectrum in [lo, hi] = the Gershgorin interval [1 − α, 1 + α] (plus the
+  // solver's margin), s steps from e = 0 leave ‖z − Ŝe‖_d ≤ ‖z‖_d / T_s(σ₁), σ₁ = (hi + lo)/(hi − lo).
+  // The residual is formed in double from A itself. Float rounding: each step's terms are
+  // ≤ ‖z‖ + ‖Ŝ‖·‖e‖ with ‖e‖ ≤ ‖z‖/lo ≈ 100‖z‖ and ‖Ŝ‖ ≤ 2, each rounded to u = 2⁻²⁴ a few
+  // times, and Chebyshev's recurrence carries those errors without growth beyond the step
+  // count: s·4u·201 ≈ 3·10⁻⁴ relative at s = 60, so the slack is 10⁻³; at s = 60 the bound is
+  // 4·10⁻⁴, where Jacobi's iteration would still be at 0.99⁶⁰ ≈ 0.55. digits, 10 columns, on
+  // any rank count.
+  test::Problem pr = test::load_problem("digits.csv", 5, true);
+  const DistMatrix X = ref::distribute(pr.X, MPI_COMM_WORLD);
+  const graph::Graph g = graph::build_knn_graph(X, graph::GraphOptions{});
+  const std::vector<int> labels = local_labels(g.A, pr.semi);
+  const std::vector<double> degree = graph::degrees(g.A);
+  const size_t n = degree.size();
+  const int64_t m = 10;
+  Owned<Vec> diag;
+  MatCreateVecs(g.A, nullptr, diag.out());
+  MatGetDiagonal(g.A, diag);
+  const PetscScalar* a = nullptr;
+  VecGetArrayRead(diag, &a);
+  std::vector<double> dinv(n, 0.0), d(n, 0.0);
+  std::vector<float> sigma(n, 0.0f);
+  std::vector<char> known(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    known[i] = labels[i] >= 0 || !(degree[i] > 0);
+    if (known[i]) continue;
+    const double scale = degree[i] / kAlpha;
+    dinv[i] = 1.0 / (scale - a[i]);
+    d[i] = 1.0 / dinv[i];
+    sigma[i] = static_cast<float>(scale * dinv[i]);
+  }
+  VecRestoreArrayRead(diag, &a);
+  PetscInt row_start = 0;
+  MatGetOwnershipRange(g.A, &row_start, nullptr);
+  std::vector<float> z(n * m, 0.0f);
+  for (size_t i = 0; i < n; ++i)
+    for (int64_t k = 0; k < m; ++k)
+      if (!known[i]) z[i * m + static_cast<size_t>(k)] = static_cast<float>(std::cos(0.7 * static_cast<double>(row_start + i) + 1.3 * k));
+  propagation::detail::SingleBlockProduct single(g.A, static_cast<int>(m), dinv.data());
+  propagation::detail::BlockProduct dbl(g.A, static_cast<int>(m));
+  const double lo = 1.0 - kAlpha - 1e-6, hi = 1.0 + kAlpha + 1e-6, sigma1 = (hi + lo) / (hi - lo);
+  for (int steps : {1, 2, 5, 20, 60}) {
+    std::vector<float> e(n * m, 0.0f), scratch(n * m, 0.0f);
+    const int products = propagation::detail::chebyshev_solve(single, known, sigma, m, z, e, scratch, lo, hi, steps);
+    EXPECT_EQ(products, steps - 1);
+    std::vector<double> ed(e.begin(), e.end()), q(n * m, 0.0);
+    dbl.apply(ed.data(), q.data());
+    double norms[2] = {0, 0};  // ‖z − Ŝe‖_d², ‖z‖_d²
+    int known_zero = 1;
+    for (size_t i = 0; i < n; ++i)
+      for (int64_t k = 0; k < m; ++k) {
+        const size_t t = i * m + static_cast<size_t>(k);
+        if (known[i]) {
+          known_zero = known_zero && e[t] == 0.0f;
+          continue;
+        }
+        // Ŝe = σe − D_S⁻¹(A e), σ = (D/α)D_S⁻¹, in double.
+        const double se = (degree[i] / kAlpha) * dinv[i] * ed[t] - dinv[i] * q[t];
+        const double res = z[t] - se;
+        norms[0] += d[i] * res * res;
+        norms[1] += d[i] * static_cast<double>(z[t]) * z[t];
+      }
+    MPI_Allreduce(MPI_IN_PLACE, norms, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, &known_zero, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    const double bound = 1.0 / std::cosh(steps * std::acosh(sigma1));
+    EXPECT_LE(std::sqrt(norms[0] / norms[1]), bound + 1e-3) << steps << " steps";
+    EXPECT_EQ(known_zero, 1) << steps << " steps";
   }
 }
 

@@ -80,7 +80,8 @@ struct PropagationResult {
 ///   refinement step, "LPBlockProduct"), and an inner solve in single precision on the Jacobi-
 ///   scaled system Ŝ e = z (z = D_S⁻¹r; the product with D_S⁻¹A, "LPBlockProductSingle": float
 ///   values and blocks, half the bytes) gains inner_rtol (-<prefix>mixed_inner_rtol, default
-///   10⁻⁴) per step. The inner solve (-<prefix>mixed_inner) is by default the Chebyshev
+///   10⁻⁴) per step (Chebyshev: the steps its bound needs for that, at least a 10× gain, no
+///   further than half the target; converged columns get no correction). The inner solve (-<prefix>mixed_inner) is by default the Chebyshev
 ///   semi-iteration on Ŝ's Gershgorin interval [1 − α_max, 1 + α_max] (Saad, Iterative Methods
 ///   for Sparse Linear Systems, Alg. 12.1): no reductions, one pass per product, for 7–16 % more
 ///   products than CG (298 against 278 on a 10⁶-row kNN graph, 255 against 219 on
