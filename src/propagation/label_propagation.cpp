@@ -485,7 +485,7 @@ std::vector<int> block_cg_double(Mat A, const System& s, const Tolerances& tol, 
 }
 
 /// Mixed precision: iterative refinement in double around a solve in single precision, the
-/// Chebyshev semi-iteration (chebyshev_inner, the default; -<prefix>mixed_inner chebyshev) or
+/// Chebyshev semi-iteration (detail::chebyshev_solve, the default; -<prefix>mixed_inner chebyshev) or
 /// the block CG (-<prefix>mixed_inner cg), described here for the CG.
 /// Each outer step forms the true residual r = B_f − S x_f = (D/α)(βY − x) + A X on the free
 /// rows (X: the known rows' values and x_f; one double product, detail::BlockProduct) and
