@@ -27,6 +27,26 @@ namespace {
 /// over its entries in order, then are added to q (MatMultAdd of PETSc's SEQMAIJ kernels).
 /// T: double (BlockProduct) or float (SingleBlockProduct), the sums' type too.
 /// W = 0: m at run time, the same order.
+#if defined(__GNUC__)
+#define SSDR_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define SSDR_ALWAYS_INLINE inline
+#endif
+
+/// sum[c] = Σ_{t0 ≤ t < t1} vals[t]·x[cols[t]·m + c] for c < m, each from 0 in entry order:
+/// the one sum every row kernel here forms (PETSc's SEQMAIJ order). Inlined into the row
+/// loops (a call per row would keep the sums in memory). Local.
+template <int W, class T, class Index>
+SSDR_ROW_LOOP SSDR_ALWAYS_INLINE void row_sums(Index t0, Index t1, const Index* cols, const T* vals, const T* x,
+                                               int64_t m, T* sum) {
+  for (int64_t c = 0; c < m; ++c) sum[c] = 0;
+  for (Index t = t0; t < t1; ++t) {
+    const T v = vals[t];
+    const T* xt = x + static_cast<int64_t>(cols[t]) * m;
+    for (int64_t c = 0; c < m; ++c) sum[c] += v * xt[c];
+  }
+}
+
 template <int W, class T>
 SSDR_ROW_LOOP void add_rows(const std::vector<PetscInt>& rows, const std::vector<PetscInt>& offsets,
               const std::vector<PetscInt>& cols, const std::vector<T>& vals, const T* g, T* q, int m_runtime) {
@@ -35,12 +55,7 @@ SSDR_ROW_LOOP void add_rows(const std::vector<PetscInt>& rows, const std::vector
   for (size_t k = 0; k < rows.size(); ++k) {
     T fixed[W > 0 ? W : 1];
     T* sum = W > 0 ? fixed : buffer.data();
-    for (int64_t c = 0; c < m; ++c) sum[c] = 0;
-    for (PetscInt t = offsets[k]; t < offsets[k + 1]; ++t) {
-      const T v = vals[static_cast<size_t>(t)];
-      const T* x = g + static_cast<int64_t>(cols[static_cast<size_t>(t)]) * m;
-      for (int64_t c = 0; c < m; ++c) sum[c] += v * x[c];
-    }
+    row_sums<W>(offsets[k], offsets[k + 1], cols.data(), vals.data(), g, m, sum);
     T* y = q + static_cast<int64_t>(rows[k]) * m;
     for (int64_t c = 0; c < m; ++c) y[c] += sum[c];
   }
@@ -57,12 +72,7 @@ SSDR_ROW_LOOP void csr_rows(PetscInt n, const PetscInt* ia, const PetscInt* ja, 
   for (PetscInt i = 0; i < n; ++i) {
     float fixed[W > 0 ? W : 1];
     float* sum = W > 0 ? fixed : buffer.data();
-    for (int64_t c = 0; c < m; ++c) sum[c] = 0;
-    for (PetscInt t = ia[i]; t < ia[i + 1]; ++t) {
-      const float v = a[t];
-      const float* x = p + static_cast<int64_t>(ja[t]) * m;
-      for (int64_t c = 0; c < m; ++c) sum[c] += v * x[c];
-    }
+    row_sums<W>(ia[i], ia[i + 1], ja, a, p, m, sum);
     float* y = q + static_cast<int64_t>(i) * m;
     for (int64_t c = 0; c < m; ++c) y[c] = sum[c];
   }
@@ -312,12 +322,7 @@ SSDR_ROW_LOOP void SingleBlockProduct::chebyshev_rows(const float* y, float* y_p
   for (PetscInt i = 0; i < n; ++i) {
     float fixed[W > 0 ? W : 1];
     float* sum = W > 0 ? fixed : buffer.data();
-    for (int64_t c = 0; c < m; ++c) sum[c] = 0;
-    for (PetscInt t = ia[i]; t < ia[i + 1]; ++t) {
-      const float v = a[t];
-      const float* x = y + static_cast<int64_t>(ja[t]) * m;
-      for (int64_t c = 0; c < m; ++c) sum[c] += v * x[c];
-    }
+    row_sums<W>(ia[i], ia[i + 1], ja, a, y, m, sum);
     if (i == next_off) {  // finished once the halo is in
       for (int64_t c = 0; c < m; ++c) pending[k * static_cast<size_t>(m) + static_cast<size_t>(c)] = sum[c];
       ++k;
@@ -332,12 +337,7 @@ SSDR_ROW_LOOP void SingleBlockProduct::chebyshev_rows(const float* y, float* y_p
   for (size_t r = 0; r < n_off; ++r) {
     float fixed[W > 0 ? W : 1];
     float* o = W > 0 ? fixed : buffer.data();
-    for (int64_t c = 0; c < m; ++c) o[c] = 0;
-    for (PetscInt t = offsets_[r]; t < offsets_[r + 1]; ++t) {
-      const float v = off_vals_[static_cast<size_t>(t)];
-      const float* x = ghost_.data() + static_cast<int64_t>(cols_[static_cast<size_t>(t)]) * m;
-      for (int64_t c = 0; c < m; ++c) o[c] += v * x[c];
-    }
+    row_sums<W>(offsets_[r], offsets_[r + 1], cols_.data(), off_vals_.data(), ghost_.data(), m, o);
     float* q = pending + r * static_cast<size_t>(m);
     for (int64_t c = 0; c < m; ++c) q[c] += o[c];
     if (!skip[off_rows[r]]) update(off_rows[r], q);
