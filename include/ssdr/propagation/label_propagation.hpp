@@ -81,15 +81,14 @@ struct PropagationResult {
 ///   scaled system Ŝ e = z (z = D_S⁻¹r; the product with D_S⁻¹A, "LPBlockProductSingle": float
 ///   values and blocks, half the bytes) gains inner_rtol (-<prefix>mixed_inner_rtol, default
 ///   10⁻⁴) per step (Chebyshev: the steps its bound needs for that, at least a 10× gain, no
-///   further than half the target; converged columns get no correction). The inner solve (-<prefix>mixed_inner) is by default the Chebyshev
-///   semi-iteration on Ŝ's Gershgorin interval [1 − α_max, 1 + α_max] (Saad, Iterative Methods
+///   further than half the target; converged columns get no correction). The inner solve
+///   (-<prefix>mixed_inner) is by default the Chebyshev semi-iteration on Ŝ's Gershgorin interval [1 − α_max, 1 + α_max] (Saad, Iterative Methods
 ///   for Sparse Linear Systems, Alg. 12.1): no reductions, one pass per product, for 7–16 % more
 ///   products than CG (298 against 278 on a 10⁶-row kNN graph, 255 against 219 on
 ///   Fashion-MNIST); `cg` runs the block CG there instead. Chebyshev's bound holds in the
-///   D_S-norm and the test is in the 2-norm: a Chebyshev step that does not halve a column's
-///   residual hands the rest to the float block CG, and a CG step that does not, to the block
-///   CG in double. The answer meets the same
-///   test; iterations are the inner products (CG: iterations), summed. Its
+///   D_S-norm and the test is in the 2-norm: the second Chebyshev step that does not halve a
+///   column's residual hands the rest to the float block CG, and a CG step that does not, to
+///   the block CG in double. The answer meets the same test; iterations are the inner products (CG: iterations), summed. Its
 ///   reductions in a fixed order of B's rows (chunks of rows summed in order); -<prefix>ksp_rtol, _atol,
 ///   _divtol and _max_it apply (max_it to the summed iterations), KSP monitors do not run (the progress line reports the
 ///   columns left), and a norm type other than preconditioned or another Jacobi variant
