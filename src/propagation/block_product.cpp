@@ -22,11 +22,6 @@ namespace {
 #define SSDR_ROW_LOOP
 #endif
 
-/// q_r += Σ_t a_t g_{j_t} for the listed rows r = rows[k], whose entries are
-/// offsets[k]..offsets[k+1] of cols/vals, W values per row: each row's sums start at 0 and run
-/// over its entries in order, then are added to q (MatMultAdd of PETSc's SEQMAIJ kernels).
-/// T: double (BlockProduct) or float (SingleBlockProduct), the sums' type too.
-/// W = 0: m at run time, the same order.
 #if defined(__GNUC__)
 #define SSDR_ALWAYS_INLINE inline __attribute__((always_inline))
 #else
@@ -47,6 +42,11 @@ SSDR_ROW_LOOP SSDR_ALWAYS_INLINE void row_sums(Index t0, Index t1, const Index* 
   }
 }
 
+/// q_r += Σ_t a_t g_{j_t} for the listed rows r = rows[k], whose entries are
+/// offsets[k]..offsets[k+1] of cols/vals, W values per row: each row's sums start at 0 and run
+/// over its entries in order, then are added to q (MatMultAdd of PETSc's SEQMAIJ kernels).
+/// T: double (BlockProduct) or float (SingleBlockProduct), the sums' type too.
+/// W = 0: m at run time, the same order.
 template <int W, class T>
 SSDR_ROW_LOOP void add_rows(const std::vector<PetscInt>& rows, const std::vector<PetscInt>& offsets,
               const std::vector<PetscInt>& cols, const std::vector<T>& vals, const T* g, T* q, int m_runtime) {
@@ -260,6 +260,7 @@ void SingleBlockProduct::build(Mat A, Mat Ao, const PetscInt* garray, int m, con
     for (PetscInt t = offsets_[k]; t < offsets_[k + 1]; ++t)
       off_vals_[static_cast<size_t>(t)] = static_cast<float>(scale(rows_[k]) * off[static_cast<size_t>(t)]);
   ghost_.assign(static_cast<size_t>(ghosts) * static_cast<size_t>(m), 0.0f);
+  pending_.assign(rows_.size() * static_cast<size_t>(m), 0.0f);
 }
 
 SingleBlockProduct::~SingleBlockProduct() { release(); }
@@ -347,7 +348,6 @@ SSDR_ROW_LOOP void SingleBlockProduct::chebyshev_rows(const float* y, float* y_p
 void SingleBlockProduct::chebyshev_step(const float* y, float* y_prev, const float* b, const float* sigma,
                                         const char* skip, float c1, float c2) {
   if (halo_ != nullptr) SSDR_PETSC(PetscSFBcastBegin(halo_, unit_, y, ghost_.data(), MPI_REPLACE));
-  pending_.resize(rows_.size() * static_cast<size_t>(m_));
   with_width(m_, [&](auto width) { chebyshev_rows<decltype(width)::value>(y, y_prev, b, sigma, skip, c1, c2); });
 }
 

@@ -72,7 +72,8 @@ class BlockProduct {
 /// diagonal.) The halo is a PetscSF broadcast of whole rows (m floats), overlapped with the
 /// diagonal block. Keeps a reference to A and its diagonal block's row structure
 /// (MatGetRowIJ, no copy), so A must not change while this object lives. Memory: 4 bytes per
-/// diagonal-block entry, 12 per off-diagonal entry and 4·m per ghost row.
+/// diagonal-block entry, 12 per off-diagonal entry, 4·m per ghost row and 4·m per local row
+/// with ghost neighbours (chebyshev_step's pending sums).
 class SingleBlockProduct {
  public:
   /// `w`: n_local scales (or null: 1). Collective over A's communicator. \throws
@@ -117,7 +118,7 @@ class SingleBlockProduct {
   template <int W>
   void chebyshev_rows(const float* y, float* y_prev, const float* b, const float* sigma, const char* skip, float c1,
                       float c2);
-  std::vector<float> pending_;       ///< the ghost rows' diagonal-block sums during a step
+  std::vector<float> pending_;       ///< chebyshev_step: the sums of rows with ghost neighbours (rows_), m each
   /// The constructor's work once the row structure is held: Â's float values, the
   /// off-diagonal rows, the halo.
   void build(Mat A, Mat Ao, const PetscInt* garray, int m, const double* w);
@@ -136,8 +137,9 @@ class SingleBlockProduct {
 /// [lo, hi], ‖z − Ŝe‖_d ≤ ‖z‖_d / T_steps(σ₁) (T: the Chebyshev polynomial) up to float
 /// rounding. z: n_local×m floats (0 on known rows); e: on exit (0 on entry; known rows stay
 /// 0); scratch: the same size, overwritten. σ, known: n_local values. Returns the products
-/// done, steps − 1. Collective over the product's communicator. \throws ssdr::Error when a
-/// PETSc call fails.
+/// done, steps − 1. Collective over the product's communicator. \throws ssdr::Error when
+/// not 0 < lo < hi, steps < 1, z, e or scratch is not n_local·m values or σ not n_local
+/// (all ranks call it with the same lo, hi and steps), or a PETSc call fails.
 int chebyshev_solve(SingleBlockProduct& product, const std::vector<char>& known, const std::vector<float>& sigma,
                     int64_t m, const std::vector<float>& z, std::vector<float>& e, std::vector<float>& scratch,
                     double lo, double hi, int steps);

@@ -632,6 +632,14 @@ TEST(ChebyshevSolve, MeetsTheChebyshevBoundInTheDegreeWeightedNorm) {
   propagation::detail::SingleBlockProduct single(g.A, static_cast<int>(m), dinv.data());
   propagation::detail::BlockProduct dbl(g.A, static_cast<int>(m));
   const double lo = 1.0 - kAlpha - 1e-6, hi = 1.0 + kAlpha + 1e-6, sigma1 = (hi + lo) / (hi - lo);
+  {
+    // No interval (lo ≤ 0 or hi ≤ lo), no step, or a block of the wrong size: refused.
+    std::vector<float> e(n * m, 0.0f), scratch(n * m, 0.0f), short_e(n * m + 1, 0.0f);
+    EXPECT_THROW(propagation::detail::chebyshev_solve(single, known, sigma, m, z, e, scratch, 0.0, hi, 5), Error);
+    EXPECT_THROW(propagation::detail::chebyshev_solve(single, known, sigma, m, z, e, scratch, hi, lo, 5), Error);
+    EXPECT_THROW(propagation::detail::chebyshev_solve(single, known, sigma, m, z, e, scratch, lo, hi, 0), Error);
+    EXPECT_THROW(propagation::detail::chebyshev_solve(single, known, sigma, m, z, short_e, scratch, lo, hi, 5), Error);
+  }
   for (int steps : {1, 2, 5, 20, 60}) {
     std::vector<float> e(n * m, 0.0f), scratch(n * m, 0.0f);
     const int products = propagation::detail::chebyshev_solve(single, known, sigma, m, z, e, scratch, lo, hi, steps);
