@@ -2,6 +2,11 @@
 
 #include "ssdr/core/error.hpp"
 
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <strings.h>
+
 namespace ssdr {
 
 Owned<Mat> to_petsc_dense(const Dense& A, MPI_Comm comm) {
@@ -72,6 +77,64 @@ PetscInt scalapack_local_size(int64_t n, MPI_Comm comm) {
     if (r >= 0 && r <= b) return static_cast<PetscInt>(rank == p - 1 ? r : b);
   }
   return -1;
+}
+
+namespace {
+
+/// The raw text of -<prefix>name (empty when given without a value); false when not given.
+bool petsc_option_text(const std::string& prefix, const char* name, std::string& text) {
+  char buf[4096] = {0};
+  PetscBool set = PETSC_FALSE;
+  SSDR_PETSC(PetscOptionsGetString(nullptr, prefix.empty() ? nullptr : prefix.c_str(), name, buf, sizeof buf, &set));
+  text = buf;
+  return set == PETSC_TRUE;
+}
+
+[[noreturn]] void bad_petsc_option(const std::string& prefix, const char* name, const std::string& text,
+                                   const char* expected) {
+  throw Error("-" + prefix + std::string(name + 1) + " expects " + expected + ", got '" + text + "'", __FILE__,
+              __LINE__, true);
+}
+
+}  // namespace
+
+bool petsc_option_real(const std::string& prefix, const char* name, double& value) {
+  std::string text;
+  if (!petsc_option_text(prefix, name, text)) return false;
+  const char* s = text.c_str();
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(s, &end);
+  if (text.empty() || end == s || *end != '\0' || errno == ERANGE || !std::isfinite(v))
+    bad_petsc_option(prefix, name, text, "a finite number (such as 1e-4)");
+  value = v;
+  return true;
+}
+
+bool petsc_option_int(const std::string& prefix, const char* name, int64_t& value) {
+  std::string text;
+  if (!petsc_option_text(prefix, name, text)) return false;
+  const char* s = text.c_str();
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(s, &end, 10);
+  if (text.empty() || end == s || *end != '\0' || errno == ERANGE) bad_petsc_option(prefix, name, text, "an integer");
+  value = static_cast<int64_t>(v);
+  return true;
+}
+
+bool petsc_option_bool(const std::string& prefix, const char* name, bool& value) {
+  std::string text;
+  if (!petsc_option_text(prefix, name, text)) return false;
+  const char* s = text.c_str();
+  if (text.empty() || !strcasecmp(s, "true") || !strcasecmp(s, "yes") || !strcasecmp(s, "on") || text == "1") {
+    value = true;
+  } else if (!strcasecmp(s, "false") || !strcasecmp(s, "no") || !strcasecmp(s, "off") || text == "0") {
+    value = false;
+  } else {
+    bad_petsc_option(prefix, name, text, "true or false (also yes/no, on/off, 1/0)");
+  }
+  return true;
 }
 
 std::string requested_eps_type(const std::string& prefix, const char* fallback) {

@@ -492,6 +492,18 @@ class Soge final : public Method {
     st.eigen_prefix = o.eigen_prefix;
     // PETSc options database overrides: -soge_stiefel_tol, -soge_stiefel_max_it,
     // -soge_stiefel_extrapolate, -soge_stiefel_newton (registered, so -help lists them).
+    // Their values checked first (one line naming the option, not PETSc's source text).
+    {
+      double tol = st.tol;
+      int64_t max_it = st.max_iterations;
+      bool flag = false;
+      petsc_option_real(so.prefix, "-stiefel_tol", tol);
+      petsc_option_int(so.prefix, "-stiefel_max_it", max_it);
+      petsc_option_bool(so.prefix, "-stiefel_extrapolate", flag);
+      petsc_option_bool(so.prefix, "-stiefel_newton", flag);
+      SSDR_REQUIRE(max_it >= 1 && max_it <= 1000000000,
+                   "-" + so.prefix + "stiefel_max_it must be in [1, 10^9], got " + std::to_string(max_it));
+    }
     SSDR_PETSC(stiefel_options_from_petsc(data.X.comm, so.prefix.c_str(), st));
     SSDR_REQUIRE(st.tol >= 0 && st.max_iterations >= 1, "-soge_stiefel_tol must be >= 0 and -soge_stiefel_max_it >= 1");
     soge::Recursion rec;

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <type_traits>
@@ -144,12 +145,29 @@ struct Tolerances {
   PetscInt max_it = 0;
 };
 
-[[noreturn]] void not_converged(const PropagationOptions& o, const std::string& why) {
+/// The error of a solve that did not converge. Its advice names only what is not already in
+/// effect: GMRES when another Krylov method ran, point Jacobi when another preconditioner
+/// did, then a larger iteration budget (above the one in effect) and a smaller α_u. The block
+/// CG is CG with point Jacobi (the defaults). Replicated (every rank has the same scalars).
+[[noreturn]] void not_converged(const PropagationOptions& o, const std::string& why, const Tolerances& tol,
+                                const std::string& ksp_type = KSPCG, const std::string& pc_type = PCJACOBI) {
+  std::string advice;
+  auto add = [&](const std::string& a) { advice += (advice.empty() ? "" : ", ") + a; };
+  if (ksp_type != KSPGMRES && pc_type != PCJACOBI)
+    add("-" + o.prefix + "ksp_type gmres -" + o.prefix + "pc_type jacobi");
+  else if (ksp_type != KSPGMRES)
+    add("-" + o.prefix + "ksp_type gmres");
+  else if (pc_type != PCJACOBI)
+    add("-" + o.prefix + "pc_type jacobi");
+  add("a -" + o.prefix + "ksp_max_it above " + std::to_string(static_cast<long long>(tol.max_it)));
+  if (o.alpha_unlabeled > 0) {
+    char alpha[32];
+    std::snprintf(alpha, sizeof alpha, "%.10g", o.alpha_unlabeled);
+    advice += std::string(" or an --alpha-u below ") + alpha;
+  }
   // Every rank reaches this with the same replicated scalars: a collective error.
-  throw Error("label propagation: " + why + " (options prefix -" + o.prefix + "); try -" + o.prefix +
-             "ksp_type gmres -" + o.prefix + "pc_type jacobi, a larger -" + o.prefix +
-             "ksp_max_it or a smaller --alpha-u",
-              __FILE__, __LINE__, true);
+  throw Error("label propagation: " + why + " (options prefix -" + o.prefix + "); try " + advice, __FILE__,
+              __LINE__, true);
 }
 
 #if defined(__SSE2__)
@@ -287,7 +305,7 @@ std::vector<int> cg_columns(Product& product, const System& s, int64_t m, T* R, 
         break;
       }
       not_converged(o, "block CG reached -" + o.prefix + "ksp_max_it " + std::to_string(tol.max_it) +
-                           " iterations");
+                           " iterations", tol);
     }
     {
       LogScope scope(ev_product);
@@ -319,7 +337,7 @@ std::vector<int> cg_columns(Product& product, const System& s, int64_t m, T* R, 
       }
       alpha[k] = rho[k] / gamma[k];
     }
-    if (breakdown && !soft) not_converged(o, "block CG broke down (pᵀSp ≤ 0: S is not positive definite)");
+    if (breakdown && !soft) not_converged(o, "block CG broke down (pᵀSp ≤ 0: S is not positive definite)", tol);
     failed = failed || breakdown;
     // r −= α S p (α = 0 on frozen columns), ρ = r·z and ‖z‖², z = D_S⁻¹r. Known rows keep
     // r = 0. (x += α p is in the p pass, which reads p too: the same stream count either way.)
@@ -379,7 +397,7 @@ std::vector<int> cg_columns(Product& product, const System& s, int64_t m, T* R, 
       worst = std::max(worst, znorm / znorm0[k]);
       ++left;
     }
-    if (diverged && !soft) not_converged(o, "block CG diverged (‖z‖ ≥ divtol·‖z0‖)");
+    if (diverged && !soft) not_converged(o, "block CG diverged (‖z‖ ≥ divtol·‖z0‖)", tol);
     failed = failed || diverged;
     for (size_t k = 0; k < mm; ++k) {
       zcoef_t[k] = static_cast<T>(zcoef[k]);
@@ -578,7 +596,7 @@ std::vector<int> block_cg_mixed(Mat A, const System& s, const Tolerances& tol, c
   };
   Progress progress("label propagation (block CG, mixed precision, " + std::to_string(m) + " columns)", 0);
   for (int outer = 0;; ++outer) {
-    if (outer > 100) not_converged(o, "the mixed-precision block CG made no progress in 100 refinement steps");
+    if (outer > 100) not_converged(o, "the mixed-precision block CG made no progress in 100 refinement steps", tol);
     // x += e (single or double), and X's class columns into Pd.
     {
       LogScope scope(ev_vector);
@@ -607,7 +625,7 @@ std::vector<int> block_cg_mixed(Mat A, const System& s, const Tolerances& tol, c
     bool stalled = false;
     for (size_t k = 0; k < mm; ++k) {
       const double z = std::sqrt((*t)[k]);
-      if (!std::isfinite(z)) not_converged(o, "block CG: the residual is not finite");
+      if (!std::isfinite(z)) not_converged(o, "block CG: the residual is not finite", tol);
       if (outer == 0) {
         z0[k] = z;
         target[k] = std::max(tol.rtol * z, std::max(tol.atol, PetscReal(0)));
@@ -627,7 +645,7 @@ std::vector<int> block_cg_mixed(Mat A, const System& s, const Tolerances& tol, c
           }
         }
         if (was && active[k] && !(z < tol.dtol * std::max(z0[k], target[k])))
-          not_converged(o, "block CG diverged (‖z‖ ≥ divtol·‖z0‖)");
+          not_converged(o, "block CG diverged (‖z‖ ≥ divtol·‖z0‖)", tol);
       }
       zlast[k] = z;
     }
@@ -712,10 +730,10 @@ std::vector<int> block_cg_mixed(Mat A, const System& s, const Tolerances& tol, c
 /// tolerance (default 1e-4). Collective.
 std::vector<int> block_cg(Mat A, const System& s, const Tolerances& tol, const PropagationOptions& o,
                           DistMatrix& F) {
-  PetscBool mixed = o.mixed_precision ? PETSC_TRUE : PETSC_FALSE;
-  SSDR_PETSC(PetscOptionsGetBool(nullptr, o.prefix.c_str(), "-mixed_precision", &mixed, nullptr));
-  PetscReal inner_rtol = 1e-4;
-  SSDR_PETSC(PetscOptionsGetReal(nullptr, o.prefix.c_str(), "-mixed_inner_rtol", &inner_rtol, nullptr));
+  bool mixed = o.mixed_precision;
+  petsc_option_bool(o.prefix, "-mixed_precision", mixed);
+  double inner_rtol = 1e-4;
+  petsc_option_real(o.prefix, "-mixed_inner_rtol", inner_rtol);
   if (!(inner_rtol > 0 && inner_rtol < 1))
     throw Error("-" + o.prefix + "mixed_inner_rtol must be in (0, 1), got " + std::to_string(inner_rtol), __FILE__,
                 __LINE__, true);
@@ -753,8 +771,8 @@ DistMatrix block_cg_reordered(Mat A, Owned<Mat>* own, const std::vector<int>& la
   const int64_t n_local = static_cast<int64_t>(labels.size()), m = classes + 1;
   PetscInt N = 0;
   SSDR_PETSC(MatGetSize(A, &N, nullptr));
-  PetscBool reorder = o.reorder ? PETSC_TRUE : PETSC_FALSE;
-  SSDR_PETSC(PetscOptionsGetBool(nullptr, o.prefix.c_str(), "-reorder", &reorder, nullptr));
+  bool reorder = o.reorder;
+  petsc_option_bool(o.prefix, "-reorder", reorder);
   if (!reorder || N < 3) {
     const System s = make_system(A, labels, classes, o);
     DistMatrix F = initial_soft_labels(s, comm);
@@ -851,7 +869,21 @@ std::vector<int> ksp_columns(KSP ksp, const std::vector<double>& rhs, const std:
     SSDR_PETSC(KSPSolve(ksp, b, x));
     KSPConvergedReason reason;
     SSDR_PETSC(KSPGetConvergedReason(ksp, &reason));
-    if (reason <= 0) not_converged(o, "KSP did not converge (reason " + std::to_string(static_cast<int>(reason)) + ")");
+    if (reason <= 0) {
+      Tolerances tol;
+      SSDR_PETSC(KSPGetTolerances(ksp, &tol.rtol, &tol.atol, &tol.dtol, &tol.max_it));
+      KSPType ksp_type = nullptr;
+      PCType pc_type = nullptr;
+      PC pc = nullptr;
+      SSDR_PETSC(KSPGetType(ksp, &ksp_type));
+      SSDR_PETSC(KSPGetPC(ksp, &pc));
+      SSDR_PETSC(PCGetType(pc, &pc_type));
+      PetscInt done = 0;
+      SSDR_PETSC(KSPGetIterationNumber(ksp, &done));
+      not_converged(o, std::string("KSP did not converge (") + KSPConvergedReasons[reason] + " after " +
+                           std::to_string(static_cast<long long>(done)) + " iterations)", tol,
+                    ksp_type ? ksp_type : "", pc_type ? pc_type : "");
+    }
     PetscInt it = 0;
     SSDR_PETSC(KSPGetIterationNumber(ksp, &it));
     its.push_back(static_cast<int>(it));

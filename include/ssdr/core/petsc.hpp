@@ -6,6 +6,7 @@
 #include <petscmat.h>
 #include <slepceps.h>
 
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -67,6 +68,19 @@ class Owned {
  private:
   H h_ = nullptr;
 };
+
+/// ssdr's own PETSc options (-<prefix>mixed_inner_rtol, -<prefix>reorder, ...), read with a
+/// check of their value: `value` is left as it is when the option is not given, else set
+/// from it; a value that is not of the type ("-lp_mixed_inner_rtol abc") is one line naming
+/// the option and what it expects (PETSc's own getters print their source text instead).
+/// Returns whether the option was given. `prefix` may be empty; `name` starts with '-'.
+/// Replicated (every rank reads the same options). \throws ssdr::Error (replicated).
+bool petsc_option_real(const std::string& prefix, const char* name, double& value);
+/// As petsc_option_real for an integer (int64 range, decimal).
+bool petsc_option_int(const std::string& prefix, const char* name, int64_t& value);
+/// As petsc_option_real for a boolean: true/false, yes/no, on/off, 1/0 (any case), and the
+/// option alone ("-lp_reorder") is true, as PETSc takes them.
+bool petsc_option_bool(const std::string& prefix, const char* name, bool& value);
 
 /// Replicated Dense (d×d) → parallel MATDENSE on `comm` with the block row layout; each rank
 /// copies its rows. Collective.
