@@ -182,8 +182,13 @@ Dataset read_hdf5(const std::string& path, const std::string& data_name, const s
   const std::string where_path = what + ": label";
   const bool ok = attempt(
       [&] {
-        for (int64_t i = 0; i < n_local; ++i)
+        for (int64_t i = 0; i < n_local; ++i) {
+          const std::string bad = utf8_problem(names[static_cast<size_t>(i)]);
+          if (!bad.empty())
+            fail(what + ": label " + std::to_string(ds.X.row_start + i + 1) + " is not valid UTF-8 (" + bad +
+                 "); expected UTF-8 text");
           codes[static_cast<size_t>(i)] = coder.code(names[static_cast<size_t>(i)], Where{&where_path, ds.X.row_start + i + 1});
+        }
       },
       message);
   SSDR_CHECK_COLLECTIVE(comm, ok, message);

@@ -25,6 +25,12 @@ struct NpyHeader {
 /// \throws LocalFailure naming the file and what was expected.
 NpyHeader read_npy_header(const std::string& path);
 
+/// Empty when `text` is valid UTF-8 (no overlong forms, surrogates or code points above
+/// U+10FFFF), else what is wrong and where ("byte 0xff at offset 3"): the readers refuse a
+/// string label that is not UTF-8 naming the file and the label, before it reaches a report
+/// (JSON) or a model. Local.
+std::string utf8_problem(const std::string& text);
+
 /// Converts `count` raw elements described by `h` to doubles (64-bit integers above 2^53
 /// round to the nearest double). Local.
 void to_double(const unsigned char* src, int64_t count, const NpyHeader& h, double* dst);

@@ -238,6 +238,39 @@ void append_utf8(uint32_t c, std::string& out) {
 
 }  // namespace
 
+std::string utf8_problem(const std::string& text) {
+  const auto* b = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  for (size_t i = 0; i < n;) {
+    const unsigned c = b[i];
+    size_t len = 0;
+    uint32_t cp = 0, min = 0;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xE0) == 0xC0) {
+      len = 2, cp = c & 0x1F, min = 0x80;
+    } else if ((c & 0xF0) == 0xE0) {
+      len = 3, cp = c & 0x0F, min = 0x800;
+    } else if ((c & 0xF8) == 0xF0) {
+      len = 4, cp = c & 0x07, min = 0x10000;
+    }
+    bool ok = len > 0 && i + len <= n;
+    for (size_t k = 1; ok && k < len; ++k) {
+      ok = (b[i + k] & 0xC0) == 0x80;
+      cp = (cp << 6) | (b[i + k] & 0x3F);
+    }
+    ok = ok && cp >= min && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF);
+    if (!ok) {
+      char where[48];
+      std::snprintf(where, sizeof where, "byte 0x%02x at offset %zu", c, i);
+      return where;
+    }
+    i += len;
+  }
+  return {};
+}
+
 void read_npy_labels(const std::string& path, Dataset& ds, const LabelOptions& label, MPI_Comm comm) {
   const int64_t n = ds.X.n_global, row_start = ds.X.row_start, n_local = ds.X.n_local;
   NpyHeader h;
@@ -268,12 +301,18 @@ void read_npy_labels(const std::string& path, Dataset& ds, const LabelOptions& l
             text.clear();
             if (h.kind == 'S') {
               for (int k = 0; k < h.item_size && e[k] != 0; ++k) text.push_back(static_cast<char>(e[k]));
+              const std::string bad = utf8_problem(text);
+              if (!bad.empty())
+                fail(path + ": label " + std::to_string(row_start + i + 1) + " is not valid UTF-8 (" + bad +
+                     "); expected UTF-8 text");
             } else {
               for (int k = 0; k < h.item_size; k += 4) {
                 const uint32_t c = h.swap ? (uint32_t{e[k]} << 24 | uint32_t{e[k + 1]} << 16 | uint32_t{e[k + 2]} << 8 | e[k + 3])
                                           : (uint32_t{e[k + 3]} << 24 | uint32_t{e[k + 2]} << 16 | uint32_t{e[k + 1]} << 8 | e[k]);
                 if (c == 0) break;
-                if (c > 0x10FFFF) fail(path + ": label of sample " + std::to_string(row_start + i) + " is not valid UTF-32");
+                if (c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
+                  fail(path + ": label " + std::to_string(row_start + i + 1) + " is not valid UTF-32 (code point " +
+                       std::to_string(c) + "); expected Unicode text");
                 append_utf8(c, text);
               }
             }
