@@ -12,6 +12,7 @@
 #include <cstring>
 #include <cerrno>
 #include <csignal>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <iostream>
@@ -660,9 +661,74 @@ extern "C" void on_terminate(int sig) {
   ::_exit(128 + sig);
 }
 
+/// The first error of a write to standard output (its errno), 0 while every write succeeded.
+int g_stdout_errno = 0;
+
+/// Standard output's writer (route_standard_output): write(2) on descriptor 1, keeping the
+/// reason of the first failure, which stdio itself forgets once the bytes are dropped.
+extern "C" ssize_t write_standard_output(void*, const char* buf, size_t size) {
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t w = ::write(1, buf + done, size - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      if (g_stdout_errno == 0) g_stdout_errno = w < 0 ? errno : EIO;
+      return done > 0 ? static_cast<ssize_t>(done) : -1;
+    }
+    done += static_cast<size_t>(w);
+  }
+  return static_cast<ssize_t>(size);
+}
+
+/// Routes stdout (ssdr's tables, help, PETSc's reports) through write_standard_output, with
+/// stdio's buffering (by lines on a terminal), so that check_standard_output can name why a
+/// write failed. glibc's stdout is an assignable variable; left as it is if fopencookie fails.
+void route_standard_output() {
+  cookie_io_functions_t io{nullptr, write_standard_output, nullptr, nullptr};
+  FILE* f = fopencookie(nullptr, "w", io);
+  if (f == nullptr) return;
+  std::fflush(stdout);
+  std::setvbuf(f, nullptr, ::isatty(1) ? _IOLBF : _IOFBF, BUFSIZ);
+  stdout = f;
+}
+
+/// Whether everything the ranks wrote on standard output reached it: a full disk or a closed
+/// descriptor (`ssdr methods --markdown > /dev/full`) must not end with exit status 0. Flushes
+/// stdout; the lowest rank whose writes failed prints one line ("cannot write standard output:
+/// No space left on device") unless `code` already reports an error, and every rank returns a
+/// non-zero code when any rank's writes failed. A failed stdout then writes to /dev/null, so
+/// that PETSc's finalize (which flushes it too) does not fail a second time. Collective over
+/// MPI_COMM_WORLD.
+int check_standard_output(int code) {
+  errno = 0;
+  int err = 0;
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) err = g_stdout_errno ? g_stdout_errno : errno ? errno : EIO;
+  if (err != 0) {
+    const int null = ::open("/dev/null", O_WRONLY);
+    if (null >= 0) {
+      ::dup2(null, 1);
+      ::close(null);
+    }
+    std::clearerr(stdout);
+  }
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const int mine = err != 0 ? rank : size;
+  int first = size;
+  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (first == size) return code;
+  if (rank == first && code == 0) {
+    std::fprintf(stderr, "ssdr: error: cannot write standard output: %s\n", std::strerror(err));
+    std::fflush(stderr);
+  }
+  return code != 0 ? code : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  route_standard_output();
   // ssdr's words (the command and its double-dash options) and PETSc's options, wherever
   // they stand on the command line.
   std::vector<std::string> ssdr_args;
@@ -726,17 +792,25 @@ int main(int argc, char** argv) {
     PetscBool petsc_help = PETSC_FALSE;
     if (command.empty()) PetscOptionsHasName(nullptr, nullptr, "-help", &petsc_help);
     if (command == "" || command == "--help" || command == "-h" || command == "help") {
+      SSDR_REQUIRE(rest.empty(), "unexpected argument '" + (rest.empty() ? std::string() : rest.front()) + "': ssdr " +
+                                     command + " takes no other argument (ssdr COMMAND --help for a command's options)");
       const bool asked = !command.empty() || petsc_help;
       if (rank == 0) std::fputs(kUsage, asked ? stdout : stderr);  // no command at all: an error
       code = asked ? 0 : 2;
     } else if (command == "--version" || command == "version") {
+      SSDR_REQUIRE(rest.empty(), "unexpected argument '" + (rest.empty() ? std::string() : rest.front()) + "': ssdr " +
+                                     command + " takes no other argument");
       if (rank == 0) std::fputs(version_text().c_str(), stdout);
     } else if (command == "methods") {
+      // At most one of --markdown and --help; the message names the first other argument.
+      const auto known = [](const std::string& a) { return a == "--help" || a == "-h" || a == "--markdown"; };
+      const auto stray = std::find_if(rest.begin(), rest.end(), [&](const std::string& a) { return !known(a); });
+      SSDR_REQUIRE(stray == rest.end(), "unexpected argument '" + (stray == rest.end() ? std::string() : *stray) +
+                                            "': ssdr methods takes only --markdown (the reference page docs/methods.md)");
+      SSDR_REQUIRE(rest.size() <= 1, "unexpected argument '" + (rest.size() > 1 ? rest[1] : std::string()) +
+                                         "': ssdr methods takes one of --markdown and --help");
       const bool asked = rest.size() == 1 && (rest.front() == "--help" || rest.front() == "-h");
       const bool markdown = rest.size() == 1 && rest.front() == "--markdown";
-      SSDR_REQUIRE(rest.empty() || asked || markdown,
-                   "unexpected argument '" + (rest.empty() ? std::string() : rest.front()) +
-                       "': ssdr methods takes only --markdown (the reference page docs/methods.md)");
       if (rank == 0 && asked)
         std::fputs("usage: ssdr methods [--markdown]\n\nLists the methods: name, what it computes, its paper and its "
                    "parameters.\n  --markdown  the reference page of every method and parameter (docs/methods.md)\n"
@@ -797,6 +871,7 @@ int main(int argc, char** argv) {
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
   if (code == 0) warn_unused_petsc_options(rank);  // after an error the rest never ran
+  code = check_standard_output(code);
   // PETSc's finalize writes -log_view and similar reports; a failure there (an unwritable
   // -log_view :path) gets its one line too instead of a bare exit status.
   const int fin = ssdr::finalize();
@@ -805,6 +880,7 @@ int main(int argc, char** argv) {
     std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 1);  // PETSc stopped midway: the ranks may be out of step
   }
+  code = check_standard_output(code);  // again: PETSc's finalize writes -log_view on stdout
   MPI_Finalize();
   return code;
 }
