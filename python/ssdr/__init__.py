@@ -17,8 +17,8 @@ Parameters are the method's (names as in `ssdr methods` and `ssdr fit --help`, w
 plus ``dim``, ``seed``, ``max_kernel_memory`` and ``verbose`` (False: quiet); None takes the
 method's paper default. Class labels may be bools, ints (64 bits), floats or strings, one kind
 per fit: ``classes_`` holds them in sorted order, agreed over the communicator, and a save,
-load or pickle gives back the very values. Unlabeled, for every dtype: None, NaN, pandas' NA
-or a number equal to -1 (docs/python.md, "Labels").
+load or pickle gives back the very values. Unlabeled, for every dtype: None, NaN, pandas' NA,
+a number equal to -1 or the empty string '' (docs/python.md, "Labels").
 
 Every call is collective over ``comm`` (default: the fit's communicator, else
 MPI.COMM_WORLD), and checks its input on every rank before the C++ core runs: a mistake on
@@ -293,7 +293,8 @@ def _rows(X):
 
 
 # The labels' rules, one for every dtype (docs/python.md, "Labels"):
-# - unlabeled: a missing value (None, NaN, pandas' NA) or a number equal to -1 (not a bool);
+# - unlabeled: a missing value (None, NaN, pandas' NA), a number equal to -1 (not a bool) or
+#   the empty string (as an empty field on the command line: a class has a non-empty name);
 # - kept exactly (classes_, save/load, pickles): bools, ints in [-2^63, 2^64), finite floats
 #   and strings, numpy scalars as the Python values they hold; one kind per fit (bools do not
 #   mix with numbers: True == 1 would merge two classes), the same kind on every rank;
@@ -341,9 +342,11 @@ def _unlabeled(y):
         return y == -1
     if y.dtype.kind == "f":
         return (y == -1) | _np.isnan(y)
+    if y.dtype.kind == "U":
+        return y == ""
     if y.dtype.kind == "O":
-        return _np.fromiter((_is_missing(v) or (_label_kind(v) == "number" and v == -1) for v in y),
-                            dtype=bool, count=len(y))
+        return _np.fromiter((_is_missing(v) or (_label_kind(v) == "number" and v == -1) or
+                             (isinstance(v, str) and v == "") for v in y), dtype=bool, count=len(y))
     return _np.zeros(len(y), dtype=bool)
 
 

@@ -255,6 +255,19 @@ def one_unlabeled_rule():
 
 
 @case
+def empty_string_unlabeled():
+    # '' is unlabeled, as an empty field is on the command line (issue 47): a class has a
+    # non-empty name, in str and object arrays alike, and predict and classes_ never hold ''.
+    names = ["cat", "dog", "emu"]
+    ref = ssdr.SODA(dim=2, seed=1).fit(Xl, relabeled(names)).predict(Xl)
+    ok = True
+    for y_ in (relabeled(names, unlabeled=""), relabeled(names, unlabeled="", dtype="<U3")):
+        est = ssdr.SODA(dim=2, seed=1).fit(Xl, y_)
+        ok = ok and est.classes_.tolist() == names and np.array_equal(est.predict(Xl), ref)
+    check(ok, "'' in a str or object array: unlabeled, as None; classes_ without ''")
+
+
+@case
 def label_kinds_differ():
     if P > 1:
         names = ["a", "b", "c"] if last else [0, 1, 2]
