@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -90,6 +91,41 @@ std::vector<std::string> model_class_names(const model::Model& m) {
   }
   for (int64_t k = 0; k < m.classes; ++k) names.push_back(std::to_string(k));
   return names;
+}
+
+/// The rows of `--soft-labels`: this rank's transductive (not unseen) rows in file order,
+/// with their 0-based index in the data file (global, whatever the rank count), their
+/// --id-column text (when the data have ids) and their class codes (−1: unlabeled; when the
+/// data have labels). Read from ds before a consuming fit empties ds.X. Local.
+struct SoftLabelRows {
+  std::vector<int64_t> ids;
+  std::vector<std::string> id_names;
+  std::vector<int> truth;
+};
+SoftLabelRows soft_label_rows(const io::Dataset& ds, const std::vector<data::Role>& roles) {
+  SoftLabelRows rows;
+  for (size_t i = 0; i < roles.size(); ++i)
+    if (roles[i] != data::Role::unseen) {
+      rows.ids.push_back(ds.X.row_start + static_cast<int64_t>(i));
+      if (i < ds.labels.size()) rows.truth.push_back(ds.labels[i]);
+      if (i < ds.ids.size()) rows.id_names.push_back(ds.ids[i]);
+    }
+  return rows;
+}
+
+/// The soft-label CSV's value columns: `p_<name>` for each class (in code order), then, with
+/// `outlier`, `p_outlier` for the outlier class. A prefix keeps every column apart from the
+/// table's own `id` and `label` whatever the classes are called; a class named `outlier`
+/// moves the outlier column to `p_outlier_` (one more `_` per further clash). Local.
+std::vector<std::string> soft_label_columns(const std::vector<std::string>& class_names, bool outlier) {
+  std::vector<std::string> columns;
+  for (const std::string& name : class_names) columns.push_back("p_" + name);
+  if (outlier) {
+    std::string o = "p_outlier";
+    while (std::find(columns.begin(), columns.end(), o) != columns.end()) o.push_back('_');
+    columns.push_back(o);
+  }
+  return columns;
 }
 
 nlohmann::json base_report(const FitCommand& cmd, const io::Dataset& ds, MPI_Comm comm) {
@@ -183,6 +219,11 @@ int run_fit(const FitCommand& cmd, MPI_Comm comm) {
   // The single fit consumes the data (one copy of it in memory, not the raw and the
   // preprocessed rows side by side). The embedding (n×m, small) is kept for --embedding
   // and for the model's labeled samples.
+  // The soft labels' rows (the transductive samples, in file order) named before the fit: the
+  // consuming fit empties ds.X, its layout (row_start) included, so ids taken after it would
+  // be rank-local.
+  SoftLabelRows soft_rows;
+  if (!cmd.soft_labels.empty()) soft_rows = soft_label_rows(ds, roles);
   Estimator estimator(config);
   FitOutcome out = estimator.fit_split(ds, roles, !cmd.embedding.empty() || !cmd.plot.empty());
   for (auto& [k, v] : out.timings) timings[k] += v;
@@ -214,7 +255,7 @@ int run_fit(const FitCommand& cmd, MPI_Comm comm) {
   std::vector<std::string> written;
   try {
     // CSV outputs name their columns: each row's sample index, its label by name (empty for an
-    // unlabeled row), then y1..ym (soft labels: the classes' names and "outlier").
+    // unlabeled row), then y1..ym (soft labels: p_<class name> per class and p_outlier).
     if (!cmd.embedding.empty()) {
       Phase phase("write embedding");
       io::TableColumns table;
@@ -234,26 +275,20 @@ int run_fit(const FitCommand& cmd, MPI_Comm comm) {
     }
     if (!cmd.soft_labels.empty()) {
       Phase phase("write soft labels");
+      // Every rank holds the soft labels of its own transductive rows (FitOutcome::soft_labels);
+      // a layout that differs would pair rows with the wrong ids, so it is refused.
+      SSDR_CHECK_COLLECTIVE(comm, static_cast<int64_t>(soft_rows.ids.size()) == out.soft_labels.n_local,
+                            "--soft-labels: " + std::to_string(out.soft_labels.n_local) + " rows of soft labels for " +
+                                std::to_string(soft_rows.ids.size()) + " transductive rows on this rank (internal)");
       io::TableColumns table;
-      std::vector<int64_t> ids;
-      std::vector<std::string> id_names;
-      std::vector<int> truth;
-      for (size_t i = 0; i < roles.size(); ++i)
-        if (roles[i] != data::Role::unseen) {
-          ids.push_back(ds.X.row_start + static_cast<int64_t>(i));
-          truth.push_back(ds.labels[i]);
-          if (!ds.ids.empty()) id_names.push_back(ds.ids[i]);
-        }
-      if (static_cast<int64_t>(ids.size()) == out.soft_labels.n_local) {
-        table.ids = &ids;
-        if (!ds.ids.empty()) table.id_names = &id_names;
-        table.labels = &truth;
+      table.ids = &soft_rows.ids;
+      if (!ds.ids.empty()) table.id_names = &soft_rows.id_names;
+      if (ds.labeled()) {
+        table.labels = &soft_rows.truth;
         table.names = &ds.class_names;
       }
-      if (out.soft_labels.cols == ds.classes || out.soft_labels.cols == ds.classes + 1) {
-        table.columns = ds.class_names;
-        if (out.soft_labels.cols == ds.classes + 1) table.columns.push_back("outlier");
-      }
+      if (out.soft_labels.cols == ds.classes || out.soft_labels.cols == ds.classes + 1)
+        table.columns = soft_label_columns(ds.class_names, out.soft_labels.cols == ds.classes + 1);
       io::write_embedding(out.soft_labels, cmd.soft_labels, "/soft_labels", table);
       written.push_back(cmd.soft_labels);
     }
@@ -266,7 +301,11 @@ int run_fit(const FitCommand& cmd, MPI_Comm comm) {
       // From the CSV embedding just written, else from a temporary CSV beside the figure.
       Phase phase("plot");
       const bool csv = !cmd.embedding.empty() && io::has_extension(cmd.embedding, ".csv");
-      PlotCommand plot{cmd.embedding, cmd.plot, "", cmd.config.method + " on " + cmd.data, false};
+      // The title names the data file, not the path it was reached by.
+      const std::string data_name = cmd.data.substr(cmd.data.find_last_of('/') == std::string::npos
+                                                        ? 0
+                                                        : cmd.data.find_last_of('/') + 1);
+      PlotCommand plot{cmd.embedding, cmd.plot, "", cmd.config.method + " on " + data_name, false};
       if (!csv) {
         int pid = ::getpid();  // rank 0's: one temporary name on every rank
         MPI_Bcast(&pid, 1, MPI_INT, 0, comm);
@@ -459,18 +498,56 @@ int run_predict(const PredictCommand& cmd, MPI_Comm comm) {
   // The model's classes by name (its class_names, else 0..c-1); the data's labels are
   // compared by name, so the two files need not code the classes alike.
   const std::vector<std::string> names = model_class_names(m);
-  int64_t facts[2] = {0, 0};  // correct, scored
+  // Which of the file's classes the model knows (both lists are the same on every rank). When
+  // it knows none, the file's labels are written otherwise (quoted, other codes): nothing is
+  // scored, and rank 0 says so, rather than print an accuracy of 0.
+  std::vector<char> known(ds.class_names.size(), 0);
+  size_t n_known = 0;
+  for (size_t k = 0; k < ds.class_names.size(); ++k) {
+    known[k] = std::find(names.begin(), names.end(), ds.class_names[k]) != names.end() ? 1 : 0;
+    n_known += known[k] != 0 ? 1 : 0;
+  }
+  const bool score = labeled && n_known > 0;
+  int64_t facts[3] = {0, 0, 0};  // correct, scored, scored with a class the model does not know
   if (labeled)
     for (size_t i = 0; i < predicted.size(); ++i) {
       if (ds.labels[i] < 0) continue;  // an unlabeled row has no truth
       ++facts[1];
       facts[0] += names[static_cast<size_t>(predicted[i])] == ds.class_names[static_cast<size_t>(ds.labels[i])] ? 1 : 0;
+      facts[2] += known[static_cast<size_t>(ds.labels[i])] != 0 ? 0 : 1;
     }
-  MPI_Allreduce(MPI_IN_PLACE, facts, 2, MPI_INT64_T, MPI_SUM, comm);
+  MPI_Allreduce(MPI_IN_PLACE, facts, 3, MPI_INT64_T, MPI_SUM, comm);
+  if (labeled && !score && facts[1] > 0 && comm_rank(comm) == 0) {
+    auto shown = [](const std::string& name) {  // on one line: control characters escaped
+      std::string text;
+      for (unsigned char ch : name) {
+        if (ch >= 0x20 && ch != 0x7f) {
+          text.push_back(static_cast<char>(ch));
+        } else {
+          char esc[8];
+          std::snprintf(esc, sizeof esc, ch == '\n' ? "\\n" : ch == '\r' ? "\\r" : "\\x%02x", ch);
+          text += esc;
+        }
+      }
+      return text;
+    };
+    auto listed = [&](const std::vector<std::string>& v) {
+      std::string text;
+      for (size_t k = 0; k < v.size() && k < 5; ++k) text += (k > 0 ? ", '" : "'") + shown(v[k]) + "'";
+      return text + (v.size() > 5 ? ", ... (" + std::to_string(v.size()) + " in all)" : "");
+    };
+    std::fprintf(stderr,
+                 "ssdr: warning: --data %s: none of its %zu class names (%s) is a class of the model %s (%s); no "
+                 "accuracy scored\n",
+                 cmd.data.c_str(), ds.class_names.size(), listed(ds.class_names).c_str(), cmd.model.c_str(),
+                 listed(names).c_str());
+    std::fflush(stderr);
+  }
   // Each rank's predictions by name, streamed to the file through rank 0 in row order: a CSV
   // table (id,prediction; the data's ids when it has an --id-column), else one per line or NPY.
   if (io::has_extension(cmd.output, ".csv")) {
-    DistMatrix none = make_dist(comm, n, 0);
+    // No values, the rows' own layout (the ids follow it).
+    DistMatrix none = dist_layout<double>(comm, layout_from_local(static_cast<int64_t>(predicted.size()), comm), 0);
     io::TableColumns table;
     table.labels = &predicted;
     table.names = &names;
@@ -482,10 +559,16 @@ int run_predict(const PredictCommand& cmd, MPI_Comm comm) {
   }
   ds = io::Dataset();
   say("wrote " + std::to_string(n) + " predicted labels to " + cmd.output);
-  if (labeled && facts[1] > 0 && comm_rank(comm) == 0) {  // the accuracy, like fit's table, whatever --quiet says
-    std::printf("predict: %lld samples, accuracy %s (%lld correct of %lld labeled)\n", static_cast<long long>(n),
-                fmt_acc(static_cast<double>(facts[0]) / static_cast<double>(facts[1])).c_str(),
-                static_cast<long long>(facts[0]), static_cast<long long>(facts[1]));
+  // The accuracy, like fit's table, whatever --quiet says, with what it counts: the rows the
+  // file labels, which may be rows the model was trained on.
+  if (score && facts[1] > 0 && comm_rank(comm) == 0) {
+    const std::string unknown =
+        facts[2] == 0 ? std::string()
+                      : "; " + std::to_string(facts[2]) + " of them have a class the model does not know";
+    std::printf("predict: %lld samples; accuracy %s on the %lld rows labeled in %s (%lld correct%s; rows the model "
+                "may have been trained on)\n",
+                static_cast<long long>(n), fmt_acc(static_cast<double>(facts[0]) / static_cast<double>(facts[1])).c_str(),
+                static_cast<long long>(facts[1]), cmd.data.c_str(), static_cast<long long>(facts[0]), unknown.c_str());
     std::fflush(stdout);
   }
   return 0;
@@ -580,13 +663,27 @@ int run_convert(const ConvertCommand& cmd, MPI_Comm comm) {
                     {{"--data", cmd.data}, {"--labels", cmd.read.labels}}, comm);
   methods::Timings t;
   const io::Dataset ds = read_data(cmd.data, cmd.format, cmd.read, comm, t);
+  // The labels are written by their class names, so that reading the output gives the same
+  // classes (class_names) as reading the input: names as strings, integer classes as their
+  // own integers (not their codes), −1 (or "") unlabeled. An integer class −1 beside
+  // unlabeled rows (--unlabeled-marker moved −1 off the markers) could not be told apart.
+  int64_t unlabeled = 0;
+  for (int code : ds.labels) unlabeled += code < 0 ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &unlabeled, 1, MPI_INT64_T, MPI_SUM, comm);
+  SSDR_REQUIRE(!(ds.integer_labels && unlabeled > 0 &&
+                 std::find(ds.class_names.begin(), ds.class_names.end(), "-1") != ds.class_names.end()),
+               "--data " + cmd.data + ": class -1 and " + std::to_string(unlabeled) +
+                   " unlabeled rows would both be written as -1; expected no class -1 "
+                   "(or --label-type string, which writes the labels as names)");
+  const std::vector<std::string>* names = ds.labeled() ? &ds.class_names : nullptr;
   Phase phase("write");
   if (h5) {
-    io::write_hdf5(cmd.output, ds.X, "/X", &ds.labels, "/y");
+    io::write_hdf5(cmd.output, ds.X, "/X", &ds.labels, "/y", names, !ds.integer_labels);
   } else {
     io::write_embedding(ds.X, cmd.output);
     try {
-      io::write_labels(ds.labels, cmd.labels_output, comm, true);  // always NPY, whatever the name
+      // Always NPY, whatever the name.
+      io::write_labels(ds.labels, cmd.labels_output, comm, true, names, !ds.integer_labels);
     } catch (const Error&) {
       // Both files or neither: X without its labels is no data set.
       if (comm_rank(comm) == 0) ::unlink(cmd.output.c_str());

@@ -30,6 +30,17 @@
 
 namespace ssdr::io {
 
+std::string csv_field(const std::string& field) {
+  if (field.find_first_of(",\"\r\n") == std::string::npos) return field;
+  std::string quoted = "\"";
+  for (char ch : field) {
+    if (ch == '"') quoted.push_back('"');
+    quoted.push_back(ch);
+  }
+  quoted.push_back('"');
+  return quoted;
+}
+
 namespace {
 
 /// The NPY v1.0 header for a C-order float64 n×m array, padded so that the data starts at a
@@ -88,6 +99,19 @@ void write_rows(std::FILE* f, const double* v, int64_t rows, int64_t cols, bool 
     line.push_back('\n');
     std::fwrite(line.data(), 1, line.size(), f);
   }
+}
+
+/// True when every name is a decimal integer (as the readers name integer classes; true for
+/// no names); their values in `values` when given. Local.
+bool integer_names(const std::vector<std::string>& names, std::vector<int64_t>* values = nullptr) {
+  if (values != nullptr) values->clear();
+  for (const std::string& s : names) {
+    int64_t v = 0;
+    const auto res = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (s.empty() || res.ec != std::errc() || res.ptr != s.data() + s.size()) return false;
+    if (values != nullptr) values->push_back(v);
+  }
+  return true;
 }
 
 /// The directory part of a path ("." for a bare name).
@@ -564,9 +588,12 @@ void write_hdf5_rows(const std::string& path, int64_t rows_local, const std::vec
   const int64_t start = first_row(rows_local, comm);
   int64_t n = 0;
   MPI_Allreduce(&rows_local, &n, 1, MPI_INT64_T, MPI_SUM, comm);
-  auto element_bytes = [](Hdf5RowBlock::Type t) { return t == Hdf5RowBlock::Type::i32 ? 4 : 8; };
+  auto element_bytes = [](const Hdf5RowBlock& b) -> int64_t {
+    return b.type == Hdf5RowBlock::Type::str ? std::max<int64_t>(b.str_bytes, 1)
+                                             : b.type == Hdf5RowBlock::Type::i32 ? 4 : 8;
+  };
   int64_t data_bytes = 0;
-  for (const Hdf5RowBlock& b : blocks) data_bytes += n * std::max<int64_t>(b.cols, 1) * element_bytes(b.type);
+  for (const Hdf5RowBlock& b : blocks) data_bytes += n * std::max<int64_t>(b.cols, 1) * element_bytes(b);
   const int64_t metadata_reserve = int64_t{1} << 20;
   require_free_space(path, data_bytes + 2 * metadata_reserve, comm);
   const std::string tmp = shared_temp_name(path, comm);
@@ -620,6 +647,14 @@ void write_hdf5_rows(const std::string& path, int64_t rows_local, const std::vec
       const hsize_t dims[2] = {static_cast<hsize_t>(n), static_cast<hsize_t>(b.cols)};
       const hsize_t offset[2] = {static_cast<hsize_t>(start), 0};
       const hsize_t count[2] = {static_cast<hsize_t>(rows_local), static_cast<hsize_t>(b.cols)};
+      if (b.type == Hdf5RowBlock::Type::str) {  // fixed-length UTF-8, NUL-terminated, in memory as in the file
+        detail::Hid text(H5Tcopy(H5T_C_S1), H5Tclose);
+        H5Tset_size(text.get(), static_cast<size_t>(std::max<int64_t>(b.str_bytes, 1)));
+        H5Tset_strpad(text.get(), H5T_STR_NULLTERM);
+        H5Tset_cset(text.get(), H5T_CSET_UTF8);
+        ok = agreed(write_set(b.name, text.get(), text.get(), rank_dims, dims, offset, count, b.data));
+        continue;
+      }
       const hid_t mem = b.type == Hdf5RowBlock::Type::f64   ? H5T_NATIVE_DOUBLE
                         : b.type == Hdf5RowBlock::Type::i64 ? H5T_NATIVE_INT64
                                                             : H5T_NATIVE_INT;
@@ -677,23 +712,55 @@ std::string read_hdf5_root_attribute(const std::string& path, const std::string&
 }
 
 void write_hdf5(const std::string& path, const DistMatrix& X, const std::string& name, const std::vector<int>* labels,
-                const std::string& labels_name) {
+                const std::string& labels_name, const std::vector<std::string>* names, bool strings) {
   std::vector<Hdf5RowBlock> blocks = {{name, Hdf5RowBlock::Type::f64, X.cols, X.v.data()}};
-  // The labels live with the rows: each rank writes its own rows' labels.
-  if (labels != nullptr) blocks.push_back({labels_name, Hdf5RowBlock::Type::i32, 0, labels->data()});
+  // The labels live with the rows: each rank writes its own rows' labels, as the reader reads
+  // them back to the same classes (names as names, integer classes as their integers).
+  std::vector<int64_t> values, as_integers;
+  std::vector<int32_t> as_int32;
+  std::vector<char> as_text;
+  if (labels != nullptr) {
+    const size_t n_local = labels->size();
+    if (names == nullptr) {
+      blocks.push_back({labels_name, Hdf5RowBlock::Type::i32, 0, labels->data()});
+    } else if (!strings && integer_names(*names, &values)) {
+      bool fits = true;
+      for (int64_t v : values) fits = fits && v >= INT32_MIN && v <= INT32_MAX;
+      for (size_t i = 0; i < n_local; ++i) {
+        const int code = (*labels)[i];
+        as_integers.push_back(code >= 0 && static_cast<size_t>(code) < values.size() ? values[static_cast<size_t>(code)] : -1);
+      }
+      if (fits) {
+        as_int32.assign(as_integers.begin(), as_integers.end());
+        blocks.push_back({labels_name, Hdf5RowBlock::Type::i32, 0, as_int32.data()});
+      } else {
+        blocks.push_back({labels_name, Hdf5RowBlock::Type::i64, 0, as_integers.data()});
+      }
+    } else {
+      size_t width = 1;  // the longest name and its NUL: the same on every rank (names are replicated)
+      for (const std::string& s : *names) width = std::max(width, s.size() + 1);
+      as_text.assign(n_local * width, '\0');
+      for (size_t i = 0; i < n_local; ++i) {
+        const int code = (*labels)[i];
+        if (code < 0 || static_cast<size_t>(code) >= names->size()) continue;  // "": unlabeled
+        const std::string& s = (*names)[static_cast<size_t>(code)];
+        std::copy(s.begin(), s.end(), as_text.begin() + static_cast<std::ptrdiff_t>(i * width));
+      }
+      Hdf5RowBlock b{labels_name, Hdf5RowBlock::Type::str, 0, as_text.data()};
+      b.str_bytes = static_cast<int64_t>(width);
+      blocks.push_back(b);
+    }
+  }
   write_hdf5_rows(path, X.n_local, blocks, X.comm);
 }
 
 void write_labels(const std::vector<int>& labels, const std::string& path, MPI_Comm comm, bool npy,
-                  const std::vector<std::string>* names) {
+                  const std::vector<std::string>* names, bool as_strings) {
   // Names that are all integers go to NPY as their integers; other names as '<U w' strings.
-  bool integers = true;
+  const bool integers = names == nullptr || (!as_strings && integer_names(*names));  // no names: the codes
   size_t width = 1;
   if (names != nullptr)
     for (const std::string& s : *names) {
-      int64_t v = 0;
-      const auto res = std::from_chars(s.data(), s.data() + s.size(), v);
-      integers = integers && !s.empty() && res.ec == std::errc() && res.ptr == s.data() + s.size();
       size_t points = 0;  // UTF-8 code points
       for (unsigned char ch : s) points += (ch & 0xC0) != 0x80;
       width = std::max(width, points);
@@ -730,7 +797,7 @@ void write_labels(const std::vector<int>& labels, const std::string& path, MPI_C
             const uint64_t x = static_cast<uint64_t>(value);
             for (int b = 0; b < 8; ++b) text.push_back(static_cast<char>((x >> (8 * b)) & 0xff));
           } else {
-            text += name_of(v[i]);
+            text += csv_field(name_of(v[i]));  // one name per line, even with a line break in it
             text.push_back('\n');
           }
         }
@@ -742,7 +809,7 @@ void write_labels(const std::vector<int>& labels, const std::string& path, MPI_C
 void write_embedding(const DistMatrix& Y, const std::string& path, const std::string& dataset,
                      const TableColumns& table) {
   if (has_extension(path, ".h5") || has_extension(path, ".hdf5")) {
-    if (table.labels == nullptr) {
+    if (table.labels == nullptr && table.ids == nullptr && table.id_names == nullptr) {
       write_hdf5(path, Y, dataset);
       return;
     }
@@ -765,10 +832,27 @@ void write_embedding(const DistMatrix& Y, const std::string& path, const std::st
         names.push_back('"');
       }
     names += "]";
-    write_hdf5_rows(path, Y.n_local,
-                    {{dataset, Hdf5RowBlock::Type::f64, Y.cols, Y.v.data()},
-                     {"/labels", Hdf5RowBlock::Type::i32, 0, table.labels->data()}},
-                    Y.comm, {{"class_names", names}});
+    std::vector<Hdf5RowBlock> blocks = {{dataset, Hdf5RowBlock::Type::f64, Y.cols, Y.v.data()}};
+    if (table.labels != nullptr) blocks.push_back({"/labels", Hdf5RowBlock::Type::i32, 0, table.labels->data()});
+    // Rows that are not the data's rows 0..n−1 in order (the soft labels' transductive rows)
+    // carry their index in the data file, and the --id-column texts when there are some.
+    std::vector<char> id_text;
+    if (table.ids != nullptr) blocks.push_back({"/ids", Hdf5RowBlock::Type::i64, 0, table.ids->data()});
+    if (table.id_names != nullptr) {
+      int64_t width = 1;
+      for (const std::string& t : *table.id_names) width = std::max<int64_t>(width, static_cast<int64_t>(t.size()) + 1);
+      MPI_Allreduce(MPI_IN_PLACE, &width, 1, MPI_INT64_T, MPI_MAX, Y.comm);
+      id_text.assign(table.id_names->size() * static_cast<size_t>(width), '\0');
+      for (size_t i = 0; i < table.id_names->size(); ++i)
+        std::copy((*table.id_names)[i].begin(), (*table.id_names)[i].end(),
+                  id_text.begin() + static_cast<std::ptrdiff_t>(i * static_cast<size_t>(width)));
+      Hdf5RowBlock b{"/id_names", Hdf5RowBlock::Type::str, 0, id_text.data()};
+      b.str_bytes = width;
+      blocks.push_back(b);
+    }
+    std::vector<std::pair<std::string, std::string>> attributes;
+    if (table.labels != nullptr) attributes.emplace_back("class_names", names);
+    write_hdf5_rows(path, Y.n_local, blocks, Y.comm, attributes);
     return;
   }
   if (has_extension(path, ".npy") && !is_special(path)) {
@@ -804,7 +888,7 @@ void write_embedding_streamed(const DistMatrix& Y, const std::string& path, cons
   int64_t id_width = 1;
   for (int64_t i = 0; i < Y.n_local; ++i) {
     std::string& t = texts[static_cast<size_t>(i)];
-    t = table.id_names != nullptr ? (*table.id_names)[static_cast<size_t>(i)]
+    t = table.id_names != nullptr ? csv_field((*table.id_names)[static_cast<size_t>(i)])
         : std::to_string(table.ids != nullptr ? (*table.ids)[static_cast<size_t>(i)] : start + i);
     id_width = std::max<int64_t>(id_width, static_cast<int64_t>(t.size()));
   }
@@ -821,10 +905,14 @@ void write_embedding_streamed(const DistMatrix& Y, const std::string& path, cons
   }
   texts = {};
   std::string header = "id";
-  if (with_label) header += "," + table.label_column;
+  if (with_label) header += "," + csv_field(table.label_column);
   for (int64_t j = 0; j < cols; ++j)
-    header += "," + (table.columns.empty() ? "y" + std::to_string(j + 1) : table.columns[static_cast<size_t>(j)]);
+    header += "," + (table.columns.empty() ? "y" + std::to_string(j + 1) : csv_field(table.columns[static_cast<size_t>(j)]));
   header += "\n";
+  // The class names as fields, quoted once here rather than per row.
+  std::vector<std::string> label_text;
+  if (with_label && table.names != nullptr)
+    for (const std::string& name : *table.names) label_text.push_back(csv_field(name));
   const int64_t rows_per_msg = std::max<int64_t>(1, (int64_t{1} << 29) / width);
   stream_rows_through_root<char>(
       records.data(), Y.n_local, width, rows_per_msg, 7, path, false, [&](int64_t) { return header; },
@@ -839,9 +927,8 @@ void write_embedding_streamed(const DistMatrix& Y, const std::string& path, cons
             std::memcpy(&code, r + id_width, 4);
             line.push_back(',');
             if (code >= 0)
-              line += table.names != nullptr && code < static_cast<int32_t>(table.names->size())
-                          ? (*table.names)[static_cast<size_t>(code)]
-                          : std::to_string(code);
+              line += code < static_cast<int32_t>(label_text.size()) ? label_text[static_cast<size_t>(code)]
+                                                                       : std::to_string(code);
           }
           for (int64_t j = 0; j < cols; ++j) {
             double x = 0;

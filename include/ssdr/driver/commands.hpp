@@ -54,9 +54,11 @@ struct PredictCommand {
 };
 
 /// `ssdr convert`: reads any format (in parallel where the format allows) and writes it as
-/// HDF5 (data sets /X float64 n×d and /y int32 n, collectively) or NPY (X by MPI-IO; the
-/// labels to `labels_output`, an int64 1-D NPY), so a text or IDX data set is converted
-/// once and then read in parallel by every run.
+/// HDF5 (data sets /X float64 n×d and /y n, collectively) or NPY (X by MPI-IO; the labels to
+/// `labels_output`, a 1-D NPY), so a text or IDX data set is converted once and then read in
+/// parallel by every run. The labels keep their class names: integer classes as their
+/// integers (int32 /y, int64 NPY; −1 unlabeled), named classes as strings (fixed-length
+/// UTF-8 /y, '<U' NPY; "" unlabeled), so reading the output gives the same class_names.
 struct ConvertCommand {
   std::string data, output, labels_output;
   io::Format format = io::Format::automatic;

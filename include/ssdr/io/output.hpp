@@ -108,10 +108,16 @@ void check_outputs(const std::vector<NamedPath>& outputs, const std::vector<Name
 /// Writes a whole text file atomically from rank 0 only (other ranks do nothing). Local.
 void write_text_atomic(const std::string& path, const std::string& text);
 
+/// `field` as one CSV field (RFC 4180): unchanged unless it holds a comma, a double quote, a
+/// CR or an LF; then enclosed in double quotes, each double quote doubled (`a,"b` becomes
+/// `"a,""b"`). Every CSV writer puts ids, class names and column names through it. Local.
+std::string csv_field(const std::string& field);
+
 /// What a CSV table of rows shows beside Y's values: a header line `id[,label],c1,...,cm`
 /// where id is each row's sample index (0-based, in the data file's order), the label
 /// column (named `label_column`) holds each row's class name ("" for a row without one) and
-/// the value columns are named `columns` (default y1..ym).
+/// the value columns are named `columns` (default y1..ym). Every id, class name and column
+/// name is written as csv_field() quotes it.
 struct TableColumns {
   std::vector<std::string> columns;                  ///< m names; empty: y1..ym
   const std::vector<int>* labels = nullptr;          ///< the local rows' class codes (−1: none); null: no label column
@@ -126,7 +132,9 @@ struct TableColumns {
 /// Writes the n×m embedding Y (rows distributed, in file order) to `path`:
 /// - ".h5"/".hdf5" → HDF5 data set /embedding (n×m float64), written collectively, each
 ///   rank its own hyperslab (write_hdf5); with table.labels also /labels (n int32 class
-///   codes, −1 none) and the root attribute class_names (a JSON array of the names);
+///   codes, −1 none) and the root attribute class_names (a JSON array of the names); with
+///   table.ids also /ids (n int64: each row's 0-based index in the data file), and with
+///   table.id_names /id_names (n fixed-length UTF-8 strings, the --id-column texts);
 /// - ".npy" → NumPy float64 little-endian n×m (C order), written collectively with MPI-IO,
 ///   each rank at its rows' byte offset;
 /// - anything else (and a device or FIFO) → write_embedding_streamed: CSV with a header
@@ -147,21 +155,27 @@ void write_embedding_streamed(const DistMatrix& Y, const std::string& path, cons
 /// (predict: a name ending in ".npy"; convert: always), else text with one label per line. Streamed through rank 0, which receives
 /// one rank's block at a time (never all n), atomically (a temporary name + rename).
 /// Collective over comm (the outcome is raised on every rank).
-/// With `names` (the class names of the codes), text holds names and an NPY file their
-/// integers when every name is one, else fixed-width UTF-32 strings ('<U…'). (A CSV table with
-/// ids is write_embedding_streamed's, with a matrix of no columns.)
+/// With `names` (the class names of the codes), text holds names (each as csv_field() quotes
+/// it, so a name with a line break stays on its line; an unlabeled row is an empty line) and
+/// an NPY file their integers when every name is one (−1: unlabeled), else fixed-width UTF-32
+/// strings ('<U…', "" unlabeled); `strings` writes them as strings even when every name is an
+/// integer (classes that were read as names, e.g. with --label-type string). (A CSV table
+/// with ids is write_embedding_streamed's, with a matrix of no columns.)
 void write_labels(const std::vector<int>& labels, const std::string& path, MPI_Comm comm, bool npy,
-                  const std::vector<std::string>* names = nullptr);
+                  const std::vector<std::string>* names = nullptr, bool strings = false);
 
 /// One data set of write_hdf5_rows: this rank's rows of an n × cols array (cols = 0: a 1-D
 /// array of n values), row-major, `type` values each.
 struct Hdf5RowBlock {
   /// The element type, in memory and in the file (little-endian).
-  enum class Type { f64, i64, i32 };
+  /// str: fixed-length UTF-8 strings of `str_bytes` bytes each, NUL-terminated (h5py reads
+  /// them as bytes; a string of str_bytes − 1 bytes fits whole).
+  enum class Type { f64, i64, i32, str };
   std::string name;  ///< data set path, e.g. "/knn/index" (intermediate groups are created)
   Type type = Type::f64;
   int64_t cols = 0;
-  const void* data = nullptr;  ///< rows_local × max(cols, 1) values
+  const void* data = nullptr;  ///< rows_local × max(cols, 1) values (str: each str_bytes chars, NUL-padded)
+  int64_t str_bytes = 0;       ///< Type::str only: bytes per string, ≥ 1 and the same on every rank
 };
 
 /// Writes data sets whose rows are distributed alike (rank r holds rows_local consecutive
@@ -182,10 +196,17 @@ void write_hdf5_rows(const std::string& path, int64_t rows_local, const std::vec
 std::string read_hdf5_root_attribute(const std::string& path, const std::string& name, MPI_Comm comm);
 
 /// Writes X (n×d, rows distributed) as the HDF5 data set `name` (float64) and, when given,
-/// the labels of X's local rows (n_local on each rank) as the data set `labels_name` (n int32), collectively with the
-/// MPI-IO driver; each rank writes its own rows. Intermediate groups are created. Atomic.
+/// the labels of X's local rows (n_local codes on each rank, −1 unlabeled) as the data set
+/// `labels_name`, collectively with the MPI-IO driver; each rank writes its own rows.
+/// Intermediate groups are created. Atomic.
+/// The labels are written as the reader reads them back to the same classes: without
+/// `names`, the codes (int32); with `names` (the classes' names of the codes, the same on
+/// every rank) that are all integers, those integers (int32, or int64 when one does not fit;
+/// −1 unlabeled); with other names, or with `strings` (classes read as names, e.g. with
+/// --label-type string), the names as fixed-length UTF-8 strings ("" unlabeled).
 /// Collective over X.comm. \throws ssdr::Error on every rank naming `path`.
 void write_hdf5(const std::string& path, const DistMatrix& X, const std::string& name,
-                const std::vector<int>* labels = nullptr, const std::string& labels_name = "/y");
+                const std::vector<int>* labels = nullptr, const std::string& labels_name = "/y",
+                const std::vector<std::string>* names = nullptr, bool strings = false);
 
 }  // namespace ssdr::io
