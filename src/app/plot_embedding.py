@@ -21,8 +21,15 @@ def fail(message):
 
 
 def read_csv(path):
+    """The CSV's coordinates, labels and each row's first line number (quoted fields may span lines)."""
+    rows, lines = [], []
     with open(path, newline="") as f:
-        rows = list(csv.reader(f))
+        reader = csv.reader(f)
+        start = 1
+        for r in reader:
+            rows.append(r)
+            lines.append(start)
+            start = reader.line_num + 1
     if not rows:
         fail("%s: empty file; expected a header `id,label,y1,...` and rows" % path)
     header = rows[0]
@@ -31,7 +38,7 @@ def read_csv(path):
     value_cols = [j for j, h in enumerate(header) if j > 0 and h not in ("label", "prediction")]
     label_col = next((j for j, h in enumerate(header) if h in ("label", "prediction")), None)
     Y, labels = [], []
-    for no, r in enumerate(rows[1:], start=2):
+    for no, r in zip(lines[1:], rows[1:]):
         if len(r) != len(header):
             fail("%s:%d: expected %d fields, found %d" % (path, no, len(header), len(r)))
         try:
@@ -39,7 +46,7 @@ def read_csv(path):
         except ValueError:
             fail("%s:%d: a value is not a number" % (path, no))
         labels.append(r[label_col] if label_col is not None else "")
-    return Y, labels
+    return Y, labels, lines[1:]
 
 
 def main():
@@ -54,10 +61,14 @@ def main():
     ext = os.path.splitext(a.output)[1].lower()
     if ext not in (".png", ".svg"):
         fail("--output %s: expected a name ending in .png or .svg" % a.output)
-    if not os.path.isfile(a.embedding):
-        fail("cannot open '%s': No such file" % a.embedding)
+    for option, path, what in (("", a.embedding, "an embedding .csv, .npy or .h5"), ("--labels ", a.labels, "labels .npy")):
+        if path is not None and os.path.isdir(path):
+            fail("%s%s: is a directory; expected a file (%s)" % (option, path, what))
+        if path is not None and not os.path.isfile(path):
+            fail("%scannot open '%s': No such file" % (option, path))
     import numpy as np
     low = a.embedding.lower()
+    where = None  # the CSV's line of each row (NPY, HDF5: the row's index)
     if low.endswith(".npy"):
         Y = np.load(a.embedding, allow_pickle=False)
         labels = [""] * len(Y)
@@ -74,11 +85,17 @@ def main():
                 names = json.loads(raw.decode() if isinstance(raw, bytes) else str(raw))
                 labels = [names[c] if 0 <= c < len(names) else "" for c in f["labels"][()].tolist()]
     else:
-        Y, labels = read_csv(a.embedding)
+        Y, labels, where = read_csv(a.embedding)
         Y = np.asarray(Y, dtype=float)
     Y = np.asarray(Y, dtype=float)
     if Y.ndim != 2 or Y.shape[0] == 0 or Y.shape[1] == 0:
         fail("%s: expected an n x m embedding with n, m >= 1, found shape %s" % (a.embedding, Y.shape))
+    finite = np.isfinite(Y)
+    if not finite.all():  # a fit that diverged: no picture of it
+        i, j = (int(v) for v in np.argwhere(~finite)[0])
+        place = ("%s:%d" % (a.embedding, where[i])) if where is not None else ("%s: row %d (0-based)" % (a.embedding, i))
+        fail("%s: coordinate %d is %s; expected finite coordinates (rows with a non-finite one: %d of %d)"
+             % (place, j + 1, Y[i, j], int((~finite).any(axis=1).sum()), len(Y)))
     if a.labels is not None:
         lab = np.load(a.labels, allow_pickle=False).reshape(-1)
         if len(lab) != len(Y):
