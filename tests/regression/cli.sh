@@ -148,14 +148,16 @@ if run fit --method soda --data "$iris" --split "$tmp/pred.split" -q --report "$
    counts=$(paste -d, "$tmp/pred.split" "$iris" "$tmp/p2.txt" | awk -F, '
        { n[$1]++; if ($2 == $NF) c[$1]++; all += ($2 == $NF) }
        END { printf "%d %d %d %d %d", c["unlabeled"], n["unlabeled"], c["unseen"], n["unseen"], all }') &&
-   "$PY" - "$tmp/pr.json" "$counts" "$(cat "$tmp/p2.out")" <<'PY'
+   "$PY" - "$tmp/pr.json" "$counts" "$(cat "$tmp/p2.out")" "$iris" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 cu, nu, cs, ns, total = map(int, sys.argv[2].split())
 assert (nu, ns) == (60, 75), (nu, ns)
 assert cu / nu == r["accuracy"]["unlabeled"], (cu, nu, r["accuracy"])
 assert cs / ns == r["accuracy"]["unseen"], (cs, ns, r["accuracy"])
-assert sys.argv[3] == "predict: 150 samples, accuracy %.4f (%d correct of 150 labeled)" % (total / 150, total), sys.argv[3]
+expected = ("predict: 150 samples; accuracy %.4f on the 150 rows labeled in %s (%d correct; rows the model may "
+            "have been trained on)" % (total / 150, sys.argv[4], total))
+assert sys.argv[3] == expected, sys.argv[3]
 PY
 then ok "predict gives the fit's 1-NN accuracies on the unlabeled and unseen samples, the same bytes on 1 and 2 ranks"
 else bad "predict gives the fit's 1-NN accuracies, the same on 1 and 2 ranks"; cat "$tmp/stderr" "$tmp/p2.out"; fi
