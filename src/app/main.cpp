@@ -599,8 +599,8 @@ driver::ConvertCommand parse_convert(const std::vector<std::string>& args, bool&
     ("hdf5-data", po::value(&c.read.hdf5_data)->default_value("/X"), "HDF5 input: data set of the samples")
     ("hdf5-labels", po::value(&c.read.hdf5_labels)->default_value("/y"), "HDF5 input: data set of the labels")
     ("labels", po::value(&c.read.labels), "NPY input: labels file")
-    ("output", po::value(&c.output)->required(), ".h5/.hdf5 (data sets /X float64 and /y int32) or .npy (X float64)")
-    ("labels-output", po::value(&c.labels_output), "with an .npy --output: the labels as an int64 .npy")
+    ("output", po::value(&c.output)->required(), ".h5/.hdf5 (data sets /X float64 and /y, the labels by class name: integers or strings) or .npy (X float64)")
+    ("labels-output", po::value(&c.labels_output), "with an .npy --output: the labels as an .npy (int64, or '<U' strings for class names)")
     ("quiet,q", "no progress output");
   // clang-format on
   add_label_options(d);
