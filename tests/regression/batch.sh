@@ -91,7 +91,7 @@ run() {
   rm -f "$STUB_DIR"/*.log "$STUB_DIR/ready"
   timeout 20 "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"
 }
-clean_env=(-u SSDR -u SSDR_BIN -u SSDR_DATA -u SSDR_OUT -u SSDR_ROOT -u SSDR_PETSC_OPTIONS -u SSDR_GROUPS -u SSDR_RANKS
+clean_env=(-u SLURM_JOB_ID -u SSDR -u SSDR_BIN -u SSDR_DATA -u SSDR_OUT -u SSDR_ROOT -u SSDR_PETSC_OPTIONS -u SSDR_GROUPS -u SSDR_RANKS
            -u SSDR_MPIEXEC -u SSDR_MPIEXEC_FLAGS -u SLURM_NTASKS -u SLURM_JOB_NUM_NODES -u SLURM_NNODES
            -u SLURM_NTASKS_PER_NODE -u SLURM_SUBMIT_DIR -u PBS_O_WORKDIR -u PBS_NODEFILE -u JOB -u FRACTION)
 # expect NAME FILE LINES...: FILE holds exactly these lines.
@@ -245,13 +245,26 @@ expect "soda_fashion_mnist.pbs, Torque header: overrides, SSDR_PETSC_OPTIONS= fo
   "mpiexec -n 4 -f $tmp/torque.nodes $STUB fit --method soda --data $tmp/fm --labeled-per-class 20 --transductive-fraction 0.2 --seed 1 --report $tmp/pbsout/soda_fmnist_4r_f0.2.json"
 
 # --- 4b. fit.sbatch and fit.pbs: one's own data, outputs in one folder -------------------------
-run fit_sbatch env "${clean_env[@]}" SLURM_SUBMIT_DIR="$tmp/root" SLURM_NTASKS=2 SSDR_PETSC_OPTIONS="-log_view" \
+run fit_sbatch env "${clean_env[@]}" SLURM_JOB_ID=7 SLURM_SUBMIT_DIR="$tmp/root" SLURM_NTASKS=2 SSDR_PETSC_OPTIONS="-log_view" \
   bash "$SLURM_DIR/fit.sbatch" "my data/iris.v2.csv" soda "$tmp/o u t" --label-column species --dim 2
 cp "$tmp/fit_sbatch.err" "$tmp/last.err"
 expect "fit.sbatch DATA METHOD OUTDIR OPTIONS: report, model, CSV embedding and plot named after the data, options passed as they are" \
   "$STUB_DIR/ssdr.log" "CALL ranks=2 cwd=$tmp/root" fit --method soda --data "my data/iris.v2.csv" --report "$tmp/o u t/iris_soda.json" \
   --model "$tmp/o u t/iris_soda.model" --embedding "$tmp/o u t/iris_soda.csv" --plot "$tmp/o u t/iris_soda.png" \
   --label-column species --dim 2 -log_view
+grep -q "^srun " "$STUB_DIR/launch.log" && ok "fit.sbatch under SLURM (SLURM_JOB_ID): srun" ||
+  bad "fit.sbatch under SLURM: not srun: $(cat "$STUB_DIR/launch.log")"
+# Without SLURM (no SLURM_JOB_ID: bash on a workstation): mpiexec with SSDR_RANKS ranks.
+run fit_nosl env "${clean_env[@]}" SSDR_RANKS=3 SSDR_ROOT="$tmp/root" \
+  bash "$SLURM_DIR/fit.sbatch" iris.csv lda "$tmp/ws" --dim 1
+cp "$tmp/fit_nosl.err" "$tmp/last.err"
+expect "fit.sbatch without SLURM: mpiexec -n SSDR_RANKS" "$STUB_DIR/launch.log" \
+  "mpiexec -n 3 $tmp/root/build/ssdr fit --method lda --data iris.csv --report $tmp/ws/iris_lda.json --model $tmp/ws/iris_lda.model --embedding $tmp/ws/iris_lda.csv --plot $tmp/ws/iris_lda.png --dim 1"
+run pbs_nopbs env "${clean_env[@]}" SSDR_ROOT="$tmp/root" SSDR_DATA=iris.csv SSDR_METHOD=lda SSDR_OUT="$tmp/wp" SSDR_PLOT=0 \
+  bash "$PBS_DIR/fit.pbs"
+cp "$tmp/pbs_nopbs.err" "$tmp/last.err"
+expect "fit.pbs without PBS (no PBS_NODEFILE): mpiexec -n 2, no hostfile" "$STUB_DIR/launch.log" \
+  "mpiexec -n 2 $tmp/root/build/ssdr fit --method lda --data iris.csv --report $tmp/wp/iris_lda.json --model $tmp/wp/iris_lda.model --embedding $tmp/wp/iris_lda.csv"
 run fit_sbatch_usage env "${clean_env[@]}" SLURM_SUBMIT_DIR="$tmp/root" bash "$SLURM_DIR/fit.sbatch" data.csv
 if [ -s "$tmp/fit_sbatch_usage.err" ] && grep -q "usage: sbatch jobs/slurm/fit.sbatch DATA METHOD OUTDIR" "$tmp/fit_sbatch_usage.err" &&
    [ ! -s "$STUB_DIR/ssdr.log" ]; then
