@@ -389,8 +389,8 @@ timeout 120 "$MPIEXEC" -n 2 "$SSDR" "${G[@]}" --data "$tmp/iris.csv" --scaling n
 refuse "--graph-in of the rows in reverse order" "the lists were made for another data.values" "${G[@]}" --data "$tmp/iris.csv" --graph-in "$tmp/graph/rev.h5"
 refuse "--graph-in written for --seed 1, read with --seed 2" "the lists were made for another split" "${G[@]}" --data "$tmp/iris.csv" --seed 2 --graph-in "$tmp/graph/s1.h5"
 refuse "--graph-in written unscaled, read with --scaling standardize" "another preprocessing.scaling" "${G[@]}" --data "$tmp/iris.csv" --scaling standardize --graph-in "$tmp/graph/plain.h5"
-if "$SSDR_PYTHON" -c "import h5py" 2>/dev/null; then
-  "$SSDR_PYTHON" - "$tmp/graph" <<'PY'
+if "$PY" -c "import h5py" 2>/dev/null; then
+  "$PY" - "$tmp/graph" <<'PY'
 import shutil, sys, h5py
 d = sys.argv[1]
 for name, scale, keep in (("far.h5", 1.5, True), ("bare.h5", 1.0, False), ("bare_far.h5", 1.5, False)):
@@ -432,7 +432,7 @@ for cfg in "1 1" "2 1" "2 2"; do
   timeout 300 "$MPIEXEC" -n "$1" "$SSDR" experiment "$JOB" --groups "$2" --output "$tmp/wd_$1_$2" -q >/dev/null 2>&1 ||
     bad "wine_dims on $1 rank(s), --groups $2 failed"
 done
-if "$SSDR_PYTHON" - "$tmp" <<'PY'
+if "$PY" - "$tmp" <<'PY'
 import json, sys
 def load(d):
     results = json.load(open(d + "/results.json"))["results"]

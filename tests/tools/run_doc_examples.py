@@ -7,7 +7,8 @@ tests/, examples/, python/ are links), so the paths in the docs work as written:
     where the docs say `source jobs/env.sh`, else from the test's environment);
   - ```python blocks with `mpiexec -n 2 PYTHON block.py` and PYTHONPATH=build/python, as the
     docs' own comments say to run them.
-A block that must not run here carries the line `<!-- doc-test: skip: REASON -->` just above
+A block must leave no file in the root that the repository's .gitignore does not cover (the
+docs write their outputs under scratch/). A block that must not run here carries the line `<!-- doc-test: skip: REASON -->` just above
 its fence; it is listed with its reason. Other languages (cpp, yaml, text) are not run.
 Usage: run_doc_examples.py REPO_ROOT BUILD_DIR PYTHON MPIEXEC
 Prints one line per block (ok / FAILED / skipped) and exits 1 when a block failed.
@@ -44,6 +45,28 @@ def blocks(path):
         i += 1
 
 
+LINKS = ("jobs", "tests", "examples", "python", "docs", "cmake", "build")
+
+
+def untracked(root, work):
+    """The files and folders a block left in its scratch root (the repository root as the user
+    runs the docs) that the repository's .gitignore does not cover: after the docs' examples,
+    `git status` lists no new file. Paths relative to the root, folders with a trailing '/'."""
+    left = []
+    for name in sorted(os.listdir(work)):
+        if name in LINKS or name in ("block.sh", "block.py"):
+            continue
+        left.append(name + "/" if os.path.isdir(os.path.join(work, name)) else name)
+    if not left:
+        return []
+    p = subprocess.run(["git", "-C", root, "check-ignore", "--no-index", "--stdin"], input="\n".join(left) + "\n",
+                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, universal_newlines=True)
+    if p.returncode > 1:  # git missing or not a checkout: nothing to check against
+        return []
+    ignored = set(p.stdout.split("\n"))
+    return [f for f in left if f not in ignored]
+
+
 def main():
     root, build, python, mpiexec = sys.argv[1:5]
     pages = [os.path.join(root, "README.md")] + sorted(
@@ -62,7 +85,7 @@ def main():
                 continue
             work = tempfile.mkdtemp(prefix="ssdr_doc_")
             try:
-                for name in ("jobs", "tests", "examples", "python", "docs", "cmake"):
+                for name in LINKS[:-1]:
                     os.symlink(os.path.join(root, name), os.path.join(work, name))
                 os.symlink(build, os.path.join(work, "build"))
                 # A user's shell: none of jobs/env.sh's settings unless the block sources it (a
@@ -86,7 +109,12 @@ def main():
                 p = subprocess.run(cmd, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                    timeout=300)
                 ran += 1
-                if p.returncode == 0:
+                left = untracked(root, work)
+                if p.returncode == 0 and left:
+                    failed += 1
+                    print("FAILED: %s leaves files that git would list as untracked in the repository root "
+                          "(write them under scratch/, or add them to .gitignore): %s" % (where, " ".join(left[:10])))
+                elif p.returncode == 0:
                     print("ok: %s (%.1f s)" % (where, time.time() - t0))
                 else:
                     failed += 1
