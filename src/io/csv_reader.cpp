@@ -1,37 +1,91 @@
-// CSV/TSV: an optional header line, then lines of fields separated by commas (or tabs), the
+// CSV/TSV: an optional header line, then records of fields separated by commas (or tabs), the
 // label in one column (column 1 unless --label-column says otherwise), the other fields the
-// values; every line with the same number of fields.
+// values; every record with the same number of fields. Fields follow RFC 4180: a field may be
+// quoted ("..."), and a quoted field may hold the delimiter, line breaks and doubled quotes
+// (""), as R's write.csv, pandas' to_csv and spreadsheets write them.
 #include <climits>
 
 #include "reader_internal.hpp"
 
 namespace ssdr::io::detail {
 
-int64_t count_fields(std::string_view line, char delimiter) {
-  return 1 + static_cast<int64_t>(std::count(line.begin(), line.end(), delimiter));
+namespace {
+
+/// "field 3" for messages (1-based).
+std::string field_text(size_t k) { return "field " + std::to_string(k + 1); }
+
+}  // namespace
+
+void split_record(std::string_view rec, char delimiter, const Where& at, std::vector<std::string_view>& out,
+                  std::string& scratch) {
+  out.clear();
+  if (rec.find('"') == std::string_view::npos) {  // the common case: no quoting at all
+    size_t start = 0;
+    for (;;) {
+      const size_t stop = rec.find(delimiter, start);
+      out.push_back(rec.substr(start, stop == std::string_view::npos ? std::string_view::npos : stop - start));
+      if (stop == std::string_view::npos) return;
+      start = stop + 1;
+    }
+  }
+  // Unquoted text never grows, so the views into scratch stay valid while it fills.
+  scratch.clear();
+  scratch.reserve(rec.size());
+  size_t pos = 0;
+  for (;;) {
+    size_t q = pos;
+    while (q < rec.size() && (rec[q] == ' ' || rec[q] == '\t') && rec[q] != delimiter) ++q;
+    if (q < rec.size() && rec[q] == '"') {
+      // A quoted field: up to the quote not followed by another; "" is one quote.
+      size_t p = q + 1;
+      bool doubled = false;
+      for (;;) {
+        const size_t close = rec.find('"', p);
+        if (close == std::string_view::npos)
+          fail(at.str() + ": " + field_text(out.size()) +
+               " opens a double quote that is never closed; expected a closing '\"' (RFC 4180: a quote inside "
+               "a quoted field is written twice)");
+        if (close + 1 < rec.size() && rec[close + 1] == '"') {
+          doubled = true;
+          p = close + 2;
+          continue;
+        }
+        std::string_view content = rec.substr(q + 1, close - q - 1);
+        if (doubled) {
+          const size_t begin = scratch.size();
+          for (size_t i = 0; i < content.size(); ++i) {
+            scratch.push_back(content[i]);
+            if (content[i] == '"') ++i;  // the second quote of a pair
+          }
+          content = std::string_view(scratch.data() + begin, scratch.size() - begin);
+        }
+        out.push_back(content);
+        p = close + 1;
+        break;
+      }
+      while (p < rec.size() && rec[p] != delimiter && is_space(rec[p])) ++p;
+      if (p == rec.size()) return;
+      if (rec[p] != delimiter)
+        fail(at.str() + ": " + field_text(out.size() - 1) + " has text after its closing double quote ('" +
+             shown(rec.substr(q, std::min<size_t>(p + 8, rec.size()) - q)) +
+             "'); expected the delimiter after a quoted field (RFC 4180)");
+      pos = p + 1;
+      continue;
+    }
+    const size_t stop = rec.find(delimiter, pos);
+    const std::string_view field =
+        rec.substr(pos, stop == std::string_view::npos ? std::string_view::npos : stop - pos);
+    if (field.find('"') != std::string_view::npos)
+      fail(at.str() + ": " + field_text(out.size()) + " ('" + shown(field) +
+           "') has a double quote inside an unquoted field; expected the whole field quoted, with inner quotes "
+           "doubled (RFC 4180: \"5\"\" disk\")");
+    out.push_back(field);
+    if (stop == std::string_view::npos) return;
+    pos = stop + 1;
+  }
 }
 
 namespace {
-
-/// The fields of a line (views into it).
-std::vector<std::string_view> split_fields(std::string_view line, char delimiter) {
-  std::vector<std::string_view> out;
-  size_t start = 0;
-  for (;;) {
-    const size_t stop = line.find(delimiter, start);
-    out.push_back(line.substr(start, stop == std::string_view::npos ? std::string_view::npos : stop - start));
-    if (stop == std::string_view::npos) break;
-    start = stop + 1;
-  }
-  return out;
-}
-
-/// A header field, without blanks and surrounding double quotes.
-std::string_view unquote(std::string_view f) {
-  f = trim(f);
-  if (f.size() >= 2 && f.front() == '"' && f.back() == '"') f = f.substr(1, f.size() - 2);
-  return f;
-}
 
 bool is_number(std::string_view tok) {
   std::string_view t = trim(tok);
@@ -42,58 +96,157 @@ bool is_number(std::string_view tok) {
          (res.ec == std::errc() || res.ec == std::errc::result_out_of_range);
 }
 
+bool all_digits(const std::string& s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+}
+
+/// A missing value as data files write it ("?", "NA", "nan", ...): says nothing of a header.
+bool is_missing(std::string_view t) {
+  static const char* const words[] = {"?", "NA", "N/A", "na", "nan", "NaN", "NAN", "null", "NULL", "-"};
+  return std::any_of(std::begin(words), std::end(words), [&](const char* w) { return t == w; });
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& ch : out)
+    if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
+  return out;
+}
+
 }  // namespace
 
-CsvLayout csv_layout(std::string_view first, const Where& at, const LabelOptions& options, bool labeled) {
+CsvLayout csv_layout(std::string_view first, const Where& at, const LabelOptions& options, bool labeled,
+                     std::string* note) {
   CsvLayout layout;
-  layout.delimiter = first.find('\t') != std::string_view::npos && first.find(',') == std::string_view::npos ? '\t' : ',';
-  const std::vector<std::string_view> fields = split_fields(first, layout.delimiter);
+  // The delimiter: a tab when the line has a tab and no comma outside quotes.
+  {
+    bool quoted = false, tab = false, comma = false;
+    for (char ch : first) {
+      if (ch == '"') quoted = !quoted;
+      else if (!quoted && ch == '\t') tab = true;
+      else if (!quoted && ch == ',') comma = true;
+    }
+    layout.delimiter = tab && !comma ? '\t' : ',';
+  }
+  std::vector<std::string_view> raw;
+  std::string scratch;
+  split_record(first, layout.delimiter, at, raw, scratch);
+  std::vector<std::string_view> fields(raw.size());
+  for (size_t j = 0; j < raw.size(); ++j) fields[j] = trim(raw[j]);
   layout.fields = static_cast<int64_t>(fields.size());
-  const auto numbered = [](const std::string& col) {
-    return !col.empty() && std::all_of(col.begin(), col.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
-  };
-  // A column by 1-based number now; by name once the header is known (−2: by name).
-  const auto by_number = [&](const std::string& col, const char* option) -> int64_t {
-    if (col.empty()) return -1;
-    if (!numbered(col)) return -2;
-    const int64_t k = col.size() > 18 ? INT64_MAX : std::stoll(col);
-    if (k < 1 || k > layout.fields)
-      fail(std::string(option) + " " + col + ": " + at.str() + " has " + std::to_string(layout.fields) +
-           " fields; expected a column number 1.." + std::to_string(layout.fields) + " or a header name");
-    return k - 1;
-  };
   const std::string& col = options.column;
   if (!labeled && !col.empty()) fail("--label-column " + col + ": the data have no label column (--no-labels)");
-  layout.label_column = !labeled ? -1 : col.empty() ? 0 : by_number(col, "--label-column");
-  layout.id_column = by_number(options.id_column, "--id-column");
+  const auto out_of_range = [&](const std::string& spec, const char* option) {
+    fail(std::string(option) + " " + spec + ": " + at.str() + " has " + std::to_string(layout.fields) +
+         " fields; expected a column number 1.." + std::to_string(layout.fields) + " or a header name");
+  };
+  // A column given by 1-based number: "#5" always; "5" when the file has no column named 5
+  // (−2: a name; −3: a number past the last column, unless a header names it).
+  const auto number_of = [&](const std::string& spec, const char* option) -> int64_t {
+    const std::string digits = spec.size() > 1 && spec[0] == '#' ? spec.substr(1) : spec;
+    if (!all_digits(digits)) {
+      if (spec[0] == '#') fail(std::string(option) + " " + spec + ": expected '#' and a column number 1.." +
+                               std::to_string(layout.fields));
+      return -2;
+    }
+    const int64_t k = digits.size() > 18 ? INT64_MAX : std::stoll(digits);
+    if (k < 1 || k > layout.fields) {
+      if (spec[0] != '#') return -3;  // maybe a header's name; refused below if not
+      out_of_range(spec, option);
+    }
+    return k - 1;
+  };
+  const auto named_in_line = [&](const std::string& name) -> int64_t {
+    for (size_t j = 0; j < fields.size(); ++j)
+      if (fields[j] == name) return static_cast<int64_t>(j);
+    return -1;
+  };
+  // First the columns by position where the spec is a number (a header may rename them below).
+  layout.label_default = labeled && col.empty();
+  layout.label_column = !labeled ? -1 : col.empty() ? 0 : number_of(col, "--label-column");
+  layout.id_column = options.id_column.empty() ? -1 : number_of(options.id_column, "--id-column");
   // A header: said so, or (automatic) a value field that is not a number, or a named column.
   bool header = options.header == LabelOptions::Header::yes;
+  std::vector<size_t> numeric, words;  // the value fields that are numbers and those that are not
+  for (size_t j = 0; j < fields.size(); ++j) {
+    const auto jj = static_cast<int64_t>(j);
+    if (jj == layout.label_column || jj == layout.id_column) continue;
+    if (is_missing(fields[j])) continue;  // a first row with a missing value is no header
+    (is_number(fields[j]) ? numeric : words).push_back(j);
+  }
   if (options.header == LabelOptions::Header::automatic) {
-    if (layout.label_column == -2 || layout.id_column == -2) {
-      header = true;
-    } else {
-      for (int64_t j = 0; j < layout.fields; ++j)
-        if (j != layout.label_column && j != layout.id_column && !is_number(fields[static_cast<size_t>(j)]))
-          header = true;
+    // A column by name (or by a number past the last column: only a name can mean it).
+    header = layout.label_column <= -2 || layout.id_column <= -2 || !words.empty();
+    // Not obvious: some value fields are numbers and some are not (a header with numbered
+    // columns, or a first row with a missing value).
+    if (note != nullptr && layout.label_column > -2 && layout.id_column > -2 && !words.empty() &&
+        !numeric.empty()) {
+      std::string w;
+      for (size_t k = 0; k < words.size() && k < 3; ++k) w += (k > 0 ? ", '" : "'") + shown(fields[words[k]]) + "'";
+      *note = at.str() + " read as a header: " + std::to_string(words.size()) + " of its " +
+              std::to_string(words.size() + numeric.size()) + " value fields are not numbers (" + w +
+              (words.size() > 3 ? ", ..." : "") + "); --header no reads it as data";
+    }
+  }
+  if (header) {  // duplicate names would make a column by name ambiguous
+    std::unordered_map<std::string_view, size_t> seen;
+    for (size_t j = 0; j < fields.size(); ++j) {
+      if (fields[j].empty()) continue;  // pandas' unnamed index column, R's row names
+      const auto [it, fresh] = seen.emplace(fields[j], j);
+      if (!fresh)
+        fail(at.str() + ": the header names column " + std::to_string(it->second + 1) + " and column " +
+             std::to_string(j + 1) + " both '" + shown(fields[j]) + "'; expected unique column names");
     }
   }
   const auto by_name = [&](const std::string& name, const char* option) -> int64_t {
     if (!header)
       fail(std::string(option) + " " + name + ": a column name needs a header line (--header no was given); " +
-           "expected a column number 1.." + std::to_string(layout.fields));
+           "expected a column number 1.." + std::to_string(layout.fields) + " ('#3' is column 3)");
+    const int64_t found = named_in_line(name);
+    if (found >= 0) return found;
+    std::string close;  // the same name in another case
+    for (size_t j = 0; j < fields.size() && close.empty(); ++j)
+      if (lower(fields[j]) == lower(name)) close = std::string(fields[j]);
     std::string names;
-    int64_t found = -1;
-    for (int64_t j = 0; j < layout.fields; ++j) {
-      const std::string_view h = unquote(fields[static_cast<size_t>(j)]);
-      if (h == name && found < 0) found = j;
-      if (j < 12) names += (j > 0 ? ", '" : "'") + std::string(h) + "'";
-    }
-    if (layout.fields > 12) names += ", ...";
-    if (found < 0) fail(std::string(option) + " " + name + ": no such column in the header of " + at.str() + " (" + names + ")");
-    return found;
+    for (size_t j = 0; j < fields.size() && names.size() < 300; ++j)
+      names += (j > 0 ? ", '" : "'") + shown(fields[j]) + "'";
+    if (names.size() >= 300 && fields.size() > 1) names += ", ...";
+    fail(std::string(option) + " " + name + ": no such column in the header of " + at.str() +
+         (close.empty() ? " (" + names + ")" : "; names match case: did you mean '" + close + "'?"));
   };
-  if (layout.label_column == -2) layout.label_column = by_name(col, "--label-column");
-  if (layout.id_column == -2) layout.id_column = by_name(options.id_column, "--id-column");
+  // A header's names come before numbers: "--label-column 5" is the column named 5 when the
+  // header has one, column number 5 otherwise ("#5" is always the number).
+  const auto resolve = [&](const std::string& spec, int64_t by_number, const char* option) -> int64_t {
+    if (spec.empty() || spec[0] == '#') return by_number;
+    if (by_number == -2) return by_name(spec, option);
+    if (header) {
+      const int64_t named = named_in_line(spec);
+      if (named >= 0) return named;
+    }
+    if (by_number == -3) out_of_range(spec, option);
+    if (!header && options.header == LabelOptions::Header::automatic) {
+      // A numeric first line that names this column elsewhere: a header of numbers, or data
+      // whose value happens to equal the spec. Either reading could be silently wrong.
+      const int64_t named = named_in_line(spec);
+      if (named >= 0 && named != by_number)
+        fail(std::string(option) + " " + spec + " is ambiguous: " + at.str() +
+             " is all numbers, so it reads as data with column " + spec + " the label, but its column " +
+             std::to_string(named + 1) + " is '" + spec + "', as a header naming it would be; expected " + option +
+             " '#" + spec + "' (column number " + spec + ") or --header yes (the column named " + spec + ")");
+    }
+    return by_number;
+  };
+  layout.label_column = !labeled ? -1 : resolve(col, layout.label_column, "--label-column");
+  layout.id_column = resolve(options.id_column, layout.id_column, "--id-column");
+  // R's write.csv and pandas' to_csv write the row names first, under an empty header name:
+  // they are the rows' ids, not a feature.
+  if (header && options.id_column.empty() && layout.fields > 2 && fields[0].empty() && layout.label_column != 0) {
+    layout.id_column = 0;
+    if (note != nullptr)
+      *note = (note->empty() ? "" : *note + "; ") + at.str() +
+              ": column 1 has no name in the header: read as the rows' ids (row names, as R's write.csv and "
+              "pandas' to_csv write them), not as a feature";
+  }
   if (layout.id_column >= 0 && layout.id_column == layout.label_column)
     fail("--id-column " + options.id_column + " and --label-column " + (col.empty() ? std::string("1") : col) +
          " name the same column of " + at.str() + "; expected two different columns");
@@ -107,24 +260,25 @@ CsvLayout csv_layout(std::string_view first, const Where& at, const LabelOptions
 
 int parse_csv_line(std::string_view line, const CsvLayout& layout, const Where& at, double* row, LabelCoder& coder,
                    std::string* id) {
+  thread_local std::vector<std::string_view> fields;
+  thread_local std::string scratch;
+  split_record(line, layout.delimiter, at, fields, scratch);
   const bool labeled = layout.label_column >= 0;
-  const int64_t found = count_fields(line, layout.delimiter);
+  const auto found = static_cast<int64_t>(fields.size());
   if (found != layout.fields)
     fail(at.str() + ": expected " + std::to_string(layout.fields) + " fields (" +
          (labeled ? "label + " + std::to_string(layout.fields - 1) + " values" : "values, no label: --no-labels") +
          "), found " + std::to_string(found));
   int label = -1;
-  size_t start = 0;
   int64_t j = 0;  // values stored
   for (int64_t field = 0; field < layout.fields; ++field) {
-    const size_t stop = line.find(layout.delimiter, start);
-    const std::string_view tok =
-        line.substr(start, stop == std::string_view::npos ? std::string_view::npos : stop - start);
+    const std::string_view tok = fields[static_cast<size_t>(field)];
     if (field == layout.label_column) {
       try {
         label = coder.code(tok, at);
       } catch (const LocalFailure& f) {
         // A file of values alone is read as one whose first value is the label.
+        if (!is_number(tok)) throw;
         fail(f.message + "; data without a label column: --no-labels (transform, predict)");
       }
     } else if (field == layout.id_column) {
@@ -135,13 +289,34 @@ int parse_csv_line(std::string_view line, const CsvLayout& layout, const Where& 
       if (id != nullptr) id->assign(t);
     } else {
       // Column numbers count from 1 in the file.
-      const double v = parse_value(tok, at, "column", field + 1);
+      double v = 0.0;
+      try {
+        v = parse_value(tok, at, "column", field + 1);
+      } catch (const LocalFailure& f) {
+        if (!layout.label_default) throw;
+        fail(f.message + " (column 1 was taken as the label; --label-column names the label column)");
+      }
       if (row != nullptr) row[j] = v;
       ++j;
     }
-    start = stop + 1;
   }
   return label;
+}
+
+bool ends_record(std::string_view text, size_t from, size_t to, int& parity, size_t& nl) {
+  const char* p = text.data();
+  while (from < to) {
+    const void* hit = std::memchr(p + from, '\n', to - from);
+    const size_t stop = hit == nullptr ? to : static_cast<size_t>(static_cast<const char*>(hit) - p);
+    parity ^= static_cast<int>(std::count(p + from, p + stop, '"') & 1);
+    if (hit == nullptr) return false;
+    if (parity == 0) {
+      nl = stop;
+      return true;
+    }
+    from = stop + 1;
+  }
+  return false;
 }
 
 }  // namespace ssdr::io::detail

@@ -6,6 +6,7 @@
 
 #include "reader_internal.hpp"
 #include "ssdr/core/error.hpp"
+#include "ssdr/core/progress.hpp"
 
 namespace ssdr::io {
 
@@ -59,9 +60,54 @@ bool is_fraction(std::string_view t) {
   return !t.empty() && res.ptr == t.data() + t.size() && res.ec == std::errc() && std::isfinite(v);
 }
 
+/// Fails unless `t` (a label that is not an integer) can name a class: no NUL byte, valid
+/// UTF-8 (it goes to JSON reports and CSV headers), and not a non-finite number ("inf", "nan").
+void check_class_name(std::string_view t, const Where& at) {
+  const size_t nul = t.find('\0');
+  if (nul != std::string_view::npos)
+    fail(at.str() + ": label has a NUL byte (byte " + std::to_string(nul + 1) +
+         " of the field); expected a class name of text");
+  const size_t bad = utf8_error(t);
+  if (bad != std::string_view::npos)
+    fail(at.str() + ": label is not valid UTF-8 (byte " + std::to_string(bad + 1) +
+         " of the field); expected a class name in UTF-8");
+  std::string_view num = t;
+  if (!num.empty() && (num.front() == '+' || num.front() == '-')) num.remove_prefix(1);
+  std::string low(num);
+  for (char& ch : low) ch = static_cast<char>(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
+  if (low == "inf" || low == "infinity" || low == "nan")
+    fail(at.str() + ": label '" + shown(t) + "' is not a finite number; expected an integer class, a name or an " +
+         "unlabeled marker");
+}
+
 }  // namespace
 
-LabelCoder::LabelCoder(const LabelOptions& options) : options_(options) {
+size_t utf8_error(std::string_view s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const size_t n = s.size();
+  for (size_t i = 0; i < n;) {
+    const unsigned c = p[i];
+    size_t len = 0;
+    unsigned min = 0;
+    if (c < 0x80) { ++i; continue; }
+    if ((c & 0xE0) == 0xC0) { len = 2; min = 0x80; }
+    else if ((c & 0xF0) == 0xE0) { len = 3; min = 0x800; }
+    else if ((c & 0xF8) == 0xF0) { len = 4; min = 0x10000; }
+    else return i;
+    if (i + len > n) return i;
+    unsigned cp = c & (0x7Fu >> len);
+    for (size_t k = 1; k < len; ++k) {
+      if ((p[i + k] & 0xC0) != 0x80) return i;
+      cp = (cp << 6) | (p[i + k] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return i;  // overlong, surrogate
+    i += len;
+  }
+  return std::string_view::npos;
+}
+
+LabelCoder::LabelCoder(const LabelOptions& options)
+    : options_(options), marker_rows_(options.unlabeled_markers.size() + 1, 0) {
   for (const std::string& m : options_.unlabeled_markers) {
     int64_t v = 0;
     if (parse_integer_label(trim(m), v)) integer_markers_.push_back(v);
@@ -87,8 +133,16 @@ int LabelCoder::add(Key key) {
 
 int LabelCoder::code(std::string_view token, const Where& at) {
   const std::string_view t = trim(token);
-  for (const std::string& m : options_.unlabeled_markers)
-    if (t == trim(m)) return -1;
+  // An empty field is always unlabeled, whatever the markers: no class has an empty name.
+  if (t.empty()) {
+    ++marker_rows_.back();
+    return -1;
+  }
+  for (size_t m = 0; m < options_.unlabeled_markers.size(); ++m)
+    if (t == trim(options_.unlabeled_markers[m])) {
+      ++marker_rows_[m];
+      return -1;
+    }
   Key key;
   int64_t v = 0;
   if (options_.type != LabelOptions::Type::string && parse_integer_label(t, v)) {
@@ -107,6 +161,7 @@ int LabelCoder::code(std::string_view token, const Where& at) {
       fail(at.str() + ": label '" + shown(t) + "' is a fractional number; expected an integer class, a name or an " +
            "unlabeled marker (" + markers_text(options_.unlabeled_markers) +
            "; --label-type string reads it as a name)");
+    check_class_name(t, at);
     key.text = std::string(t);
     if (first_name_ < 0) {
       first_name_ = at.line;
@@ -174,6 +229,29 @@ void LabelCoder::finish(MPI_Comm comm, const std::string& what) {
     SSDR_CHECK_COLLECTIVE(comm, best[1] != rank, message);
   }
   integers_ = total[1] == 0;
+  // Among names, a default marker word may be a class a user meant ("NA" is North America, a
+  // gene): say how many rows each marker made unlabeled, and how to keep it.
+  MPI_Allreduce(MPI_IN_PLACE, marker_rows_.data(), static_cast<int>(marker_rows_.size()), MPI_INT64_T, MPI_SUM, comm);
+  if (!integers_ && rank == 0 && options_.unlabeled_markers == LabelOptions().unlabeled_markers) {
+    std::string counts, keep, word;
+    for (size_t m = 0; m + 1 < marker_rows_.size(); ++m) {
+      const std::string marker(trim(options_.unlabeled_markers[m]));
+      if (marker.empty()) continue;
+      if (marker_rows_[m] > 0) {
+        counts += (counts.empty() ? "" : ", ") + std::to_string(marker_rows_[m]) + " labeled '" + marker + "'";
+        if (word.empty()) word = marker;
+      }
+    }
+    for (const std::string& m : options_.unlabeled_markers) {
+      const std::string marker(trim(m));
+      if (!marker.empty() && marker != word) keep += " --unlabeled-marker '" + marker + "'";
+    }
+    if (!word.empty())
+      say(what + ": " + counts + " read as unlabeled rows (unlabeled markers), besides " +
+          std::to_string(marker_rows_.back()) + " empty labels; to keep '" + word + "' as a class name:" +
+          (keep.empty() ? std::string(" --unlabeled-marker ''") : keep) +
+          " (the markers given replace the defaults; an empty label is always unlabeled)");
+  }
   // Every rank's distinct labels as text ("value" for integers), gathered in rank order.
   std::string mine;
   for (const Key& k : keys_) {

@@ -200,13 +200,42 @@ class GzFile {
 };
 
 /// Splits a (possibly gzip-compressed) text file into lines, without the line terminator
-/// ("\n" or "\r\n"). Lines may be arbitrarily long.
+/// ("\n" or "\r\n"; a UTF-8 byte order mark removed from line 1). Lines may be arbitrarily
+/// long. With `records` (CSV/TSV), a line break inside double quotes does not end a line: a
+/// record of RFC 4180 text spanning several lines comes whole, its inner line breaks kept.
 class LineReader {
  public:
-  explicit LineReader(const std::string& path) : buf_(1 << 20) { file_.open(path); }
+  explicit LineReader(const std::string& path, bool records = false) : buf_(1 << 20), records_(records) {
+    file_.open(path);
+  }
 
-  /// Next line in `line` (valid until the next call); false at the end of the file.
+  /// Next line (record) in `line` (valid until the next call); false at the end of the file.
   bool next(std::string_view& line) {
+    if (!physical(line)) return false;
+    first_line_ = line_no_;
+    if (records_ && (std::count(line.begin(), line.end(), '"') & 1) != 0) {
+      joined_.assign(line.data(), line.size());
+      std::string_view more;
+      int parity = 1;
+      while (parity != 0 && physical(more)) {
+        joined_.push_back('\n');
+        joined_.append(more.data(), more.size());
+        parity ^= static_cast<int>(std::count(more.begin(), more.end(), '"') & 1);
+      }
+      line = joined_;  // a quote never closed: the record runs to the end, and its parse says so
+    }
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (first_line_ == 1 && line.substr(0, 3) == "\xEF\xBB\xBF") line.remove_prefix(3);  // UTF-8 BOM
+    return true;
+  }
+  /// The 1-based line number of the last line read (of a record: its last line).
+  int64_t line_no() const { return line_no_; }
+  /// The 1-based line number where the last line (record) returned by next() starts.
+  int64_t first_line() const { return first_line_; }
+
+ private:
+  /// The next physical line, without its '\n' (a '\r' before it kept).
+  bool physical(std::string_view& line) {
     carry_.clear();
     for (;;) {
       if (pos_ < end_) {
@@ -217,10 +246,10 @@ class LineReader {
           pos_ += len + 1;
           ++line_no_;
           if (carry_.empty()) {
-            line = strip_cr(std::string_view(start, len));
+            line = std::string_view(start, len);
           } else {
             carry_.append(start, len);
-            line = strip_cr(carry_);
+            line = carry_;
           }
           return true;
         }
@@ -234,23 +263,16 @@ class LineReader {
     }
     if (carry_.empty()) return false;
     ++line_no_;
-    line = strip_cr(carry_);
+    line = carry_;
     return true;
-  }
-  int64_t line_no() const { return line_no_; }
-
- private:
-  std::string_view strip_cr(std::string_view s) const {
-    if (!s.empty() && s.back() == '\r') s.remove_suffix(1);
-    if (line_no_ == 1 && s.substr(0, 3) == "\xEF\xBB\xBF") s.remove_prefix(3);  // UTF-8 BOM
-    return s;
   }
   GzFile file_;
   std::vector<char> buf_;
   size_t pos_ = 0, end_ = 0;
   bool eof_ = false;
-  std::string carry_;
-  int64_t line_no_ = 0;
+  bool records_ = false;
+  std::string carry_, joined_;
+  int64_t line_no_ = 0, first_line_ = 0;
 };
 
 // ---------------------------------------------------------------------------------------
@@ -300,6 +322,10 @@ inline double parse_value(std::string_view tok, const Where& at, const char* wha
   return v;
 }
 
+/// The offset of the first byte of `s` that is not valid UTF-8 (overlong forms and
+/// surrogates included), or npos. Local.
+size_t utf8_error(std::string_view s);  // labels.cpp
+
 /// Parses an integer label ("3", "+3", "-2" or "3.0"); false when `t` is not one.
 bool parse_integer_label(std::string_view t, int64_t& value);  // labels.cpp
 
@@ -310,8 +336,9 @@ bool parse_integer_label(std::string_view t, int64_t& value);  // labels.cpp
 class LabelCoder {
  public:
   explicit LabelCoder(const LabelOptions& options);
-  /// The local code of a label field (−1 for an unlabeled marker). With Type::integer a name
-  /// fails, naming `at` and the field. Local.
+  /// The local code of a label field (−1 for an empty field or an unlabeled marker). With
+  /// Type::integer a name fails, naming `at` and the field; so does a name with a NUL byte,
+  /// invalid UTF-8, or a non-finite number ("inf", "nan"). Local.
   int code(std::string_view token, const Where& at);
   /// The local code of an integer label of a binary file (−1 when its decimal text is an
   /// unlabeled marker). `row` (0-based sample index) is kept for messages. Local.
@@ -350,6 +377,8 @@ class LabelCoder {
   int64_t first_integer_ = -1, first_name_ = -1, integer_rows_ = 0, name_rows_ = 0;
   std::string first_integer_token_, first_name_token_;
   bool rows_are_lines_ = true;
+  // Rows each unlabeled marker made unlabeled (the last entry: empty fields), for the note.
+  std::vector<int64_t> marker_rows_;
   std::vector<int> remap_;
   std::vector<std::string> names_;
   bool integers_ = true;
@@ -367,19 +396,38 @@ struct CsvLayout {
   int64_t id_column = -1;    ///< 0-based column of row ids (--id-column), −1: none
   int64_t header_line = 0;   ///< the 1-based line number of the header (skipped); 0: none
   char delimiter = ',';
+  /// The label column is column 1 because no --label-column was given (said in messages).
+  bool label_default = false;
   /// The number of values d.
   int64_t values() const { return fields - (label_column >= 0 ? 1 : 0) - (id_column >= 0 ? 1 : 0); }
 };
 
-/// Counts the fields of a line separated by `delimiter`.
-int64_t count_fields(std::string_view line, char delimiter = ',');  // csv_reader.cpp
+/// Splits one CSV/TSV record (RFC 4180) into its fields: a field may be quoted, and a quoted
+/// field may hold the delimiter, line breaks and doubled quotes ("" is one quote); blanks
+/// around a quoted field are dropped. `out` receives views into `rec` or, for a field with
+/// doubled quotes, into `scratch` (valid until the next call with the same scratch). Local;
+/// fails naming `at` and the field: a quote that is never closed, text after a closing quote,
+/// a quote inside an unquoted field.
+void split_record(std::string_view rec, char delimiter, const Where& at, std::vector<std::string_view>& out,
+                  std::string& scratch);  // csv_reader.cpp
 
-/// The layout of a CSV/TSV file from its first non-blank line `first` (line `at`): the
-/// delimiter (a tab when the line has a tab and no comma), whether it is a header, the label
-/// column. Local; fails naming the file, line and option (a label column not in the header,
-/// a header-less file with a named label column, fewer than two fields).
-CsvLayout csv_layout(std::string_view first, const Where& at, const LabelOptions& options,
-                     bool labeled);  // csv_reader.cpp
+/// Finds the '\n' that ends a CSV record in text[from, to): the first one outside double
+/// quotes, `parity` being the quote parity at `from` (0: outside, 1: inside a quoted field),
+/// updated over the bytes scanned. Sets `nl` to its offset and returns true; returns false
+/// (parity updated over all of [from, to)) when none is found. Exact for RFC 4180 text: a
+/// quote inside a quoted field comes in pairs. Local.
+bool ends_record(std::string_view text, size_t from, size_t to, int& parity, size_t& nl);  // csv_reader.cpp
+
+/// The layout of a CSV/TSV file from its first non-blank record `first` (line `at`): the
+/// delimiter (a tab when the record has a tab and no comma outside quotes), whether it is a
+/// header, the label and id columns. A column spec "#k" is column number k; a plain number k
+/// is the header's column named k when the header has one, else column number k; any other
+/// spec is a header name. Local; fails naming the file, line and option (a label column not
+/// in the header, a header-less file with a named label column, duplicate header names, fewer
+/// than two fields). `note`, when given, receives a line for the user when the header decision
+/// was not obvious (left untouched otherwise).
+CsvLayout csv_layout(std::string_view first, const Where& at, const LabelOptions& options, bool labeled,
+                     std::string* note = nullptr);  // csv_reader.cpp
 
 /// Parses one CSV line laid out as `layout`. Values go to `row` when it is not null. Returns
 /// the label's local code from `coder` (−1 unlabeled, or without a label column).

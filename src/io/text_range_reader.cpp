@@ -9,6 +9,7 @@
 
 #include "reader_internal.hpp"
 #include "ssdr/core/error.hpp"
+#include "ssdr/core/progress.hpp"
 
 namespace ssdr::io::detail {
 
@@ -37,12 +38,18 @@ struct OwnedText {
   int64_t base = 0;
   size_t begin = 0, end = 0;
   int64_t first_line = 1;
+  /// Records may span lines: the file is CSV/TSV and has a double quote somewhere.
+  bool quoted = false;
 };
 
-/// Reads this rank's byte range of a file of `size` bytes and aligns it to line starts.
-/// Collective (the newline scan).
+/// Reads this rank's byte range of a file of `size` bytes and aligns it to line starts. With
+/// `quoted` (CSV/TSV), to record starts: a line break inside double quotes is not one, and each
+/// rank's quote state at its range start comes from an exclusive scan of the ranks' quote
+/// counts (exact for RFC 4180 text, where quotes inside a quoted field come in pairs; a stray
+/// quote fails at its own record on the rank that parses it, the lowest such rank, whose
+/// message wins). Collective (the scans).
 OwnedText read_range(MPI_File fh, int64_t size, const std::string& path, MPI_Comm comm, std::string& message,
-                     bool& ok) {
+                     bool& ok, bool quoted = false) {
   int rank = 0, nranks = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &nranks);
@@ -50,76 +57,99 @@ OwnedText read_range(MPI_File fh, int64_t size, const std::string& path, MPI_Com
   // Split in 128-bit-safe arithmetic: size·rank fits int64 for any real file and rank count.
   const int64_t lo = static_cast<int64_t>((static_cast<__int128>(size) * rank) / nranks);
   const int64_t hi = static_cast<int64_t>((static_cast<__int128>(size) * (rank + 1)) / nranks);
-  int64_t newlines = 0;  // '\n' bytes in [lo, hi)
+  int64_t counts[2] = {0, 0};  // '\n' and '"' bytes in [lo, hi)
+  t.base = lo > 0 ? lo - 1 : 0;  // one byte before the range tells whether lo starts a line
+  const size_t off_lo = static_cast<size_t>(lo - t.base), n_hi = static_cast<size_t>(hi - t.base);
   ok = attempt(
       [&] {
-        t.base = lo > 0 ? lo - 1 : 0;  // one byte before the range tells whether lo starts a line
         t.text.resize(static_cast<size_t>(hi - t.base));
         if (hi > t.base) read_bytes(fh, t.base, t.text.data(), hi - t.base, path);
         const char* p = t.text.data();
-        const size_t off_lo = static_cast<size_t>(lo - t.base), n_hi = static_cast<size_t>(hi - t.base);
-        newlines = std::count(p + off_lo, p + n_hi, '\n');
-        // First owned line start.
-        if (lo == 0 || p[0] == '\n') {
-          t.begin = off_lo;
-        } else {
-          const void* nl = std::memchr(p + off_lo, '\n', n_hi - off_lo);
-          t.begin = nl == nullptr ? n_hi : static_cast<size_t>(static_cast<const char*>(nl) - p) + 1;
-        }
-        if (t.begin >= n_hi) {  // no line starts in this range
-          t.begin = t.end = n_hi;
-          return;
-        }
-        // The last owned line ends at the first '\n' at or after hi − 1 (or at the end of file).
-        if (t.text[n_hi - 1] == '\n' || hi == size) {
-          t.end = n_hi;
-          return;
-        }
-        int64_t pos = hi;
-        for (;;) {
-          const int64_t len = std::min<int64_t>(size - pos, int64_t{1} << 20);
-          const size_t old = t.text.size();
-          t.text.resize(old + static_cast<size_t>(len));
-          read_bytes(fh, pos, t.text.data() + old, len, path);
-          const void* nl = std::memchr(t.text.data() + old, '\n', static_cast<size_t>(len));
-          pos += len;
-          if (nl != nullptr) {
-            t.end = static_cast<size_t>(static_cast<const char*>(nl) - t.text.data()) + 1;
-            break;
-          }
-          if (pos >= size) {
-            t.end = t.text.size();
-            break;
-          }
-        }
+        counts[0] = std::count(p + off_lo, p + n_hi, '\n');
+        if (quoted) counts[1] = std::count(p + off_lo, p + n_hi, '"');
       },
       message);
-  int64_t before = 0;
-  MPI_Exscan(&newlines, &before, 1, MPI_INT64_T, MPI_SUM, comm);
-  if (rank == 0) before = 0;
-  // Newlines in [lo, begin): one when the first owned line starts after a '\n' inside the
-  // range (the partial line before it belongs to a lower rank).
-  const int64_t lo_off = lo - t.base;
-  t.first_line = 1 + before + (static_cast<int64_t>(t.begin) > lo_off ? 1 : 0);
+  int64_t before[2] = {0, 0};
+  MPI_Exscan(counts, before, 2, MPI_INT64_T, MPI_SUM, comm);
+  if (rank == 0) before[0] = before[1] = 0;
+  int64_t quotes = counts[1];
+  MPI_Allreduce(MPI_IN_PLACE, &quotes, 1, MPI_INT64_T, MPI_SUM, comm);
+  t.quoted = quotes > 0;  // no quote anywhere: records are lines, found as before
+  if (ok)
+    ok = attempt(
+        [&] {
+          const std::string_view text(t.text.data(), t.text.size());
+          int parity = static_cast<int>(before[1] & 1);  // inside quotes at lo
+          // The first owned record starts at lo (byte lo−1 a record-ending '\n') or after the
+          // first record-ending '\n' in the range.
+          size_t nl = 0;
+          if (lo == 0 || (text[0] == '\n' && parity == 0)) {
+            t.begin = off_lo;
+          } else {
+            t.begin = ends_record(text, off_lo, n_hi, parity, nl) ? nl + 1 : n_hi;
+          }
+          if (t.begin >= n_hi) {  // no record starts in this range
+            t.begin = t.end = n_hi;
+            return;
+          }
+          // The last owned record ends at the first record-ending '\n' at or after hi − 1 (or
+          // at the end of file): the quote parity at hi − 1 from the scan, then read on.
+          parity = static_cast<int>((before[1] + (quoted ? std::count(text.data() + off_lo, text.data() + n_hi - 1, '"') : 0)) & 1);
+          if ((text[n_hi - 1] == '\n' && parity == 0) || hi == size) {
+            t.end = n_hi;
+            return;
+          }
+          if (text[n_hi - 1] == '"') parity ^= 1;
+          int64_t pos = hi;
+          for (;;) {
+            const int64_t len = std::min<int64_t>(size - pos, int64_t{1} << 20);
+            const size_t old = t.text.size();
+            t.text.resize(old + static_cast<size_t>(len));
+            read_bytes(fh, pos, t.text.data() + old, len, path);
+            pos += len;
+            const std::string_view grown(t.text.data(), t.text.size());
+            if (ends_record(grown, old, grown.size(), parity, nl)) {
+              t.end = nl + 1;
+              break;
+            }
+            if (pos >= size) {
+              t.end = t.text.size();
+              break;
+            }
+          }
+        },
+        message);
+  // Line numbers: the newlines before lo, and those in [lo, begin) (the tail of a record that
+  // a lower rank owns).
+  t.first_line = 1 + before[0] + std::count(t.text.data() + std::min(off_lo, t.begin), t.text.data() + t.begin, '\n');
   return t;
 }
 
-/// Calls f(line, line_no) for every owned line (without "\n" / "\r\n"; a UTF-8 byte order
-/// mark removed from line 1). Stops early when f returns false.
+/// Calls f(record, line_no) for every owned record (line, or with t.quoted a CSV record whose
+/// quoted fields may span lines), without its "\n" / "\r\n" (a UTF-8 byte order mark
+/// removed from line 1); line_no is the record's first line. Stops early when f returns false.
 template <class F>
 void for_each_line(const OwnedText& t, F&& f) {
-  const char* p = t.text.data();
+  const bool quoted = t.quoted;
+  const std::string_view text(t.text.data(), t.text.size());
   size_t pos = t.begin;
   int64_t line_no = t.first_line;
   while (pos < t.end) {
-    const void* nl = std::memchr(p + pos, '\n', t.end - pos);
-    const size_t stop = nl == nullptr ? t.end : static_cast<size_t>(static_cast<const char*>(nl) - p);
-    std::string_view line(p + pos, stop - pos);
+    size_t stop = t.end;
+    if (quoted) {
+      int parity = 0;
+      size_t nl = 0;
+      if (ends_record(text, pos, t.end, parity, nl)) stop = nl;
+    } else {
+      const void* nl = std::memchr(text.data() + pos, '\n', t.end - pos);
+      if (nl != nullptr) stop = static_cast<size_t>(static_cast<const char*>(nl) - text.data());
+    }
+    std::string_view line = text.substr(pos, stop - pos);
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line_no == 1 && line.substr(0, 3) == "\xEF\xBB\xBF") line.remove_prefix(3);
     if (!f(line, line_no)) return;
+    line_no += 1 + (quoted ? std::count(line.begin(), line.end(), '\n') : 0);
     pos = stop + 1;
-    ++line_no;
   }
 }
 
@@ -209,7 +239,7 @@ Dataset read_text_ranges(const std::string& path, Format format, MPI_Comm comm, 
   MpiFile fh;
   const int rc = fh.open(comm, path);
   SSDR_CHECK_COLLECTIVE(comm, rc == MPI_SUCCESS, "cannot open '" + path + "': " + mpi_error_text(rc));
-  OwnedText text = read_range(fh.get(), file_bytes, path, comm, message, ok);
+  OwnedText text = read_range(fh.get(), file_bytes, path, comm, message, ok, csv);
   SSDR_CHECK_COLLECTIVE(comm, ok, message);
 
   // First look: rows, and this rank's first non-blank line.
@@ -234,9 +264,13 @@ Dataset read_text_ranges(const std::string& path, Format format, MPI_Comm comm, 
     for (int r = 0; r < size && owner < 0; ++r)
       if (facts[static_cast<size_t>(r)].rows > 0) owner = r;
     SSDR_CHECK_COLLECTIVE(comm, owner >= 0, path + ": empty file (no samples)");
-    if (rank == owner) ok = attempt([&] { layout = csv_layout(first_text, Where{&path, first_line}, label, labeled); }, message);
+    std::string note;  // what the header detection decided, when it was not obvious
+    if (rank == owner)
+      ok = attempt([&] { layout = csv_layout(first_text, Where{&path, first_line}, label, labeled, &note); }, message);
     SSDR_CHECK_COLLECTIVE(comm, ok, message);
     MPI_Bcast(&layout, static_cast<int>(sizeof layout), MPI_BYTE, owner, comm);
+    note = bcast_string(note, owner, comm);
+    if (rank == 0 && !note.empty()) say(note);
     if (layout.header_line > 0) {
       if (rank == owner) --mine.rows;
       --facts[static_cast<size_t>(owner)].rows;

@@ -11,6 +11,7 @@
 
 #include "reader_internal.hpp"
 #include "ssdr/core/error.hpp"
+#include "ssdr/core/progress.hpp"
 
 namespace ssdr::io::detail {
 
@@ -31,14 +32,14 @@ Dataset read_text_streamed(const std::string& path, Format format, MPI_Comm comm
   uint64_t label_print = 0;
   LabelCoder coder(label);
   CsvLayout layout;
-  std::string message;
+  std::string message, header_note;
   bool ok = true;
   const int per_node = ranks_on_host(comm);
   if (rank == 0) {
     ok = attempt(
         [&] {
           require_regular(path);
-          LineReader in(path);
+          LineReader in(path, csv);
           std::string_view line;
           int64_t max_index = 0, max_index_line = 0;
           bool first = true;
@@ -46,11 +47,11 @@ Dataset read_text_streamed(const std::string& path, Format format, MPI_Comm comm
           int64_t count = 0;
           while (in.next(line)) {
             if (is_blank(line)) continue;
-            const Where at{&path, in.line_no()};
+            const Where at{&path, in.first_line()};
             if (csv) {
               if (first) {
                 first = false;
-                layout = csv_layout(line, at, label, labeled);
+                layout = csv_layout(line, at, label, labeled, &header_note);
                 if (layout.id_column >= 0)
                   fail("--id-column: '" + path + "' is gzip-compressed and streams through rank 0 without its ids; "
                        "decompress it (plain CSV is read in parallel, ids included)");
@@ -78,6 +79,7 @@ Dataset read_text_streamed(const std::string& path, Format format, MPI_Comm comm
         message);
   }
   SSDR_CHECK_COLLECTIVE(comm, ok, message);
+  if (rank == 0 && !header_note.empty()) say(header_note);
   MPI_Bcast(dims, 3, MPI_INT64_T, 0, comm);
   const int64_t n = dims[0], d = dims[1];
   if (labeled) coder.finish(comm, path);  // rank 0 holds every label; the others none
@@ -96,7 +98,7 @@ Dataset read_text_streamed(const std::string& path, Format format, MPI_Comm comm
   uint64_t again = 0;  // pass 2's fingerprint of the labels
   std::unique_ptr<LineReader> in;
   if (rank == 0) {
-    ok = attempt([&] { in = std::make_unique<LineReader>(path); }, message);
+    ok = attempt([&] { in = std::make_unique<LineReader>(path, csv); }, message);
   }
   SSDR_CHECK_COLLECTIVE(comm, ok, message);
   const int64_t my_start = ds.X.row_start, my_end = ds.X.row_start + ds.X.n_local;
@@ -111,8 +113,8 @@ Dataset read_text_streamed(const std::string& path, Format format, MPI_Comm comm
             int64_t max_index = 0;
             for (int64_t i = a; i < b;) {
               if (!in->next(line)) fail(path + ": file ended early (changed while reading?)");
-              if (is_blank(line) || in->line_no() == layout.header_line) continue;
-              const Where at{&path, in->line_no()};
+              if (is_blank(line) || in->first_line() == layout.header_line) continue;
+              const Where at{&path, in->first_line()};
               double* row = chunk.data() + (i - a) * d;
               const int code = csv ? parse_csv_line(line, layout, at, row, coder)
                                    : parse_libsvm_line(line, at, max_index, row, d, &coder);

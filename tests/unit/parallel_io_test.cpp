@@ -339,6 +339,164 @@ TEST(Labels, BadLabelFilesNameTheFileLineAndWhatWasExpected) {
 }
 
 // ------------------------------------------------------------------------------------------
+// RFC 4180: quoted fields as R, pandas and spreadsheets write them
+// ------------------------------------------------------------------------------------------
+
+namespace {
+
+/// A field quoted as RFC 4180 writes it: inner quotes doubled.
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    out.push_back(ch);
+    if (ch == '"') out.push_back('"');
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+TEST(Rfc4180, QuotedFieldsWithDelimitersQuotesAndLineBreaksReadAlikeOnEveryRankCountAndBothReaders) {
+  Dir dir;
+  // Names with a comma, a doubled quote, LF and CRLF line breaks; long ones, so that on 2-4
+  // ranks byte-range boundaries fall inside quoted fields (and inside a record's later lines).
+  const std::vector<std::string> names = {"bus, \"double\" deck", std::string("car\nwith\n") + std::string(300, 'x'),
+                                          "van\r\nline two", "plain"};
+  for (const std::string eol : {"\n", "\r\n"}) {
+    SCOPED_TRACE(eol == "\n" ? "LF" : "CRLF and a BOM");
+    std::string text = (eol == "\n" ? "" : "\xEF\xBB\xBF") + std::string("\"x, first\",\"y \"\"2\"\"\",label") + eol;
+    std::vector<int> want;
+    for (int i = 0; i < 45; ++i) {
+      const int k = i % 5;  // class 4: unlabeled (an empty quoted field, or an empty field)
+      // A quoted number is a number; blanks around a quoted field are dropped.
+      text += (i % 2 ? quoted(std::to_string(i) + ".5") : std::to_string(i) + ".5") + "," + std::to_string(-i) + ", " +
+              (k < 4 ? quoted(names[static_cast<size_t>(k)]) : i % 2 ? "\"\"" : "") + " " + eol;
+      // Sorted byte-wise as Python's classes_: "bus..." 0, "car..." 1, "plain" 2, "van..." 3.
+      want.push_back(k == 0 ? 0 : k == 1 ? 1 : k == 2 ? 3 : k == 3 ? 2 : -1);
+    }
+    const std::string p = dir.write("q.csv", text);
+    io::ReadOptions o;
+    o.label.column = "label";
+    for (bool streamed : {false, true}) {
+      SCOPED_TRACE(streamed ? "streamed" : "byte ranges");
+      const io::Dataset ds = streamed ? io::detail::read_text_streamed(p, io::Format::csv, MPI_COMM_WORLD, true, o.label)
+                                      : io::read_dataset(p, io::Format::csv, MPI_COMM_WORLD, o);
+      EXPECT_EQ(ds.class_names, (std::vector<std::string>{names[0], names[1], names[3], names[2]}));
+      EXPECT_EQ(ds.X.n_global, 45);
+      EXPECT_EQ(ds.X.cols, 2);
+      EXPECT_EQ(all_labels(ds), want);
+      for (int64_t i = 0; i < ds.X.n_local; ++i) {
+        EXPECT_EQ(ds.X.row(i)[0], static_cast<double>(ds.X.row_start + i) + 0.5);
+        EXPECT_EQ(ds.X.row(i)[1], -static_cast<double>(ds.X.row_start + i));
+      }
+    }
+  }
+}
+
+TEST(Rfc4180, MalformedQuotingNamesTheRecordsFirstLineOnEveryRankCount) {
+  Dir dir;
+  // A quote inside an unquoted field (record 201), text after a closing quote (record 151), and
+  // a quote never closed (the last record): each refused at its record's first line, the
+  // file's first bad one, though a stray quote shifts the quote parity of every later byte.
+  const auto file = [](int bad_line, const std::string& bad) {
+    std::string text = "a,b,label\n";
+    for (int i = 2; i <= 300; ++i)
+      text += i == bad_line ? bad + "\n" : std::to_string(i) + ",\"" + std::to_string(i) + "\",\"k\n" + std::to_string(i % 2) + "\"\n";
+    return text;
+  };
+  // Each good record spans two lines: record i starts at line 2i − 2 (line 2 is record 2).
+  io::ReadOptions o;
+  o.label.column = "label";
+  const std::string a = dir.write("a.csv", file(201, "1,5\",x"));
+  EXPECT_THAT(error_of([&] { io::read_dataset(a, io::Format::csv, MPI_COMM_WORLD, o); }),
+              HasSubstr(a + ":400: field 2 ('5\"') has a double quote inside an unquoted field"));
+  const std::string b = dir.write("b.csv", file(151, "1,\"5\"x,y"));
+  EXPECT_THAT(error_of([&] { io::read_dataset(b, io::Format::csv, MPI_COMM_WORLD, o); }),
+              HasSubstr(b + ":300: field 2 has text after its closing double quote"));
+  const std::string c = dir.write("c.csv", file(300, "1,2,\"never closed"));
+  EXPECT_THAT(error_of([&] { io::read_dataset(c, io::Format::csv, MPI_COMM_WORLD, o); }),
+              HasSubstr(c + ":598: field 3 opens a double quote that is never closed"));
+}
+
+TEST(Labels, NamesThatCouldLieAreRefusedWithTheFileAndLine) {
+  Dir dir;
+  io::ReadOptions o;
+  o.label.column = "label";
+  const auto with_label = [&](const std::string& name, const std::string& label) {
+    return dir.write(name, "a,b,label\n1,2,x\n3,4," + label + "\n5,6,y\n");
+  };
+  for (const char* word : {"inf", "-Infinity", "NaN"}) {
+    const std::string p = with_label("inf.csv", word);
+    EXPECT_THAT(error_of([&] { io::read_dataset(p, io::Format::csv, MPI_COMM_WORLD, o); }),
+                HasSubstr(p + ":3: label '" + std::string(word) + "' is not a finite number"));
+  }
+  const std::string nul = with_label("nul.csv", std::string("y\0z", 3));
+  EXPECT_THAT(error_of([&] { io::read_dataset(nul, io::Format::csv, MPI_COMM_WORLD, o); }),
+              HasSubstr(nul + ":3: label has a NUL byte (byte 2 of the field)"));
+  const std::string utf = with_label("utf.csv", "caf\xC3");
+  EXPECT_THAT(error_of([&] { io::read_dataset(utf, io::Format::csv, MPI_COMM_WORLD, o); }),
+              HasSubstr(utf + ":3: label is not valid UTF-8 (byte 4 of the field)"));
+  const std::string dup = dir.write("dup.csv", "label,b,label\n1,2,x\n3,4,y\n");
+  EXPECT_THAT(error_of([&] { io::read_dataset(dup, io::Format::csv, MPI_COMM_WORLD, o); }),
+              HasSubstr(dup + ":1: the header names column 1 and column 3 both 'label'; expected unique column names"));
+  o.label.column = "Label";
+  const std::string p = with_label("case.csv", "y");
+  EXPECT_THAT(error_of([&] { io::read_dataset(p, io::Format::csv, MPI_COMM_WORLD, o); }),
+              HasSubstr("--label-column Label: no such column in the header of " + p + ":1; names match case: did you mean 'label'?"));
+  // Forgetting --label-column: the message says column 1 was taken as the label.
+  const std::string last = dir.write("last.csv", "a,b,label\n1,2,\n3,4,x\n");
+  EXPECT_THAT(error_of([&] { io::read_dataset(last, io::Format::csv, MPI_COMM_WORLD); }),
+              HasSubstr(last + ":2: value '' is not a number (column 1 was taken as the label; --label-column"));
+  // A headerless first row with a missing value is data, not a header.
+  const std::string miss = dir.write("miss.csv", "0,?,1\n1,2,3\n");
+  EXPECT_THAT(error_of([&] { io::read_dataset(miss, io::Format::csv, MPI_COMM_WORLD); }),
+              HasSubstr(miss + ":1: value '?' is not a number"));
+}
+
+TEST(Labels, AnEmptyLabelIsAlwaysUnlabeledAndAHeaderNameComesBeforeAColumnNumber) {
+  Dir dir;
+  // Markers given replace the defaults, but an empty (or blank, or "") field stays unlabeled.
+  const std::string p = dir.write("m.csv", "5,4,label\n1,2,a\n3,4,\n5,6,unk\n7,8, \"\" \n9,0,NA\n");
+  io::ReadOptions o;
+  o.label.column = "label";
+  o.label.unlabeled_markers = {"unk"};
+  io::Dataset ds = io::read_dataset(p, io::Format::csv, MPI_COMM_WORLD, o);
+  EXPECT_EQ(ds.class_names, (std::vector<std::string>{"NA", "a"}));
+  EXPECT_EQ(all_labels(ds), (std::vector<int>{1, -1, -1, -1, 0}));
+  // "--label-column 5" is the header's column named 5 (column 1); "#3" is column number 3.
+  const std::string h = dir.write("h.csv", "5,4,3\n7,1,2\n8,3,4\n");
+  o = io::ReadOptions();
+  o.label.column = "5";
+  o.label.header = io::LabelOptions::Header::yes;
+  ds = io::read_dataset(h, io::Format::csv, MPI_COMM_WORLD, o);
+  EXPECT_EQ(ds.class_names, (std::vector<std::string>{"7", "8"}));
+  o.label.column = "#1";
+  EXPECT_EQ(io::read_dataset(h, io::Format::csv, MPI_COMM_WORLD, o).class_names, (std::vector<std::string>{"7", "8"}));
+  o.label.column = "#3";
+  EXPECT_EQ(io::read_dataset(h, io::Format::csv, MPI_COMM_WORLD, o).class_names, (std::vector<std::string>{"2", "4"}));
+  // Without --header, a first line of numbers that has the spec in another column is refused.
+  const std::string amb = dir.write("amb.csv", "2,1,3\n0,1,2\n1,3,4\n");
+  o.label.header = io::LabelOptions::Header::automatic;
+  o.label.column = "1";
+  EXPECT_THAT(error_of([&] { io::read_dataset(amb, io::Format::csv, MPI_COMM_WORLD, o); }),
+              HasSubstr("--label-column 1 is ambiguous: " + amb + ":1 is all numbers"));
+  o.label.column = "#1";
+  EXPECT_EQ(io::read_dataset(amb, io::Format::csv, MPI_COMM_WORLD, o).X.n_global, 3);
+  // R's write.csv and pandas' to_csv: the row names under an empty header name are ids.
+  const std::string r = dir.write("r.csv", "\"\",\"a\",\"label\"\n\"r1\",1.5,\"x\"\n\"r2\",2.5,NA\n\"r3\",3.5,\"y\"\n");
+  o = io::ReadOptions();
+  o.label.column = "label";
+  ds = io::read_dataset(r, io::Format::csv, MPI_COMM_WORLD, o);
+  EXPECT_EQ(ds.X.cols, 1);
+  EXPECT_EQ(allgatherv(ds.X.v, MPI_COMM_WORLD), (std::vector<double>{1.5, 2.5, 3.5}));
+  EXPECT_EQ(all_labels(ds), (std::vector<int>{0, -1, 1}));
+  std::string mine;
+  for (const std::string& id : ds.ids) mine += id + ";";
+  const std::vector<char> all = allgatherv(std::vector<char>(mine.begin(), mine.end()), MPI_COMM_WORLD);
+  EXPECT_EQ(std::string(all.begin(), all.end()), "r1;r2;r3;");
+}
+
+// ------------------------------------------------------------------------------------------
 // NPY
 // ------------------------------------------------------------------------------------------
 
