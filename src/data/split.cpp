@@ -97,8 +97,18 @@ std::vector<uint64_t> select_keys(const std::vector<int>& labels, int64_t row_st
 
 }  // namespace
 
+namespace {
+
+/// "class 'bus'" (a name from the data) or "class 3" (no names).
+std::string class_text(int k, const std::vector<std::string>& names) {
+  if (k >= 0 && static_cast<size_t>(k) < names.size()) return "class '" + names[static_cast<size_t>(k)] + "'";
+  return "class " + std::to_string(k);
+}
+
+}  // namespace
+
 std::vector<Role> make_split(const std::vector<int>& labels, int64_t row_start, int classes, const SplitSpec& spec,
-                             MPI_Comm comm) {
+                             MPI_Comm comm, const std::vector<std::string>& names) {
   SSDR_REQUIRE(spec.labeled_per_class >= 1,
              "--labeled-per-class must be at least 1, got " + std::to_string(spec.labeled_per_class));
   SSDR_REQUIRE(classes >= 2, "the data has " + std::to_string(classes) +
@@ -135,10 +145,10 @@ std::vector<Role> make_split(const std::vector<int>& labels, int64_t row_start, 
     else if (has_unlabeled)
       transductive = spec.labeled_per_class + spec.unlabeled_per_class;
     SSDR_REQUIRE(transductive <= n_k,
-               "class " + std::to_string(k) + " has " + std::to_string(n_k) + " samples, fewer than the " +
+               class_text(k, names) + " has " + std::to_string(n_k) + " samples, fewer than the " +
                    std::to_string(transductive) + " requested by --labeled-per-class + --unlabeled-per-class");
     SSDR_REQUIRE(spec.labeled_per_class <= transductive,
-               "class " + std::to_string(k) + " has only " + std::to_string(transductive) +
+               class_text(k, names) + " has only " + std::to_string(transductive) +
                    " transductive samples, fewer than --labeled-per-class " +
                    std::to_string(spec.labeled_per_class));
     transductive_of[static_cast<size_t>(k)] = transductive;
@@ -196,7 +206,8 @@ std::vector<Role> read_split(const std::string& path, int64_t row_start, int64_t
   return roles;
 }
 
-void validate_split(const std::vector<int>& labels, int classes, const std::vector<Role>& roles, MPI_Comm comm) {
+void validate_split(const std::vector<int>& labels, int classes, const std::vector<Role>& roles, MPI_Comm comm,
+                    const std::vector<std::string>& names) {
   SSDR_CHECK_COLLECTIVE(comm, labels.size() == roles.size(),
                         "split has " + std::to_string(roles.size()) + " roles for " + std::to_string(labels.size()) +
                             " samples on this rank");
@@ -216,7 +227,10 @@ void validate_split(const std::vector<int>& labels, int classes, const std::vect
   MPI_Allreduce(MPI_IN_PLACE, labeled.data(), classes, MPI_INT64_T, MPI_SUM, comm);
   for (int k = 0; k < classes; ++k)
     SSDR_REQUIRE(labeled[static_cast<size_t>(k)] > 0,
-               "class " + std::to_string(k) + " has no labeled sample; every class needs at least one");
+               class_text(k, names) + " has no labeled sample; every class needs at least one");
+  SSDR_REQUIRE(classes >= 2, "the labeled rows hold " + std::to_string(classes) + " class" +
+                                 (classes == 1 ? " (" + class_text(0, names) + ")" : std::string("es")) +
+                                 "; expected labeled rows of at least two classes");
 }
 
 std::vector<Role> roles_from_labels(const std::vector<int>& labels, MPI_Comm comm) {

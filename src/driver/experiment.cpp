@@ -240,7 +240,8 @@ int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
       datasets.emplace(u.dataset, io::read_dataset(spec.path, spec.format, group, read));
     }
     const io::Dataset& ds = datasets.at(u.dataset);
-    const auto roles = data::make_split(ds.labels, ds.X.row_start, ds.classes, split_spec(job, u.p, u.split), group);
+    const auto roles = data::make_split(ds.labels, ds.X.row_start, ds.classes, split_spec(job, u.p, u.split), group,
+                                          ds.class_names);
     const auto& info = methods::find_method(job.methods[static_cast<size_t>(u.method)].name);
     const int64_t max_dim = *std::max_element(u.dims.begin(), u.dims.end());
     if (u.block != cache_block) {

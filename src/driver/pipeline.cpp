@@ -412,7 +412,7 @@ namespace {
 /// (left empty); nullptr: the raw X stays and the transductive rows are copied out.
 FitOutcome fit_and_evaluate_impl(const io::Dataset& ds, io::Dataset* consume, const std::vector<data::Role>& roles,
                                  const FitConfig& config, bool keep_embedding) {
-  data::validate_split(ds.labels, ds.classes, roles, ds.X.comm);
+  data::validate_split(ds.labels, ds.classes, roles, ds.X.comm, ds.class_names);
   FitOutcome out;
   FitRows rows;
   std::vector<int> labels;

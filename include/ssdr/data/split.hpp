@@ -41,10 +41,11 @@ uint64_t split_key(uint64_t seed, int64_t i);
 /// \param labels    the labels of this rank's rows, global rows [row_start, row_start + n_local)
 /// \param classes   c (the same on every rank)
 /// \return the roles of this rank's rows (n_local)
+/// \param names     the classes' names (Dataset::class_names) for messages; empty: numbers
 /// Collective over comm. \throws ssdr::Error (collectively) when a class has fewer samples than
 ///   requested (naming the class and the option), p < 1, or F ∉ (0,1].
 std::vector<Role> make_split(const std::vector<int>& labels, int64_t row_start, int classes, const SplitSpec& spec,
-                             MPI_Comm comm);
+                             MPI_Comm comm, const std::vector<std::string>& names = {});
 
 /// Reads a split file: one word per line (`labeled`, `unlabeled` or `unseen`; also the
 /// letters L/U/T; blank lines skipped), exactly n lines, in sample order. Each rank reads its
@@ -53,11 +54,14 @@ std::vector<Role> make_split(const std::vector<int>& labels, int64_t row_start, 
 /// Collective. \throws ssdr::Error on every rank naming the file and line.
 std::vector<Role> read_split(const std::string& path, int64_t row_start, int64_t n_local, int64_t n, MPI_Comm comm);
 
-/// Checks a split against the labels (both of this rank's rows): every class has at least one
-/// labeled sample on some rank, and no row without a label (−1) is labeled. Collective (one MPI_Allreduce of c counts).
-/// \throws ssdr::Error (collectively) naming the first class without a labeled sample, or the
-///   first labeled sample without a label.
-void validate_split(const std::vector<int>& labels, int classes, const std::vector<Role>& roles, MPI_Comm comm);
+/// Checks a split against the labels (both of this rank's rows): at least two classes, every
+/// class has at least one labeled sample on some rank, and no row without a label (−1) is
+/// labeled. `names` (Dataset::class_names; empty: numbers) name the classes in messages.
+/// Collective (one MPI_Allreduce of c counts).
+/// \throws ssdr::Error (collectively) when fewer than two classes are labeled, naming the first
+///   class without a labeled sample, or the first labeled sample without a label.
+void validate_split(const std::vector<int>& labels, int classes, const std::vector<Role>& roles, MPI_Comm comm,
+                    const std::vector<std::string>& names = {});
 
 /// The roles the data give themselves: a row with a label is labeled, a row without one
 /// (label −1, an unlabeled marker in the file) is transductive (unlabeled); no unseen rows.
