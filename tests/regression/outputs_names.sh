@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Ids and names right in every output (issue 47):
 # - `fit --soft-labels` ids are the rows' global indices in the data file (or their
-#   --id-column texts) on 1, 2 and 3 ranks, equal to the 1-rank output, each paired with its
+#   --id-column texts) on 1-4 ranks, equal to the 1-rank output, each paired with its
 #   own row's label; HDF5 soft labels carry them as /ids;
 # - the soft labels' columns are p_<class> and p_outlier, apart from id/label whatever the
 #   classes are called (id, label, outlier);
@@ -22,12 +22,12 @@ run() { "$MPIEXEC" -n "${NP:-2}" "$SSDR" "$@"; }
 have_h5py=0
 "$PY" -c "import h5py" 2>/dev/null && have_h5py=1
 
-# 1. Soft-label ids on 1, 2 and 3 ranks: global row indices, the same as on 1 rank, each row's
-#    label that of the same id in the embedding (rows paired right), and the count the report's
-#    labeled + unlabeled.
+# 1. Soft-label ids on 1-4 ranks: global row indices, the same as on 1 rank, each row's label
+#    that of the same id in the embedding (rows paired right), and the count the report's
+#    labeled + unlabeled; the embedding's ids and labels the same on every rank count too.
 digits="$DATA/digits.csv"
 fail=""
-for np in 1 2 3; do
+for np in 1 2 3 4; do
   NP=$np run fit --method soda --data "$digits" --labeled-per-class 5 --transductive-fraction 0.5 --seed 1 -q \
     --soft-labels "$tmp/s$np.csv" --embedding "$tmp/e$np.csv" --report "$tmp/r$np.json" >/dev/null 2>"$tmp/err" \
     || fail="$fail fit on $np ranks: $(head -1 "$tmp/err");"
@@ -42,15 +42,17 @@ ids = [int(row[0]) for row in s1[1:]]
 assert len(ids) == r["split"]["labeled"] + r["split"]["unlabeled"] == 901, len(ids)
 assert ids == sorted(set(ids)) and ids[0] >= 0 and ids[-1] < 1797 and ids[-1] > 1700, (ids[:3], ids[-3:])
 label_of = {row[0]: row[1] for row in e1[1:]}
-for np in (2, 3):
+for np in (2, 3, 4):
     s = read(tmp + "/s%d.csv" % np)
     assert [row[:2] for row in s] == [row[:2] for row in s1], "ids or labels on %d ranks differ from 1 rank" % np
+    e = read(tmp + "/e%d.csv" % np)
+    assert [row[:2] for row in e] == [row[:2] for row in e1], "embedding ids on %d ranks differ from 1 rank" % np
     for row in s[1:]:
         assert label_of[row[0]] == row[1], (np, row[:2], label_of[row[0]])
 print("soft labels: %d rows, ids %d..%d" % (len(ids), ids[0], ids[-1]))
 PY
-then ok "soft-label ids are global row indices on 1, 2 and 3 ranks, paired with their rows' labels"
-else bad "soft-label ids on 1, 2 and 3 ranks:$fail"; fi
+then ok "soft-label and embedding ids are global row indices on 1-4 ranks, paired with their rows' labels"
+else bad "soft-label ids on 1-4 ranks:$fail"; fi
 
 if [ "$have_h5py" -eq 1 ]; then
   if NP=3 run fit --method soda --data "$digits" --labeled-per-class 5 --transductive-fraction 0.5 --seed 1 -q \
