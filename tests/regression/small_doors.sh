@@ -28,23 +28,23 @@ refuse() {
 }
 
 RUN=("$MPIEXEC" -n 2 "$SSDR")
-DIGITS=(fit --method soda --data "$DATA/digits.csv" --labeled-per-class 5 --seed 1 -q)
+SODA=(fit --method soda --data "$DATA/iris.csv" --labeled-per-class 5 --seed 1 -q)
 
 # 1. ssdr's own PETSc options: a value of the wrong type names the option and what it expects
 #    (not PETSc's source text, nor "another rank died"); nothing is written.
 refuse "-lp_mixed_inner_rtol abc" "-lp_mixed_inner_rtol expects a finite number" \
-  -- "${RUN[@]}" "${DIGITS[@]}" --report "$tmp/r1.json" -lp_mixed_inner_rtol abc
+  -- "${RUN[@]}" "${SODA[@]}" --report "$tmp/r1.json" -lp_mixed_inner_rtol abc
 [ -e "$tmp/r1.json" ] && bad "-lp_mixed_inner_rtol abc left a report" || ok "-lp_mixed_inner_rtol abc: no report left"
-refuse "-lp_reorder maybe" "-lp_reorder expects true or false" -- "${RUN[@]}" "${DIGITS[@]}" -lp_reorder maybe
+refuse "-lp_reorder maybe" "-lp_reorder expects true or false" -- "${RUN[@]}" "${SODA[@]}" -lp_reorder maybe
 refuse "-lp_mixed_precision 2" "-lp_mixed_precision expects true or false" \
-  -- "${RUN[@]}" "${DIGITS[@]}" -lp_mixed_precision 2
+  -- "${RUN[@]}" "${SODA[@]}" -lp_mixed_precision 2
 SOGE=(fit --method soge --data "$DATA/iris.csv" --labeled-per-class 5 --seed 1 -q)
 refuse "-soge_stiefel_tol x" "-soge_stiefel_tol expects a finite number" -- "${RUN[@]}" "${SOGE[@]}" -soge_stiefel_tol x
 refuse "-soge_stiefel_max_it 1.5" "-soge_stiefel_max_it expects an integer" \
   -- "${RUN[@]}" "${SOGE[@]}" -soge_stiefel_max_it 1.5
 refuse "-soge_stiefel_newton bad" "-soge_stiefel_newton expects true or false" \
   -- "${RUN[@]}" "${SOGE[@]}" -soge_stiefel_newton bad
-if timeout 120 "${RUN[@]}" "${DIGITS[@]}" -lp_mixed_inner_rtol 1e-3 -lp_reorder -lp_mixed_precision yes \
+if timeout 120 "${RUN[@]}" "${SODA[@]}" -lp_mixed_inner_rtol 1e-3 -lp_reorder -lp_mixed_precision yes \
     >"$tmp/out" 2>"$tmp/err"; then
   ok "valid values of the same options are taken"
 else
@@ -86,13 +86,13 @@ fi
 # 3. A propagation that does not converge advises only what is not already in effect.
 refuse "GMRES + Jacobi at alpha 0.999999" "try a -lp_ksp_max_it above 20 or an --alpha-u below 0.999999" \
   --absent "ksp_type gmres" \
-  -- "${RUN[@]}" "${DIGITS[@]}" --alpha-u 0.999999 -lp_ksp_type gmres -lp_pc_type jacobi -lp_ksp_max_it 20
+  -- "${RUN[@]}" "${SODA[@]}" --alpha-u 0.999999 -lp_ksp_type gmres -lp_pc_type jacobi -lp_ksp_max_it 20
 grep -qF "pc_type jacobi" "$tmp/err" && bad "GMRES + Jacobi: advises -lp_pc_type jacobi: $(cat "$tmp/err")" ||
   ok "GMRES + Jacobi: no -lp_pc_type jacobi advised"
 refuse "block CG (CG + Jacobi) at alpha 0.999999" "try -lp_ksp_type gmres, a -lp_ksp_max_it above 5" \
-  --absent "pc_type jacobi" -- "${RUN[@]}" "${DIGITS[@]}" --alpha-u 0.999999 -lp_ksp_max_it 5
+  --absent "pc_type jacobi" -- "${RUN[@]}" "${SODA[@]}" --alpha-u 0.999999 -lp_ksp_max_it 5
 refuse "GMRES + ILU at alpha 0.999999" "try -lp_pc_type jacobi, a -lp_ksp_max_it above 3" --absent "ksp_type gmres" \
-  -- "$SSDR" "${DIGITS[@]}" --alpha-u 0.999999 -lp_ksp_type gmres -lp_pc_type ilu -lp_ksp_max_it 3
+  -- "$SSDR" "${SODA[@]}" --alpha-u 0.999999 -lp_ksp_type gmres -lp_pc_type ilu -lp_ksp_max_it 3
 
 # 4. An argument that the command does not take is refused, after --version and --help too.
 refuse "--version --bogus" "unexpected argument '--bogus': ssdr --version takes no other argument" \
