@@ -54,7 +54,7 @@ std::vector<data::Role> make_roles(const FitCommand& cmd, const io::Dataset& ds,
   }
   data::SplitSpec spec = cmd.split;
   spec.seed = seed;
-  return data::make_split(ds.labels, ds.X.row_start, ds.classes, spec, comm);
+  return data::make_split(ds.labels, ds.X.row_start, ds.classes, spec, comm, ds.class_names);
 }
 
 io::Dataset read_data(const std::string& path, io::Format format, const io::ReadOptions& read, MPI_Comm comm,
