@@ -96,13 +96,21 @@ bool is_number(std::string_view tok) {
          (res.ec == std::errc() || res.ec == std::errc::result_out_of_range);
 }
 
+bool is_finite_number(std::string_view tok) {
+  std::string_view t = trim(tok);
+  if (!t.empty() && t.front() == '+') t.remove_prefix(1);
+  double v = 0.0;
+  const auto res = std::from_chars(t.data(), t.data() + t.size(), v);
+  return !t.empty() && res.ptr == t.data() + t.size() && res.ec == std::errc() && std::isfinite(v);
+}
+
 bool all_digits(const std::string& s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
 }
 
 /// A missing value as data files write it ("?", "NA", "nan", ...): says nothing of a header.
 bool is_missing(std::string_view t) {
-  static const char* const words[] = {"?", "NA", "N/A", "na", "nan", "NaN", "NAN", "null", "NULL", "-"};
+  static const char* const words[] = {"", "?", "NA", "N/A", "na", "nan", "NaN", "NAN", "null", "NULL", "-"};
   return std::any_of(std::begin(words), std::end(words), [&](const char* w) { return t == w; });
 }
 
@@ -120,13 +128,17 @@ CsvLayout csv_layout(std::string_view first, const Where& at, const LabelOptions
   CsvLayout layout;
   // The delimiter: a tab when the line has a tab and no comma outside quotes.
   {
-    bool quoted = false, tab = false, comma = false;
+    // A .tsv file, or more tabs than commas outside quotes (pandas does not quote a comma in a
+    // tab-separated file).
+    bool quoted = false;
+    int64_t tabs = 0, commas = 0;
     for (char ch : first) {
       if (ch == '"') quoted = !quoted;
-      else if (!quoted && ch == '\t') tab = true;
-      else if (!quoted && ch == ',') comma = true;
+      else if (!quoted && ch == '\t') ++tabs;
+      else if (!quoted && ch == ',') ++commas;
     }
-    layout.delimiter = tab && !comma ? '\t' : ',';
+    const bool tsv = ends_with(*at.path, ".tsv") || ends_with(*at.path, ".tsv.gz");
+    layout.delimiter = (tsv && tabs > 0) || tabs > commas ? '\t' : ',';
   }
   std::vector<std::string_view> raw;
   std::string scratch;
@@ -165,6 +177,7 @@ CsvLayout csv_layout(std::string_view first, const Where& at, const LabelOptions
   layout.label_default = labeled && col.empty();
   layout.label_column = !labeled ? -1 : col.empty() ? 0 : number_of(col, "--label-column");
   layout.id_column = options.id_column.empty() ? -1 : number_of(options.id_column, "--id-column");
+  const bool named_spec = layout.label_column == -2 || layout.id_column == -2;
   // A header: said so, or (automatic) a value field that is not a number, or a named column.
   bool header = options.header == LabelOptions::Header::yes;
   std::vector<size_t> numeric, words;  // the value fields that are numbers and those that are not
@@ -176,10 +189,10 @@ CsvLayout csv_layout(std::string_view first, const Where& at, const LabelOptions
   }
   if (options.header == LabelOptions::Header::automatic) {
     // A column by name (or by a number past the last column: only a name can mean it).
-    header = layout.label_column <= -2 || layout.id_column <= -2 || !words.empty();
+    header = named_spec || !words.empty();
     // Not obvious: some value fields are numbers and some are not (a header with numbered
     // columns, or a first row with a missing value).
-    if (note != nullptr && layout.label_column > -2 && layout.id_column > -2 && !words.empty() &&
+    if (note != nullptr && layout.label_column != -2 && layout.id_column != -2 && !words.empty() &&
         !numeric.empty()) {
       std::string w;
       for (size_t k = 0; k < words.size() && k < 3; ++k) w += (k > 0 ? ", '" : "'") + shown(fields[words[k]]) + "'";
@@ -188,12 +201,17 @@ CsvLayout csv_layout(std::string_view first, const Where& at, const LabelOptions
               (words.size() > 3 ? ", ..." : "") + "); --header no reads it as data";
     }
   }
-  if (header) {  // duplicate names would make a column by name ambiguous
+  // Duplicate names would make a column by name ambiguous: refused in a header; a line with
+  // duplicates is never a header of numbers (0/1 data).
+  bool duplicates = false;
+  {
     std::unordered_map<std::string_view, size_t> seen;
     for (size_t j = 0; j < fields.size(); ++j) {
       if (fields[j].empty()) continue;  // pandas' unnamed index column, R's row names
       const auto [it, fresh] = seen.emplace(fields[j], j);
-      if (!fresh)
+      if (fresh) continue;
+      duplicates = true;
+      if (header)
         fail(at.str() + ": the header names column " + std::to_string(it->second + 1) + " and column " +
              std::to_string(j + 1) + " both '" + shown(fields[j]) + "'; expected unique column names");
     }
@@ -228,7 +246,7 @@ CsvLayout csv_layout(std::string_view first, const Where& at, const LabelOptions
       // A numeric first line that names this column elsewhere: a header of numbers, or data
       // whose value happens to equal the spec. Either reading could be silently wrong.
       const int64_t named = named_in_line(spec);
-      if (named >= 0 && named != by_number)
+      if (named >= 0 && named != by_number && !duplicates)
         fail(std::string(option) + " " + spec + " is ambiguous: " + at.str() +
              " is all numbers, so it reads as data with column " + spec + " the label, but its column " +
              std::to_string(named + 1) + " is '" + spec + "', as a header naming it would be; expected " + option +
@@ -238,10 +256,16 @@ CsvLayout csv_layout(std::string_view first, const Where& at, const LabelOptions
   };
   layout.label_column = !labeled ? -1 : resolve(col, layout.label_column, "--label-column");
   layout.id_column = resolve(options.id_column, layout.id_column, "--id-column");
-  // R's write.csv and pandas' to_csv write the row names first, under an empty header name:
-  // they are the rows' ids, not a feature.
-  if (header && options.id_column.empty() && layout.fields > 2 && fields[0].empty() && layout.label_column != 0) {
+  // R's write.csv and pandas' to_csv write the row names first, under an empty header name
+  // (in a header with real names): they are the rows' ids, not a feature, and never labels.
+  const bool row_names = header && fields.size() > 2 && fields[0].empty() && (!words.empty() || named_spec);
+  if (row_names && layout.label_column == 0)
+    fail("--label-column: " + at.str() + (layout.label_default ? ": column 1, the default label column," : ": column 1") +
+         " has no name in the header (row names, as R's write.csv and pandas' to_csv write them); expected "
+         "--label-column NAME naming the label column");
+  if (row_names && options.id_column.empty()) {
     layout.id_column = 0;
+    layout.row_names = true;
     if (note != nullptr)
       *note = (note->empty() ? "" : *note + "; ") + at.str() +
               ": column 1 has no name in the header: read as the rows' ids (row names, as R's write.csv and "
@@ -278,7 +302,7 @@ int parse_csv_line(std::string_view line, const CsvLayout& layout, const Where& 
         label = coder.code(tok, at);
       } catch (const LocalFailure& f) {
         // A file of values alone is read as one whose first value is the label.
-        if (!is_number(tok)) throw;
+        if (!is_finite_number(tok)) throw;
         fail(f.message + "; data without a label column: --no-labels (transform, predict)");
       }
     } else if (field == layout.id_column) {

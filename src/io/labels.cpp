@@ -61,8 +61,9 @@ bool is_fraction(std::string_view t) {
 }
 
 /// Fails unless `t` (a label that is not an integer) can name a class: no NUL byte, valid
-/// UTF-8 (it goes to JSON reports and CSV headers), and not a non-finite number ("inf", "nan").
-void check_class_name(std::string_view t, const Where& at) {
+/// UTF-8 (it goes to JSON reports and CSV headers), and, with `finite` (unless --label-type
+/// string), not a non-finite number ("inf", "nan").
+void check_class_name(std::string_view t, const Where& at, bool finite) {
   const size_t nul = t.find('\0');
   if (nul != std::string_view::npos)
     fail(at.str() + ": label has a NUL byte (byte " + std::to_string(nul + 1) +
@@ -71,13 +72,14 @@ void check_class_name(std::string_view t, const Where& at) {
   if (bad != std::string_view::npos)
     fail(at.str() + ": label is not valid UTF-8 (byte " + std::to_string(bad + 1) +
          " of the field); expected a class name in UTF-8");
+  if (!finite) return;  // --label-type string: "Inf" may name a class
   std::string_view num = t;
   if (!num.empty() && (num.front() == '+' || num.front() == '-')) num.remove_prefix(1);
   std::string low(num);
   for (char& ch : low) ch = static_cast<char>(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
   if (low == "inf" || low == "infinity" || low == "nan")
     fail(at.str() + ": label '" + shown(t) + "' is not a finite number; expected an integer class, a name or an " +
-         "unlabeled marker");
+         "unlabeled marker (--label-type string reads it as a name)");
 }
 
 }  // namespace
@@ -161,7 +163,7 @@ int LabelCoder::code(std::string_view token, const Where& at) {
       fail(at.str() + ": label '" + shown(t) + "' is a fractional number; expected an integer class, a name or an " +
            "unlabeled marker (" + markers_text(options_.unlabeled_markers) +
            "; --label-type string reads it as a name)");
-    check_class_name(t, at);
+    check_class_name(t, at, options_.type != LabelOptions::Type::string);
     key.text = std::string(t);
     if (first_name_ < 0) {
       first_name_ = at.line;

@@ -199,6 +199,10 @@ class GzFile {
   std::string path_;
 };
 
+/// The longest CSV record that continues past a line break inside quotes: longer, it is a
+/// stray or unclosed quote, refused before the rest of the file is read into one record.
+inline constexpr size_t kMaxQuotedRecordBytes = size_t{64} << 20;
+
 /// Splits a (possibly gzip-compressed) text file into lines, without the line terminator
 /// ("\n" or "\r\n"; a UTF-8 byte order mark removed from line 1). Lines may be arbitrarily
 /// long. With `records` (CSV/TSV), a line break inside double quotes does not end a line: a
@@ -220,6 +224,10 @@ class LineReader {
       while (parity != 0 && physical(more)) {
         joined_.push_back('\n');
         joined_.append(more.data(), more.size());
+        if (joined_.size() > kMaxQuotedRecordBytes)
+          fail(file_.path() + ":" + std::to_string(first_line_) + ": a quoted field runs on for more than " +
+               std::to_string(kMaxQuotedRecordBytes >> 20) + " MiB (to line " + std::to_string(line_no_) +
+               "); expected its closing double quote (a stray or unclosed quote?)");
         parity ^= static_cast<int>(std::count(more.begin(), more.end(), '"') & 1);
       }
       line = joined_;  // a quote never closed: the record runs to the end, and its parse says so
@@ -398,6 +406,8 @@ struct CsvLayout {
   char delimiter = ',';
   /// The label column is column 1 because no --label-column was given (said in messages).
   bool label_default = false;
+  /// id_column is a header's unnamed first column (R's and pandas' row names), not --id-column.
+  bool row_names = false;
   /// The number of values d.
   int64_t values() const { return fields - (label_column >= 0 ? 1 : 0) - (id_column >= 0 ? 1 : 0); }
 };

@@ -112,6 +112,10 @@ OwnedText read_range(MPI_File fh, int64_t size, const std::string& path, MPI_Com
               t.end = nl + 1;
               break;
             }
+            if (parity != 0 && t.text.size() - n_hi > kMaxQuotedRecordBytes)
+              fail(path + ": a quoted field that starts before byte " + std::to_string(hi) + " runs on for more than " +
+                   std::to_string(kMaxQuotedRecordBytes >> 20) +
+                   " MiB; expected its closing double quote (a stray or unclosed quote?)");
             if (pos >= size) {
               t.end = t.text.size();
               break;

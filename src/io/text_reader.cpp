@@ -52,7 +52,9 @@ Dataset read_text_streamed(const std::string& path, Format format, MPI_Comm comm
               if (first) {
                 first = false;
                 layout = csv_layout(line, at, label, labeled, &header_note);
-                if (layout.id_column >= 0)
+                // R's or pandas' row names are skipped here (not kept as ids); a given
+                // --id-column cannot be honoured.
+                if (layout.id_column >= 0 && !layout.row_names)
                   fail("--id-column: '" + path + "' is gzip-compressed and streams through rank 0 without its ids; "
                        "decompress it (plain CSV is read in parallel, ids included)");
                 if (layout.header_line > 0) continue;
@@ -78,8 +80,8 @@ Dataset read_text_streamed(const std::string& path, Format format, MPI_Comm comm
         },
         message);
   }
+  if (rank == 0 && !header_note.empty()) say(header_note);  // before a failure: it may explain it
   SSDR_CHECK_COLLECTIVE(comm, ok, message);
-  if (rank == 0 && !header_note.empty()) say(header_note);
   MPI_Bcast(dims, 3, MPI_INT64_T, 0, comm);
   const int64_t n = dims[0], d = dims[1];
   if (labeled) coder.finish(comm, path);  // rank 0 holds every label; the others none

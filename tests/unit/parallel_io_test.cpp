@@ -7,6 +7,7 @@
 #include <hdf5.h>
 
 #include <unistd.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cstring>
@@ -494,6 +495,64 @@ TEST(Labels, AnEmptyLabelIsAlwaysUnlabeledAndAHeaderNameComesBeforeAColumnNumber
   for (const std::string& id : ds.ids) mine += id + ";";
   const std::vector<char> all = allgatherv(std::vector<char>(mine.begin(), mine.end()), MPI_COMM_WORLD);
   EXPECT_EQ(std::string(all.begin(), all.end()), "r1;r2;r3;");
+}
+
+TEST(Labels, HeaderlessNumbersNeverBecomeAHeaderAndRowNamesNeverBecomeLabelsOrFeatures) {
+  Dir dir;
+  io::ReadOptions o;
+  // 0/1 data with --label-column 1: a line with duplicate fields is never a header of numbers.
+  const std::string bin = dir.write("bin.csv", "0,1,0,1\n1,0,1,1\n0,0,0,1\n");
+  o.label.column = "1";
+  EXPECT_EQ(io::read_dataset(bin, io::Format::csv, MPI_COMM_WORLD, o).X.n_global, 3);
+  // A column number past the last column is refused, even when a value of line 1 equals it.
+  const std::string oor = dir.write("oor.csv", "0.5,7,1.5,0\n0.1,1,0.2,1\n0.4,0,0.6,0\n");
+  o.label.column = "7";
+  EXPECT_THAT(error_of([&] { io::read_dataset(oor, io::Format::csv, MPI_COMM_WORLD, o); }),
+              HasSubstr("--label-column 7: " + oor + ":1 has 4 fields"));
+  // An empty first value of a headerless first row is a missing value, not a header.
+  const std::string em = dir.write("em.csv", ",3.5,0\n5.1,3.5,0\n4.9,3.0,1\n");
+  o.label.column = "3";
+  EXPECT_THAT(error_of([&] { io::read_dataset(em, io::Format::csv, MPI_COMM_WORLD, o); }),
+              HasSubstr(em + ":1: value '' is not a number"));
+  // pandas' to_csv with its index and no --label-column: the unnamed column is no label.
+  const std::string idx = dir.write("idx.csv", ",label,a\n0,0,5.1\n1,1,4.9\n2,0,4.7\n");
+  o = io::ReadOptions();
+  EXPECT_THAT(error_of([&] { io::read_dataset(idx, io::Format::csv, MPI_COMM_WORLD, o); }),
+              HasSubstr("column 1, the default label column, has no name in the header"));
+  // --label-type string: "Inf" names a class.
+  const std::string inf = dir.write("inf.csv", "label,a\nInf,1\nx,2\n");
+  o.label.column = "label";
+  o.label.type = io::LabelOptions::Type::string;
+  EXPECT_EQ(io::read_dataset(inf, io::Format::csv, MPI_COMM_WORLD, o).class_names,
+            (std::vector<std::string>{"Inf", "x"}));
+  // A tab-separated header whose names hold commas (pandas does not quote them).
+  const std::string tsv = dir.write("t.tsv", "a\tb,c\tlabel\n1\t2\tx\n3\t4\ty\n");
+  o.label.type = io::LabelOptions::Type::automatic;
+  const io::Dataset t = io::read_dataset(tsv, io::Format::csv, MPI_COMM_WORLD, o);
+  EXPECT_EQ(t.X.cols, 2);
+  EXPECT_EQ(t.class_names, (std::vector<std::string>{"x", "y"}));
+}
+
+TEST(Labels, GzippedRowNamesAreSkippedAsTheirPlainFileReadsThem) {
+  Dir dir;
+  const std::string text = "\"\",\"a\",\"label\"\n\"1\",1.5,\"x\"\n\"2\",2.5,\"y\"\n\"3\",3.5,\"x\"\n";
+  const std::string plain = dir.write("r.csv", text);
+  const std::string gz = plain + ".gz";
+  if (test::rank() == 0) {
+    gzFile f = gzopen(gz.c_str(), "wb");
+    gzwrite(f, text.data(), static_cast<unsigned>(text.size()));
+    gzclose(f);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  io::ReadOptions o;
+  o.label.column = "label";
+  const io::Dataset a = io::read_dataset(plain, io::Format::csv, MPI_COMM_WORLD, o);
+  const io::Dataset b = io::read_dataset(gz, io::Format::csv, MPI_COMM_WORLD, o);
+  EXPECT_EQ(a.X.cols, 1);
+  EXPECT_EQ(b.X.cols, 1);
+  EXPECT_EQ(a.X.v, b.X.v);
+  EXPECT_EQ(all_labels(a), all_labels(b));
+  EXPECT_EQ(a.class_names, b.class_names);
 }
 
 // ------------------------------------------------------------------------------------------
