@@ -612,6 +612,8 @@ FitOutcome fit_rows(FitRows& rows, data::Preprocessor&& pre, const std::vector<i
     training.given_lists = &given_lists;
   }
   if (config.keep_lists) training.lists_out = &out.knn_lists;
+  // The features' coordinates (--shrinkage auto standardizes the features, not the PCA axes).
+  if (feature_map.empty() && pre.basis.rows > 0) training.input_basis = &pre.basis;
   methods::FitResult fit = info.fit(training, config.method_options, out.timings);
   Xt.release();  // a method's double copy of float rows (a kernel map's too) is not read again
   given_lists = graph::KnnLists();

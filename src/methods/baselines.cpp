@@ -179,6 +179,9 @@ class Olda final : public Method {
 /// so α = 0 is the regularized LDA of the `lda` method. The m = c−1 largest generalized
 /// eigenvectors through sym_eigen (prefix o.eigen_prefix), of unit length by default as in
 /// Cai et al.'s code (o.normalization; metric: aᵀBa = 1 with B the denominator above).
+/// --shrinkage (o.shrinkage not NaN) replaces the ridge β_eff I: S_t and S_b are then the
+/// shrunk ones of shrunk_labeled_scatter (S_b = Ŝ_t − Ŝ_w, scikit-learn's shrinkage LDA), so
+/// α = 0 is `lda --shrinkage` with the same value.
 class Sda final : public Method {
  public:
   FitResult fit(const MethodInfo& row, const TrainingData& data, const MethodOptions& o, Timings& t) override {
@@ -195,11 +198,23 @@ class Sda final : public Method {
     const double beta = or_default(o.beta, 1e-3);
     SSDR_REQUIRE(alpha >= 0 && std::isfinite(alpha), "sda: --alpha must be finite and >= 0");
     SSDR_REQUIRE(beta >= 0 && std::isfinite(beta), "sda: --beta must be finite and >= 0");
-    const scatter::ScatterMatrices S = labeled_scatter(data, t);
-    const int64_t d = S.St.rows;
-    const double tr_st = trace(S.St);
+    const bool shrink = o.shrinkage == o.shrinkage;
+    SSDR_REQUIRE(!shrink || o.beta != o.beta,
+                 "sda: --beta and --shrinkage both regularize S_t; give one of them");
     FitResult out;
-    Dense B = S.St;
+    Dense Sb, St;
+    if (shrink) {
+      scatter::ShrunkScatter S = shrunk_labeled_scatter(data, o.shrinkage, t, out.info);
+      Sb = std::move(S.Sb);
+      St = std::move(S.St);
+    } else {
+      scatter::ScatterMatrices S = labeled_scatter(data, t);
+      Sb = std::move(S.Sb);
+      St = std::move(S.St);
+    }
+    const int64_t d = St.rows;
+    const double tr_st = trace(St);
+    Dense B = St;
     if (alpha > 0) {
       // Cai et al.'s 0/1 graph with k = 5 (the table's) unless --knn/--weight; input space
       // (data.graph_data(), same rows as X), cached with the other methods' graphs.
@@ -221,11 +236,11 @@ class Sda final : public Method {
       out.info["alpha_eff"] = 0.0;
     }
     Phase phase("eigensolve", &t);
-    const double beta_eff = beta * tr_st / static_cast<double>(d);
+    const double beta_eff = shrink ? 0.0 : beta * tr_st / static_cast<double>(d);
     for (int64_t i = 0; i < d; ++i) B(i, i) += beta_eff;
-    largest_generalized_eigenvectors(S.Sb, B, m, o.normalization, "sda", o.eigen_prefix, data.X.comm, out);
+    largest_generalized_eigenvectors(Sb, B, m, o.normalization, "sda", o.eigen_prefix, data.X.comm, out);
     out.info["alpha"] = alpha;
-    out.info["beta"] = beta;
+    if (!shrink) out.info["beta"] = beta;
     out.info["beta_eff"] = beta_eff;
     out.info["trace_St"] = tr_st;
     out.info["dim"] = m;

@@ -42,6 +42,21 @@ scatter::ScatterMatrices labeled_scatter(const TrainingData& data, Timings& t) {
   return scatter::soft_scatter(l.X, scatter::one_hot(l.labels, data.classes, l.X.comm), data.classes);
 }
 
+scatter::ShrunkScatter shrunk_labeled_scatter(const TrainingData& data, double shrinkage, Timings& t,
+                                              nlohmann::json& info) {
+  static_assert(kShrinkageAuto == scatter::kLedoitWolf, "--shrinkage auto is one value in both modules");
+  Phase phase("scatter", &t);
+  LabeledPart l = labeled_part(data);
+  scatter::ShrunkScatter S = scatter::shrunk_scatter(l.X, l.labels, data.classes, data.input_basis, shrinkage);
+  info["shrinkage"] = shrinkage == kShrinkageAuto ? nlohmann::json("auto") : nlohmann::json(shrinkage);
+  info["shrinkage_class_coefficients"] = S.class_coefficients;
+  info["shrinkage_total_coefficient"] = S.total_coefficient;
+  // Where the target's diagonal lies: the user's features (through the PCA basis), or X's own
+  // columns (--no-pca, a kernel map).
+  info["shrinkage_coordinates"] = data.input_basis ? "features" : "columns";
+  return S;
+}
+
 GraphKey graph_key(const graph::GraphOptions& g) {
   GraphKey k;
   k.k = g.k;

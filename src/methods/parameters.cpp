@@ -136,6 +136,26 @@ std::vector<ParameterSpec> build() {
          Scope::own, "", true,
          [](T& t, const json& v) { t.method.eigenvalue_scaling = v.get<bool>(); },
          [](const C& t) { return json(t.method.eigenvalue_scaling); }),
+    // Shrinkage of the scatter matrices (issue 49; Ledoit & Wolf 2004, scikit-learn's
+    // LinearDiscriminantAnalysis(solver="eigen", shrinkage=...)).
+    [] {
+      ParameterSpec s = number("shrinkage", "", "shrink each class covariance and the total one toward a diagonal "
+                               "target instead of the method's ridge: auto = the Ledoit-Wolf coefficient on "
+                               "standardized features (scikit-learn's shrinkage='auto'), a number = that "
+                               "coefficient toward tr/d I; none = the method's own regularizer",
+                               Kind::choice_or_real, Scope::own, 0, false, 1, false,
+                               [](T& t, const json& v) {
+                                 t.method.shrinkage = v.is_string() ? (v.get<std::string>() == "auto" ? kShrinkageAuto
+                                                                       : std::numeric_limits<double>::quiet_NaN())
+                                                                    : v.get<double>();
+                               },
+                               [](const C& t) {
+                                 const double x = t.method.shrinkage;
+                                 return x != x ? json("none") : x == kShrinkageAuto ? json("auto") : json(x);
+                               });
+      s.choices = {"none", "auto"};
+      return s;
+    }(),
     choice("normalize", "length of the projection columns: unit | metric (w'(St + eps I)w = 1 for LDA/GDA/SDA/SL-LDA/"
            "SSGDA's GDA); TCA keeps its constraint's scale (metric) unless given", Scope::every, {"unit", "metric"},
            [](T& t, const json& v) { t.method.normalization = parse_normalization(v.get<std::string>()); t.method.normalization_given = true; },
@@ -211,6 +231,7 @@ std::string ParameterSpec::expected() const {
   switch (kind) {
     case Kind::choice: return "one of " + join(choices);
     case Kind::flag: return "true or false";
+    case Kind::choice_or_real: s << join(choices) << " or a number"; break;
     case Kind::integer: s << "an integer"; break;
     case Kind::real: s << "a number"; break;
   }
@@ -248,13 +269,21 @@ void set_parameter(ParameterTarget& target, const std::string& name, const json&
   auto wrong = [&](const std::string& got) { fail(what + "expected " + spec->expected() + ", got " + got); };
   json checked;
   switch (spec->kind) {
+    case Kind::choice_or_real:
+      if (value.is_string()) {
+        if (std::find(spec->choices.begin(), spec->choices.end(), value.get<std::string>()) == spec->choices.end())
+          wrong("'" + value.get<std::string>() + "'");
+        checked = value;
+        break;
+      }
+      [[fallthrough]];
     case Kind::integer:
     case Kind::real: {
       if (!value.is_number()) wrong(value.dump());
       const double x = value.get<double>();
       const bool ok = std::isfinite(x) && (spec->lo_open ? x > spec->lo : x >= spec->lo) &&
                       (spec->hi_open ? x < spec->hi : x <= spec->hi) &&
-                      (spec->kind == Kind::real || x == std::floor(x));
+                      (spec->kind != Kind::integer || x == std::floor(x));
       if (!ok) {
         // Shortest text that reads back as x (1.0000001 must not print as 1); inf and nan as
         // such (JSON would print null).
@@ -266,7 +295,7 @@ void set_parameter(ParameterTarget& target, const std::string& name, const json&
         }
         wrong(got.str());
       }
-      checked = spec->kind == Kind::integer ? json(static_cast<int64_t>(x)) : json(x);
+      checked = spec->kind == Kind::integer ? json(static_cast<int64_t>(x)) : json(x);  // choice_or_real: a real
       break;
     }
     case Kind::choice:

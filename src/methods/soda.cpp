@@ -44,10 +44,20 @@ class Oda final : public Method {
 /// pipeline hands over a kernel feature map: S_b a = λ (S_t + rI) a, r =
 /// o.lda_regularization·tr(S_t)/d', the m largest, columns of unit length by default
 /// (o.normalization; metric: aᵀ(S_t + rI)a = 1).
+/// With --shrinkage (o.shrinkage not NaN) the ridge gives way to scikit-learn's shrinkage
+/// LDA (LinearDiscriminantAnalysis(solver="eigen", shrinkage=...)): S_b a = λ S_w a with the
+/// shrunk S_w and S_b = S_t − S_w of shrunk_labeled_scatter (scatter/shrinkage.hpp).
 class Lda final : public Method {
  public:
   FitResult fit(const MethodInfo&, const TrainingData& data, const MethodOptions& o, Timings& t) override {
     const int64_t m = resolve_dim(o.dim, data.classes, data.X.cols);
+    if (o.shrinkage == o.shrinkage) {
+      FitResult out;
+      const scatter::ShrunkScatter S = shrunk_labeled_scatter(data, o.shrinkage, t, out.info);
+      Phase phase("eigensolve", &t);
+      largest_generalized_eigenvectors(S.Sb, S.Sw, m, o.normalization, "lda", o.eigen_prefix, data.X.comm, out);
+      return out;
+    }
     const scatter::ScatterMatrices S = labeled_scatter(data, t);
     Phase phase("eigensolve", &t);
     const double r = o.lda_regularization * trace(S.St) / static_cast<double>(S.St.rows);

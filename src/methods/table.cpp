@@ -104,9 +104,10 @@ MethodTable build_table() {
       Row("oda", "orthogonal discriminant analysis (trace ratio on the labeled samples)",
           "soda-nie2009 eq. (16)", false, true, &make_oda)
           .parameters({"mu_scale"}).m,
-      Row("lda", "regularized LDA on the labeled samples: Sb a = l (St + 1e-3 tr(St)/d I) a",
+      Row("lda", "regularized LDA on the labeled samples: Sb a = l (St + 1e-3 tr(St)/d I) a; with --shrinkage "
+          "Sb a = l Sw a of shrunk covariances (scikit-learn's shrinkage LDA)",
           "soda-nie2009 eq. (8)/(14)", false, true, &make_lda)
-          .nested().m,
+          .parameters({"shrinkage"}).nested().m,
       Row("lp", "label propagation with the outlier class alone (transductive classifier)",
           "soda-nie2009 eq. (25)-(27)", true, false, &make_lp)
           .parameters({"knn", "weight", "sigma_s", "alpha_u"}).graph(soda_graph()).m,
@@ -132,7 +133,7 @@ MethodTable build_table() {
           .nested().m,
       Row("sda", "semi-supervised discriminant analysis (Cai, He, Han 2007)",
           "max a'Sb a / a'(St + alpha XLX' + beta I)a", true, true, &make_sda)
-          .parameters({"knn", "weight", "sigma_s", "alpha", "beta"}).graph(sda_graph()).nested().m,
+          .parameters({"knn", "weight", "sigma_s", "alpha", "beta", "shrinkage"}).graph(sda_graph()).nested().m,
       Row("pca", "principal component analysis (unsupervised baseline)", "top-m covariance eigenvectors", true, true,
           &make_pca)
           .nested().m,
@@ -145,7 +146,7 @@ MethodTable build_table() {
           .parameters(soda_parameters).graph(soda_graph()).preprocess(unit_scale()).kernel(K::polynomial).m,
       Row("gda", "generalized discriminant analysis: kernel LDA on the labeled samples (RBF)",
           "Baudat & Anouar 2000; ssgda-zhang-yeung", false, true, &make_lda)
-          .kernel(K::rbf).nested().m,
+          .parameters({"shrinkage"}).kernel(K::rbf).nested().m,
       // The exact RBF map has rank n-1, which makes SSGDA's S = H_n and every labeling
       // equally good (CCCP saturates); the linear kernel is the default, RBF with --kernel rbf
       // --landmarks r (Nystrom, rank r) or a tuned --sigma2. Its graph (K of Table I) is the

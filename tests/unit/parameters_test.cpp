@@ -43,6 +43,7 @@ json valid_value(const methods::ParameterSpec& p) {
     case methods::ParameterKind::flag: return true;
     case methods::ParameterKind::integer: return static_cast<int64_t>(p.lo) + 2;
     case methods::ParameterKind::real: return std::isinf(p.hi) ? p.lo + 0.75 : p.lo + 0.5 * (p.hi - p.lo);
+    case methods::ParameterKind::choice_or_real: return p.choices.back();
   }
   return json();
 }
@@ -65,7 +66,9 @@ TEST(ParameterTable, EverySpecSetsTheValueItIsGivenAndReadsItBack) {
 TEST(ParameterTable, EveryNumberRefusesNanInfinityAndBothEndsOutsideItsRangeNamingTheOption) {
   const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
   for (const auto& p : methods::parameter_table()) {
-    if (p.kind != methods::ParameterKind::integer && p.kind != methods::ParameterKind::real) continue;
+    if (p.kind != methods::ParameterKind::integer && p.kind != methods::ParameterKind::real &&
+        p.kind != methods::ParameterKind::choice_or_real)
+      continue;
     std::vector<double> bad = {nan, inf, -inf, p.lo_open ? p.lo : p.lo - 1};
     if (!std::isinf(p.hi)) bad.push_back(p.hi_open ? p.hi : p.hi + 1);
     if (p.kind == methods::ParameterKind::integer) bad.push_back(p.lo + 1.5);
@@ -79,7 +82,8 @@ TEST(ParameterTable, EveryNumberRefusesNanInfinityAndBothEndsOutsideItsRangeNami
     Fit f;
     auto t = f.target();
     EXPECT_THAT(error_of([&] { methods::set_parameter(t, p.name, "high", "job.yaml: line 3"); }),
-                HasSubstr("job.yaml: line 3: parameter " + p.name + ": expected " + p.expected() + ", got \"high\""));
+                HasSubstr("job.yaml: line 3: parameter " + p.name + ": expected " + p.expected() + ", got " +
+                          (p.kind == methods::ParameterKind::choice_or_real ? "'high'" : "\"high\"")));
   }
 }
 
@@ -92,6 +96,17 @@ TEST(ParameterTable, ChoicesAndFlagsRefuseWhatTheyDoNotList) {
             "--weight: expected one of heat, cosine, binary, adaptive, clr, got 3");
   EXPECT_EQ(error_of([&] { methods::set_parameter(t, "pca", 2, "job.yaml: line 4"); }),
             "job.yaml: line 4: parameter pca: expected true or false, got 2");
+  // --shrinkage: a name of its list or a number in [0, 1] (issue 49).
+  EXPECT_EQ(error_of([&] { methods::set_parameter(t, "shrinkage", "ledoit", "--shrinkage"); }),
+            "--shrinkage: expected none, auto or a number in [0, 1], got 'ledoit'");
+  EXPECT_EQ(error_of([&] { methods::set_parameter(t, "shrinkage", 1.5, "--shrinkage"); }),
+            "--shrinkage: expected none, auto or a number in [0, 1], got 1.5");
+  methods::set_parameter(t, "shrinkage", 0.25, "--shrinkage");
+  EXPECT_EQ(f.method.shrinkage, 0.25);
+  methods::set_parameter(t, "shrinkage", "auto", "--shrinkage");
+  EXPECT_EQ(f.method.shrinkage, methods::kShrinkageAuto);
+  methods::set_parameter(t, "shrinkage", "none", "--shrinkage");
+  EXPECT_TRUE(std::isnan(f.method.shrinkage));
   EXPECT_THAT(error_of([&] { methods::set_parameter(t, "theta", 1, "--grid"); }),
               HasSubstr("--grid: unknown parameter 'theta'; expected one of knn, weight"));
 }

@@ -14,6 +14,7 @@
 #include "ssdr/methods/method.hpp"
 #include "ssdr/propagation/label_propagation.hpp"
 #include "ssdr/scatter/scatter.hpp"
+#include "ssdr/scatter/shrinkage.hpp"
 #include "ssdr/solvers/trace_ratio.hpp"
 
 namespace ssdr::methods {
@@ -54,6 +55,14 @@ LabeledPart labeled_part(const TrainingData& data);
 /// Hard-label scatter matrices of the labeled samples (LDA's (4)–(6) divided by l).
 /// Collective. Times itself as "scatter".
 scatter::ScatterMatrices labeled_scatter(const TrainingData& data, Timings& t);
+
+/// The shrunk scatter matrices of the labeled samples (scatter::shrunk_scatter, --shrinkage:
+/// shrinkage is MethodOptions::shrinkage, auto or a coefficient) in the coordinates of the
+/// user's features (data.input_basis); records `shrinkage` and the coefficients used
+/// (`shrinkage_class_coefficients`, `shrinkage_total_coefficient`) in info. Collective.
+/// Times itself as "scatter".
+scatter::ShrunkScatter shrunk_labeled_scatter(const TrainingData& data, double shrinkage, Timings& t,
+                                              nlohmann::json& info);
 
 /// Orthogonal trace ratio on (Sb, Sw + μI) with μ = o.mu_scale·max diag(Sw) (soda-nie2009
 /// eq. (16)/(32)), m columns; fills W, trace_ratio and info (μ, iterations, history).

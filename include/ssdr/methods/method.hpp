@@ -57,7 +57,14 @@ struct MethodOptions {
   Normalization normalization = Normalization::unit;
   /// True when the user chose the normalization (--normalize, job key normalize).
   bool normalization_given = false;
+  /// --shrinkage: NaN = none (each method's own regularizer, its paper's), kShrinkageAuto =
+  /// the Ledoit–Wolf coefficient of every covariance (scikit-learn's shrinkage="auto"), else
+  /// the fixed coefficient in [0, 1] (scatter/shrinkage.hpp). lda, gda and sda.
+  double shrinkage = std::numeric_limits<double>::quiet_NaN();
 };
+
+/// MethodOptions::shrinkage for --shrinkage auto (Ledoit–Wolf).
+constexpr double kShrinkageAuto = -1;
 
 /// v when it is set (not NaN), else the default.
 inline double or_default(double v, double fallback) { return v == v ? v : fallback; }
@@ -94,6 +101,11 @@ struct TrainingData {
   /// --graph-out: receives the kNN lists the fit's kNN graph was built from (the widest
   /// when it builds several). nullptr → not kept.
   graph::KnnLists* lists_out = nullptr;
+  /// The PCA basis V (d×d', orthonormal columns) that took the user's features (after
+  /// --scaling) to X's columns, for what is defined in the features' own coordinates
+  /// (--shrinkage auto standardizes each feature, as scikit-learn does); nullptr: X's columns
+  /// are the coordinates (--no-pca, or a kernel map).
+  const Dense* input_basis = nullptr;
 };
 
 /// What Method::fit returns: the projection W (d'×m, replicated), the trace ratio, and the

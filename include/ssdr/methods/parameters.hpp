@@ -37,6 +37,7 @@ enum class ParameterKind {
   real,     ///< a finite number in the range (NaN and infinities never pass)
   choice,   ///< one of `choices`
   flag,     ///< true/false (a job's yes/no or 0/1; on the command line a switch)
+  choice_or_real,  ///< one of `choices` or a finite number in the range (--shrinkage auto|0.1)
 };
 
 /// Which methods take a parameter (uses_parameter).

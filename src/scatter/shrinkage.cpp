@@ -1,0 +1,211 @@
+// Shrunk scatter matrices (include/ssdr/scatter/shrinkage.hpp): scikit-learn's shrinkage LDA
+// statistics, every one a local sum over this rank's rows and an MPI_Allreduce.
+#include "ssdr/scatter/shrinkage.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "ssdr/core/error.hpp"
+#include "ssdr/core/lapack.hpp"
+
+namespace ssdr::scatter {
+
+namespace {
+
+constexpr int64_t kChunk = 256;
+
+/// The Ledoit–Wolf coefficient from the standardized samples' statistics (sklearn
+/// ledoit_wolf_shrinkage): n samples, p features, trC = tr(C), normC2 = ‖C‖²_F, fourth =
+/// Σ_i ‖z_i‖⁴ (Σ over the entries of (z_i z_iᵀ)∘(z_i z_iᵀ) summed over i, sklearn's beta_).
+double ledoit_wolf(double n, double p, double trC, double normC2, double fourth) {
+  if (p <= 1 || n <= 0) return 0.0;  // one feature: the same whatever the shrinkage (sklearn: 0)
+  const double mu = trC / p;
+  double beta = (fourth / n - normC2) / (p * n);
+  const double delta = (normC2 - 2.0 * mu * trC + p * mu * mu) / p;  // ‖C − μI‖²_F / p
+  beta = std::min(beta, delta);
+  if (beta == 0 || delta <= 0) return 0.0;
+  return std::max(beta, 0.0) / delta;
+}
+
+}  // namespace
+
+ShrunkScatter shrunk_scatter(const DistMatrix& X, const std::vector<int>& labels, int classes, const Dense* basis,
+                             double shrinkage) {
+  const int64_t d = X.cols, nl = X.n_local;
+  const int c = classes;
+  SSDR_CHECK(static_cast<int64_t>(labels.size()) == nl, "shrunk_scatter: one label per local row");
+  SSDR_REQUIRE(shrinkage == kLedoitWolf || (shrinkage >= 0 && shrinkage <= 1),
+               "--shrinkage: expected auto or a number in [0, 1]");
+  SSDR_CHECK(basis == nullptr || basis->cols == d,
+             "shrunk_scatter: the basis has " + std::to_string(basis ? basis->cols : 0) + " columns for " +
+                 std::to_string(d) + " dimensions");
+  const bool auto_lw = shrinkage == kLedoitWolf;
+  const int64_t p = basis ? basis->rows : d;  // the features' count
+  const double eps = std::numeric_limits<double>::epsilon();
+
+  // Counts and sums per class (one Allreduce).
+  std::vector<double> red(static_cast<size_t>(c * (1 + d)), 0.0);
+  std::vector<std::vector<int64_t>> rows(static_cast<size_t>(c + 1));
+  for (int64_t i = 0; i < nl; ++i) {
+    const int k = labels[static_cast<size_t>(i)];
+    if (k < 0 || k >= c) continue;
+    rows[static_cast<size_t>(k)].push_back(i);
+    rows[static_cast<size_t>(c)].push_back(i);
+    red[static_cast<size_t>(k)] += 1;
+    double* s = red.data() + c + static_cast<int64_t>(k) * d;
+    const double* x = X.row(i);
+    for (int64_t t = 0; t < d; ++t) s[t] += x[t];
+  }
+  MPI_Allreduce(MPI_IN_PLACE, red.data(), static_cast<int>(red.size()), MPI_DOUBLE, MPI_SUM, X.comm);
+  ShrunkScatter out;
+  out.class_counts.assign(red.begin(), red.begin() + c);
+  double n = 0;
+  for (int k = 0; k < c; ++k) {
+    SSDR_REQUIRE(out.class_counts[static_cast<size_t>(k)] > 0,
+                 "--shrinkage: class " + std::to_string(k) + " has no labeled sample");
+    n += out.class_counts[static_cast<size_t>(k)];
+  }
+  // Group means: the c classes, then all labeled rows (group c).
+  Dense means(d, c + 1);
+  for (int k = 0; k < c; ++k)
+    for (int64_t t = 0; t < d; ++t) {
+      const double s = red[static_cast<size_t>(c + k * d + t)];
+      means(t, k) = s / out.class_counts[static_cast<size_t>(k)];
+      means(t, c) += s;
+    }
+  for (int64_t t = 0; t < d; ++t) means(t, c) /= n;
+
+  out.Sw = Dense(d, d);
+  out.class_coefficients.assign(static_cast<size_t>(c), 0.0);
+  std::vector<double> yb(static_cast<size_t>(kChunk * d)), tb(static_cast<size_t>(kChunk * d));
+  // Centered rows [j0, j0 + b) of group g into yb (column-major d×b).
+  auto centered = [&](const std::vector<int64_t>& r, size_t j0, int64_t b, const double* m) {
+    for (int64_t j = 0; j < b; ++j) {
+      const double* x = X.row(r[j0 + static_cast<size_t>(j)]);
+      double* y = yb.data() + j * d;
+      for (int64_t t = 0; t < d; ++t) y[t] = x[t] - m[t];
+    }
+  };
+  for (int g = 0; g <= c; ++g) {
+    const std::vector<int64_t>& r = rows[static_cast<size_t>(g)];
+    const double ng = g < c ? out.class_counts[static_cast<size_t>(g)] : n;
+    const double* m = means.col(g);
+    // Σ_g = (1/n_g) Σ (x − m_g)(x − m_g)ᵀ.
+    Dense S(d, d);
+    for (size_t j0 = 0; j0 < r.size(); j0 += kChunk) {
+      const int64_t b = std::min<int64_t>(kChunk, static_cast<int64_t>(r.size() - j0));
+      centered(r, j0, b, m);
+      blas::syrk('L', 'N', d, b, 1.0, yb.data(), d, 1.0, S.data(), d);
+    }
+    blas::symmetrize('L', d, S.data(), d);
+    allreduce_sum(S, X.comm);
+    for (double& v : S.v) v /= ng;
+
+    double s = 0;
+    Dense target(d, d);  // the shrinkage target in X's coordinates
+    if (auto_lw) {
+      // The features' variances diag(VΣVᵀ) (diag Σ without a basis) and means V m (the
+      // centered features' means; sklearn's constant-feature test bounds the rounding of a
+      // two-pass variance by n·eps·var + (n·eps·mean)²; the rotation adds its own, bounded
+      // by 16·eps·Σ_q |A_aq V_aq|).
+      std::vector<double> var(static_cast<size_t>(p)), bound(static_cast<size_t>(p)), mean(static_cast<size_t>(p));
+      Dense A;  // V Σ (p×d')
+      if (basis) {
+        A = Dense(p, d);
+        blas::gemm('N', 'N', p, d, d, 1.0, basis->data(), p, S.data(), d, 0.0, A.data(), p);
+        for (int64_t a = 0; a < p; ++a) {
+          double v = 0, absum = 0, mu = 0;
+          for (int64_t q = 0; q < d; ++q) {
+            v += A(a, q) * (*basis)(a, q);
+            absum += std::abs(A(a, q) * (*basis)(a, q));
+            mu += (*basis)(a, q) * m[q];
+          }
+          var[static_cast<size_t>(a)] = v;
+          bound[static_cast<size_t>(a)] = 16 * eps * absum;
+          mean[static_cast<size_t>(a)] = mu;
+        }
+      } else {
+        for (int64_t a = 0; a < p; ++a) {
+          var[static_cast<size_t>(a)] = S(a, a);
+          mean[static_cast<size_t>(a)] = m[a];
+        }
+      }
+      std::vector<double> scale(static_cast<size_t>(p));
+      for (int64_t a = 0; a < p; ++a) {
+        const double v = var[static_cast<size_t>(a)], mu = mean[static_cast<size_t>(a)];
+        const bool constant = v <= ng * eps * v + (ng * mu * eps) * (ng * mu * eps) + bound[static_cast<size_t>(a)];
+        scale[static_cast<size_t>(a)] = constant ? 1.0 : std::sqrt(v);
+      }
+      // G = VᵀD⁻²V (d'×d'): ‖z‖² = (x − m)ᵀG(x − m); target VᵀD²V.
+      Dense G(d, d);
+      if (basis) {
+        Dense B(p, d), B2(p, d);
+        for (int64_t q = 0; q < d; ++q)
+          for (int64_t a = 0; a < p; ++a) {
+            B(a, q) = (*basis)(a, q) / scale[static_cast<size_t>(a)];
+            B2(a, q) = (*basis)(a, q) * scale[static_cast<size_t>(a)];
+          }
+        blas::syrk('L', 'T', d, p, 1.0, B.data(), p, 0.0, G.data(), d);
+        blas::symmetrize('L', d, G.data(), d);
+        blas::syrk('L', 'T', d, p, 1.0, B2.data(), p, 0.0, target.data(), d);
+        blas::symmetrize('L', d, target.data(), d);
+      } else {
+        for (int64_t a = 0; a < d; ++a) {
+          const double sa = scale[static_cast<size_t>(a)];
+          G(a, a) = 1.0 / (sa * sa);
+          target(a, a) = sa * sa;
+        }
+      }
+      // C = D⁻¹VΣVᵀD⁻¹ has tr C = tr(ΣG) and ‖C‖²_F = tr(ΣGΣG).
+      Dense H(d, d);
+      blas::gemm('N', 'N', d, d, d, 1.0, S.data(), d, G.data(), d, 0.0, H.data(), d);
+      double trC = 0, normC2 = 0;
+      for (int64_t i = 0; i < d; ++i) {
+        trC += H(i, i);
+        for (int64_t j = 0; j < d; ++j) normC2 += H(i, j) * H(j, i);
+      }
+      // Σ_i ‖z_i‖⁴ = Σ_i ((x_i − m)ᵀG(x_i − m))².
+      double fourth = 0;
+      for (size_t j0 = 0; j0 < r.size(); j0 += kChunk) {
+        const int64_t b = std::min<int64_t>(kChunk, static_cast<int64_t>(r.size() - j0));
+        centered(r, j0, b, m);
+        blas::gemm('N', 'N', d, b, d, 1.0, G.data(), d, yb.data(), d, 0.0, tb.data(), d);
+        for (int64_t j = 0; j < b; ++j) {
+          double q = 0;
+          for (int64_t t = 0; t < d; ++t) q += yb[static_cast<size_t>(j * d + t)] * tb[static_cast<size_t>(j * d + t)];
+          fourth += q * q;
+        }
+      }
+      MPI_Allreduce(MPI_IN_PLACE, &fourth, 1, MPI_DOUBLE, MPI_SUM, X.comm);
+      s = ledoit_wolf(ng, static_cast<double>(p), trC, normC2, fourth);
+      const double mu = trC / static_cast<double>(p);
+      for (double& v : target.v) v *= mu;
+    } else {
+      s = shrinkage;
+      double tr = 0;
+      for (int64_t i = 0; i < d; ++i) tr += S(i, i);
+      for (int64_t i = 0; i < d; ++i) target(i, i) = tr / static_cast<double>(p);
+    }
+    for (size_t i = 0; i < S.v.size(); ++i) S.v[i] = (1 - s) * S.v[i] + s * target.v[i];
+    if (g < c) {
+      out.class_coefficients[static_cast<size_t>(g)] = s;
+      const double prior = ng / n;
+      for (size_t i = 0; i < S.v.size(); ++i) out.Sw.v[i] += prior * S.v[i];
+    } else {
+      out.total_coefficient = s;
+      out.St = std::move(S);
+    }
+  }
+  out.Sb = Dense(d, d);
+  for (size_t i = 0; i < out.Sb.v.size(); ++i) out.Sb.v[i] = out.St.v[i] - out.Sw.v[i];
+  for (int64_t j = 0; j < d; ++j)  // exact symmetry (the eigen-solver reads one triangle)
+    for (int64_t i = j + 1; i < d; ++i) {
+      out.Sb(i, j) = out.Sb(j, i) = 0.5 * (out.Sb(i, j) + out.Sb(j, i));
+      out.Sw(i, j) = out.Sw(j, i) = 0.5 * (out.Sw(i, j) + out.Sw(j, i));
+    }
+  return out;
+}
+
+}  // namespace ssdr::scatter
