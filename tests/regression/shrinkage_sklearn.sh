@@ -113,6 +113,40 @@ if "$MPIEXEC" -n 2 "$SSDR" fit --method lda --shrinkage auto --data "$tmp/breast
     "$(compare "$tmp/breast_cancer.csv" "$tmp/bc.csv" | cut -d' ' -f1)"
 fi
 
+# Python: ssdr.LDA(shrinkage="auto") on 2 ranks, each with its own rows (the module beside
+# the binary, build/python).
+pydir="$(cd "$(dirname "$SSDR")" && pwd)/python"
+if PYTHONPATH="$pydir" "$PY" -c "import ssdr, mpi4py" 2>/dev/null; then
+  cat >"$tmp/py.py" <<'EOF'
+import sys, numpy as np
+from mpi4py import MPI
+import ssdr
+from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+comm = MPI.COMM_WORLD
+D = np.loadtxt(sys.argv[1], delimiter=",")
+X, y = D[:, 1:], D[:, 0].astype(int)
+rows = slice(comm.rank, None, comm.size)
+est = ssdr.LDA(shrinkage="auto").fit(X[rows], y[rows])
+order = np.concatenate(comm.allgather(np.arange(len(X))[rows]))
+Y = np.empty((len(X), 2)); Y[order] = np.vstack(comm.allgather(est.transform(X[rows])))
+lab = y >= 0
+Z = X @ LinearDiscriminantAnalysis(solver="eigen", shrinkage="auto").fit(X[lab], y[lab]).scalings_[:, :2]
+one = np.ones((len(X), 1))
+Qa, _ = np.linalg.qr(np.hstack([one, Y])); Qb, _ = np.linalg.qr(np.hstack([one, Z]))
+if comm.rank == 0:
+    print("%.3g" % np.linalg.norm(Qb - Qa @ (Qa.T @ Qb), 2))
+EOF
+  sin=$(PYTHONPATH="$pydir" "$MPIEXEC" -n 2 "$PY" "$tmp/py.py" "$tmp/wine.csv" 2>"$tmp/err")
+  # wine's tolerance above: 2e-12.
+  if [ -n "$sin" ] && "$PY" -c "import sys; sys.exit(not ($sin < 2e-12))"; then
+    ok "Python ssdr.LDA(shrinkage='auto') on wine, 2 ranks: max sin to sklearn's $sin"
+  else
+    bad "Python ssdr.LDA(shrinkage='auto') on wine: '$sin' $(head -c 300 "$tmp/err")"
+  fi
+else
+  echo "skip: no ssdr Python module in $pydir"
+fi
+
 # A value that is neither none, auto nor in [0, 1]: one line naming the option, non-zero exit.
 if "$MPIEXEC" -n 2 "$SSDR" fit --method lda --shrinkage 2 --data "$tmp/iris.csv" -q >"$tmp/out" 2>"$tmp/err"; then
   bad "--shrinkage 2 accepted"
