@@ -33,8 +33,13 @@
 //
 // Distribution: every d×d quantity is computed in the d_1-dimensional PCA subspace (Y = XP,
 // n×d_1 distributed like X), as local GEMMs plus one MPI_Allreduce. S is never formed:
-// Yᵀ S Y = Yᵀ (I+αL)⁻¹ (αL Y) takes d_1 CG solves with I + αL (one KSP, options prefix
-// "tca_", preconditioner reused), right-hand sides αLY by sparse products. M_l, D_l, W^r,
+// Yᵀ S Y = Yᵀ (I+αL)⁻¹ (αL Y), an n_t×n_t system with d_1 right-hand sides (α-dependent:
+// it is solved at every α). Up to n_t = kDenseRouteMaxSamples (2000, measured: docs/
+// fitting.md) every rank gathers the graph and Y and solves it densely (dposv; the same
+// bits on every rank and rank count); beyond, d_1 CG solves with I + αL on the distributed
+// graph (one KSP, options prefix "tca_", preconditioner reused), right-hand sides αLY by
+// sparse products. -tca_route auto|dense|krylov chooses; info["solver_route"] records the
+// route taken, with n_t and the crossover. M_l, D_l, W^r,
 // W^e are never formed either: they act on labeled rows through the c class sums (15).
 #include <petscmat.h>
 
@@ -44,6 +49,7 @@
 
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/lapack.hpp"
+#include "ssdr/core/mpi_util.hpp"
 #include "ssdr/core/petsc.hpp"
 #include "ssdr/core/progress.hpp"
 #include "ssdr/graph/laplacian.hpp"
@@ -185,16 +191,109 @@ Dense smoothness_regularizer(Mat A, const DistMatrix& Y, double alpha,
   return G;
 }
 
+Route route_option(const std::string& prefix) {
+  char text[32] = "auto";
+  SSDR_PETSC(PetscOptionsGetString(nullptr, prefix.c_str(), "-route", text, sizeof text, nullptr));
+  const std::string name(text);
+  if (name == "auto") return Route::automatic;
+  if (name == "dense") return Route::dense;
+  if (name == "krylov") return Route::krylov;
+  throw Error("-" + prefix + "route must be auto, dense or krylov, got '" + name + "'", __FILE__, __LINE__, true);
+}
+
+bool dense_route(Route route, int64_t n) {
+  if (route == Route::dense)
+    SSDR_REQUIRE(n <= kDenseRouteLimit, "tca: the dense route (-tca_route dense) holds n_t^2 doubles per rank; " +
+                                            std::to_string(n) + " transductive samples exceed its limit of " +
+                                            std::to_string(kDenseRouteLimit) + " (use -tca_route krylov)");
+  return route == Route::dense || (route == Route::automatic && n <= kDenseRouteMaxSamples);
+}
+
+const char* to_string(Route route) {
+  switch (route) {
+    case Route::dense: return "dense";
+    case Route::krylov: return "krylov";
+    case Route::automatic: break;
+  }
+  return "auto";
+}
+
+Dense smoothness_regularizer_dense(Mat A, const DistMatrix& Y, double alpha) {
+  SSDR_REQUIRE(alpha > 0, "tca: --alpha must be positive (got " + std::to_string(alpha) + ")");
+  PetscInt rs = 0, re = 0, rows = 0, cols = 0;
+  SSDR_PETSC(MatGetOwnershipRange(A, &rs, &re));
+  SSDR_PETSC(MatGetSize(A, &rows, &cols));
+  SSDR_CHECK_COLLECTIVE(Y.comm, re - rs == Y.n_local && rows == Y.n_global && cols == rows && rs == Y.row_start,
+                        "tca: samples and graph have different row layouts");
+  const int64_t n = rows, r = Y.cols;
+  // This rank's rows of A, dense and row-major; gathered, they are A row-major, i.e. Aᵀ
+  // column-major (the same matrix for the symmetric graph). Only copies: the same bits on
+  // every rank and for every partition.
+  Dense M;
+  {
+    std::vector<double> local(static_cast<size_t>(Y.n_local * n), 0.0);
+    for (PetscInt i = rs; i < re; ++i) {
+      PetscInt nc = 0;
+      const PetscInt* ci = nullptr;
+      const PetscScalar* cv = nullptr;
+      SSDR_PETSC(MatGetRow(A, i, &nc, &ci, &cv));
+      for (PetscInt k = 0; k < nc; ++k) local[static_cast<size_t>((i - rs) * n + ci[k])] = cv[k];
+      SSDR_PETSC(MatRestoreRow(A, i, &nc, &ci, &cv));
+    }
+    M.rows = M.cols = n;
+    M.v = allgatherv(local.data(), Y.n_local * n, Y.comm);
+  }
+  // D_i = Σ_j A_ij (column i of Aᵀ, summed in index order).
+  std::vector<double> D(static_cast<size_t>(n), 0.0);
+  for (int64_t i = 0; i < n; ++i) {
+    double s = 0;
+    const double* a = M.col(i);
+    for (int64_t j = 0; j < n; ++j) s += a[j];
+    D[static_cast<size_t>(i)] = s;
+  }
+  const Dense Yg = allgather(Y);  // n×r
+  // R = αLY = α(D∘Y − AY): (AY)_i = Σ_j A_ij y_j over the graph's edges of row i, in index
+  // order (O(nnz·r), not a dense GEMM's n²r).
+  Dense R(n, r);
+  {
+    std::vector<double> acc(static_cast<size_t>(r));
+    for (int64_t i = 0; i < n; ++i) {
+      std::fill(acc.begin(), acc.end(), 0.0);
+      const double* a = M.col(i);
+      for (int64_t j = 0; j < n; ++j)
+        if (a[j] != 0.0)
+          for (int64_t c = 0; c < r; ++c) acc[static_cast<size_t>(c)] += a[j] * Yg(j, c);
+      for (int64_t c = 0; c < r; ++c)
+        R(i, c) = alpha * (D[static_cast<size_t>(i)] * Yg(i, c) - acc[static_cast<size_t>(c)]);
+    }
+  }
+  // M = I + αL = I + α(D − A), its lower triangle (all dposv reads).
+  for (int64_t j = 0; j < n; ++j) {
+    double* m = M.col(j);
+    for (int64_t i = j; i < n; ++i) m[i] = -alpha * m[i];
+    m[j] += 1.0 + alpha * D[static_cast<size_t>(j)];
+  }
+  if (n > 0 && r > 0) lapack::posv(n, r, M.data(), n, R.data(), n);  // R ← Z = (I + αL)⁻¹ αLY
+  Dense G(r, r);
+  if (n > 0 && r > 0) blas::gemm('T', 'N', r, r, n, 1.0, Yg.data(), n, R.data(), n, 0.0, G.data(), r);
+  symmetrize_average(G);
+  return G;
+}
+
 Dense pca_basis(const DistMatrix& X, int64_t d1) {
   SSDR_REQUIRE(d1 >= 1 && d1 <= X.cols, "tca: PCA dimension out of range");
   Dense C = transpose_multiply(X, X);
-  std::vector<double> w(static_cast<size_t>(C.rows));
-  lapack::syev(C.rows, C.data(), C.rows, w.data());
-  Dense P(X.cols, d1);
+  // Only the d1 leading eigenvectors (dsyevr): at d' = 719, d1 = 40 (COIL-20) a tenth of
+  // the full dsyevd's time.
+  const int64_t d = X.cols;
+  std::vector<double> w(static_cast<size_t>(d1));
+  Dense Z(d, d1);
+  lapack::syevr(d, C.data(), d, d - d1 + 1, d, w.data(), Z.data(), d);
+  Dense P(d, d1);
   for (int64_t j = 0; j < d1; ++j) {
-    const double* src = C.col(C.cols - 1 - j);
-    const double sign = largest_magnitude_sign(src, X.cols);
-    for (int64_t i = 0; i < X.cols; ++i) P(i, j) = sign * src[i];
+    const double* src = Z.col(d1 - 1 - j);  // descending eigenvalues
+    const double sign = largest_magnitude_sign(src, d);
+    for (int64_t i = 0; i < d; ++i) P(i, j) = sign * src[i];
   }
   return P;
 }
@@ -283,13 +382,25 @@ Problem build_problem(const TrainingData& data, const graph::GraphOptions& go, d
   }
   phase.stop();
 
-  Phase solve_phase("sparse_solve", &t);
-  solvers::SparseSolveOptions so;
-  so.prefix = "tca_";  // -tca_ksp_type, -tca_pc_type, ... (TCA and OTCA alike)
-  std::vector<int> its;
-  pb.XSX = smoothness_regularizer(g.A, Y, alpha, so, &its);
-  info["cg_iterations_total"] = std::accumulate(its.begin(), its.end(), 0L);
-  info["cg_iterations_max"] = its.empty() ? 0 : *std::max_element(its.begin(), its.end());
+  // X S Xᵀ, eq. (12): the n_t×n_t system (I + αL)Z = αLY solved densely up to the crossover,
+  // by CG beyond it (or as -tca_route says).
+  const Route route = route_option("tca_");
+  const bool dense = dense_route(route, Y.n_global);
+  info["solver_route"] = dense ? "dense" : "krylov";
+  info["solver_route_size"] = Y.n_global;
+  info["solver_route_crossover"] = kDenseRouteMaxSamples;
+  info["solver_route_option"] = to_string(route);
+  Phase solve_phase(dense ? "dense_solve" : "sparse_solve", &t);
+  if (dense) {
+    pb.XSX = smoothness_regularizer_dense(g.A, Y, alpha);
+  } else {
+    solvers::SparseSolveOptions so;
+    so.prefix = "tca_";  // -tca_ksp_type, -tca_pc_type, ... (TCA and OTCA alike)
+    std::vector<int> its;
+    pb.XSX = smoothness_regularizer(g.A, Y, alpha, so, &its);
+    info["cg_iterations_total"] = std::accumulate(its.begin(), its.end(), 0L);
+    info["cg_iterations_max"] = its.empty() ? 0 : *std::max_element(its.begin(), its.end());
+  }
   return pb;
 }
 

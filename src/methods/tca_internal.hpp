@@ -6,6 +6,7 @@
 #include <petscmat.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "ssdr/core/dense.hpp"
@@ -41,6 +42,42 @@ DistMatrix apply_Dl(const DistMatrix& Y, const std::vector<int>& labels, int cla
 /// \throws ssdr::Error (collectively) when α ≤ 0, layouts differ or a solve diverges.
 Dense smoothness_regularizer(Mat A, const DistMatrix& Y, double alpha,
                              const solvers::SparseSolveOptions& solve, std::vector<int>* iterations);
+
+/// How X S Xᵀ of eq. (12) is computed, by the n_t×n_t system (I + αL) Z = αLY (n_t the
+/// transductive samples, Y n_t×d1): `krylov`, d1 CG solves on the distributed sparse graph
+/// (smoothness_regularizer); `dense`, one dense Cholesky solve of the whole system on every
+/// rank (smoothness_regularizer_dense); `automatic`, dense when n_t ≤ kDenseRouteMaxSamples.
+enum class Route { automatic, dense, krylov };
+
+/// The crossover of the automatic route: the largest n_t solved densely. Measured on this
+/// machine (docs/fitting.md, "TCA and OTCA's smoothness term"): at n_t = 2000 the dense solve
+/// takes about as long as the CG solves at the paper's α; below it the dense route is faster
+/// at every α ≥ 1 and costs n_t² doubles per rank (32 MiB at 2000).
+constexpr int64_t kDenseRouteMaxSamples = 2000;
+
+/// The largest n_t the dense route accepts even when asked for (-tca_route dense): its
+/// matrix takes n_t² doubles per rank (2 GiB at 16 384) and its factorization n_t³/3 flops.
+constexpr int64_t kDenseRouteLimit = 16384;
+
+/// The route of the option -<prefix>route (auto | dense | krylov; default auto), read with a
+/// check of its value. Replicated. \throws ssdr::Error (replicated) on another value.
+Route route_option(const std::string& prefix);
+
+/// Whether `route` solves a system of n_t = n samples densely (dense, or automatic and
+/// n ≤ kDenseRouteMaxSamples). Local. \throws ssdr::Error (replicated) when dense is asked
+/// for beyond kDenseRouteLimit.
+bool dense_route(Route route, int64_t n);
+
+/// The name of a route as the report writes it ("dense", "krylov"). Local.
+const char* to_string(Route route);
+
+/// smoothness_regularizer by the dense route: A's rows and Y are gathered on every rank
+/// (n_t² + n_t·r doubles per rank), L = D − A and R = αLY are formed in a fixed order, and
+/// (I + αL)Z = R is solved by LAPACK's dposv, then YᵀZ (GEMM), symmetrized. Every rank
+/// computes the same thing from the same gathered values, so the result has the same bits
+/// on every rank and on any rank count (for the same A and Y). Collective over Y.comm.
+/// \throws ssdr::Error (collectively) when α ≤ 0 or the layouts differ.
+Dense smoothness_regularizer_dense(Mat A, const DistMatrix& Y, double alpha);
 
 /// The PCA step of Table 1, Step 4: the d1 leading eigenvectors (d'×d1, descending
 /// eigenvalues, sign fixed so each column's largest-magnitude entry is positive) of XᵀX
