@@ -32,6 +32,8 @@ namespace ssdr::methods {
 
 namespace soge {
 
+double stationarity(const Dense& W, const Dense& D);  // below
+
 namespace {
 
 /// op(A)·op(B) for replicated column-major matrices. Local.
@@ -79,56 +81,6 @@ Dense tangent(const Dense& W, const Dense& Z) {
   return out;
 }
 
-/// One Riemannian Newton step for f(W) = tr(WᵀAW) − 2tr(WᵀB) = λc − (13) on the Stiefel
-/// manifold (embedded metric; Absil–Mahony–Sepulchre §5.5/§6): solve Hess f(W)[ξ] = −grad f(W)
-/// by truncated CG in the tangent space, with
-///   grad f = P_W(G), G = 2(AW − B) = 2(λW − D),   Hess f[ξ] = P_W(2Aξ − ξ sym(WᵀG)),
-/// P_W(Z) = Z − W sym(WᵀZ); CG stops on negative curvature (Steihaug). Returns the polar
-/// retraction polar(W + ξ), or an empty Dense when no descent direction was found. Local.
-Dense newton_candidate(const Dense& A, double lambda, const Dense& W, const Dense& D, int max_cg) {
-  const int64_t d = W.rows, c = W.cols;
-  Dense G = D;  // 2(λW − D)
-  for (size_t i = 0; i < G.v.size(); ++i) G.v[i] = 2.0 * (lambda * W.v[i] - D.v[i]);
-  const Dense WtG = mul(W, G, 'T', 'N');
-  Dense symWtG(c, c);
-  for (int64_t i = 0; i < c; ++i)
-    for (int64_t j = 0; j < c; ++j) symWtG(i, j) = 0.5 * (WtG(i, j) + WtG(j, i));
-  auto hess = [&](const Dense& xi) {
-    Dense H = mul(A, xi);
-    const Dense XS = mul(xi, symWtG);
-    for (size_t i = 0; i < H.v.size(); ++i) H.v[i] = 2.0 * H.v[i] - XS.v[i];
-    return tangent(W, H);
-  };
-  const Dense g = tangent(W, G);
-  const double gnorm = std::sqrt(inner(g, g));
-  if (!(gnorm > 0)) return Dense();
-  Dense xi(d, c), r = g, p;
-  for (auto& v : r.v) v = -v;
-  p = r;
-  double rr = inner(r, r);
-  const double stop = gnorm * std::min(0.1, std::sqrt(gnorm));  // superlinear forcing term
-  bool moved = false;
-  for (int j = 0; j < max_cg; ++j) {
-    const Dense Hp = hess(p);
-    const double kappa = inner(p, Hp);
-    if (!(kappa > 0)) break;  // negative curvature: keep the step so far
-    const double a = rr / kappa;
-    for (size_t i = 0; i < xi.v.size(); ++i) {
-      xi.v[i] += a * p.v[i];
-      r.v[i] -= a * Hp.v[i];
-    }
-    moved = true;
-    const double rr_new = inner(r, r);
-    if (std::sqrt(rr_new) <= stop) break;
-    const double b = rr_new / rr;
-    for (size_t i = 0; i < p.v.size(); ++i) p.v[i] = r.v[i] + b * p.v[i];
-    rr = rr_new;
-  }
-  if (!moved) return Dense();
-  for (size_t i = 0; i < xi.v.size(); ++i) xi.v[i] += W.v[i];
-  return polar(xi);
-}
-
 /// The start of Algorithm 1: the polar factor U Vᵀ of B (the maximizer of 2tr(WᵀB)). B has
 /// rank ≤ c − 1 (B1_c = 0, since QU1 = 1 and X_c1 = 0), so U's columns for zero singular
 /// values are arbitrary (rounding decides them, and with them the local maximum reached);
@@ -169,6 +121,158 @@ Dense start(const Dense& A, const Dense& B) {
   return mul(U, Vt);
 }
 
+
+/// Riemannian trust regions (Absil, Baker and Gallivan 2007; Manopt's RTR with its
+/// preconditioned Steihaug–Toint truncated CG) for min f(W) = tr(WᵀΛW) − 2tr(WᵀB) on the
+/// Stiefel manifold, A = diag(lam) in its eigenbasis (so f = λc − (13)):
+///   grad f = P_W(G), G = 2(ΛW − B);  Hess f[ξ] = P_W(2Λξ − ξS), S = sym(WᵀG);
+///   P_W(Z) = Z − W sym(WᵀZ); retraction polar(W + η).
+/// The preconditioner inverts ξ ↦ 2Λξ − ξS exactly (S = PσPᵀ: (2 lam_i − σ_j)⁻¹ on ξP,
+/// magnitudes floored at 10⁻¹⁰ of the largest) and projects; the Hessian is that map up to the
+/// projection, so the inner CG takes a few dozen products whatever the spread of Λ — which
+/// grows with α (λ_max(A) ~ α on COIL-20) and is what makes Algorithm 1's contraction
+/// 1 − O(gap/λ_max). A step is accepted when it lowers f (ρ > 0.1, or, at rounding level,
+/// f not above f(W)), so (13) never decreases. Stops when the relative Riemannian gradient
+/// ‖D − W sym(WᵀD)‖/‖D‖ ≤ o.tol (D = (λI − Λ)W + B), after o.max_iterations, or when the
+/// radius falls below rounding. Local (every rank computes the same bits).
+void trust_region(const std::vector<double>& lam, const Dense& Bq, double lambda, const StiefelOptions& o, Dense& W,
+                  StiefelResult& r) {
+  const int64_t d = W.rows, c = W.cols;
+  const double eps = std::numeric_limits<double>::epsilon();
+  auto f_of = [&](const Dense& V) {
+    double q = 0;
+    for (int64_t j = 0; j < c; ++j)
+      for (int64_t i = 0; i < d; ++i) q += lam[static_cast<size_t>(i)] * V(i, j) * V(i, j);
+    return q - 2.0 * inner(V, Bq);
+  };
+  auto D_of = [&](const Dense& V) {  // (λI − Λ)V + B, half of (13)'s gradient
+    Dense D = Bq;
+    for (int64_t j = 0; j < c; ++j)
+      for (int64_t i = 0; i < d; ++i) D(i, j) += (lambda - lam[static_cast<size_t>(i)]) * V(i, j);
+    return D;
+  };
+  auto J_of = [&](double f) { return lambda * static_cast<double>(c) - f; };
+  double f = f_of(W);
+  r.stationarity = stationarity(W, D_of(W));
+  double Delta_bar = std::sqrt(static_cast<double>(c)) * 4.0, Delta = -1;  // radius in the preconditioner's norm
+  for (int it = 1; it <= o.max_iterations; ++it) {
+    Dense G = Bq;  // 2(ΛW − B)
+    for (int64_t j = 0; j < c; ++j)
+      for (int64_t i = 0; i < d; ++i) G(i, j) = 2.0 * (lam[static_cast<size_t>(i)] * W(i, j) - Bq(i, j));
+    const Dense WtG = mul(W, G, 'T', 'N');
+    Dense S(c, c);
+    for (int64_t i = 0; i < c; ++i)
+      for (int64_t j = 0; j < c; ++j) S(i, j) = 0.5 * (WtG(i, j) + WtG(j, i));
+    Dense P = S;
+    std::vector<double> sigma(static_cast<size_t>(c));
+    lapack::syev(c, P.data(), c, sigma.data());
+    Dense inv(d, c);
+    double biggest = 0;
+    for (int64_t j = 0; j < c; ++j)
+      for (int64_t i = 0; i < d; ++i)
+        biggest = std::max(biggest, std::abs(2.0 * lam[static_cast<size_t>(i)] - sigma[static_cast<size_t>(j)]));
+    const double floor = std::max(1e-10 * biggest, std::numeric_limits<double>::min());
+    for (int64_t j = 0; j < c; ++j)
+      for (int64_t i = 0; i < d; ++i)
+        inv(i, j) = 1.0 / std::max(std::abs(2.0 * lam[static_cast<size_t>(i)] - sigma[static_cast<size_t>(j)]), floor);
+    auto prec = [&](const Dense& R) {
+      Dense Y = mul(R, P);
+      for (size_t i = 0; i < Y.v.size(); ++i) Y.v[i] *= inv.v[i];
+      return tangent(W, mul(Y, P, 'N', 'T'));
+    };
+    auto hess = [&](const Dense& xi) {
+      Dense H = mul(xi, S);
+      for (int64_t j = 0; j < c; ++j)
+        for (int64_t i = 0; i < d; ++i) H(i, j) = 2.0 * lam[static_cast<size_t>(i)] * xi(i, j) - H(i, j);
+      return tangent(W, H);
+    };
+    const Dense g = tangent(W, G);
+    const double gnorm = std::sqrt(inner(g, g));
+    // Steihaug–Toint truncated CG in the preconditioner's norm (Manopt's tCG).
+    Dense eta(d, c), Heta(d, c), rr = g, z = prec(rr), delta = z;
+    for (auto& v : delta.v) v = -v;
+    double z_r = inner(z, rr);
+    if (Delta < 0) Delta = std::min(Delta_bar, std::sqrt(std::max(z_r, 0.0)));  // the first preconditioned step
+    double e_Pe = 0, e_Pd = 0, d_Pd = z_r;
+    const double r0 = gnorm;
+    bool boundary = false;
+    for (int j = 0; j < o.newton_cg_iterations && z_r > 0; ++j) {
+      const Dense Hd = hess(delta);
+      const double d_Hd = inner(delta, Hd);
+      const double alpha = z_r / d_Hd;
+      const double e_Pe_new = e_Pe + 2.0 * alpha * e_Pd + alpha * alpha * d_Pd;
+      if (!(d_Hd > 0) || e_Pe_new >= Delta * Delta) {
+        const double tau = (-e_Pd + std::sqrt(std::max(e_Pd * e_Pd + d_Pd * (Delta * Delta - e_Pe), 0.0))) / d_Pd;
+        for (size_t i = 0; i < eta.v.size(); ++i) {
+          eta.v[i] += tau * delta.v[i];
+          Heta.v[i] += tau * Hd.v[i];
+        }
+        boundary = true;
+        break;
+      }
+      e_Pe = e_Pe_new;
+      for (size_t i = 0; i < eta.v.size(); ++i) {
+        eta.v[i] += alpha * delta.v[i];
+        Heta.v[i] += alpha * Hd.v[i];
+        rr.v[i] += alpha * Hd.v[i];
+      }
+      const double rn = std::sqrt(inner(rr, rr));
+      if (rn <= r0 * std::min(std::sqrt(r0), 0.1)) break;  // superlinear forcing term
+      z = prec(rr);
+      const double z_r_old = z_r;
+      z_r = inner(z, rr);
+      const double beta = z_r / z_r_old;
+      for (size_t i = 0; i < delta.v.size(); ++i) delta.v[i] = -z.v[i] + beta * delta.v[i];
+      e_Pd = beta * (e_Pd + alpha * d_Pd);
+      d_Pd = z_r + beta * beta * d_Pd;
+    }
+    Dense Y = W;
+    for (size_t i = 0; i < Y.v.size(); ++i) Y.v[i] += eta.v[i];
+    Dense W_new = polar(Y);
+    const double f_new = f_of(W_new);
+    const double predicted = -(inner(g, eta) + 0.5 * inner(eta, Heta));
+    const double actual = f - f_new;
+    // Below f's rounding (|f|·u times the terms summed) a decrease cannot be measured: there
+    // a step is taken when it lowers the relative gradient and raises f by no more than 16
+    // roundings of |f| (Newton's quadratic finish, which f alone would stall on), and the
+    // iteration ends when it does neither.
+    // f's scale: |f| and the terms it is summed from (λ_max·c bounds tr(WᵀΛW)); never 1, as
+    // α scales A and B (α = 10⁻⁹ makes them ~10⁻⁹).
+    const double magnitude = std::abs(f) + std::abs(lambda) * static_cast<double>(c) + 2.0 * std::sqrt(inner(Bq, Bq));
+    const double noise = 1e3 * eps * magnitude;
+    bool accept = false;
+    double stat_new = -1;
+    if (predicted <= noise) {
+      stat_new = stationarity(W_new, D_of(W_new));
+      accept = stat_new < r.stationarity && f_new <= f + 16 * eps * magnitude;
+      if (!accept) {  // at the floor of both: nothing more can be resolved
+        r.converged = r.stationarity <= o.stagnation_tol;
+        return;
+      }
+    } else {
+      const double rho = actual / predicted;
+      if (rho < 0.25) Delta *= 0.25;
+      else if (rho > 0.75 && boundary) Delta = std::min(2.0 * Delta, Delta_bar);
+      accept = rho > 0.1 && actual > 0;
+    }
+    if (accept) {
+      W = std::move(W_new);
+      f = f_new;
+      ++r.newton_steps;
+      r.stationarity = stat_new >= 0 ? stat_new : stationarity(W, D_of(W));
+    }
+    r.objective.push_back(J_of(f));
+    r.iterations = it;
+    if (r.stationarity <= o.tol) {
+      r.converged = true;
+      return;
+    }
+    if (!(Delta > 0) || Delta <= 8 * eps * std::sqrt(std::max(e_Pe, eps))) {  // no step can be measured
+      r.converged = r.stationarity <= o.stagnation_tol;
+      return;
+    }
+  }
+}
 }  // namespace
 
 DistMatrix center(const DistMatrix& X) {
@@ -318,6 +422,19 @@ StiefelResult maximize_on_stiefel(const Dense& A, const Dense& B, const StiefelO
   Dense W = start(A, B), D;
   double J = evaluate(W, &D);
   r.objective.push_back(J);
+  if (o.newton) {
+    // Riemannian trust regions in the eigenbasis of A = QΛQᵀ (LAPACK, the same bits on every
+    // rank): (13) and the constraint are invariant under W ↦ QᵀW, and there AW costs O(dc).
+    Dense Q = A;
+    std::vector<double> lam(static_cast<size_t>(d));
+    lapack::syev(d, Q.data(), d, lam.data());
+    Dense Wq = mul(Q, W, 'T', 'N');
+    trust_region(lam, mul(Q, B, 'T', 'N'), lambda, o, Wq, r);
+    W = mul(Q, Wq);
+    if (r.iterations == 0) r.stationarity = stationarity(W, D);
+    r.W = std::move(W);
+    return r;
+  }
   double beta = 0.5;  // extrapolation weight, adapted
   for (int it = 1; it <= o.max_iterations; ++it) {
     // Algorithm 1 step, eq. (14)–(15).
@@ -336,18 +453,6 @@ StiefelResult maximize_on_stiefel(const Dense& A, const Dense& B, const StiefelO
         beta = std::min(2.0 * beta, 64.0);
       } else {
         beta = std::max(0.5 * beta, 0.5);
-      }
-    }
-    if (o.newton) {
-      Dense W2 = newton_candidate(A, lambda, W, D, o.newton_cg_iterations), D2;
-      if (W2.rows > 0) {
-        const double J2 = evaluate(W2, &D2);
-        if (J2 > J1) {
-          W1 = std::move(W2);
-          D1 = std::move(D2);
-          J1 = J2;
-          ++r.newton_steps;
-        }
       }
     }
     const double increase = J1 - J;
@@ -433,9 +538,9 @@ PetscErrorCode stiefel_options_from_petsc(MPI_Comm comm, const char* prefix, sog
   PetscOptionsBegin(comm, prefix, "SOGE Stiefel iteration (soge-liu2017 Algorithm 1)", "SOGE");
   PetscCall(PetscOptionsReal("-stiefel_tol", "stop at this relative Riemannian gradient norm", "", tol, &tol, nullptr));
   PetscCall(PetscOptionsInt("-stiefel_max_it", "maximum number of iterations", "", max_it, &max_it, nullptr));
-  PetscCall(PetscOptionsBool("-stiefel_extrapolate", "try an extrapolated step when it beats the plain one", "",
+  PetscCall(PetscOptionsBool("-stiefel_extrapolate", "without -stiefel_newton: try an extrapolated step when it beats the plain one", "",
                              extrapolate, &extrapolate, nullptr));
-  PetscCall(PetscOptionsBool("-stiefel_newton", "try a Riemannian Newton step when it beats the plain one", "", newton,
+  PetscCall(PetscOptionsBool("-stiefel_newton", "Riemannian trust regions (preconditioned Newton); false: the paper's Algorithm 1", "", newton,
                              &newton, nullptr));
   PetscOptionsEnd();
   st.tol = tol;
