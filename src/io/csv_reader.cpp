@@ -303,7 +303,9 @@ int parse_csv_line(std::string_view line, const CsvLayout& layout, const Where& 
       } catch (const LocalFailure& f) {
         // A file of values alone is read as one whose first value is the label.
         if (!is_finite_number(tok)) throw;
-        fail(f.message + "; data without a label column: --no-labels (transform, predict)");
+        fail(f.message + (layout.label_default ? "; column 1 was taken as the label: --label-column names the label "
+                                                 "column, --no-labels reads data without one (transform, predict)"
+                                               : "; data without a label column: --no-labels (transform, predict)"));
       }
     } else if (field == layout.id_column) {
       const std::string_view t = trim(tok);

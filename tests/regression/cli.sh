@@ -177,7 +177,7 @@ assert list(struct.unpack("<150q", b[10 + hl:])) == [int(l) for l in open(sys.ar
 PY
 then ok "predict and transform take CSV without labels (--no-labels); predict writes NPY labels"
 else bad "predict and transform take CSV without labels (--no-labels); predict writes NPY labels"; cat "$tmp/stderr"; fi
-expect_error "CSV of values without --no-labels" "data without a label column: --no-labels" \
+expect_error "CSV of values without --no-labels" "--no-labels reads data without one" \
   predict --model "$tmp/p.model" --data "$tmp/values.csv" --output "$tmp/px.txt"
 expect_error "--no-labels with LIBSVM data" "--no-labels: only for CSV data" \
   predict --model "$tmp/p.model" --data "$DATA/iris.libsvm" --no-labels --output "$tmp/px.txt"

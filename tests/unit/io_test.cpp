@@ -321,7 +321,7 @@ TEST(CsvReader, ReadsValuesWithoutALabelColumnPlainOrGzippedWithNoLabels) {
   }
   // Without the option, a file of values names its first value as a bad label and says why.
   expect_read_error(dir.file("values.csv"), io::Format::csv,
-                    "label '5.1' is a fractional number; expected an integer class, a name or an unlabeled marker ('', '?', 'NA', '-1'; --label-type string reads it as a name); data without a label column: --no-labels");
+                    "label '5.1' is a fractional number; expected an integer class, a name or an unlabeled marker ('', '?', 'NA', '-1'; --label-type string reads it as a name); column 1 was taken as the label: --label-column names the label column, --no-labels reads data without one");
   // Other formats keep their labels where they are: the option is refused.
   try {
     io::read_dataset(test::data_path("iris.libsvm"), io::Format::automatic, MPI_COMM_WORLD, no_labels);
