@@ -154,7 +154,11 @@ void trust_region(const std::vector<double>& lam, const Dense& Bq, double lambda
   auto J_of = [&](double f) { return lambda * static_cast<double>(c) - f; };
   double f = f_of(W);
   r.stationarity = stationarity(W, D_of(W));
-  double Delta_bar = std::sqrt(static_cast<double>(c)) * 4.0, Delta = -1;  // radius in the preconditioner's norm
+  // The radius is in the preconditioner's norm, which scales as √(the scale of A and B): its
+  // bound is set from that scale at the first iteration (4√c of it), so the Euclidean steps
+  // allowed do not shrink as A and B grow.
+  double Delta_bar = -1, Delta = -1;
+  int floor_failures = 0;  // consecutive steps rejected at f's rounding level
   for (int it = 1; it <= o.max_iterations; ++it) {
     Dense G = Bq;  // 2(ΛW − B)
     for (int64_t j = 0; j < c; ++j)
@@ -171,7 +175,11 @@ void trust_region(const std::vector<double>& lam, const Dense& Bq, double lambda
     for (int64_t j = 0; j < c; ++j)
       for (int64_t i = 0; i < d; ++i)
         biggest = std::max(biggest, std::abs(2.0 * lam[static_cast<size_t>(i)] - sigma[static_cast<size_t>(j)]));
-    const double floor = std::max(1e-10 * biggest, std::numeric_limits<double>::min());
+    // Floored at 10⁻⁶ of the largest: where the maximizer is not isolated (A with a repeated
+    // bottom eigenvalue) 2λ_i − σ_j vanishes, and a smaller floor would blow rounding noise
+    // in those directions up into steps.
+    const double floor = std::max(1e-6 * biggest, std::numeric_limits<double>::min());
+    if (Delta_bar < 0) Delta_bar = 4.0 * std::sqrt(static_cast<double>(c) * std::max(biggest, std::numeric_limits<double>::min()));
     for (int64_t j = 0; j < c; ++j)
       for (int64_t i = 0; i < d; ++i)
         inv(i, j) = 1.0 / std::max(std::abs(2.0 * lam[static_cast<size_t>(i)] - sigma[static_cast<size_t>(j)]), floor);
@@ -201,6 +209,9 @@ void trust_region(const std::vector<double>& lam, const Dense& Bq, double lambda
       const double d_Hd = inner(delta, Hd);
       const double alpha = z_r / d_Hd;
       const double e_Pe_new = e_Pe + 2.0 * alpha * e_Pd + alpha * alpha * d_Pd;
+      // Curvature at rounding level after the first step is no direction to follow to the
+      // boundary (flat directions of a maximizer that is not isolated): keep the step so far.
+      if (j > 0 && d_Hd <= 64 * eps * biggest * inner(delta, delta)) break;
       if (!(d_Hd > 0) || e_Pe_new >= Delta * Delta) {
         const double tau = (-e_Pd + std::sqrt(std::max(e_Pd * e_Pd + d_Pd * (Delta * Delta - e_Pe), 0.0))) / d_Pd;
         for (size_t i = 0; i < eta.v.size(); ++i) {
@@ -217,7 +228,7 @@ void trust_region(const std::vector<double>& lam, const Dense& Bq, double lambda
         rr.v[i] += alpha * Hd.v[i];
       }
       const double rn = std::sqrt(inner(rr, rr));
-      if (rn <= r0 * std::min(std::sqrt(r0), 0.1)) break;  // superlinear forcing term
+      if (rn <= r0 * std::min(0.1, std::sqrt(r.stationarity))) break;  // superlinear, scale-free forcing term
       z = prec(rr);
       const double z_r_old = z_r;
       z_r = inner(z, rr);
@@ -244,12 +255,19 @@ void trust_region(const std::vector<double>& lam, const Dense& Bq, double lambda
     double stat_new = -1;
     if (predicted <= noise) {
       stat_new = stationarity(W_new, D_of(W_new));
-      accept = stat_new < r.stationarity && f_new <= f + 16 * eps * magnitude;
-      if (!accept) {  // at the floor of both: nothing more can be resolved
-        r.converged = r.stationarity <= o.stagnation_tol;
-        return;
+      // A tenth off the gradient at least: smaller gains are rounding, and would run on.
+      accept = stat_new < 0.9 * r.stationarity && f_new <= f + 16 * eps * magnitude;
+      if (!accept) {  // a shorter step may still lower the gradient; five refusals end it
+        Delta *= 0.25;
+        if (++floor_failures >= 5) {
+          r.converged = r.stationarity <= o.stagnation_tol;
+          return;
+        }
+      } else {
+        floor_failures = 0;
       }
     } else {
+      floor_failures = 0;
       const double rho = actual / predicted;
       if (rho < 0.25) Delta *= 0.25;
       else if (rho > 0.75 && boundary) Delta = std::min(2.0 * Delta, Delta_bar);
@@ -272,6 +290,7 @@ void trust_region(const std::vector<double>& lam, const Dense& Bq, double lambda
       return;
     }
   }
+  r.converged = r.stationarity <= o.stagnation_tol;  // o.max_iterations reached
 }
 }  // namespace
 
@@ -431,7 +450,11 @@ StiefelResult maximize_on_stiefel(const Dense& A, const Dense& B, const StiefelO
     Dense Wq = mul(Q, W, 'T', 'N');
     trust_region(lam, mul(Q, B, 'T', 'N'), lambda, o, Wq, r);
     W = mul(Q, Wq);
-    if (r.iterations == 0) r.stationarity = stationarity(W, D);
+    // The stationarity reported is the returned W's, in A's own basis.
+    const Dense AW = mul(A, W);
+    Dense DW = B;
+    for (size_t i = 0; i < DW.v.size(); ++i) DW.v[i] += lambda * W.v[i] - AW.v[i];
+    r.stationarity = stationarity(W, DW);
     r.W = std::move(W);
     return r;
   }

@@ -329,6 +329,53 @@ TEST(SogeAlgorithm1, TrustRegionsReachTheMaximizerInFewIterationsAtEveryAlphaOfT
   }
 }
 
+TEST(SogeAlgorithm1, TrustRegionsConvergeAtAnyScaleOfAAndBAndWhereTheMaximizerIsNotIsolated) {
+  // d = 12, c = 4; A = s·U diag(0, 0, 0, 10⁻²…1) Uᵀ has a triple zero eigenvalue (constant
+  // features without PCA give such an A), B = s·Z(I − 11ᵀ/c) with Z's part in A's null space
+  // removed, so B1_c = 0 as SOGE's B and the maximizer is not isolated. The scale s stands for
+  // α (λ_max(A) grows with it). The trust regions must converge in a few iterations at every
+  // scale, to a point that plain Algorithm 1 started there cannot raise.
+  const int64_t d = 12, c = 4;
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> N(0.0, 1.0);
+  Dense U(d, d);
+  for (double& v : U.v) v = N(rng);
+  lapack::orthonormalize(d, d, U.data(), d);
+  Dense Z(d, c);
+  for (double& v : Z.v) v = N(rng);
+  for (int64_t k = 0; k < c; ++k) {  // Z's components along the null space U(:, 0..2) removed
+    for (int64_t j = 0; j < 3; ++j) {
+      double proj = 0;
+      for (int64_t i = 0; i < d; ++i) proj += U(i, j) * Z(i, k);
+      for (int64_t i = 0; i < d; ++i) Z(i, k) -= proj * U(i, j);
+    }
+  }
+  Dense center = Dense::identity(c);
+  for (double& v : center.v) v -= 1.0 / static_cast<double>(c);
+  for (double s : {1e-9, 1.0, 1e9}) {
+    SCOPED_TRACE("scale " + std::to_string(s));
+    Dense L(d, d);
+    for (int64_t i = 3; i < d; ++i) L(i, i) = s * std::pow(10.0, -2.0 + 2.0 * static_cast<double>(i - 3) / 8.0);
+    const Dense A = mul(U, mul(L, U, 'N', 'T'));
+    Dense B = mul(Z, center);
+    for (double& v : B.v) v *= s;
+    const sg::StiefelResult r = sg::maximize_on_stiefel(A, B, sg::StiefelOptions{}, MPI_COMM_WORLD);
+    EXPECT_TRUE(r.converged);
+    // Relative to ‖D‖ ~ s·λ-scale, rounding in D is a few u times the terms summed.
+    EXPECT_LT(r.stationarity, 1e-11);
+    EXPECT_LE(r.iterations, 30);
+    sg::StiefelOptions plain;
+    plain.newton = plain.extrapolate = false;
+    plain.tol = 1e-14;
+    plain.max_iterations = 20000;
+    // Plain Algorithm 1 from the returned W (as its start: B replaced by nothing else, so run
+    // it on the same A, B and compare the optimum it reaches from its own start as well).
+    const sg::StiefelResult p = sg::maximize_on_stiefel(A, B, plain, MPI_COMM_WORLD);
+    const double J = r.objective.back(), Jp = p.objective.back();
+    EXPECT_GE(J, Jp - 1e-12 * (std::abs(Jp) + s * static_cast<double>(c)));
+  }
+}
+
 TEST(SogeReference, AgreesWithTheSerialDenseReferenceOnABAndW) {
   // On CLR's closed-form adaptive-neighbours graph (--weight adaptive; k = 5, the method
   // table's), against the brute-force (S + Sᵀ)/2 of ref::adaptive_graph: the operators and
