@@ -106,54 +106,68 @@ ShrunkScatter shrunk_scatter(const DistMatrix& X, const std::vector<int>& labels
     double s = 0;
     Dense target(d, d);  // the shrinkage target in X's coordinates
     if (auto_lw) {
-      // The features' variances diag(VΣVᵀ) (diag Σ without a basis) and means V m (the
-      // centered features' means; sklearn's constant-feature test bounds the rounding of a
-      // two-pass variance by n·eps·var + (n·eps·mean)²; the rotation adds its own, bounded
-      // by 16·eps·Σ_q |A_aq V_aq|).
-      std::vector<double> var(static_cast<size_t>(p)), bound(static_cast<size_t>(p)), mean(static_cast<size_t>(p));
-      Dense A;  // V Σ (p×d')
-      if (basis) {
-        A = Dense(p, d);
-        blas::gemm('N', 'N', p, d, d, 1.0, basis->data(), p, S.data(), d, 0.0, A.data(), p);
-        for (int64_t a = 0; a < p; ++a) {
-          double v = 0, absum = 0, mu = 0;
-          for (int64_t q = 0; q < d; ++q) {
-            v += A(a, q) * (*basis)(a, q);
-            absum += std::abs(A(a, q) * (*basis)(a, q));
-            mu += (*basis)(a, q) * m[q];
-          }
-          var[static_cast<size_t>(a)] = v;
-          bound[static_cast<size_t>(a)] = 16 * eps * absum;
-          mean[static_cast<size_t>(a)] = mu;
-        }
-      } else {
-        for (int64_t a = 0; a < p; ++a) {
-          var[static_cast<size_t>(a)] = S(a, a);
-          mean[static_cast<size_t>(a)] = m[a];
-        }
+      // The features' variances diag(VΣVᵀ) (diag Σ without a basis) and means V m (of the
+      // centered features). sklearn's StandardScaler takes a feature as constant (scale 1)
+      // when its two-pass variance is within the rounding bound n·ε·var + (n·ε·mean)² of the
+      // raw feature's mean. Here the features are centered (the raw mean is the
+      // preprocessing's) and their rows went through V, which adds rounding of the size of
+      // the largest variance: the mean term is (n·ε)²·(mean² + v_max), v_max the largest
+      // variance along X's columns (the features' scale). A variance computed through V,
+      // diag(VΣVᵀ)_a = Σ_pq V_ap Σ_pq V_aq, cancels to zero for a feature constant in the
+      // group (a pixel always 0 in one class) but keeps the rounding of its terms and of Σ:
+      // at most about (d' + 2)·ε·Σ_pq |V_ap||Σ_pq||V_aq| ≤ (d' + 2)·ε·(Σ_p |V_ap| √Σ_pp)²,
+      // taken 16 times as the rotation's bound; and a feature outside the span of V (its
+      // row of V is the eigen-solver's leakage, a constant feature whose direction the PCA
+      // dropped) has a variance of the order of that leakage: below 16·(d' + 2)·ε·v_max it
+      // counts as constant too. So a feature is constant here when its variance is below
+      // about 16·(d' + 2)·ε of the group's largest or total variance (10⁻¹¹ for d' = 60;
+      // the PCA itself drops directions below 10⁻¹⁰ of the largest), where sklearn's rule
+      // looks at the feature's own mean: the rules differ only for a feature 10¹¹ times
+      // quieter than the data. Then G = VᵀD⁻²V (d'×d':
+      // ‖z‖² = (x − m)ᵀG(x − m)) and the target VᵀD²V, accumulated over blocks of the
+      // basis' rows (no p×d' copy: p may be a sparse data set's 10⁶ features).
+      double var_max = 0;
+      std::vector<double> sd(static_cast<size_t>(d));
+      for (int64_t q = 0; q < d; ++q) {
+        var_max = std::max(var_max, S(q, q));
+        sd[static_cast<size_t>(q)] = std::sqrt(std::max(S(q, q), 0.0));
       }
-      std::vector<double> scale(static_cast<size_t>(p));
-      for (int64_t a = 0; a < p; ++a) {
-        const double v = var[static_cast<size_t>(a)], mu = mean[static_cast<size_t>(a)];
-        const bool constant = v <= ng * eps * v + (ng * mu * eps) * (ng * mu * eps) + bound[static_cast<size_t>(a)];
-        scale[static_cast<size_t>(a)] = constant ? 1.0 : std::sqrt(v);
-      }
-      // G = VᵀD⁻²V (d'×d'): ‖z‖² = (x − m)ᵀG(x − m); target VᵀD²V.
+      const double rotation = 16.0 * static_cast<double>(d + 2) * eps;
+      auto scale_of = [&](double v, double mu, double bound) {
+        const bool constant = v <= ng * eps * v + (ng * eps) * (ng * eps) * (mu * mu + var_max) + bound;
+        return constant ? 1.0 : std::sqrt(v);
+      };
       Dense G(d, d);
       if (basis) {
-        Dense B(p, d), B2(p, d);
-        for (int64_t q = 0; q < d; ++q)
-          for (int64_t a = 0; a < p; ++a) {
-            B(a, q) = (*basis)(a, q) / scale[static_cast<size_t>(a)];
-            B2(a, q) = (*basis)(a, q) * scale[static_cast<size_t>(a)];
+        constexpr int64_t kRows = 256;
+        const int64_t rb = std::min<int64_t>(kRows, p);
+        Dense A(rb, d), B(rb, d), B2(rb, d);
+        for (int64_t a0 = 0; a0 < p; a0 += kRows) {
+          const int64_t b = std::min<int64_t>(kRows, p - a0);
+          const double* V = basis->data() + a0;  // rows a0.. of V (leading dimension p)
+          blas::gemm('N', 'N', b, d, d, 1.0, V, p, S.data(), d, 0.0, A.data(), rb);  // V_blk Σ
+          for (int64_t a = 0; a < b; ++a) {
+            double v = 0, e = 0, mu = 0;
+            for (int64_t q = 0; q < d; ++q) {
+              const double vq = V[a + q * p];
+              v += A(a, q) * vq;
+              e += std::abs(vq) * sd[static_cast<size_t>(q)];
+              mu += vq * m[q];
+            }
+            const double sa = scale_of(v, mu, rotation * (e * e + var_max));
+            for (int64_t q = 0; q < d; ++q) {
+              B(a, q) = V[a + q * p] / sa;
+              B2(a, q) = V[a + q * p] * sa;
+            }
           }
-        blas::syrk('L', 'T', d, p, 1.0, B.data(), p, 0.0, G.data(), d);
+          blas::syrk('L', 'T', d, b, 1.0, B.data(), rb, 1.0, G.data(), d);
+          blas::syrk('L', 'T', d, b, 1.0, B2.data(), rb, 1.0, target.data(), d);
+        }
         blas::symmetrize('L', d, G.data(), d);
-        blas::syrk('L', 'T', d, p, 1.0, B2.data(), p, 0.0, target.data(), d);
         blas::symmetrize('L', d, target.data(), d);
       } else {
         for (int64_t a = 0; a < d; ++a) {
-          const double sa = scale[static_cast<size_t>(a)];
+          const double sa = scale_of(S(a, a), m[a], 0.0);
           G(a, a) = 1.0 / (sa * sa);
           target(a, a) = sa * sa;
         }

@@ -292,3 +292,39 @@ TEST(Shrinkage, LdaAutoThroughThePipelineSpansTheReferenceSubspace) {
     EXPECT_LT(affine_span_sine(Y, Yref, m), 1e-8) << file;
   }
 }
+
+TEST(Shrinkage, AWideBasisOfFewerColumnsWithConstantFeatures) {
+  // p = 300 features of rank d' = 40 (X = mean + U Vᵀ, the PCA that drops the null space
+  // keeps exactly V), five of them constant up to rounding (zero rows before the QR of V:
+  // scale 1 in sklearn's StandardScaler, which the reference follows), the basis read in
+  // blocks of 256 rows: the shrunk matrices are Vᵀ(the features' ones)V and the
+  // coefficients the features'.
+  const int64_t n = 240, p = 300, dp = 40;
+  const int classes = 3;
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> g;
+  Dense V(p, dp);
+  for (double& v : V.v) v = g(rng);
+  for (int64_t a : {0, 17, 150, 256, 299})
+    for (int64_t q = 0; q < dp; ++q) V(a, q) = 0;
+  lapack::orthonormalize(p, dp, V.data(), p);
+  Dense U(n, dp), X(n, p);
+  std::vector<int> labels(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const int k = static_cast<int>(i % classes);
+    labels[static_cast<size_t>(i)] = i % 11 == 0 ? -1 : k;
+    for (int64_t q = 0; q < dp; ++q) U(i, q) = g(rng) * (1.0 + 0.1 * static_cast<double>(q)) + (q == k ? 2.0 : 0.0);
+  }
+  blas::gemm('N', 'T', n, p, dp, 1.0, U.data(), n, V.data(), p, 0.0, X.data(), n);
+  for (int64_t a = 0; a < p; ++a)
+    for (int64_t i = 0; i < n; ++i) X(i, a) += 3.0 + 0.01 * static_cast<double>(a);
+  const Reference want = reference(X, labels, classes, -1);
+  const DistMatrix Y = ref::distribute(rotate(X, V), MPI_COMM_WORLD);
+  const scatter::ShrunkScatter got = scatter::shrunk_scatter(Y, test::local_part(labels, Y), classes, &V,
+                                                             scatter::kLedoitWolf);
+  for (int k = 0; k < classes; ++k)
+    EXPECT_NEAR(got.class_coefficients[static_cast<size_t>(k)], want.class_s[static_cast<size_t>(k)], 1e-11) << k;
+  EXPECT_NEAR(got.total_coefficient, want.total_s, 1e-11);
+  EXPECT_LE(max_diff(got.Sw, congruence(V, want.Sw)), 1e-12 * max_abs(want.St));
+  EXPECT_LE(max_diff(got.St, congruence(V, want.St)), 1e-12 * max_abs(want.St));
+}

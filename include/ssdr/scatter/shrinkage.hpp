@@ -18,8 +18,14 @@
 /// features': X = (features − mean)·V with V (p×d') orthonormal columns (the PCA basis);
 /// then D, C and z_i are those of the features (computed through V: G = VᵀD⁻²V, d'×d'), and
 /// the result is VᵀΣ̂V, the same as shrinking in the features' space and projecting.
-/// Every statistic is a local sum over this rank's rows and one MPI_Allreduce: memory
-/// O((c + 1)·d' + d'² + p·d') per rank, nothing of size n.
+/// A feature is constant (scale 1) as in sklearn's StandardScaler: its variance within the
+/// rounding bound n·ε·var + (n·ε)²·(mean² + v_max), v_max the largest variance along X's
+/// columns standing in for the raw mean the centering removed, plus, through a basis, the
+/// rounding of diag(VΣVᵀ) and the leakage of V into a direction the PCA dropped:
+/// 16·(d' + 2)·ε·((Σ_q |V_aq| √Σ_qq)² + v_max) (a feature constant within a class, such as
+/// a pixel always 0 in one digit, must come out constant). Every statistic is a local sum over this rank's rows and one
+/// MPI_Allreduce: memory O(c·d' + d'² + 256·d') per rank beside the basis, nothing of size
+/// n; time O(n_local·d'² + (c + 1)·p·d'²).
 #include <vector>
 
 #include "ssdr/core/dense.hpp"
