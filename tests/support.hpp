@@ -1,6 +1,7 @@
 #pragma once
 // Helpers shared by the tests: data paths, small dense references, comparisons, and the
 // "same result on one rank as on all ranks" pipeline comparison.
+#include <petscsys.h>
 #include <mpi.h>
 
 #include <nlohmann/json.hpp>
@@ -146,5 +147,16 @@ inline std::string error_of(const std::function<void()>& f) {
   }
   return "(no error)";
 }
+
+/// Sets a PETSc option for the lifetime of the object (and clears it even when a test fails).
+struct ScopedOption {
+  std::string name;
+  ScopedOption(const std::string& n, const std::string& value) : name(n) {
+    PetscOptionsSetValue(nullptr, name.c_str(), value.c_str());
+  }
+  ~ScopedOption() { PetscOptionsClearValue(nullptr, name.c_str()); }
+  ScopedOption(const ScopedOption&) = delete;
+  ScopedOption& operator=(const ScopedOption&) = delete;
+};
 
 }  // namespace ssdr::test

@@ -17,9 +17,11 @@
 #include <limits>
 #include <numeric>
 
+#include "dense_route.hpp"
 #include "soge_internal.hpp"
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/lapack.hpp"
+#include "ssdr/core/mpi_util.hpp"
 #include "ssdr/core/petsc.hpp"
 #include "ssdr/core/progress.hpp"
 #include "ssdr/graph/laplacian.hpp"
@@ -313,27 +315,50 @@ std::vector<double> label_weights(const std::vector<int>& labels, double mu) {
 }
 
 DistMatrix centered_q(Mat S, const std::vector<double>& u, double alpha, const DistMatrix& R,
-                      const solvers::SparseSolveOptions& so, std::vector<int>* iterations) {
+                      const solvers::SparseSolveOptions& so, std::vector<int>* iterations, bool* dense_used) {
   const std::vector<double> deg = graph::degrees(S);
   SSDR_CHECK_COLLECTIVE(R.comm, deg.size() == u.size() && static_cast<int64_t>(u.size()) == R.n_local,
                         "soge: label weights, graph and right-hand sides have different local rows");
-  // K₀ = L + U + αI = diag(D + u + α) − S.
-  std::vector<double> a(deg.size()), minus_one(deg.size(), -1.0);
-  for (size_t i = 0; i < deg.size(); ++i) a[i] = deg[i] + u[i] + alpha;
-  Owned<Mat> K0 = graph::diagonal_plus_scaled(S, a, minus_one);
-  // Right-hand sides [R, U1].
+  // K₀ = L + U + αI = diag(D + u + α) − S; right-hand sides [R, U1].
   const int64_t r = R.cols;
   DistMatrix Rw = make_dist_like(R, r + 1);
   for (int64_t i = 0; i < R.n_local; ++i) {
     std::copy(R.row(i), R.row(i) + r, Rw.row(i));
     Rw(i, r) = u[static_cast<size_t>(i)];
   }
-  solvers::SparseSolveResult z = solvers::solve_columns(K0, Rw, so);
-  if (iterations) *iterations = z.iterations;
+  // The route (-soge_route auto|dense|krylov, dense_route.hpp): up to n_t = 2000 one
+  // replicated Cholesky of K₀, whose CG iterations grow as α shrinks (K₀ → L + U, singular
+  // on every component without a labeled sample).
+  const bool dense_route = dense::dense_route(dense::route_option(so.prefix), R.n_global, so.prefix);
+  if (dense_used) *dense_used = dense_route;
+  DistMatrix Zd = make_dist_like(R, r + 1);  // K₀⁻¹[R, U1], this rank's rows
+  if (dense_route) {
+    Dense M = dense::gather_graph(S, R, "soge");  // S column-major (symmetric), the same bits everywhere
+    const int64_t n = M.rows;
+    const std::vector<double> D = dense::column_sums(M);
+    const std::vector<double> ug = allgatherv(u, R.comm);
+    Dense Rg = allgather(Rw);  // n×(r+1)
+    for (int64_t j = 0; j < n; ++j) {  // lower triangle of K₀ = diag(D + u + α) − S
+      double* m = M.col(j);
+      for (int64_t i = j; i < n; ++i) m[i] = -m[i];
+      m[j] += D[static_cast<size_t>(j)] + ug[static_cast<size_t>(j)] + alpha;
+    }
+    if (n > 0) lapack::posv(n, r + 1, M.data(), n, Rg.data(), n);
+    for (int64_t i = 0; i < R.n_local; ++i)
+      for (int64_t j = 0; j <= r; ++j) Zd(i, j) = Rg(R.row_start + i, j);
+    if (iterations) iterations->assign(static_cast<size_t>(r + 1), 0);
+  } else {
+    std::vector<double> a(deg.size()), minus_one(deg.size(), -1.0);
+    for (size_t i = 0; i < deg.size(); ++i) a[i] = deg[i] + u[i] + alpha;
+    Owned<Mat> K0 = graph::diagonal_plus_scaled(S, a, minus_one);
+    solvers::SparseSolveResult z = solvers::solve_columns(K0, Rw, so);
+    if (iterations) *iterations = z.iterations;
+    Zd = std::move(z.Z);
+  }
   // Column sums 1ᵀK₀⁻¹r_j and 1ᵀw.
   Dense sums(1, r + 1);
-  for (int64_t i = 0; i < z.Z.n_local; ++i)
-    for (int64_t j = 0; j <= r; ++j) sums(0, j) += z.Z(i, j);
+  for (int64_t i = 0; i < Zd.n_local; ++i)
+    for (int64_t j = 0; j <= r; ++j) sums(0, j) += Zd(i, j);
   allreduce_sum(sums, R.comm);
   const double one_w = sums(0, r);
   SSDR_REQUIRE(one_w > 0, "soge: 1'K0^-1 U 1 = " + std::to_string(one_w) +
@@ -341,8 +366,8 @@ DistMatrix centered_q(Mat S, const std::vector<double>& u, double alpha, const D
   // (R1): H_c Q r = K₀⁻¹r − w (1ᵀK₀⁻¹r)/(1ᵀw).
   DistMatrix out = make_dist_like(R, r);  // every entry set below
   for (int64_t i = 0; i < R.n_local; ++i) {
-    const double wi = z.Z(i, r);
-    for (int64_t j = 0; j < r; ++j) out(i, j) = z.Z(i, j) - wi * sums(0, j) / one_w;
+    const double wi = Zd(i, r);
+    for (int64_t j = 0; j < r; ++j) out(i, j) = Zd(i, j) - wi * sums(0, j) / one_w;
   }
   return out;
 }
@@ -380,7 +405,7 @@ Operators operators(const DistMatrix& Xc, Mat S, const std::vector<int>& labels,
     if (k >= 0) R(i, d + k) = mu;
   }
   Operators op;
-  DistMatrix Z = centered_q(S, u, alpha, R, so, &op.iterations);
+  DistMatrix Z = centered_q(S, u, alpha, R, so, &op.iterations, &op.dense);
   // A = α X_c (H_c Q (L+U) X_cᵀ) (R2), B = α X_c (H_c Q U Y) (12): local d×n_local GEMMs.
   // In LAPACK terms the local block of Xc is d×n_local (ld d), that of Z (d+c)×n_local.
   op.A = Dense(d, d);
@@ -656,6 +681,8 @@ class Soge final : public Method {
     info["ksp_iterations_total"] = std::accumulate(op.iterations.begin(), op.iterations.end(), 0L);
     info["ksp_iterations_max"] = op.iterations.empty() ? 0 : *std::max_element(op.iterations.begin(), op.iterations.end());
     info["right_hand_sides"] = op.iterations.size();
+    info["solver_route"] = op.dense ? "dense" : "krylov";
+    info["solver_route_crossover"] = dense::kDenseRouteMaxSamples;
     info["seconds_operators"] = t_ops;
     info["seconds_stiefel"] = t_stiefel;
     info["tolerance"] = st.tol;

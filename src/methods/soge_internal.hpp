@@ -31,21 +31,26 @@ DistMatrix center(const DistMatrix& X);
 /// U's diagonal for the local rows: μ where labels[i] ≥ 0, else 0. Local.
 std::vector<double> label_weights(const std::vector<int>& labels, double mu);
 
-/// H_c Q R for the n×r right-hand sides R (rows distributed as S's rows), by (R1): one KSP
-/// on K₀ = L + U + αI (`graph::diagonal_plus_scaled`, options prefix so.prefix, CG by
-/// default) for the r columns of R plus the column U1 (w). u = U's local diagonal
-/// (label_weights). Returns n×r with R's layout; `iterations` (optional) gets the KSP
-/// iterations per column (r + 1 entries, w last).
+/// H_c Q R for the n×r right-hand sides R (rows distributed as S's rows), by (R1): K₀⁻¹ with
+/// K₀ = L + U + αI for the r columns of R plus the column U1 (w), by the route of
+/// -<so.prefix>route (dense_route.hpp): up to n = 2000 (auto) one Cholesky of the gathered
+/// K₀ on every rank (n² doubles per rank; the same bits on every rank count), else one KSP
+/// (`graph::diagonal_plus_scaled`, options prefix so.prefix, CG by default). u = U's local
+/// diagonal (label_weights). Returns n×r with R's layout; `iterations` (optional) gets the
+/// KSP iterations per column (r + 1 entries, w last; zeros on the dense route);
+/// `dense_used` (optional) whether the dense route was taken.
 /// Collective over S's communicator. \throws ssdr::Error (collectively) when a solve does
 /// not converge or R's layout differs from S's, or when 1ᵀw ≤ 0 (no labeled sample).
 DistMatrix centered_q(Mat S, const std::vector<double>& u, double alpha, const DistMatrix& R,
-                      const solvers::SparseSolveOptions& so, std::vector<int>* iterations = nullptr);
+                      const solvers::SparseSolveOptions& so, std::vector<int>* iterations = nullptr,
+                      bool* dense_used = nullptr);
 
 /// The quadratic and linear terms of eq. (10).
 struct Operators {
   Dense A;                      ///< d×d, eq. (11) computed as (R2); symmetric PSD, replicated
   Dense B;                      ///< d×c, eq. (12) B = α X_c Q U Y, replicated
-  std::vector<int> iterations;  ///< KSP iterations per right-hand side (d + c + 1)
+  std::vector<int> iterations;  ///< KSP iterations per right-hand side (d + c + 1; zeros when dense)
+  bool dense = false;           ///< K₀ solved by the dense route
 };
 
 /// A and B of eq. (11)–(12) from the centered data Xc (n×d, X_c1 = 0 — see center()),

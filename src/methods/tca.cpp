@@ -191,66 +191,11 @@ Dense smoothness_regularizer(Mat A, const DistMatrix& Y, double alpha,
   return G;
 }
 
-Route route_option(const std::string& prefix) {
-  char text[32] = "auto";
-  SSDR_PETSC(PetscOptionsGetString(nullptr, prefix.c_str(), "-route", text, sizeof text, nullptr));
-  const std::string name(text);
-  if (name == "auto") return Route::automatic;
-  if (name == "dense") return Route::dense;
-  if (name == "krylov") return Route::krylov;
-  throw Error("-" + prefix + "route must be auto, dense or krylov, got '" + name + "'", __FILE__, __LINE__, true);
-}
-
-bool dense_route(Route route, int64_t n) {
-  if (route == Route::dense)
-    SSDR_REQUIRE(n <= kDenseRouteLimit, "tca: the dense route (-tca_route dense) holds n_t^2 doubles per rank; " +
-                                            std::to_string(n) + " transductive samples exceed its limit of " +
-                                            std::to_string(kDenseRouteLimit) + " (use -tca_route krylov)");
-  return route == Route::dense || (route == Route::automatic && n <= kDenseRouteMaxSamples);
-}
-
-const char* to_string(Route route) {
-  switch (route) {
-    case Route::dense: return "dense";
-    case Route::krylov: return "krylov";
-    case Route::automatic: break;
-  }
-  return "auto";
-}
-
 Dense smoothness_regularizer_dense(Mat A, const DistMatrix& Y, double alpha) {
   SSDR_REQUIRE(alpha > 0, "tca: --alpha must be positive (got " + std::to_string(alpha) + ")");
-  PetscInt rs = 0, re = 0, rows = 0, cols = 0;
-  SSDR_PETSC(MatGetOwnershipRange(A, &rs, &re));
-  SSDR_PETSC(MatGetSize(A, &rows, &cols));
-  SSDR_CHECK_COLLECTIVE(Y.comm, re - rs == Y.n_local && rows == Y.n_global && cols == rows && rs == Y.row_start,
-                        "tca: samples and graph have different row layouts");
-  const int64_t n = rows, r = Y.cols;
-  // This rank's rows of A, dense and row-major; gathered, they are A row-major, i.e. Aᵀ
-  // column-major (the same matrix for the symmetric graph). Only copies: the same bits on
-  // every rank and for every partition.
-  Dense M;
-  {
-    std::vector<double> local(static_cast<size_t>(Y.n_local * n), 0.0);
-    for (PetscInt i = rs; i < re; ++i) {
-      PetscInt nc = 0;
-      const PetscInt* ci = nullptr;
-      const PetscScalar* cv = nullptr;
-      SSDR_PETSC(MatGetRow(A, i, &nc, &ci, &cv));
-      for (PetscInt k = 0; k < nc; ++k) local[static_cast<size_t>((i - rs) * n + ci[k])] = cv[k];
-      SSDR_PETSC(MatRestoreRow(A, i, &nc, &ci, &cv));
-    }
-    M.rows = M.cols = n;
-    M.v = allgatherv(local.data(), Y.n_local * n, Y.comm);
-  }
-  // D_i = Σ_j A_ij (column i of Aᵀ, summed in index order).
-  std::vector<double> D(static_cast<size_t>(n), 0.0);
-  for (int64_t i = 0; i < n; ++i) {
-    double s = 0;
-    const double* a = M.col(i);
-    for (int64_t j = 0; j < n; ++j) s += a[j];
-    D[static_cast<size_t>(i)] = s;
-  }
+  Dense M = dense::gather_graph(A, Y, "tca");  // Aᵀ = A column-major, the same bits everywhere
+  const int64_t n = M.rows, r = Y.cols;
+  const std::vector<double> D = dense::column_sums(M);  // D_i = Σ_j A_ij, in index order
   const Dense Yg = allgather(Y);  // n×r
   // R = αLY = α(D∘Y − AY): (AY)_i = Σ_j A_ij y_j over the graph's edges of row i, in index
   // order (O(nnz·r), not a dense GEMM's n²r).

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "dense_route.hpp"
 #include "ssdr/core/dense.hpp"
 #include "ssdr/solvers/sparse_solve.hpp"
 
@@ -47,29 +48,16 @@ Dense smoothness_regularizer(Mat A, const DistMatrix& Y, double alpha,
 /// transductive samples, Y n_t×d1): `krylov`, d1 CG solves on the distributed sparse graph
 /// (smoothness_regularizer); `dense`, one dense Cholesky solve of the whole system on every
 /// rank (smoothness_regularizer_dense); `automatic`, dense when n_t ≤ kDenseRouteMaxSamples.
-enum class Route { automatic, dense, krylov };
+/// The route and its crossover are shared with SOGE (dense_route.hpp).
+using dense::Route;
+using dense::route_option;
+using dense::to_string;
+using dense::kDenseRouteMaxSamples;
+using dense::kDenseRouteLimit;
 
-/// The crossover of the automatic route: the largest n_t solved densely. Measured on this
-/// machine (docs/fitting.md, "TCA and OTCA's smoothness term"): at n_t = 2000 the dense solve
-/// takes about as long as the CG solves at the paper's α; below it the dense route is faster
-/// at every α ≥ 1 and costs n_t² doubles per rank (32 MiB at 2000).
-constexpr int64_t kDenseRouteMaxSamples = 2000;
-
-/// The largest n_t the dense route accepts even when asked for (-tca_route dense): its
-/// matrix takes n_t² doubles per rank (2 GiB at 16 384) and its factorization n_t³/3 flops.
-constexpr int64_t kDenseRouteLimit = 16384;
-
-/// The route of the option -<prefix>route (auto | dense | krylov; default auto), read with a
-/// check of its value. Replicated. \throws ssdr::Error (replicated) on another value.
-Route route_option(const std::string& prefix);
-
-/// Whether `route` solves a system of n_t = n samples densely (dense, or automatic and
-/// n ≤ kDenseRouteMaxSamples). Local. \throws ssdr::Error (replicated) when dense is asked
-/// for beyond kDenseRouteLimit.
-bool dense_route(Route route, int64_t n);
-
-/// The name of a route as the report writes it ("dense", "krylov"). Local.
-const char* to_string(Route route);
+/// dense::dense_route for the option -tca_route. Local. \throws ssdr::Error (replicated)
+/// when dense is asked for beyond kDenseRouteLimit.
+inline bool dense_route(Route route, int64_t n) { return dense::dense_route(route, n, "tca_"); }
 
 /// smoothness_regularizer by the dense route: A's rows and Y are gathered on every rank
 /// (n_t² + n_t·r doubles per rank), L = D − A and R = αLY are formed in a fixed order, and

@@ -91,14 +91,7 @@ double max_diff_from_rank0(const Dense& X) {
   return global;
 }
 
-/// Sets an option for the lifetime of the object (and clears it even when a test fails).
-struct ScopedOption {
-  std::string name;
-  ScopedOption(const std::string& n, const std::string& value) : name(n) {
-    PetscOptionsSetValue(nullptr, name.c_str(), value.c_str());
-  }
-  ~ScopedOption() { PetscOptionsClearValue(nullptr, name.c_str()); }
-};
+using test::ScopedOption;
 
 }  // namespace
 

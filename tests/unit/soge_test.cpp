@@ -178,14 +178,21 @@ TEST(SogeRewrites, CenteredQEqualsHcTimesTheDenseInverse) {
   std::normal_distribution<double> N(0.0, 1.0);
   Dense R(pr.X.rows, 4);
   for (double& v : R.v) v = N(rng);
-  for (double alpha : {1e-3, 1.0, 1e3}) {
-    DenseModel m = dense_model(pr, alpha);
-    const Dense expected = mul(m.Hc, mul(m.Q, R));
-    std::vector<int> its;
-    DistMatrix Z = sg::centered_q(g.A, sg::label_weights(local_part(pr.semi, X), kMu), alpha,
-                                  ref::distribute(R, MPI_COMM_WORLD), tight(), &its);
-    EXPECT_EQ(its.size(), 5u);
-    EXPECT_LT(test::max_abs_diff(allgather(Z), expected), 1e-9 * max_abs(expected)) << "alpha " << alpha;
+  // Both routes (-soge_test_route): K₀ factored densely on every rank, and the CG solves.
+  for (const char* route : {"dense", "krylov"}) {
+    test::ScopedOption o("-soge_test_route", route);
+    for (double alpha : {1e-3, 1.0, 1e3}) {
+      DenseModel m = dense_model(pr, alpha);
+      const Dense expected = mul(m.Hc, mul(m.Q, R));
+      std::vector<int> its;
+      bool dense = false;
+      DistMatrix Z = sg::centered_q(g.A, sg::label_weights(local_part(pr.semi, X), kMu), alpha,
+                                    ref::distribute(R, MPI_COMM_WORLD), tight(), &its, &dense);
+      EXPECT_EQ(its.size(), 5u);
+      EXPECT_EQ(dense, std::string(route) == "dense");
+      EXPECT_LT(test::max_abs_diff(allgather(Z), expected), 1e-9 * max_abs(expected))
+          << route << ", alpha " << alpha;
+    }
   }
 }
 

@@ -348,13 +348,7 @@ TEST(TcaSmoothness, SparseSolvesGiveTheDenseXSXt) {
 namespace {
 
 /// Sets a PETSc option for a scope (-tca_route ...), clearing it after.
-struct ScopedOption {
-  std::string name;
-  ScopedOption(const std::string& n, const std::string& value) : name(n) {
-    PetscOptionsSetValue(nullptr, name.c_str(), value.c_str());
-  }
-  ~ScopedOption() { PetscOptionsClearValue(nullptr, name.c_str()); }
-};
+using test::ScopedOption;
 
 double max_row_sum(const Dense& A) {
   double m = 0;
