@@ -96,14 +96,6 @@ bool is_number(std::string_view tok) {
          (res.ec == std::errc() || res.ec == std::errc::result_out_of_range);
 }
 
-bool is_finite_number(std::string_view tok) {
-  std::string_view t = trim(tok);
-  if (!t.empty() && t.front() == '+') t.remove_prefix(1);
-  double v = 0.0;
-  const auto res = std::from_chars(t.data(), t.data() + t.size(), v);
-  return !t.empty() && res.ptr == t.data() + t.size() && res.ec == std::errc() && std::isfinite(v);
-}
-
 bool all_digits(const std::string& s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
 }
@@ -126,10 +118,9 @@ std::string lower(std::string_view s) {
 CsvLayout csv_layout(std::string_view first, const Where& at, const LabelOptions& options, bool labeled,
                      std::string* note) {
   CsvLayout layout;
-  // The delimiter: a tab when the line has a tab and no comma outside quotes.
+  // The delimiter: a tab in a .tsv file, or when the record has more tabs than commas outside
+  // quotes (pandas does not quote a comma in a tab-separated file); else a comma.
   {
-    // A .tsv file, or more tabs than commas outside quotes (pandas does not quote a comma in a
-    // tab-separated file).
     bool quoted = false;
     int64_t tabs = 0, commas = 0;
     for (char ch : first) {

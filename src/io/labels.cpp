@@ -52,14 +52,6 @@ std::string markers_text(const std::vector<std::string>& markers) {
   return s.empty() ? "none" : s;
 }
 
-/// A number that is not an integer ("0.25", "1e-3"): never a class name unless asked.
-bool is_fraction(std::string_view t) {
-  if (!t.empty() && t.front() == '+') t.remove_prefix(1);
-  double v = 0.0;
-  const auto res = std::from_chars(t.data(), t.data() + t.size(), v);
-  return !t.empty() && res.ptr == t.data() + t.size() && res.ec == std::errc() && std::isfinite(v);
-}
-
 /// Fails unless `t` (a label that is not an integer) can name a class: no NUL byte, valid
 /// UTF-8 (it goes to JSON reports and CSV headers), and, with `finite` (unless --label-type
 /// string), not a non-finite number ("inf", "nan").
@@ -159,7 +151,8 @@ int LabelCoder::code(std::string_view token, const Where& at) {
     if (options_.type == LabelOptions::Type::integer)
       fail(at.str() + ": label '" + shown(t) + "' is not an integer (--label-type integer); expected an integer " +
            "class or an unlabeled marker (" + markers_text(options_.unlabeled_markers) + ")");
-    if (options_.type == LabelOptions::Type::automatic && is_fraction(t))
+    // Not an integer, but a number: a fraction ("0.25", "1e-3").
+    if (options_.type == LabelOptions::Type::automatic && is_finite_number(t))
       fail(at.str() + ": label '" + shown(t) + "' is a fractional number; expected an integer class, a name or an " +
            "unlabeled marker (" + markers_text(options_.unlabeled_markers) +
            "; --label-type string reads it as a name)");

@@ -239,36 +239,11 @@ void append_utf8(uint32_t c, std::string& out) {
 }  // namespace
 
 std::string utf8_problem(const std::string& text) {
-  const auto* b = reinterpret_cast<const unsigned char*>(text.data());
-  const size_t n = text.size();
-  for (size_t i = 0; i < n;) {
-    const unsigned c = b[i];
-    size_t len = 0;
-    uint32_t cp = 0, min = 0;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if ((c & 0xE0) == 0xC0) {
-      len = 2, cp = c & 0x1F, min = 0x80;
-    } else if ((c & 0xF0) == 0xE0) {
-      len = 3, cp = c & 0x0F, min = 0x800;
-    } else if ((c & 0xF8) == 0xF0) {
-      len = 4, cp = c & 0x07, min = 0x10000;
-    }
-    bool ok = len > 0 && i + len <= n;
-    for (size_t k = 1; ok && k < len; ++k) {
-      ok = (b[i + k] & 0xC0) == 0x80;
-      cp = (cp << 6) | (b[i + k] & 0x3F);
-    }
-    ok = ok && cp >= min && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF);
-    if (!ok) {
-      char where[48];
-      std::snprintf(where, sizeof where, "byte 0x%02x at offset %zu", c, i);
-      return where;
-    }
-    i += len;
-  }
-  return {};
+  const size_t at = utf8_error(text);  // the one validator of labels (labels.cpp)
+  if (at == std::string_view::npos) return {};
+  char where[48];
+  std::snprintf(where, sizeof where, "byte 0x%02x at offset %zu", static_cast<unsigned char>(text[at]), at);
+  return where;
 }
 
 void read_npy_labels(const std::string& path, Dataset& ds, const LabelOptions& label, MPI_Comm comm) {

@@ -330,6 +330,16 @@ inline double parse_value(std::string_view tok, const Where& at, const char* wha
   return v;
 }
 
+/// Whether `tok` (blanks around it and a leading '+' allowed) is one finite number as a whole
+/// ("0.25", "1e-3", "7"; not "inf", "nan" or a number out of double's range). Local.
+inline bool is_finite_number(std::string_view tok) {
+  std::string_view t = trim(tok);
+  if (!t.empty() && t.front() == '+') t.remove_prefix(1);
+  double v = 0.0;
+  const auto res = std::from_chars(t.data(), t.data() + t.size(), v);
+  return !t.empty() && res.ptr == t.data() + t.size() && res.ec == std::errc() && std::isfinite(v);
+}
+
 /// The offset of the first byte of `s` that is not valid UTF-8 (overlong forms and
 /// surrogates included), or npos. Local.
 size_t utf8_error(std::string_view s);  // labels.cpp
@@ -429,7 +439,8 @@ void split_record(std::string_view rec, char delimiter, const Where& at, std::ve
 bool ends_record(std::string_view text, size_t from, size_t to, int& parity, size_t& nl);  // csv_reader.cpp
 
 /// The layout of a CSV/TSV file from its first non-blank record `first` (line `at`): the
-/// delimiter (a tab when the record has a tab and no comma outside quotes), whether it is a
+/// delimiter (a tab in a .tsv file or when the record has more tabs than commas outside
+/// quotes, else a comma), whether it is a
 /// header, the label and id columns. A column spec "#k" is column number k; a plain number k
 /// is the header's column named k when the header has one, else column number k; any other
 /// spec is a header name. Local; fails naming the file, line and option (a label column not

@@ -93,13 +93,13 @@ OwnedText read_range(MPI_File fh, int64_t size, const std::string& path, MPI_Com
             return;
           }
           // The last owned record ends at the first record-ending '\n' at or after hi − 1 (or
-          // at the end of file): the quote parity at hi − 1 from the scan, then read on.
-          parity = static_cast<int>((before[1] + (quoted ? std::count(text.data() + off_lo, text.data() + n_hi - 1, '"') : 0)) & 1);
+          // at the end of file): the quote parity at hi from the scan and this range's count
+          // (a '\n' at hi − 1 leaves it as it was before that byte), then read on.
+          parity = static_cast<int>((before[1] + counts[1]) & 1);
           if ((text[n_hi - 1] == '\n' && parity == 0) || hi == size) {
             t.end = n_hi;
             return;
           }
-          if (text[n_hi - 1] == '"') parity ^= 1;
           int64_t pos = hi;
           for (;;) {
             const int64_t len = std::min<int64_t>(size - pos, int64_t{1} << 20);
