@@ -129,14 +129,17 @@ Dense start(const Dense& A, const Dense& B) {
 /// Stiefel manifold, A = diag(lam) in its eigenbasis (so f = λc − (13)):
 ///   grad f = P_W(G), G = 2(ΛW − B);  Hess f[ξ] = P_W(2Λξ − ξS), S = sym(WᵀG);
 ///   P_W(Z) = Z − W sym(WᵀZ); retraction polar(W + η).
-/// The preconditioner inverts ξ ↦ 2Λξ − ξS exactly (S = PσPᵀ: (2 lam_i − σ_j)⁻¹ on ξP,
-/// magnitudes floored at 10⁻¹⁰ of the largest) and projects; the Hessian is that map up to the
+/// The preconditioner inverts ξ ↦ 2Λξ − ξS exactly (S = PσPᵀ: |2 lam_i − σ_j|⁻¹ on ξP,
+/// magnitudes floored at 10⁻⁶ of the largest) and projects; the Hessian is that map up to the
 /// projection, so the inner CG takes a few dozen products whatever the spread of Λ — which
 /// grows with α (λ_max(A) ~ α on COIL-20) and is what makes Algorithm 1's contraction
-/// 1 − O(gap/λ_max). A step is accepted when it lowers f (ρ > 0.1, or, at rounding level,
-/// f not above f(W)), so (13) never decreases. Stops when the relative Riemannian gradient
-/// ‖D − W sym(WᵀD)‖/‖D‖ ≤ o.tol (D = (λI − Λ)W + B), after o.max_iterations, or when the
-/// radius falls below rounding. Local (every rank computes the same bits).
+/// 1 − O(gap/λ_max). The radius is measured in the preconditioner's norm. A step is accepted
+/// when it lowers f (ρ > 0.1); where the predicted decrease is below f's rounding, when it
+/// cuts the relative gradient by a tenth and raises f by at most 16 roundings (five refusals
+/// in a row end the iteration). Stops when the relative Riemannian gradient
+/// ‖D − W sym(WᵀD)‖/‖D‖ ≤ o.tol (D = (λI − Λ)W + B), after o.max_iterations, or when no step
+/// can be measured; converged is then stationarity ≤ o.stagnation_tol. Local (every rank
+/// computes the same bits).
 void trust_region(const std::vector<double>& lam, const Dense& Bq, double lambda, const StiefelOptions& o, Dense& W,
                   StiefelResult& r) {
   const int64_t d = W.rows, c = W.cols;
@@ -172,19 +175,19 @@ void trust_region(const std::vector<double>& lam, const Dense& Bq, double lambda
     Dense P = S;
     std::vector<double> sigma(static_cast<size_t>(c));
     lapack::syev(c, P.data(), c, sigma.data());
-    Dense inv(d, c);
+    Dense inv(d, c);  // |2 lam_i − σ_j| here, inverted below
     double biggest = 0;
     for (int64_t j = 0; j < c; ++j)
-      for (int64_t i = 0; i < d; ++i)
-        biggest = std::max(biggest, std::abs(2.0 * lam[static_cast<size_t>(i)] - sigma[static_cast<size_t>(j)]));
+      for (int64_t i = 0; i < d; ++i) {
+        inv(i, j) = std::abs(2.0 * lam[static_cast<size_t>(i)] - sigma[static_cast<size_t>(j)]);
+        biggest = std::max(biggest, inv(i, j));
+      }
     // Floored at 10⁻⁶ of the largest: where the maximizer is not isolated (A with a repeated
     // bottom eigenvalue) 2λ_i − σ_j vanishes, and a smaller floor would blow rounding noise
     // in those directions up into steps.
     const double floor = std::max(1e-6 * biggest, std::numeric_limits<double>::min());
     if (Delta_bar < 0) Delta_bar = 4.0 * std::sqrt(static_cast<double>(c) * std::max(biggest, std::numeric_limits<double>::min()));
-    for (int64_t j = 0; j < c; ++j)
-      for (int64_t i = 0; i < d; ++i)
-        inv(i, j) = 1.0 / std::max(std::abs(2.0 * lam[static_cast<size_t>(i)] - sigma[static_cast<size_t>(j)]), floor);
+    for (double& v : inv.v) v = 1.0 / std::max(v, floor);
     auto prec = [&](const Dense& R) {
       Dense Y = mul(R, P);
       for (size_t i = 0; i < Y.v.size(); ++i) Y.v[i] *= inv.v[i];
