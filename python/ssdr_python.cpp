@@ -20,6 +20,7 @@
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/runtime.hpp"
 #include "ssdr/core/version.hpp"
+#include "ssdr/driver/auto_select.hpp"
 #include "ssdr/driver/estimator.hpp"
 #include "ssdr/methods/method.hpp"
 #include "ssdr/model/model.hpp"
@@ -260,8 +261,13 @@ PYBIND11_MODULE(_ssdr, m) {
     py::list out;
     for (const auto& info : ssdr::methods::method_table())
       out.append(py::make_tuple(info.name, info.summary, info.source, info.projects));
+    // auto: a method of the table chosen by cross-validation (driver/auto_select.hpp).
+    out.append(py::make_tuple(std::string(ssdr::driver::kAutoMethod),
+                              std::string("the method, m and parameters chosen by k-fold cross-validation on the "
+                                          "labeled rows (transductive: the unlabeled rows stay in every fold)"),
+                              std::string("docs/methods-guide.md"), true));
     return out;
-  }, "The method table: (name, summary, paper, projects) per method.");
+  }, "The method table: (name, summary, paper, projects) per method, then auto.");
   m.def("propagating_methods", [] {
     py::list out;
     for (const auto& info : ssdr::methods::method_table())

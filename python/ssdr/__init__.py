@@ -825,13 +825,14 @@ class _MethodEstimator(_Core):
                         "load", lambda r: dict([("path", r[0])] + [("parameter " + k, v) for k, v in r[1].items()]))
         path, plain = plain
         core = _ssdr.Estimator.load(path, _json.dumps(plain), comm)
-        if core.method != cls._fixed_method:
+        # Auto's model is the chosen method's: any projecting method's model loads as Auto.
+        if core.method != cls._fixed_method and cls._fixed_method != "auto":
             raise Error("%s: the model's method is %s, not %s" % (path, core.method, cls._fixed_method))
         return cls(**params)._adopt(core, comm)
 
 
 def _class_name(method):
-    special = {"1nn": "ONE_NN"}
+    special = {"1nn": "ONE_NN", "auto": "Auto"}
     return special.get(method, method.upper().replace("-", "_"))
 
 

@@ -24,6 +24,7 @@
 #include "ssdr/core/progress.hpp"
 #include "ssdr/core/runtime.hpp"
 #include "ssdr/core/version.hpp"
+#include "ssdr/driver/auto_select.hpp"
 #include "ssdr/driver/commands.hpp"
 #include "ssdr/driver/estimator.hpp"
 #include "ssdr/io/output.hpp"
@@ -315,7 +316,8 @@ po::options_description fit_options(driver::FitCommand& c, std::string& format, 
   // clang-format off
   d.add_options()
     ("help,h", "show this help")
-    ("method", po::value(&c.config.method)->required(), ("method name: " + methods::method_names()).c_str())
+    ("method", po::value(&c.config.method)->required(),
+     ("method name: auto (chosen by cross-validation on the labeled samples) or one of " + methods::method_names()).c_str())
     ("data", po::value(&c.data)->required(), "data file (CSV, LIBSVM[.gz], NPY, HDF5) or IDX file/directory")
     ("format", po::value(&format)->default_value("auto"), kFormatHelp)
     ("hdf5-data", po::value(&c.read.hdf5_data)->default_value("/X"), "HDF5 data set of the n x d samples (any numeric type)")
@@ -346,12 +348,16 @@ po::options_description fit_options(driver::FitCommand& c, std::string& format, 
     ("max-kernel-memory", po::value(&max_kernel_memory)->default_value(0), "exact kernel map: MiB per rank allowed (0: 50% of MemAvailable / ranks per node)")
     ("select-by", po::value(&c.select_by)->default_value("none"),
      "none | cv: choose the --grid candidates (default: the method's paper grid) by k-fold cross-validation on the labeled samples of each split; the choice is in the report's info.selection")
-    ("cv-folds", po::value(&c.cv_folds)->default_value(5), "folds k of --select-by cv (at most the number of labeled samples)")
+    ("cv-folds", po::value(&c.cv_folds)->default_value(5), "folds k of --select-by cv and --method auto (at most the number of labeled samples)")
     ("grid", po::value(&grid)->composing(),
      "NAME=v1,v2,... candidates for --select-by cv, repeatable (NAME as in job files: alpha, alpha_u, sigma_scale, sigma2, knn, sigma_s, mu_scale, ...). "
      "Paper grids: rbf kernels sigma_scale 1e-3..1e3, m-ssgda lambda 1e-3..1e3, sl-lda/sl-lda-wls alpha_u = 1/(1+l), l = 1e-9..1e9")
     ("report", po::value(&c.report), "JSON report file")
     ("quiet,q", "no progress output");
+  if (!evaluate)
+    d.add_options()("cv-table", po::value(&c.cv_table),
+                    "CSV of every candidate of --method auto or --select-by cv: its parameters, m, pooled and per-fold "
+                    "accuracy, and the chosen one with the rule that chose it");
   if (evaluate)
     d.add_options()("splits", po::value(&c.splits)->default_value(10), "number of random splits R");
   else
@@ -436,6 +442,62 @@ bool parse_command(const std::vector<std::string>& args, const po::options_descr
   return false;
 }
 
+/// The split options' checks shared by every method and auto. Replicated.
+void check_split_options(driver::FitCommand& c, const po::variables_map& vm, bool evaluate) {
+  const bool has_split = vm.count("split") > 0, has_p = vm.count("labeled-per-class") > 0;
+  // Neither: the data's own labeled and unlabeled rows (data::roles_from_labels); evaluate
+  // draws random splits and needs p.
+  SSDR_REQUIRE(!(has_split && has_p), "give either --split FILE or --labeled-per-class P, not both");
+  SSDR_REQUIRE(!evaluate || has_p, "evaluate draws random splits: give --labeled-per-class P");
+  c.roles_from_data = !has_split && !has_p;
+  SSDR_REQUIRE(c.plot.empty() || io::has_extension(c.plot, ".png") || io::has_extension(c.plot, ".svg"),
+               "--plot " + c.plot + ": expected a name ending in .png or .svg");
+  SSDR_REQUIRE(has_split || has_p || (!vm.count("unlabeled-per-class") && !vm.count("transductive-fraction")),
+               "--unlabeled-per-class/--transductive-fraction go with --labeled-per-class");
+  if (has_split)
+    SSDR_REQUIRE(!vm.count("unlabeled-per-class") && !vm.count("transductive-fraction"),
+                 "--unlabeled-per-class/--transductive-fraction go with --labeled-per-class, not --split");
+  SSDR_REQUIRE(!(vm.count("unlabeled-per-class") && vm.count("transductive-fraction")),
+               "--unlabeled-per-class and --transductive-fraction are mutually exclusive");
+}
+
+/// The report's record of the split options. Local.
+void record_split(driver::FitCommand& c) {
+  c.config.parameters["labeled_per_class"] = c.split.labeled_per_class;
+  c.config.parameters["unlabeled_per_class"] = c.split.unlabeled_per_class;
+  c.config.parameters["transductive_fraction"] = c.split.transductive_fraction;
+  c.config.parameters["seed"] = c.split.seed;
+  c.config.parameters["split_file"] = c.split_file;
+}
+
+/// `fit|evaluate --method auto`: the options auto takes (driver::auto_accepts), checked and
+/// recorded by driver::make_auto_config; what auto chooses itself is refused. Replicated.
+driver::FitCommand parse_auto_fit(driver::FitCommand& c, const po::variables_map& vm,
+                                  const std::vector<std::string>& grid, double max_kernel_memory, bool evaluate) {
+  std::vector<driver::ParameterSetting> settings;
+  for (const auto& p : methods::parameter_table()) {
+    const std::string option = p.cli_option();
+    if (!vm.count(option.substr(2))) continue;
+    settings.push_back({p.name,
+                        p.kind == methods::ParameterKind::flag ? nlohmann::json(p.switch_value)
+                                                               : option_value(p, vm[option.substr(2)].as<std::string>()),
+                        option});
+  }
+  SSDR_REQUIRE(c.select_by == "none", "--select-by cv: --method auto cross-validates already; drop --select-by");
+  SSDR_REQUIRE(grid.empty(), "--grid: --method auto chooses among its own candidates (docs/methods-guide.md); give "
+                             "--method NAME --select-by cv --grid ... to choose among yours");
+  for (const char* option : {"graph-in", "graph-out", "soft-labels"})
+    SSDR_REQUIRE(!vm.count(option), std::string("--") + option + ": not with --method auto (the chosen method may " +
+                                        "build no kNN graph or propagate no labels); give --method NAME");
+  SSDR_REQUIRE(c.config.method_options.dim >= 0, "--dim must be >= 0");
+  SSDR_REQUIRE(max_kernel_memory >= 0, "--max-kernel-memory must be >= 0");
+  c.config = driver::make_auto_config(settings, c.config.method_options.dim, c.split.seed, max_kernel_memory,
+                                      c.cv_folds);
+  check_split_options(c, vm, evaluate);
+  record_split(c);
+  return c;
+}
+
 /// Parses `fit`/`evaluate` options. Every rank parses the same argv, so errors are
 /// replicated (collective).
 driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate, bool& help) {
@@ -457,7 +519,10 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
   for (const char* option : {"report", "model", "embedding", "soft-labels", "split", "data", "graph-in", "graph-out", "plot"})
     SSDR_REQUIRE(!vm.count(option) || !vm[option].as<std::string>().empty(),
                  std::string("--") + option + ": expected a file name, got an empty string");
+  if (driver::is_auto(c.config.method)) return parse_auto_fit(c, vm, grid, max_kernel_memory, evaluate);
   const auto& info = methods::find_method(c.config.method);
+  SSDR_REQUIRE(c.cv_table.empty() || c.select_by == "cv",
+               "--cv-table: expected --method auto or --select-by cv (a table of the candidates they score)");
   if (!info.projects)  // lp: a transductive classifier, nothing to save or embed
     for (const char* option : {"model", "embedding", "plot"})
       SSDR_REQUIRE(!vm.count(option), std::string("--") + option + ": method " + info.name +
@@ -479,21 +544,7 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
   SSDR_REQUIRE(max_kernel_memory >= 0, "--max-kernel-memory must be >= 0");
   c.config = driver::make_fit_config(c.config.method, settings, c.config.method_options.dim, c.split.seed,
                                      max_kernel_memory);
-  const bool has_split = vm.count("split") > 0, has_p = vm.count("labeled-per-class") > 0;
-  // Neither: the data's own labeled and unlabeled rows (data::roles_from_labels); evaluate
-  // draws random splits and needs p.
-  SSDR_REQUIRE(!(has_split && has_p), "give either --split FILE or --labeled-per-class P, not both");
-  SSDR_REQUIRE(!evaluate || has_p, "evaluate draws random splits: give --labeled-per-class P");
-  c.roles_from_data = !has_split && !has_p;
-  SSDR_REQUIRE(c.plot.empty() || io::has_extension(c.plot, ".png") || io::has_extension(c.plot, ".svg"),
-               "--plot " + c.plot + ": expected a name ending in .png or .svg");
-  SSDR_REQUIRE(has_split || has_p || (!vm.count("unlabeled-per-class") && !vm.count("transductive-fraction")),
-               "--unlabeled-per-class/--transductive-fraction go with --labeled-per-class");
-  if (has_split)
-    SSDR_REQUIRE(!vm.count("unlabeled-per-class") && !vm.count("transductive-fraction"),
-                 "--unlabeled-per-class/--transductive-fraction go with --labeled-per-class, not --split");
-  SSDR_REQUIRE(!(vm.count("unlabeled-per-class") && vm.count("transductive-fraction")),
-               "--unlabeled-per-class and --transductive-fraction are mutually exclusive");
+  check_split_options(c, vm, evaluate);
   SSDR_REQUIRE(c.select_by == "none" || c.select_by == "cv",
                "--select-by: expected none or cv, got '" + c.select_by + "'");
   SSDR_REQUIRE(c.cv_folds >= 2, "--cv-folds must be at least 2, got " + std::to_string(c.cv_folds));
@@ -513,11 +564,7 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
   }
   // The report's parameters: make_fit_config's (those the method uses, its kernel, m and
   // the seed) and the split.
-  c.config.parameters["labeled_per_class"] = c.split.labeled_per_class;
-  c.config.parameters["unlabeled_per_class"] = c.split.unlabeled_per_class;
-  c.config.parameters["transductive_fraction"] = c.split.transductive_fraction;
-  c.config.parameters["seed"] = c.split.seed;
-  c.config.parameters["split_file"] = c.split_file;
+  record_split(c);
   if (c.select_by == "cv") {
     c.config.parameters["select_by"] = "cv";
     c.config.parameters["cv_folds"] = c.cv_folds;

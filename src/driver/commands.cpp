@@ -1,5 +1,7 @@
 #include "ssdr/driver/commands.hpp"
 
+#include "ssdr/driver/auto_select.hpp"
+
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/resource.h>
@@ -168,16 +170,32 @@ nlohmann::json peak_memory(MPI_Comm comm) {
   return {{"per_rank", all}, {"max", mx}};
 }
 
+/// The method column of the fit's table: the method, or "auto:NAME" with the chosen NAME.
+std::string shown_method(const FitCommand& cmd, const FitConfig& config) {
+  return is_auto(cmd.config.method) ? std::string(kAutoMethod) + ":" + config.method : config.method;
+}
+
 void print_table_header() {
   std::printf("%-10s %5s %7s %7s %9s %7s %4s %9s %9s %9s %12s\n", "method", "ranks", "n", "labeled", "unlabeled",
               "unseen", "dim", "acc_unlab", "acc_unsee", "time_s", "peak_MiB/rk");
 }
 
-/// cmd.config, or with --select-by cv the configuration select_by_cv chooses on this split
+/// cmd.config, or with --method auto the configuration select_auto chooses on this split, or
+/// with --select-by cv the configuration select_by_cv chooses on this split
 /// (folds seeded by `seed`; timed as "selection"; `selection` receives its report).
 /// Collective.
 FitConfig selected_config(const FitCommand& cmd, const io::Dataset& ds, const std::vector<data::Role>& roles,
                           uint64_t seed, methods::Timings& timings, nlohmann::json& selection) {
+  if (is_auto(cmd.config.method)) {
+    Phase phase("selection", &timings);
+    Selection s = select_auto(ds, roles, cmd.config, seed);
+    selection = std::move(s.report);
+    // The split's record (labeled_per_class, ..., split_file) stays beside the chosen fit's.
+    for (auto it = cmd.config.parameters.begin(); it != cmd.config.parameters.end(); ++it)
+      if (!s.config.parameters.contains(it.key()) && it.key() != "settings" && it.key() != "max_kernel_memory")
+        s.config.parameters[it.key()] = it.value();
+    return s.config;
+  }
   if (cmd.select_by != "cv") return cmd.config;
   Phase phase("selection", &timings);
   const Grid grid = cmd.grid.empty() ? default_grid(cmd.config) : cmd.grid;
@@ -190,7 +208,8 @@ FitConfig selected_config(const FitCommand& cmd, const io::Dataset& ds, const st
 
 void check_outputs(const FitCommand& cmd, MPI_Comm comm) {
   io::check_outputs({{"--report", cmd.report}, {"--model", cmd.model}, {"--embedding", cmd.embedding},
-                     {"--soft-labels", cmd.soft_labels}, {"--graph-out", cmd.graph_out}, {"--plot", cmd.plot}},
+                     {"--soft-labels", cmd.soft_labels}, {"--graph-out", cmd.graph_out}, {"--plot", cmd.plot},
+                     {"--cv-table", cmd.cv_table}},
                     {{"--data", cmd.data}, {"--split", cmd.split_file}, {"--labels", cmd.read.labels},
                      {"--graph-in", cmd.graph_in}},
                     comm);
@@ -231,6 +250,7 @@ int run_fit(const FitCommand& cmd, MPI_Comm comm) {
   const double total = MPI_Wtime() - t0;
 
   r["parameters"] = config.parameters;  // with the selected values
+  if (is_auto(cmd.config.method)) r["chosen_method"] = config.method;
   r["dim"] = out.dim;
   r["d_reduced"] = out.d_reduced;
   r["split"] = {{"labeled", counts.labeled}, {"unlabeled", counts.unlabeled}, {"unseen", counts.unseen},
@@ -296,6 +316,10 @@ int run_fit(const FitCommand& cmd, MPI_Comm comm) {
       estimator.save(cmd.model, comm);
       written.push_back(cmd.model);
     }
+    if (!cmd.cv_table.empty()) {
+      on_root(comm, [&] { io::write_text_atomic(cmd.cv_table, cv_table_csv(selection)); });
+      written.push_back(cmd.cv_table);
+    }
     if (!cmd.report.empty()) on_root(comm, [&] { io::write_text_atomic(cmd.report, r.dump(2) + "\n"); });
     if (!cmd.plot.empty()) {
       // From the CSV embedding just written, else from a temporary CSV beside the figure.
@@ -305,7 +329,7 @@ int run_fit(const FitCommand& cmd, MPI_Comm comm) {
       const std::string data_name = cmd.data.substr(cmd.data.find_last_of('/') == std::string::npos
                                                         ? 0
                                                         : cmd.data.find_last_of('/') + 1);
-      PlotCommand plot{cmd.embedding, cmd.plot, "", cmd.config.method + " on " + data_name, false};
+      PlotCommand plot{cmd.embedding, cmd.plot, "", config.method + " on " + data_name, false};
       if (!csv) {
         int pid = ::getpid();  // rank 0's: one temporary name on every rank
         MPI_Bcast(&pid, 1, MPI_INT, 0, comm);
@@ -338,14 +362,14 @@ int run_fit(const FitCommand& cmd, MPI_Comm comm) {
   if (comm_rank(comm) == 0 && !truth) {  // nothing to score: no accuracy columns
     std::printf("%-10s %5s %7s %7s %9s %7s %4s %9s %12s\n", "method", "ranks", "n", "labeled", "unlabeled", "unseen",
                 "dim", "time_s", "peak_MiB/rk");
-    std::printf("%-10s %5d %7lld %7lld %9lld %7lld %4lld %9.2f %12.0f\n", cmd.config.method.c_str(), comm_size(comm),
+    std::printf("%-10s %5d %7lld %7lld %9lld %7lld %4lld %9.2f %12.0f\n", shown_method(cmd, config).c_str(), comm_size(comm),
                 static_cast<long long>(n), static_cast<long long>(counts.labeled),
                 static_cast<long long>(counts.unlabeled), static_cast<long long>(counts.unseen),
                 static_cast<long long>(out.dim), total, r["peak_memory_mib"]["max"].get<double>());
     std::fflush(stdout);
   } else if (comm_rank(comm) == 0) {
     print_table_header();
-    std::printf("%-10s %5d %7lld %7lld %9lld %7lld %4lld %9s %9s %9.2f %12.0f\n", cmd.config.method.c_str(), comm_size(comm),
+    std::printf("%-10s %5d %7lld %7lld %9lld %7lld %4lld %9s %9s %9.2f %12.0f\n", shown_method(cmd, config).c_str(), comm_size(comm),
                 static_cast<long long>(n), static_cast<long long>(counts.labeled),
                 static_cast<long long>(counts.unlabeled), static_cast<long long>(counts.unseen),
                 static_cast<long long>(out.dim), fmt_acc(out.accuracy.unlabeled).c_str(),
@@ -381,6 +405,7 @@ int run_evaluate(const FitCommand& cmd, MPI_Comm comm) {
     if (!selection.is_null()) {
       out.info["selection"] = selection;
       chosen.push_back(selection["chosen"]);
+      if (is_auto(cmd.config.method)) chosen.back()["method"] = config.method;
       selection_seconds += selection["seconds"].get<double>();
     }
     dim = out.dim;
@@ -428,7 +453,7 @@ int run_evaluate(const FitCommand& cmd, MPI_Comm comm) {
   const auto [mu_r, sd_r] = stats(ratio);
   r["trace_ratio"] = number_or_null(mu_r);
   r["per_split"] = per_split;
-  if (cmd.select_by == "cv")
+  if (cmd.select_by == "cv" || is_auto(cmd.config.method))
     r["selection"] = {{"by", "cv"}, {"cv_folds", cmd.cv_folds}, {"chosen_per_split", chosen},
                       {"seconds", selection_seconds}};
   r["timings_s"] = timings_json(timings, total);

@@ -1,5 +1,7 @@
 #include "ssdr/driver/estimator.hpp"
 
+#include "ssdr/driver/auto_select.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -189,15 +191,21 @@ void keep_labeled_samples(model::Model& m, const driver::FitOutcome& out) {
 }  // namespace
 
 Estimator::Estimator(std::string method, nlohmann::json params) {
-  config_.method = methods::find_method(method).name;
+  config_.method = driver::is_auto(method) ? std::string(driver::kAutoMethod) : methods::find_method(method).name;
   set_params(params);
 }
 
 Estimator::Estimator(driver::FitConfig config) : config_(std::move(config)), manage_quiet_(false) {}
 
 std::vector<std::string> Estimator::parameter_names(const std::string& method) {
-  const methods::MethodInfo& info = methods::find_method(method);
   std::vector<std::string> names(std::begin(kOwnParameters), std::end(kOwnParameters));
+  if (driver::is_auto(method)) {  // the folds, and what auto lets the user fix for every candidate
+    names.push_back("cv_folds");
+    for (const auto& p : methods::parameter_table())
+      if (p.name != "dim" && driver::auto_accepts(p.name)) names.push_back(p.name);
+    return names;
+  }
+  const methods::MethodInfo& info = methods::find_method(method);
   for (const auto& p : methods::parameter_table())
     if (p.name != "dim" && methods::uses_parameter(info, p.name)) names.push_back(p.name);
   return names;
@@ -239,9 +247,12 @@ void Estimator::configure() {
   uint64_t seed = 0;
   double max_kernel_memory = 0;
   bool verbose = false;
+  int cv_folds = 5;
   std::vector<driver::ParameterSetting> settings;
   for (const auto& [name, value] : params_.items()) {
-    if (name == "dim") {
+    if (name == "cv_folds") {  // auto only (parameter_names)
+      cv_folds = static_cast<int>(std::min<int64_t>(whole_number(value, name), 1 << 30));
+    } else if (name == "dim") {
       dim = whole_number(value, name);
     } else if (name == "seed") {
       seed = static_cast<uint64_t>(whole_number(value, name));
@@ -255,7 +266,9 @@ void Estimator::configure() {
       settings.push_back({name, value, config_.method + " estimator"});
     }
   }
-  driver::FitConfig c = driver::make_fit_config(config_.method, settings, dim, seed, max_kernel_memory);
+  driver::FitConfig c = driver::is_auto(config_.method)
+                           ? driver::make_auto_config(settings, dim, seed, max_kernel_memory, cv_folds)
+                           : driver::make_fit_config(config_.method, settings, dim, seed, max_kernel_memory);
   config_ = std::move(c);
   verbose_ = verbose;
 }
@@ -356,11 +369,22 @@ driver::FitOutcome Estimator::fit_split(io::Dataset& ds, const std::vector<data:
   if (ds.sparse) check_values(ds.Xs, what);
   else if (ds.typed) check_values(ds.rows, what);
   else check_values(ds.X, what);
-  const bool projects = methods::find_method(config_.method).projects;
+  // auto: the configuration cross-validation chooses on the labeled rows (driver::select_auto),
+  // before the fit consumes the rows.
+  driver::FitConfig config = config_;
+  nlohmann::json selection;
+  if (driver::is_auto(config_.method)) {
+    driver::Selection sel =
+        driver::select_auto(ds, roles, config_, config_.parameters.at("seed").get<uint64_t>());
+    config = std::move(sel.config);
+    selection = std::move(sel.report);
+  }
+  const bool projects = methods::find_method(config.method).projects;
   // The model's labeled samples come with the fit (FitOutcome::labeled_embedding): the n×m
   // embedding is formed only when asked for.
-  driver::FitOutcome out = driver::fit_and_evaluate_consuming(ds, roles, config_, keep_embedding);
+  driver::FitOutcome out = driver::fit_and_evaluate_consuming(ds, roles, config, keep_embedding);
   if (projects) keep_labeled_samples(out.model, out);
+  if (!selection.is_null()) out.info["selection"] = selection;
   model_ = out.model;
   info_ = out.info;
   trace_ratio_ = out.trace_ratio;
@@ -411,8 +435,8 @@ const model::Model& Estimator::model() const {
 void Estimator::require_projection(const char* what, MPI_Comm comm) const {
   SSDR_CHECK_COLLECTIVE(comm, fitted_, std::string(what) + ": the " + config_.method +
                                            " estimator is not fitted: call fit (or load) first");
-  SSDR_REQUIRE(methods::find_method(config_.method).projects,
-               std::string(what) + ": method " + config_.method +
+  SSDR_REQUIRE(methods::find_method(model_.method).projects,
+               std::string(what) + ": method " + model_.method +
                    " learns no projection (a transductive classifier of its fit's rows only)");
 }
 

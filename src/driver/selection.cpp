@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <random>
 #include <sstream>
@@ -14,6 +15,7 @@
 #include "ssdr/core/mpi_util.hpp"
 #include "ssdr/core/progress.hpp"
 #include "ssdr/evaluation/one_nn.hpp"
+#include "ssdr/io/output.hpp"
 #include "ssdr/kernels/feature_map.hpp"
 #include "ssdr/methods/method.hpp"
 #include "ssdr/methods/parameters.hpp"
@@ -47,6 +49,15 @@ const std::set<std::string>& parameter_names() {
 }
 
 void set_parameter(FitConfig& c, const std::string& key, const json& v, const std::string& context) {
+  if (key == "dim") {  // m: the configuration's own field, not a table parameter
+    const bool whole = v.is_number_integer() || (v.is_number() && v.get<double>() == std::floor(v.get<double>()));
+    if (!whole || v.get<double>() < 1 || v.get<double>() > 1e9)
+      fail(context, "parameter dim: expected a whole number m >= 1, got " + v.dump());
+    c.method_options.dim = static_cast<int64_t>(v.get<double>());
+    if (!c.parameters.is_object()) c.parameters = json::object();
+    c.parameters["dim"] = c.method_options.dim;
+    return;
+  }
   const methods::ParameterSpec* spec = methods::lookup_parameter(key);
   // Kernel options travel as the fit's "kernel" parameter (see kernels::to_json).
   kernels::KernelOptions k = c.parameters.is_object() && c.parameters.contains("kernel")
@@ -67,8 +78,8 @@ std::pair<std::string, std::vector<json>> parse_grid_argument(const std::string&
     fail("--grid '" + text + "'", "expected NAME=v1,v2,... (e.g. --grid alpha_u=0.9,0.99)");
   std::string name = text.substr(0, eq);
   std::replace(name.begin(), name.end(), '-', '_');
-  if (!parameter_names().count(name))
-    fail("--grid '" + text + "'", "unknown parameter '" + name + "'; expected one of " + methods::parameter_list());
+  if (name != "dim" && !parameter_names().count(name))
+    fail("--grid '" + text + "'", "unknown parameter '" + name + "'; expected dim or one of " + methods::parameter_list());
   std::vector<json> values;
   std::stringstream ss(text.substr(eq + 1));
   std::string tok;
@@ -157,6 +168,89 @@ std::vector<int> cv_folds(const std::vector<int>& labels, const std::vector<data
   return fold;
 }
 
+namespace {
+
+/// The leading m columns of Y (n×M, M ≥ m), Y's layout. Local.
+DistMatrix leading_columns(const DistMatrix& Y, int64_t m) {
+  DistMatrix Z;
+  Z.comm = Y.comm;
+  Z.n_global = Y.n_global;
+  Z.row_start = Y.row_start;
+  Z.n_local = Y.n_local;
+  Z.cols = m;
+  Z.v.resize(static_cast<size_t>(Y.n_local * m));
+  for (int64_t i = 0; i < Y.n_local; ++i) std::copy(Y.row(i), Y.row(i) + m, Z.row(i));
+  return Z;
+}
+
+}  // namespace
+
+std::vector<CvScore> cross_validate_dims(const io::Dataset& ds, const std::vector<data::Role>& roles,
+                                         const FitConfig& config, const std::vector<int64_t>& dims,
+                                         const std::vector<int>& folds, CvCaches* caches) {
+  const methods::MethodInfo& info = methods::find_method(config.method);
+  SSDR_REQUIRE(info.projects,
+               "cross-validation: method '" + config.method + "' learns no projection (transductive only)");
+  SSDR_REQUIRE(!dims.empty(), "cross-validation: no dimension to score");
+  for (int64_t m : dims) SSDR_REQUIRE(m >= 1, "cross-validation: dimension " + std::to_string(m) + " < 1");
+  int k = 0;
+  for (int f : folds) k = std::max(k, f + 1);
+  MPI_Allreduce(MPI_IN_PLACE, &k, 1, MPI_INT, MPI_MAX, ds.X.comm);
+  std::vector<CvScore> scores(dims.size());
+  for (auto& s : scores) {
+    s.folds = k;
+    s.fold_correct.assign(static_cast<size_t>(k), 0);
+    s.fold_scored.assign(static_cast<size_t>(k), 0);
+  }
+  if (caches && caches->folds.size() < static_cast<size_t>(k)) caches->folds.resize(static_cast<size_t>(k));
+  const int64_t widest = *std::max_element(dims.begin(), dims.end());
+  // One fit per fold at the widest m for nested solutions, else one per (fold, m).
+  const std::vector<int64_t> fits = info.nested_dimensions ? std::vector<int64_t>{widest} : dims;
+  for (int f = 0; f < k; ++f) {
+    std::vector<data::Role> r = roles;
+    std::vector<data::Role> scored(r.size(), data::Role::labeled);  // "labeled" = not scored
+    for (size_t i = 0; i < r.size(); ++i)
+      if (folds[i] == f) r[i] = scored[i] = data::Role::unlabeled;
+    for (int64_t fit_dim : fits) {
+      FitConfig c = config;
+      c.method_options.dim = fit_dim;
+      if (caches) {
+        GraphCaches& fc = caches->folds[static_cast<size_t>(f)];
+        caches->shared.share_into(fc);
+        c.cache = &fc;
+      } else {
+        c.cache = nullptr;
+      }
+      const FitOutcome out = fit_and_evaluate(ds, r, c, true);
+      if (caches) caches->folds[static_cast<size_t>(f)].share_into(caches->shared);
+      const bool gda = out.info.is_object() && out.info.contains("fallback_to_gda") &&
+                       out.info["fallback_to_gda"].get<bool>();
+      for (size_t j = 0; j < dims.size(); ++j) {
+        if (info.nested_dimensions ? dims[j] > out.embedding.cols : dims[j] != fit_dim) continue;
+        const DistMatrix Y = dims[j] == out.embedding.cols ? DistMatrix() : leading_columns(out.embedding, dims[j]);
+        const auto pred = evaluation::one_nn_predict(Y.cols > 0 ? Y : out.embedding, ds.labels, r);
+        const auto acc = evaluation::accuracy(pred, ds.labels, scored, ds.X.comm);
+        CvScore& s = scores[j];
+        s.correct += acc.correct_unlabeled;
+        s.scored += acc.n_unlabeled;
+        s.fold_correct[static_cast<size_t>(f)] = acc.correct_unlabeled;
+        s.fold_scored[static_cast<size_t>(f)] = acc.n_unlabeled;
+        if (gda) ++s.fallback_to_gda;
+      }
+    }
+  }
+  for (size_t j = 0; j < dims.size(); ++j) {
+    // A nested fit narrower than asked (m > d' is refused by the fit itself, so only when the
+    // method returns fewer columns): that m was not scored, which is an error, not a zero.
+    SSDR_REQUIRE(scores[j].scored > 0 || k == 0, "cross-validation: " + config.method + " gave no embedding of m = " +
+                                                     std::to_string(dims[j]));
+    scores[j].accuracy = scores[j].scored > 0
+                             ? static_cast<double>(scores[j].correct) / static_cast<double>(scores[j].scored)
+                             : NAN;
+  }
+  return scores;
+}
+
 CvScore cross_validate(const io::Dataset& ds, const std::vector<data::Role>& roles, const FitConfig& config,
                        const std::vector<int>& folds, CvCaches* caches) {
   SSDR_REQUIRE(methods::find_method(config.method).projects,
@@ -164,6 +258,8 @@ CvScore cross_validate(const io::Dataset& ds, const std::vector<data::Role>& rol
   CvScore score;
   for (int f : folds) score.folds = std::max(score.folds, f + 1);
   MPI_Allreduce(MPI_IN_PLACE, &score.folds, 1, MPI_INT, MPI_MAX, ds.X.comm);
+  score.fold_correct.assign(static_cast<size_t>(score.folds), 0);
+  score.fold_scored.assign(static_cast<size_t>(score.folds), 0);
   if (caches && caches->folds.size() < static_cast<size_t>(score.folds))
     caches->folds.resize(static_cast<size_t>(score.folds));
   for (int f = 0; f < score.folds; ++f) {
@@ -185,6 +281,8 @@ CvScore cross_validate(const io::Dataset& ds, const std::vector<data::Role>& rol
     const auto acc = evaluation::accuracy(pred, ds.labels, scored, ds.X.comm);
     score.correct += acc.correct_unlabeled;
     score.scored += acc.n_unlabeled;
+    score.fold_correct[static_cast<size_t>(f)] = acc.correct_unlabeled;
+    score.fold_scored[static_cast<size_t>(f)] = acc.n_unlabeled;
     if (out.info.is_object() && out.info.contains("fallback_to_gda") && out.info["fallback_to_gda"].get<bool>())
       ++score.fallback_to_gda;
   }
@@ -192,74 +290,178 @@ CvScore cross_validate(const io::Dataset& ds, const std::vector<data::Role>& rol
   return score;
 }
 
-Selection select_by_cv(const io::Dataset& ds, const std::vector<data::Role>& roles, const FitConfig& base,
-                       const Grid& grid, int folds, uint64_t seed) {
+Selection select_candidates(const io::Dataset& ds, const std::vector<data::Role>& roles,
+                            const std::vector<Candidate>& candidates, int folds, uint64_t seed,
+                            const std::string& context) {
   const double t0 = MPI_Wtime();
-  SSDR_REQUIRE(!grid.empty(), "--select-by cv: nothing to select for method '" + base.method +
-                                  "' (no grid given and the method has no default grid); give --grid NAME=v1,v2,...");
-  SSDR_REQUIRE(methods::find_method(base.method).projects,
-               "--select-by cv: method '" + base.method + "' learns no projection (transductive only)");
+  SSDR_REQUIRE(!candidates.empty(), context + ": no candidate to choose from");
   const std::vector<int> fold = cv_folds(ds.labels, roles, ds.classes, folds, seed, ds.X.comm);
   int k = 0;
   for (int f : fold) k = std::max(k, f + 1);
   MPI_Allreduce(MPI_IN_PLACE, &k, 1, MPI_INT, MPI_MAX, ds.X.comm);
   CvCaches caches;
-  if (base.cache) base.cache->share_into(caches.shared);
+  if (candidates.front().config.cache) candidates.front().config.cache->share_into(caches.shared);
   // Every fold has the split's transductive set: one preprocessing (and kernel map per
-  // kernel) serves every fold of every candidate.
+  // kernel) serves every fold of every candidate with that preprocessing.
   RowsCache rows;
-  const std::vector<json> points = grid_points(grid);
-  json candidates = json::array(), grid_json = json::object();
-  for (const auto& [name, values] : grid) grid_json[name] = values;
-  int best = -1;
+  size_t entries = 0;
+  for (const Candidate& cand : candidates) entries += std::max<size_t>(cand.dims.size(), 1);
+  json scored_entries = json::array();
+  int best_candidate = -1;
+  int64_t best_dim = 0;
+  json best_point;
   double best_acc = -1;
   const bool was_quiet = quiet();
-  Progress progress("cross-validation (" + std::to_string(points.size()) + " candidates x " + std::to_string(k) +
-                        " folds)",
-                    static_cast<long>(points.size()));
-  for (size_t p = 0; p < points.size(); ++p) {
-    FitConfig c = base;
+  Progress progress(context + " (" + std::to_string(entries) + " candidates x " + std::to_string(k) + " folds)",
+                    static_cast<long>(candidates.size()));
+  for (size_t p = 0; p < candidates.size(); ++p) {
+    const Candidate& cand = candidates[p];
+    FitConfig c = cand.config;
     if (!c.rows) c.rows = &rows;
-    for (auto it = points[p].begin(); it != points[p].end(); ++it) set_parameter(c, it.key(), it.value(), "--grid");
-    json entry = {{"params", points[p]}};
+    const std::vector<int64_t> dims = cand.dims.empty() ? std::vector<int64_t>{c.method_options.dim} : cand.dims;
     set_quiet(true);  // the fits' phase lines would drown the selection's
+    const double c0 = MPI_Wtime();
     try {
-      const CvScore s = cross_validate(ds, roles, c, fold, &caches);
+      std::vector<CvScore> scores;
+      if (cand.dims.empty()) scores.push_back(cross_validate(ds, roles, c, fold, &caches));
+      else scores = cross_validate_dims(ds, roles, c, dims, fold, &caches);
       set_quiet(was_quiet);
-      entry["cv_accuracy"] = s.accuracy;
-      entry["correct"] = s.correct;
-      entry["scored"] = s.scored;
-      if (s.fallback_to_gda > 0) entry["fallback_to_gda_folds"] = s.fallback_to_gda;
-      // Ties: the first candidate in grid order (strictly greater replaces). The accuracy is
-      // correct/scored over integer counts, the same on any rank count.
-      if (s.accuracy > best_acc) {
-        best_acc = s.accuracy;
-        best = static_cast<int>(p);
+      // The candidate's seconds over all its folds and m (rank 0's clock), on each of its entries.
+      double cand_seconds = MPI_Wtime() - c0;
+      MPI_Bcast(&cand_seconds, 1, MPI_DOUBLE, 0, ds.X.comm);
+      for (size_t j = 0; j < dims.size(); ++j) {
+        const CvScore& s = scores[j];
+        json point = cand.point;
+        if (!cand.dims.empty()) point["dim"] = dims[j];
+        json fa = json::array();
+        for (size_t f = 0; f < s.fold_scored.size(); ++f)
+          fa.push_back(s.fold_scored[f] > 0 ? json(static_cast<double>(s.fold_correct[f]) /
+                                                   static_cast<double>(s.fold_scored[f]))
+                                            : json(nullptr));
+        json entry = {{"params", point}, {"cv_accuracy", s.accuracy}, {"correct", s.correct},
+                      {"scored", s.scored}, {"fold_accuracy", fa}, {"candidate_seconds", cand_seconds}};
+        if (s.fallback_to_gda > 0) entry["fallback_to_gda_folds"] = s.fallback_to_gda;
+        // Ties: the first entry in candidate order (strictly greater replaces). The accuracy is
+        // correct/scored over integer counts, the same on any rank count.
+        if (s.accuracy > best_acc) {
+          best_acc = s.accuracy;
+          best_candidate = static_cast<int>(p);
+          best_dim = dims[j];
+          best_point = point;
+        }
+        scored_entries.push_back(entry);
       }
     } catch (const Error& e) {
       set_quiet(was_quiet);
       if (!e.collective_over(ds.X.comm)) throw;
-      entry["error"] = e.what();
+      scored_entries.push_back({{"params", cand.point}, {"error", e.what()}});
     }
-    candidates.push_back(entry);
     progress.update(static_cast<long>(p + 1));
   }
-  SSDR_REQUIRE(best >= 0, "--select-by cv: every candidate failed; the first: " +
-                              candidates[0].value("error", std::string("?")));
+  SSDR_REQUIRE(best_candidate >= 0, context + ": every candidate failed; the first: " +
+                                        scored_entries[0].value("error", std::string("?")));
   Selection sel;
-  sel.config = base;
-  for (auto it = points[static_cast<size_t>(best)].begin(); it != points[static_cast<size_t>(best)].end(); ++it)
-    set_parameter(sel.config, it.key(), it.value(), "--grid");
+  sel.config = candidates[static_cast<size_t>(best_candidate)].config;
+  if (!candidates[static_cast<size_t>(best_candidate)].dims.empty()) set_parameter(sel.config, "dim", best_dim, context);
   const double seconds = MPI_Wtime() - t0;
-  sel.report = {{"by", "cv"},          {"folds", k},
-                {"requested_folds", folds}, {"seed", seed},
-                {"held_out_as", "unlabeled"}, {"grid", grid_json},
-                {"candidates", candidates}, {"chosen", points[static_cast<size_t>(best)]},
-                {"cv_accuracy", best_acc},  {"seconds", seconds}};
-  say("cross-validation chose " + point_text(points[static_cast<size_t>(best)]) + " (" + std::to_string(k) +
-      "-fold accuracy " + std::to_string(best_acc).substr(0, 6) + ", " + std::to_string(points.size()) +
-      " candidates, " + std::to_string(seconds).substr(0, 5) + " s)");
+  sel.report = {{"by", "cv"},
+                {"folds", k},
+                {"requested_folds", folds},
+                {"seed", seed},
+                {"held_out_as", "unlabeled"},
+                {"rule", "the highest pooled k-fold 1-NN accuracy on the held-out labeled samples; a tie goes to "
+                         "the candidate listed first (the simpler)"},
+                {"candidates", scored_entries},
+                {"chosen", best_point},
+                {"cv_accuracy", best_acc},
+                {"seconds", seconds}};
+  say(context + " chose " + point_text(best_point) + " (" + std::to_string(k) + "-fold accuracy " +
+      std::to_string(best_acc).substr(0, 6) + ", " + std::to_string(entries) + " candidates, " +
+      std::to_string(seconds).substr(0, 5) + " s)");
   return sel;
+}
+
+Selection select_by_cv(const io::Dataset& ds, const std::vector<data::Role>& roles, const FitConfig& base,
+                       const Grid& grid, int folds, uint64_t seed) {
+  SSDR_REQUIRE(!grid.empty(), "--select-by cv: nothing to select for method '" + base.method +
+                                  "' (no grid given and the method has no default grid); give --grid NAME=v1,v2,...");
+  SSDR_REQUIRE(methods::find_method(base.method).projects,
+               "--select-by cv: method '" + base.method + "' learns no projection (transductive only)");
+  // dim in the grid: scored per candidate (a nested method fits once at the widest m).
+  Grid rest;
+  std::vector<int64_t> dims;
+  for (const auto& [name, values] : grid) {
+    if (name != "dim") {
+      rest.emplace_back(name, values);
+      continue;
+    }
+    for (const json& v : values) {
+      FitConfig probe;
+      set_parameter(probe, "dim", v, "--grid");  // checks the value
+      dims.push_back(probe.method_options.dim);
+    }
+  }
+  std::vector<Candidate> candidates;
+  for (const json& point : grid_points(rest)) {
+    Candidate cand;
+    cand.config = base;
+    for (auto it = point.begin(); it != point.end(); ++it) set_parameter(cand.config, it.key(), it.value(), "--grid");
+    cand.point = point;
+    cand.dims = dims;
+    candidates.push_back(std::move(cand));
+  }
+  Selection sel = select_candidates(ds, roles, candidates, folds, seed, "cross-validation");
+  json grid_json = json::object();
+  for (const auto& [name, values] : grid) grid_json[name] = values;
+  sel.report["grid"] = grid_json;
+  return sel;
+}
+
+std::string cv_table_csv(const json& report) {
+  // The parameter columns: every name any entry has, in first-seen order.
+  std::vector<std::string> names;
+  const json& entries = report.at("candidates");
+  for (const auto& e : entries)
+    for (auto it = e.at("params").begin(); it != e.at("params").end(); ++it)
+      if (std::find(names.begin(), names.end(), it.key()) == names.end()) names.push_back(it.key());
+  // method and scaling first, m last; the rest in the order first seen.
+  auto rank = [](const std::string& n) { return n == "method" ? 0 : n == "scaling" ? 1 : n == "dim" ? 3 : 2; };
+  std::stable_sort(names.begin(), names.end(),
+                   [&](const std::string& a, const std::string& b) { return rank(a) < rank(b); });
+  const int k = report.value("folds", 0);
+  std::ostringstream o;
+  for (const auto& n : names) o << io::csv_field(n) << ',';
+  o << "cv_accuracy,correct,scored,seconds";
+  for (int f = 1; f <= k; ++f) o << ",fold_" << f;
+  o << ",chosen,rule,error\n";
+  auto text = [](const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); };
+  for (const auto& e : entries) {
+    const json& p = e.at("params");
+    for (const auto& n : names) o << (p.contains(n) ? io::csv_field(text(p[n])) : std::string()) << ',';
+    if (e.contains("error")) {
+      o << ",,,";
+      for (int f = 0; f < k; ++f) o << ',';
+      o << ",0,," << io::csv_field(e["error"].get<std::string>()) << '\n';
+      continue;
+    }
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.6f", e["cv_accuracy"].get<double>());
+    o << buf << ',' << e["correct"].get<int64_t>() << ',' << e["scored"].get<int64_t>();
+    std::snprintf(buf, sizeof buf, ",%.3f", e.value("candidate_seconds", 0.0));
+    o << buf;
+    for (const auto& a : e["fold_accuracy"]) {
+      if (a.is_null()) {
+        o << ',';
+      } else {
+        std::snprintf(buf, sizeof buf, ",%.6f", a.get<double>());
+        o << buf;
+      }
+    }
+    const bool chosen = p == report.at("chosen");
+    o << ',' << (chosen ? 1 : 0) << ',' << (chosen ? io::csv_field(report.value("rule", std::string())) : "")
+      << ",\n";
+  }
+  return o.str();
 }
 
 }  // namespace ssdr::driver

@@ -301,7 +301,7 @@ TEST(SelectByCv, GridArgumentsAndParametersAreCheckedWithOneLineErrors) {
   EXPECT_THAT(error_of([] { driver::parse_grid_argument("alpha"); }),
               HasSubstr("--grid 'alpha': expected NAME=v1,v2,..."));
   EXPECT_THAT(error_of([] { driver::parse_grid_argument("bogus=1"); }),
-              HasSubstr("--grid 'bogus=1': unknown parameter 'bogus'; expected one of"));
+              HasSubstr("--grid 'bogus=1': unknown parameter 'bogus'; expected dim or one of"));
   EXPECT_THAT(error_of([] { driver::parse_grid_argument("alpha=1,,2"); }), HasSubstr("empty value"));
   driver::FitConfig c = config_for("sl-lda");
   EXPECT_THAT(error_of([&] { driver::set_parameter(c, "alpha_u", "high", "--grid"); }),

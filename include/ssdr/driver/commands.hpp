@@ -26,6 +26,9 @@ struct FitCommand {
   std::string select_by = "none";  ///< --select-by none|cv
   int cv_folds = 5;                ///< --cv-folds k
   Grid grid;                       ///< --grid NAME=v1,...; empty → default_grid(config)
+  /// --cv-table: the CSV of the candidates --method auto or --select-by cv scored
+  /// (cv_table_csv); empty: not written.
+  std::string cv_table;
   std::string report, model, embedding;  ///< output paths (empty: not written)
   /// --soft-labels: the propagated soft labels F (n_t × (c+1), the transductive samples in
   /// file order, the outlier class last) of a method that propagates labels; empty: not written.

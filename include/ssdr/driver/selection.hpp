@@ -90,6 +90,8 @@ struct CvScore {
   int64_t correct = 0, scored = 0;
   int folds = 0;
   int fallback_to_gda = 0;  ///< folds in which SSGDA selected no unlabeled sample (FitResult::info)
+  /// Per fold f = 0..folds−1: its held-out samples classified correctly, and scored.
+  std::vector<int64_t> fold_correct, fold_scored;
 };
 
 /// k-fold CV of one configuration on the labeled samples: for each fold f (cv_folds), the
@@ -101,6 +103,17 @@ struct CvScore {
 /// a fit fails.
 CvScore cross_validate(const io::Dataset& ds, const std::vector<data::Role>& roles, const FitConfig& config,
                        const std::vector<int>& folds, CvCaches* caches);
+
+/// cross_validate at each m of `dims` (each ≥ 1; one CvScore per entry, in order). A method
+/// whose solutions are nested (methods::MethodInfo::nested_dimensions: the first m' columns of
+/// the m-dimensional W are the m'-dimensional W) is fitted once per fold at the largest m
+/// and each smaller m scored on the leading columns of that embedding, which is what a fit at
+/// m gives; any other method is fitted once per m. Collective over ds.X.comm.
+/// \throws ssdr::Error (collective) as cross_validate, and when dims is empty or holds m < 1.
+std::vector<CvScore> cross_validate_dims(const io::Dataset& ds, const std::vector<data::Role>& roles,
+                                         const FitConfig& config, const std::vector<int64_t>& dims,
+                                         const std::vector<int>& folds, CvCaches* caches);
+
 
 /// The chosen configuration and what the selection did.
 struct Selection {
@@ -121,5 +134,34 @@ struct Selection {
 ///   class has fewer than two labeled samples, or every candidate failed.
 Selection select_by_cv(const io::Dataset& ds, const std::vector<data::Role>& roles, const FitConfig& base,
                        const Grid& grid, int folds, uint64_t seed);
+
+/// One candidate of a selection: a complete configuration (its method, parameters and
+/// preprocessing), the parameters that tell it from the other candidates (the report's and
+/// the CV table's "params"; "dim" is added per entry of dims), and the dimensions m to score
+/// (empty: the configuration's own m, 0 meaning c − 1).
+struct Candidate {
+  FitConfig config;
+  nlohmann::json point = nlohmann::json::object();
+  std::vector<int64_t> dims;
+};
+
+/// Chooses among `candidates` by cross_validate_dims on the same folds (cv_folds seeded by
+/// `seed`): the highest pooled held-out accuracy; a tie goes to the earlier entry, candidates
+/// in order and each candidate's dims in order (callers list the simpler first). A candidate
+/// whose fit fails with a collective ssdr::Error is recorded with its message and skipped.
+/// The report is Selection::report's, with one entry per (candidate, m) holding its per-fold
+/// accuracies ("fold_accuracy"). `context` starts the messages ("--select-by cv", "--method
+/// auto"). Preprocessed rows, graphs and σ₀ are shared by every candidate and fold with the
+/// same preprocessing (RowsCache, CvCaches). Collective over ds.X.comm.
+/// \throws ssdr::Error (collective) when there is no candidate, a class has fewer than two
+///   labeled samples, or every candidate failed.
+Selection select_candidates(const io::Dataset& ds, const std::vector<data::Role>& roles,
+                            const std::vector<Candidate>& candidates, int folds, uint64_t seed,
+                            const std::string& context);
+
+/// The CV table of a selection report (select_candidates): one CSV line per scored (candidate,
+/// m) with its parameters, m, pooled accuracy, correct and scored counts, each fold's accuracy
+/// and whether it was chosen, then the rule that chose. Local.
+std::string cv_table_csv(const nlohmann::json& report);
 
 }  // namespace ssdr::driver

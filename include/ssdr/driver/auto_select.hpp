@@ -1,0 +1,64 @@
+#pragma once
+/// \file auto_select.hpp
+/// `--method auto` (`method: auto` in job files, Python's ssdr.Auto): the method, its
+/// dimension m and its parameters chosen by k-fold cross-validation on the labeled samples
+/// only (select_candidates: transductive CV, the unlabeled samples stay in every fold's
+/// graph and their labels are never read), then the chosen configuration fitted on every
+/// labeled sample. The model is the chosen method's, so transform and predict need nothing
+/// of auto.
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ssdr/driver/estimator.hpp"
+#include "ssdr/driver/selection.hpp"
+
+namespace ssdr::driver {
+
+/// The name the user writes: "auto".
+extern const char* const kAutoMethod;
+
+/// Whether `method` is "auto". Local.
+bool is_auto(const std::string& method);
+
+/// Whether the user may set parameter `name` (job-file spelling) for auto: the preprocessing
+/// and column-length options every method takes (scaling, pca_energy, pca_dim, pca,
+/// precision, normalize) and the kNN backend's (knn_method, ...); each then holds for every
+/// candidate that uses it, and a given `scaling` replaces the candidates' none/standardize.
+/// Local.
+bool auto_accepts(const std::string& name);
+
+/// The configuration of auto: method "auto", the user's settings checked (auto_accepts, and
+/// each value by methods::set_parameter as for any method) and recorded in parameters
+/// ("settings"), `dim` (0: chosen; else every candidate at m = dim), the seed of the folds,
+/// of NN-descent and of the landmarks, and the folds k. What `ssdr fit --method auto` and
+/// Estimator("auto") both build. Local (replicated).
+/// \throws ssdr::Error (replicated) naming the spelling: a parameter auto does not take (it
+///   chooses it), a value out of range, dim < 0, cv_folds < 2.
+FitConfig make_auto_config(const std::vector<ParameterSetting>& settings, int64_t dim, uint64_t seed,
+                           double max_kernel_memory, int cv_folds);
+
+/// The candidates of auto for c classes and d input features, simplest first (a CV tie goes
+/// to the earlier; docs/methods-guide.md "How auto chooses"):
+///  - per scaling, standardize then none (each feature's units are the user's; only one if
+///    the user gave --scaling):
+///    - lda with Ledoit–Wolf shrinkage (scikit-learn's shrinkage LDA), m = 1 … c − 1;
+///    - sda with Ledoit–Wolf shrinkage on its kNN graph (Cai et al. 2007), m = 1 … c − 1;
+///    - sl-lda (sllda-zhao2014) over its paper's α_u grid, m = 1 … c − 1;
+///    - soda (soda-nie2009) with μ = 0.1 μ₀ and μ₀ (sec. 5.2/5.3.1), m = c − 1 and, where
+///      the trace ratio allows more (m ≤ d), 2(c − 1);
+///  each m at most d, and only `dim` when the user fixed it. The nested methods (lda, sda,
+///  sl-lda) fit once per fold for all their m. Local.
+std::vector<Candidate> auto_candidates(const FitConfig& auto_config, int classes, int64_t d);
+
+/// Chooses by select_candidates among auto_candidates(auto_config, ds.classes, ds.X.cols) on
+/// the folds of cv_folds(…, seed). ds: n samples, X distributed by rows with their labels;
+/// roles: of ds.X's local rows. The report (Selection::report) adds "method": "auto" and the
+/// number of candidates. Collective over ds.X.comm.
+/// \throws ssdr::Error (collective) as select_candidates.
+Selection select_auto(const io::Dataset& ds, const std::vector<data::Role>& roles, const FitConfig& auto_config,
+                      uint64_t seed);
+
+}  // namespace ssdr::driver

@@ -1,0 +1,114 @@
+// --method auto: candidates and their cross-validated choice (see auto_select.hpp).
+#include "ssdr/driver/auto_select.hpp"
+
+#include <algorithm>
+
+#include "ssdr/core/error.hpp"
+#include "ssdr/methods/method.hpp"
+#include "ssdr/methods/parameters.hpp"
+
+namespace ssdr::driver {
+
+using nlohmann::json;
+
+const char* const kAutoMethod = "auto";
+
+bool is_auto(const std::string& method) { return method == kAutoMethod; }
+
+bool auto_accepts(const std::string& name) {
+  const methods::ParameterSpec* p = methods::lookup_parameter(name);
+  return p != nullptr &&
+         (p->scope == methods::ParameterScope::every || p->scope == methods::ParameterScope::knn_backend);
+}
+
+FitConfig make_auto_config(const std::vector<ParameterSetting>& settings, int64_t dim, uint64_t seed,
+                           double max_kernel_memory, int cv_folds) {
+  SSDR_REQUIRE(dim >= 0, "dim: expected an integer >= 0, got " + std::to_string(dim));
+  SSDR_REQUIRE(cv_folds >= 2, "--cv-folds must be at least 2, got " + std::to_string(cv_folds));
+  // Each setting checked against a method that uses it (soda takes every accepted name), so a
+  // bad value is refused here, before any data is read.
+  json given = json::object();
+  for (const ParameterSetting& s : settings) {
+    SSDR_REQUIRE(methods::lookup_parameter(s.name) != nullptr,
+                 s.spelling + ": unknown parameter '" + s.name + "'; expected one of " + methods::parameter_list());
+    SSDR_REQUIRE(auto_accepts(s.name), s.spelling + " is not a parameter of auto: auto chooses the method and its "
+                                                    "own parameters; give --method NAME to set them yourself");
+    FitConfig probe = make_fit_config("soda", {s}, 0, seed, max_kernel_memory);
+    given[s.name] = s.value;
+  }
+  FitConfig c;
+  c.method = kAutoMethod;
+  c.method_options.dim = dim;
+  c.parameters = {{"method", kAutoMethod}, {"dim", dim},          {"seed", seed},
+                  {"cv_folds", cv_folds},  {"settings", given}, {"max_kernel_memory", max_kernel_memory}};
+  return c;
+}
+
+namespace {
+
+/// m = 1 … min(c − 1, d), or the user's m.
+std::vector<int64_t> discriminant_dims(int classes, int64_t d, int64_t fixed) {
+  if (fixed > 0) return {fixed};
+  std::vector<int64_t> dims;
+  for (int64_t m = 1; m <= std::min<int64_t>(std::max(classes - 1, 1), d); ++m) dims.push_back(m);
+  return dims;
+}
+
+}  // namespace
+
+std::vector<Candidate> auto_candidates(const FitConfig& a, int classes, int64_t d) {
+  SSDR_REQUIRE(is_auto(a.method), "auto_candidates: not an auto configuration (internal)");
+  const json& given = a.parameters.at("settings");
+  const uint64_t seed = a.parameters.at("seed").get<uint64_t>();
+  const double max_kernel_memory = a.parameters.at("max_kernel_memory").get<double>();
+  const int64_t fixed = a.method_options.dim;
+  std::vector<std::string> scalings = {"standardize", "none"};
+  if (given.contains("scaling")) scalings = {given["scaling"].get<std::string>()};
+  std::vector<Candidate> out;
+  // One candidate: the method, its own settings, then the user's that it uses.
+  auto add = [&](const std::string& method, const std::string& scaling, json own, std::vector<int64_t> dims) {
+    const methods::MethodInfo& info = methods::find_method(method);
+    std::vector<ParameterSetting> settings;
+    json point = {{"method", method}, {"scaling", scaling}};
+    settings.push_back({"scaling", scaling, "--method auto: scaling"});
+    for (auto it = own.begin(); it != own.end(); ++it) {
+      settings.push_back({it.key(), it.value(), "--method auto: " + it.key()});
+      point[it.key()] = it.value();
+    }
+    for (auto it = given.begin(); it != given.end(); ++it)
+      if (it.key() != "scaling" && methods::uses_parameter(info, it.key()))
+        settings.push_back({it.key(), it.value(), "--" + it.key()});
+    Candidate cand;
+    cand.config = make_fit_config(method, settings, 0, seed, max_kernel_memory);
+    cand.point = std::move(point);
+    cand.dims = std::move(dims);
+    out.push_back(std::move(cand));
+  };
+  const std::vector<int64_t> nested = discriminant_dims(classes, d, fixed);
+  std::vector<int64_t> trace_ratio_dims = nested.empty() ? std::vector<int64_t>{} : std::vector<int64_t>{nested.back()};
+  if (fixed == 0 && 2 * trace_ratio_dims.back() <= d) trace_ratio_dims.push_back(2 * trace_ratio_dims.back());
+  for (const std::string& scaling : scalings) {
+    add("lda", scaling, {{"shrinkage", "auto"}}, nested);
+    add("sda", scaling, {{"shrinkage", "auto"}}, nested);
+    for (const json& alpha_u : methods::find_method("sl-lda").cv_grid.front().second)
+      add("sl-lda", scaling, {{"alpha_u", alpha_u}}, nested);
+    for (double mu_scale : {0.1, 1.0}) add("soda", scaling, {{"mu_scale", mu_scale}}, trace_ratio_dims);
+  }
+  return out;
+}
+
+Selection select_auto(const io::Dataset& ds, const std::vector<data::Role>& roles, const FitConfig& a,
+                      uint64_t seed) {
+  std::vector<Candidate> candidates = auto_candidates(a, ds.classes, ds.X.cols);
+  for (Candidate& c : candidates) {
+    c.config.cache = a.cache;
+    c.config.rows = a.rows;
+  }
+  Selection sel = select_candidates(ds, roles, candidates, a.parameters.at("cv_folds").get<int>(), seed,
+                                    "--method auto");
+  sel.report["method"] = kAutoMethod;
+  sel.config.parameters["selected_by"] = "auto";
+  return sel;
+}
+
+}  // namespace ssdr::driver

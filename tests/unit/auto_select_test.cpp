@@ -1,0 +1,183 @@
+// --method auto (driver/auto_select) and what it stands on (driver/selection): a nested
+// method's m scored on the leading columns is the fit at that m; the candidates, simplest
+// first, keep what the user fixed; the choice and every score are the same on one rank as on
+// all; the estimator's auto fit is the chosen method's own fit; the CV table says what was
+// scored and chosen.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "reference.hpp"
+#include "ssdr/core/error.hpp"
+#include "ssdr/core/mpi_util.hpp"
+#include "ssdr/data/split.hpp"
+#include "ssdr/driver/auto_select.hpp"
+#include "ssdr/driver/estimator.hpp"
+#include "ssdr/driver/pipeline.hpp"
+#include "ssdr/driver/selection.hpp"
+#include "ssdr/io/dataset.hpp"
+#include "support.hpp"
+
+using namespace ssdr;
+using ::testing::HasSubstr;
+
+namespace {
+
+data::SplitSpec per_class_split(int p, int q, uint64_t seed) {
+  data::SplitSpec s;
+  s.labeled_per_class = p;
+  s.unlabeled_per_class = q;
+  s.seed = seed;
+  return s;
+}
+
+std::string broadcast(std::string s) {
+  int64_t n = static_cast<int64_t>(s.size());
+  MPI_Bcast(&n, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
+  s.resize(static_cast<size_t>(n));
+  MPI_Bcast(s.data(), static_cast<int>(n), MPI_CHAR, 0, MPI_COMM_WORLD);
+  return s;
+}
+
+/// The report without its clocks (seconds differ from run to run, nothing else may).
+nlohmann::json without_seconds(nlohmann::json r) {
+  r.erase("seconds");
+  for (auto& c : r["candidates"]) c.erase("candidate_seconds");
+  return r;
+}
+
+driver::FitConfig auto_config(std::vector<driver::ParameterSetting> settings = {}, int64_t dim = 0) {
+  return driver::make_auto_config(settings, dim, 7, 0, 5);
+}
+
+}  // namespace
+
+TEST(CrossValidateDims, ScoresEachMOfANestedMethodOnTheLeadingColumnsExactlyAsAFitAtThatM) {
+  // LDA's W for m = 1 is the first column of its W for m = 2 (one dense GEVD, columns in
+  // eigenvalue order), so the 1-NN decisions, hence the integer counts, must agree exactly.
+  const std::string path = test::data_path("wine.csv");
+  const io::Dataset ds = io::read_dataset(path, io::Format::csv, MPI_COMM_WORLD);
+  const auto roles = test::split(ds, per_class_split(5, 30, 1));
+  driver::FitConfig cfg = driver::make_fit_config(
+      "lda", {{"scaling", "standardize", "test"}, {"shrinkage", "auto", "test"}}, 0, 0, 0);
+  const std::vector<int> folds = driver::cv_folds(ds.labels, roles, ds.classes, 5, 1, MPI_COMM_WORLD);
+  const std::vector<driver::CvScore> both = driver::cross_validate_dims(ds, roles, cfg, {1, 2}, folds, nullptr);
+  ASSERT_EQ(both.size(), 2u);
+  for (int64_t m : {1, 2}) {
+    driver::FitConfig at = cfg;
+    at.method_options.dim = m;
+    const driver::CvScore one = driver::cross_validate(ds, roles, at, folds, nullptr);
+    const driver::CvScore& s = both[static_cast<size_t>(m - 1)];
+    EXPECT_EQ(s.correct, one.correct) << "m = " << m;
+    EXPECT_EQ(s.scored, 15) << "m = " << m;
+    EXPECT_EQ(s.fold_correct, one.fold_correct) << "m = " << m;
+    EXPECT_EQ(s.fold_scored, one.fold_scored) << "m = " << m;
+  }
+  // A method that is not nested (soda's trace ratio) is fitted at each m: still one score each.
+  driver::FitConfig soda = driver::make_fit_config("soda", {}, 0, 0, 0);
+  const auto s2 = driver::cross_validate_dims(ds, roles, soda, {2, 4}, folds, nullptr);
+  ASSERT_EQ(s2.size(), 2u);
+  driver::FitConfig soda4 = soda;
+  soda4.method_options.dim = 4;
+  EXPECT_EQ(s2[1].correct, driver::cross_validate(ds, roles, soda4, folds, nullptr).correct);
+}
+
+TEST(AutoCandidates, AreListedSimplestFirstAndKeepWhatTheUserFixed) {
+  const auto all = driver::auto_candidates(auto_config(), 3, 13);
+  const auto& sllda_grid = methods::find_method("sl-lda").cv_grid.front().second;
+  // Per scaling (standardize, then none): lda, sda, sl-lda per α_u, soda per μ scale.
+  ASSERT_EQ(all.size(), 2 * (2 + sllda_grid.size() + 2));
+  EXPECT_EQ(all[0].point, (nlohmann::json{{"method", "lda"}, {"scaling", "standardize"}, {"shrinkage", "auto"}}));
+  EXPECT_EQ(all[0].dims, (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(all[0].config.method, "lda");
+  EXPECT_EQ(all[0].config.preprocess.scaling, data::Scaling::standardize);
+  EXPECT_EQ(all[0].config.method_options.shrinkage, methods::kShrinkageAuto);
+  EXPECT_EQ(all[1].config.method, "sda");
+  EXPECT_EQ(all[2].config.method, "sl-lda");
+  EXPECT_EQ(all[2].point["alpha_u"], sllda_grid.front());
+  const auto& soda = all[2 + sllda_grid.size()];
+  EXPECT_EQ(soda.config.method, "soda");
+  EXPECT_EQ(soda.dims, (std::vector<int64_t>{2, 4}));  // c − 1, and 2(c − 1) ≤ d
+  EXPECT_EQ(all[all.size() / 2].point["scaling"], "none");
+  // The user's scaling replaces the two; the user's m is every candidate's only m.
+  const auto fixed = driver::auto_candidates(auto_config({{"scaling", "minmax", "--scaling"}}, 1), 3, 13);
+  ASSERT_EQ(fixed.size(), all.size() / 2);
+  for (const auto& c : fixed) {
+    EXPECT_EQ(c.config.preprocess.scaling, data::Scaling::unit_range) << c.point.dump();
+    EXPECT_EQ(c.dims, (std::vector<int64_t>{1})) << c.point.dump();
+  }
+  // Two classes: m = 1, and soda's 2 where d allows it.
+  EXPECT_EQ(driver::auto_candidates(auto_config(), 2, 1).back().dims, (std::vector<int64_t>{1}));
+}
+
+TEST(AutoConfig, RefusesWhatAutoChoosesAndBadValuesWithOneLineErrors) {
+  EXPECT_THAT(test::error_of([] { auto_config({{"alpha_u", 0.9, "--alpha-u"}}); }),
+              HasSubstr("--alpha-u is not a parameter of auto: auto chooses the method and its own parameters"));
+  EXPECT_THAT(test::error_of([] { auto_config({{"scaling", "loud", "--scaling"}}); }), HasSubstr("--scaling"));
+  EXPECT_THAT(test::error_of([] { driver::make_auto_config({}, 0, 0, 0, 1); }),
+              HasSubstr("--cv-folds must be at least 2, got 1"));
+  EXPECT_THAT(test::error_of([] { Estimator e("auto", {{"mu_scale", 1.0}}); }),
+              HasSubstr("'mu_scale' is not a parameter of auto"));
+}
+
+TEST(SelectAuto, ChoosesTheSameCandidateWithTheSameScoresOnOneRankAsOnAllRanks) {
+  const std::string path = test::data_path("wine.csv");
+  const io::Dataset ds = io::read_dataset(path, io::Format::csv, MPI_COMM_WORLD);
+  const auto roles = test::split(ds, per_class_split(5, 40, 2));
+  const driver::FitConfig a = auto_config();
+  const driver::Selection all = driver::select_auto(ds, roles, a, 2);
+  std::string serial;
+  if (test::rank() == 0) {
+    const io::Dataset one = io::read_dataset(path, io::Format::csv, MPI_COMM_SELF);
+    serial = without_seconds(
+                 driver::select_auto(one, test::split_all(path, io::Format::csv, per_class_split(5, 40, 2)), a, 2).report)
+                 .dump();
+  }
+  const nlohmann::json s = nlohmann::json::parse(broadcast(serial));
+  const nlohmann::json r = without_seconds(all.report);
+  EXPECT_EQ(r, s);
+  // Every candidate scored on all 15 labeled samples, none failed, and the chosen one is the
+  // first of the best.
+  double best = -1;
+  nlohmann::json first_best;
+  for (const auto& c : r["candidates"]) {
+    ASSERT_FALSE(c.contains("error")) << c.dump();
+    EXPECT_EQ(c["scored"].get<int>(), 15);
+    if (c["cv_accuracy"].get<double>() > best) {
+      best = c["cv_accuracy"].get<double>();
+      first_best = c["params"];
+    }
+  }
+  EXPECT_EQ(r["chosen"], first_best);
+  EXPECT_EQ(all.config.method, first_best["method"].get<std::string>());
+  EXPECT_EQ(all.config.method_options.dim, first_best["dim"].get<int64_t>());
+  EXPECT_EQ(all.config.parameters["selected_by"], "auto");
+  // The CV table: a header, one line per scored entry, the chosen one marked with the rule.
+  const std::string table = driver::cv_table_csv(all.report);
+  EXPECT_EQ(table.substr(0, table.find('\n')),
+            "method,scaling,shrinkage,alpha_u,mu_scale,dim,cv_accuracy,correct,scored,seconds,fold_1,fold_2,fold_3,"
+            "fold_4,fold_5,chosen,rule,error");
+  EXPECT_EQ(static_cast<size_t>(std::count(table.begin(), table.end(), '\n')), r["candidates"].size() + 1);
+  EXPECT_THAT(table, HasSubstr(",1,the highest pooled k-fold 1-NN accuracy"));
+}
+
+TEST(EstimatorAuto, FitsTheChosenMethodAsItsOwnEstimatorWouldAndPredictsWithIt) {
+  const test::Problem p = test::load_problem("wine.csv", 5, false);
+  const DistMatrix X = ref::distribute(p.X, MPI_COMM_WORLD);
+  Estimator e("auto", {{"seed", 3}});
+  e.fit(X, test::local_part(p.semi, X));
+  const nlohmann::json chosen = e.info().at("selection").at("chosen");
+  EXPECT_EQ(e.model().method, chosen["method"].get<std::string>());
+  EXPECT_EQ(e.model().W.cols, chosen["dim"].get<int64_t>());
+  // The same method with the chosen parameters, fitted directly: the same W bit for bit.
+  nlohmann::json params = {{"seed", 3}};
+  for (auto it = chosen.begin(); it != chosen.end(); ++it)
+    if (it.key() != "method") params[it.key()] = it.value();
+  Estimator direct(chosen["method"].get<std::string>(), params);
+  direct.fit(X, test::local_part(p.semi, X));
+  EXPECT_EQ(e.model().W.v, direct.model().W.v);
+  EXPECT_EQ(allgatherv(e.predict(X), MPI_COMM_WORLD), allgatherv(direct.predict(X), MPI_COMM_WORLD));
+  EXPECT_EQ(e.method(), "auto");
+}
