@@ -9,6 +9,7 @@
 
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/lapack.hpp"
+#include "ssdr/core/mpi_util.hpp"
 
 namespace ssdr::scatter {
 
@@ -88,6 +89,15 @@ ShrunkScatter shrunk_scatter(const DistMatrix& X, const std::vector<int>& labels
       for (int64_t t = 0; t < d; ++t) y[t] = x[t] - m[t];
     }
   };
+  // The targets' diagonals in the features' coordinates, weighted and summed over the classes
+  // (S_w) and for the total (S_t): Σ_g w_g s_g μ_g V D_g² Vᵀ is Vᵀdiag(Σ_g w_g s_g μ_g D_g²)V,
+  // one product with the basis for all the classes instead of one per class.
+  std::vector<double> target_w(static_cast<size_t>(p), 0.0), target_t(static_cast<size_t>(p), 0.0);
+  const std::vector<int> group_counts = [&] {
+    std::vector<int> k(static_cast<size_t>(c + 1));
+    for (int g = 0; g <= c; ++g) k[static_cast<size_t>(g)] = static_cast<int>(rows[static_cast<size_t>(g)].size());
+    return k;
+  }();
   for (int g = 0; g <= c; ++g) {
     const std::vector<int64_t>& r = rows[static_cast<size_t>(g)];
     const double ng = g < c ? out.class_counts[static_cast<size_t>(g)] : n;
@@ -103,8 +113,8 @@ ShrunkScatter shrunk_scatter(const DistMatrix& X, const std::vector<int>& labels
     allreduce_sum(S, X.comm);
     for (double& v : S.v) v /= ng;
 
-    double s = 0;
-    Dense target(d, d);  // the shrinkage target in X's coordinates
+    double s = 0, mu_target = 0;
+    std::vector<double> sa2;  // the target's diagonal D_g² in the features' coordinates (auto)
     if (auto_lw) {
       // The features' variances diag(VΣVᵀ) (diag Σ without a basis) and means V m (of the
       // centered features). sklearn's StandardScaler takes a feature as constant (scale 1)
@@ -123,9 +133,7 @@ ShrunkScatter shrunk_scatter(const DistMatrix& X, const std::vector<int>& labels
       // about 16·(d' + 2)·ε of the group's largest or total variance (10⁻¹¹ for d' = 60;
       // the PCA itself drops directions below 10⁻¹⁰ of the largest), where sklearn's rule
       // looks at the feature's own mean: the rules differ only for a feature 10¹¹ times
-      // quieter than the data. Then G = VᵀD⁻²V (d'×d':
-      // ‖z‖² = (x − m)ᵀG(x − m)) and the target VᵀD²V, accumulated over blocks of the
-      // basis' rows (no p×d' copy: p may be a sparse data set's 10⁶ features).
+      // quieter than the data.
       double var_max = 0;
       std::vector<double> sd(static_cast<size_t>(d));
       for (int64_t q = 0; q < d; ++q) {
@@ -137,79 +145,152 @@ ShrunkScatter shrunk_scatter(const DistMatrix& X, const std::vector<int>& labels
         const bool constant = v <= ng * eps * v + (ng * eps) * (ng * eps) * (mu * mu + var_max) + bound;
         return constant ? 1.0 : std::sqrt(v);
       };
-      Dense G(d, d);
-      if (basis) {
-        constexpr int64_t kRows = 256;
-        const int64_t rb = std::min<int64_t>(kRows, p);
-        Dense A(rb, d), B(rb, d), B2(rb, d);
-        for (int64_t a0 = 0; a0 < p; a0 += kRows) {
-          const int64_t b = std::min<int64_t>(kRows, p - a0);
-          const double* V = basis->data() + a0;  // rows a0.. of V (leading dimension p)
-          blas::gemm('N', 'N', b, d, d, 1.0, V, p, S.data(), d, 0.0, A.data(), rb);  // V_blk Σ
-          for (int64_t a = 0; a < b; ++a) {
-            double v = 0, e = 0, mu = 0;
-            for (int64_t q = 0; q < d; ++q) {
-              const double vq = V[a + q * p];
-              v += A(a, q) * vq;
-              e += std::abs(vq) * sd[static_cast<size_t>(q)];
-              mu += vq * m[q];
-            }
-            const double sa = scale_of(v, mu, rotation * (e * e + var_max));
-            for (int64_t q = 0; q < d; ++q) {
-              B(a, q) = V[a + q * p] / sa;
-              B2(a, q) = V[a + q * p] * sa;
-            }
+      sa2.assign(static_cast<size_t>(p), 1.0);
+      double trC = 0, normC2 = 0, fourth = 0;
+      const int64_t n_group = group_counts[static_cast<size_t>(g)];
+      int64_t n_all = n_group;
+      MPI_Allreduce(MPI_IN_PLACE, &n_all, 1, MPI_INT64_T, MPI_SUM, X.comm);
+      if (basis && n_all < d && n_all <= 4096) {
+        // Few rows (fewer than d'): Σ has rank < n_g, so everything is computed from the
+        // group's rows mapped to the features, W = V·Yᵀ (p×n_g; Y the n_g centered rows,
+        // gathered in global order on every rank: n_g·d' < d'² values), instead of through
+        // G = VᵀD⁻²V (p·d'² per group): Z = D⁻¹W, tr C = ‖Z‖²_F/n_g,
+        // ‖C‖²_F = ‖ZᵀZ‖²_F/n_g², Σ_i ‖z_i‖⁴ = Σ_i (ZᵀZ)_ii². O(p·d'·n_g).
+        std::vector<double> mine(static_cast<size_t>(n_group * d));
+        for (int64_t j = 0; j < n_group; ++j) {
+          const double* x = X.row(r[static_cast<size_t>(j)]);
+          for (int64_t t = 0; t < d; ++t) mine[static_cast<size_t>(j * d + t)] = x[t] - m[t];
+        }
+        const std::vector<double> Y = allgatherv(mine, X.comm);  // d × n_all, column-major
+        std::vector<double> W(static_cast<size_t>(p * n_all));
+        blas::gemm('N', 'N', p, n_all, d, 1.0, basis->data(), p, Y.data(), d, 0.0, W.data(), p);
+        for (int64_t a = 0; a < p; ++a) {
+          double v = 0, e = 0, mu = 0;
+          for (int64_t j = 0; j < n_all; ++j) v += W[static_cast<size_t>(a + j * p)] * W[static_cast<size_t>(a + j * p)];
+          v /= ng;
+          for (int64_t q = 0; q < d; ++q) {
+            const double vq = (*basis)(a, q);
+            e += std::abs(vq) * sd[static_cast<size_t>(q)];
+            mu += vq * m[q];
           }
-          blas::syrk('L', 'T', d, b, 1.0, B.data(), rb, 1.0, G.data(), d);
-          blas::syrk('L', 'T', d, b, 1.0, B2.data(), rb, 1.0, target.data(), d);
+          const double sa = scale_of(v, mu, rotation * (e * e + var_max));
+          sa2[static_cast<size_t>(a)] = sa * sa;
+          for (int64_t j = 0; j < n_all; ++j) W[static_cast<size_t>(a + j * p)] /= sa;
         }
-        blas::symmetrize('L', d, G.data(), d);
-        blas::symmetrize('L', d, target.data(), d);
+        std::vector<double> K(static_cast<size_t>(n_all * n_all), 0.0);
+        blas::syrk('L', 'T', n_all, p, 1.0, W.data(), p, 0.0, K.data(), n_all);
+        for (int64_t i = 0; i < n_all; ++i) {
+          const double kii = K[static_cast<size_t>(i + i * n_all)];
+          trC += kii;
+          fourth += kii * kii;
+          normC2 += kii * kii;
+          for (int64_t j = i + 1; j < n_all; ++j) normC2 += 2.0 * K[static_cast<size_t>(j + i * n_all)] * K[static_cast<size_t>(j + i * n_all)];
+        }
+        trC /= ng;
+        normC2 /= ng * ng;
       } else {
-        for (int64_t a = 0; a < d; ++a) {
-          const double sa = scale_of(S(a, a), m[a], 0.0);
-          G(a, a) = 1.0 / (sa * sa);
-          target(a, a) = sa * sa;
+        // Then G = VᵀD⁻²V (d'×d': ‖z‖² = (x − m)ᵀG(x − m)), accumulated over blocks of the
+        // basis' rows (no p×d' copy: p may be a sparse data set's 10⁶ features).
+        Dense G(d, d);
+        if (basis) {
+          constexpr int64_t kRows = 256;
+          const int64_t rb = std::min<int64_t>(kRows, p);
+          Dense A(rb, d), B(rb, d);
+          for (int64_t a0 = 0; a0 < p; a0 += kRows) {
+            const int64_t b = std::min<int64_t>(kRows, p - a0);
+            const double* V = basis->data() + a0;  // rows a0.. of V (leading dimension p)
+            blas::gemm('N', 'N', b, d, d, 1.0, V, p, S.data(), d, 0.0, A.data(), rb);  // V_blk Σ
+            for (int64_t a = 0; a < b; ++a) {
+              double v = 0, e = 0, mu = 0;
+              for (int64_t q = 0; q < d; ++q) {
+                const double vq = V[a + q * p];
+                v += A(a, q) * vq;
+                e += std::abs(vq) * sd[static_cast<size_t>(q)];
+                mu += vq * m[q];
+              }
+              const double sa = scale_of(v, mu, rotation * (e * e + var_max));
+              sa2[static_cast<size_t>(a0 + a)] = sa * sa;
+              for (int64_t q = 0; q < d; ++q) B(a, q) = V[a + q * p] / sa;
+            }
+            blas::syrk('L', 'T', d, b, 1.0, B.data(), rb, 1.0, G.data(), d);
+          }
+          blas::symmetrize('L', d, G.data(), d);
+        } else {
+          for (int64_t a = 0; a < d; ++a) {
+            const double sa = scale_of(S(a, a), m[a], 0.0);
+            G(a, a) = 1.0 / (sa * sa);
+            sa2[static_cast<size_t>(a)] = sa * sa;
+          }
         }
-      }
-      // C = D⁻¹VΣVᵀD⁻¹ has tr C = tr(ΣG) and ‖C‖²_F = tr(ΣGΣG).
-      Dense H(d, d);
-      blas::gemm('N', 'N', d, d, d, 1.0, S.data(), d, G.data(), d, 0.0, H.data(), d);
-      double trC = 0, normC2 = 0;
-      for (int64_t i = 0; i < d; ++i) {
-        trC += H(i, i);
-        for (int64_t j = 0; j < d; ++j) normC2 += H(i, j) * H(j, i);
-      }
-      // Σ_i ‖z_i‖⁴ = Σ_i ((x_i − m)ᵀG(x_i − m))².
-      double fourth = 0;
-      for (size_t j0 = 0; j0 < r.size(); j0 += kChunk) {
-        const int64_t b = std::min<int64_t>(kChunk, static_cast<int64_t>(r.size() - j0));
-        centered(r, j0, b, m);
-        blas::gemm('N', 'N', d, b, d, 1.0, G.data(), d, yb.data(), d, 0.0, tb.data(), d);
-        for (int64_t j = 0; j < b; ++j) {
-          double q = 0;
-          for (int64_t t = 0; t < d; ++t) q += yb[static_cast<size_t>(j * d + t)] * tb[static_cast<size_t>(j * d + t)];
-          fourth += q * q;
+        // C = D⁻¹VΣVᵀD⁻¹ has tr C = tr(ΣG) and ‖C‖²_F = tr(ΣGΣG).
+        Dense H(d, d);
+        blas::gemm('N', 'N', d, d, d, 1.0, S.data(), d, G.data(), d, 0.0, H.data(), d);
+        for (int64_t i = 0; i < d; ++i) {
+          trC += H(i, i);
+          for (int64_t j = 0; j < d; ++j) normC2 += H(i, j) * H(j, i);
         }
+        // Σ_i ‖z_i‖⁴ = Σ_i ((x_i − m)ᵀG(x_i − m))².
+        for (size_t j0 = 0; j0 < r.size(); j0 += kChunk) {
+          const int64_t b = std::min<int64_t>(kChunk, static_cast<int64_t>(r.size() - j0));
+          centered(r, j0, b, m);
+          blas::gemm('N', 'N', d, b, d, 1.0, G.data(), d, yb.data(), d, 0.0, tb.data(), d);
+          for (int64_t j = 0; j < b; ++j) {
+            double q = 0;
+            for (int64_t t = 0; t < d; ++t) q += yb[static_cast<size_t>(j * d + t)] * tb[static_cast<size_t>(j * d + t)];
+            fourth += q * q;
+          }
+        }
+        MPI_Allreduce(MPI_IN_PLACE, &fourth, 1, MPI_DOUBLE, MPI_SUM, X.comm);
       }
-      MPI_Allreduce(MPI_IN_PLACE, &fourth, 1, MPI_DOUBLE, MPI_SUM, X.comm);
       s = ledoit_wolf(ng, static_cast<double>(p), trC, normC2, fourth);
-      const double mu = trC / static_cast<double>(p);
-      for (double& v : target.v) v *= mu;
+      mu_target = trC / static_cast<double>(p);
     } else {
       s = shrinkage;
       double tr = 0;
       for (int64_t i = 0; i < d; ++i) tr += S(i, i);
-      for (int64_t i = 0; i < d; ++i) target(i, i) = tr / static_cast<double>(p);
+      mu_target = tr / static_cast<double>(p);  // the target tr Σ/p·I: VᵀIV = I
     }
-    for (size_t i = 0; i < S.v.size(); ++i) S.v[i] = (1 - s) * S.v[i] + s * target.v[i];
+    const double w = g < c ? ng / n : 1.0;  // the class's prior in S_w; the total alone in S_t
+    std::vector<double>& acc = g < c ? target_w : target_t;
+    if (auto_lw) {
+      for (int64_t a = 0; a < p; ++a) acc[static_cast<size_t>(a)] += w * s * mu_target * sa2[static_cast<size_t>(a)];
+    } else {
+      for (int64_t a = 0; a < p; ++a) acc[static_cast<size_t>(a)] += w * s * mu_target;
+    }
+    for (double& v : S.v) v *= 1 - s;
     if (g < c) {
       out.class_coefficients[static_cast<size_t>(g)] = s;
-      const double prior = ng / n;
-      for (size_t i = 0; i < S.v.size(); ++i) out.Sw.v[i] += prior * S.v[i];
+      for (size_t i = 0; i < S.v.size(); ++i) out.Sw.v[i] += w * S.v[i];
     } else {
       out.total_coefficient = s;
       out.St = std::move(S);
+    }
+  }
+  // + Vᵀdiag(target)V: with a basis over blocks of its rows; without one (V = I) the
+  // diagonal itself. A fixed coefficient's target tr Σ/p·I is the identity's multiple in
+  // either coordinates (VᵀV = I), added as such.
+  for (int which = 0; which < 2; ++which) {
+    const std::vector<double>& t = which == 0 ? target_w : target_t;
+    Dense& M = which == 0 ? out.Sw : out.St;
+    if (basis && auto_lw) {
+      constexpr int64_t kRows = 256;
+      const int64_t rb = std::min<int64_t>(kRows, p);
+      Dense B(rb, d), T(d, d);
+      for (int64_t a0 = 0; a0 < p; a0 += kRows) {
+        const int64_t b = std::min<int64_t>(kRows, p - a0);
+        const double* V = basis->data() + a0;
+        for (int64_t a = 0; a < b; ++a) {
+          const double root = std::sqrt(std::max(t[static_cast<size_t>(a0 + a)], 0.0));
+          for (int64_t q = 0; q < d; ++q) B(a, q) = V[a + q * p] * root;
+        }
+        blas::syrk('L', 'T', d, b, 1.0, B.data(), rb, 1.0, T.data(), d);
+      }
+      blas::symmetrize('L', d, T.data(), d);
+      for (size_t i = 0; i < M.v.size(); ++i) M.v[i] += T.v[i];
+    } else if (auto_lw) {
+      for (int64_t a = 0; a < d; ++a) M(a, a) += t[static_cast<size_t>(a)];
+    } else {
+      for (int64_t a = 0; a < d; ++a) M(a, a) += t[0];
     }
   }
   out.Sb = Dense(d, d);

@@ -10,6 +10,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "reference.hpp"
@@ -208,9 +209,13 @@ TEST(Shrinkage, LedoitWolfCoefficientsAndMatricesMatchTheSerialReference) {
 
 TEST(Shrinkage, ThroughABasisTheFeaturesAreStandardizedNotTheRotatedAxes) {
   // X's columns are (features − mean)·V, the basis V: the result is Vᵀ(the features' shrunk
-  // matrices)V with the features' coefficients, for auto and for a fixed value.
-  for (const char* file : {"iris.csv", "wine.csv"}) {
-    const test::Problem pr = test::load_problem(file, 30, false);
+  // matrices)V with the features' coefficients, for auto and for a fixed value. With 5
+  // labeled rows per class on wine (13 features) each class has fewer rows than d', which
+  // takes the low-rank route (the group's rows mapped to the features, W = V·Yᵀ); the 15 rows
+  // of the total and every group with 30 per class take the route through G = VᵀD⁻²V.
+  for (const auto& [file, per_class] : std::vector<std::pair<const char*, int>>{
+           {"iris.csv", 30}, {"wine.csv", 30}, {"wine.csv", 5}}) {
+    const test::Problem pr = test::load_problem(file, per_class, false);
     const Dense V = random_rotation(pr.X.cols);
     const DistMatrix Y = ref::distribute(rotate(pr.X, V), MPI_COMM_WORLD);
     // The features' variances come back as diag(VΣVᵀ), whose rounding is ε times the largest
