@@ -21,6 +21,7 @@
 #include "ssdr/core/progress.hpp"
 #include "ssdr/core/version.hpp"
 #include "ssdr/data/split.hpp"
+#include "ssdr/driver/auto_select.hpp"
 #include "ssdr/driver/pipeline.hpp"
 #include "ssdr/driver/selection.hpp"
 #include "ssdr/evaluation/one_nn.hpp"
@@ -242,7 +243,10 @@ int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
     const io::Dataset& ds = datasets.at(u.dataset);
     const auto roles = data::make_split(ds.labels, ds.X.row_start, ds.classes, split_spec(job, u.p, u.split), group,
                                           ds.class_names);
-    const auto& info = methods::find_method(job.methods[static_cast<size_t>(u.method)].name);
+    // auto (auto_select.hpp) is no row of the method table: it chooses one per split.
+    const std::string& method_name = job.methods[static_cast<size_t>(u.method)].name;
+    const bool automatic = is_auto(method_name);
+    const bool nested = !automatic && methods::find_method(method_name).nested_dimensions;
     const int64_t max_dim = *std::max_element(u.dims.begin(), u.dims.end());
     if (u.block != cache_block) {
       caches = GraphCaches();
@@ -262,8 +266,16 @@ int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
     double cv = NAN;
     const MethodSpec& ms = job.methods[static_cast<size_t>(u.method)];
     const uint64_t split_seed = job.seed + static_cast<uint64_t>(u.split);
+    std::string chosen_method;  // auto: the method its selection chose in this split
     try {
-      if (ms.selects()) {
+      if (automatic) {
+        // The method, m and parameters chosen by k-fold CV on this split's labeled samples
+        // (folds seeded by the split's seed), then fitted on all of them.
+        Selection sel = select_auto(ds, roles, config, split_seed);
+        config = std::move(sel.config);
+        selection = std::move(sel.report);
+        chosen_method = config.method;
+      } else if (ms.selects()) {
         // The papers' protocol: the cv_grid parameters chosen inside this split by k-fold
         // cross-validation on its labeled samples.
         Selection sel = select_by_cv(ds, roles, config, ms.cv_default ? default_grid(config) : ms.cv_grid,
@@ -275,7 +287,7 @@ int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
       // select_by: cv scores the setting by cross-validation on the labeled samples at the
       // unit's largest m (the chosen point's own score when the unit selects inside the split).
       if (job.select_by == "cv") {
-        if (ms.selects()) {
+        if (automatic || ms.selects()) {
           cv = selection["cv_accuracy"].get<double>();
         } else if (u.p >= 2) {
           CvCaches cvc;
@@ -295,12 +307,12 @@ int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
         const std::string key = config_key(job, u, dim);
         if (done.count(key)) continue;
         json line = {{"key", key}, {"dataset", job.datasets[static_cast<size_t>(u.dataset)].name},
-                     {"method", info.name}, {"labeled_per_class", u.p}, {"split", u.split},
+                     {"method", method_name}, {"labeled_per_class", u.p}, {"split", u.split},
                      {"params", recorded_params(job, u)}, {"dim", dim}, {"error", failure}, {"seconds", fit_seconds},
                      {"group", color}, {"ssdr_version", version()}};
         if (leader) append_line(results_path, line.dump());
       }
-      if (leader) say("[group " + std::to_string(color) + "] " + info.name + " skipped: " + failure);
+      if (leader) say("[group " + std::to_string(color) + "] " + method_name + " skipped: " + failure);
       continue;
     }
     set_quiet(was_quiet);
@@ -309,7 +321,7 @@ int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
       if (done.count(key)) continue;
       evaluation::Accuracy acc = out.accuracy;
       int64_t used_dim = out.dim;
-      if (dim != max_dim && dim > 0 && info.nested_dimensions && dim <= out.model.W.cols) {
+      if (dim != max_dim && dim > 0 && nested && dim <= out.model.W.cols) {
         // Nested solutions: the first `dim` columns are the dim-dimensional solution.
         model::Model m = out.model;
         Dense W(m.W.rows, dim);
@@ -321,7 +333,7 @@ int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
       }
       json line = {{"key", key},
                    {"dataset", job.datasets[static_cast<size_t>(u.dataset)].name},
-                   {"method", info.name},
+                   {"method", method_name},
                    {"labeled_per_class", u.p},
                    {"split", u.split},
                    {"seed", job.seed + static_cast<uint64_t>(u.split)},
@@ -338,6 +350,7 @@ int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
                    {"group", color},
                    {"group_ranks", gsize},
                    {"ssdr_version", version()}};
+      if (automatic) line["chosen_method"] = chosen_method;  // its m and parameters: selection.chosen
       bool wrote = true;
       std::string werr;
       if (leader) {
@@ -356,7 +369,7 @@ int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
       char b[512];
       std::snprintf(b, sizeof b, "[group %d] %zu/%zu %s p=%d split %d %s dims %zu: unlabeled %s unseen %s (%.1f s), ETA %.0f s",
                     color, i + 1, mine.size(), job.datasets[static_cast<size_t>(u.dataset)].name.c_str(), u.p, u.split,
-                    info.name.c_str(), u.dims.size(), fmt(out.accuracy.unlabeled).c_str(),
+                    (automatic ? "auto:" + chosen_method : method_name).c_str(), u.dims.size(), fmt(out.accuracy.unlabeled).c_str(),
                     fmt(out.accuracy.unseen).c_str(), fit_seconds, eta);
       std::fprintf(stderr, "[%8.1f s] %s\n", elapsed_since_start(), b);
       std::fflush(stderr);

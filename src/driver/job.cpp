@@ -17,7 +17,9 @@
 #include "job_internal.hpp"
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/version.hpp"
+#include "ssdr/driver/auto_select.hpp"
 #include "ssdr/methods/method.hpp"
+#include "ssdr/methods/parameters.hpp"
 
 namespace ssdr::driver::detail {
 
@@ -164,6 +166,15 @@ void check_duplicate_keys(const std::string& file, const YAML::Node& node, int d
   }
 }
 
+/// The parameters auto lets a job fix for every candidate (driver::auto_accepts), in the
+/// table's order: "scaling, pca_energy, ...". Local.
+std::string auto_parameter_list() {
+  std::string out;
+  for (const auto& p : methods::parameter_table())
+    if (p.name != "dim" && auto_accepts(p.name)) out += (out.empty() ? "" : ", ") + p.name;
+  return out;
+}
+
 /// The number of points of a grid (the product of its value counts), in double: no overflow.
 double grid_size(const Grid& g) {
   double n = 1;
@@ -280,11 +291,12 @@ Job parse_job(const std::string& path) {
       ms.line = m.Mark().line + 1;
       if (m.IsScalar()) {
         ms.name = value<std::string>(job, m, "methods", "a method name or {name: ...}");
-        in_job(job, m, "methods", [&] { methods::find_method(ms.name); });
+        if (!is_auto(ms.name)) in_job(job, m, "methods", [&] { methods::find_method(ms.name); });
       } else {
         if (!m["name"]) job_error(job, "line " + std::to_string(m.Mark().line + 1) + ": a method needs a name");
         ms.name = value<std::string>(job, m["name"], "name", "a method name");
-        in_job(job, m["name"], "name", [&] { methods::find_method(ms.name); });  // before its parameters
+        if (!is_auto(ms.name))  // auto: the method chosen by cross-validation (auto_select.hpp)
+          in_job(job, m["name"], "name", [&] { methods::find_method(ms.name); });  // before its parameters
         for (const auto& kv : m) {
           const std::string key = kv.first.as<std::string>();
           if (key == "name") continue;
@@ -310,6 +322,10 @@ Job parse_job(const std::string& path) {
               for (int64_t i = 0; i < r.count(); ++i) ms.dims.push_back(r.at(i));
             continue;
           }
+          if (key == "cv_grid" && is_auto(ms.name))
+            job_error(job, "line " + std::to_string(kv.first.Mark().line + 1) +
+                               ": cv_grid of method auto: auto chooses the method and its parameters by cross-validation "
+                               "itself; give cv_grid to a named method");
           if (key == "cv_grid") {
             const std::string where = "line " + std::to_string(kv.first.Mark().line + 1) + ": cv_grid of method " + ms.name;
             if (kv.second.IsScalar() && kv.second.as<std::string>() == "default") {
@@ -338,24 +354,32 @@ Job parse_job(const std::string& path) {
           if (!parameter_names().count(key))
             job_error(job, "line " + std::to_string(kv.first.Mark().line + 1) + ": unknown parameter '" + key +
                                "' of method " + ms.name);
-          methods::require_parameter(methods::find_method(ms.name), key,
-                                     job.file + ": line " + std::to_string(kv.first.Mark().line + 1) + ": " + key);
+          const std::string at = job.file + ": line " + std::to_string(kv.first.Mark().line + 1);
+          if (!is_auto(ms.name)) methods::require_parameter(methods::find_method(ms.name), key, at + ": " + key);
           std::vector<json> values;
           if (kv.second.IsSequence())
             for (const auto& v : kv.second) values.push_back(scalar_json(v));
           else
             values.push_back(scalar_json(kv.second));
-          {  // every value checked now, naming the line, not after hours of other fits
+          if (is_auto(ms.name)) {
+            // What auto lets the user fix for every candidate (auto_accepts), each value checked
+            // as `ssdr fit --method auto` checks it; anything else is auto's to choose.
+            if (!auto_accepts(key))
+              job_error(job, "line " + std::to_string(kv.first.Mark().line + 1) + ": " + key +
+                                 " is not a parameter of auto: auto chooses the method and its parameters by "
+                                 "cross-validation; it takes dim and " + auto_parameter_list() +
+                                 " (list a named method to set " + key + ")");
+            for (const auto& v : values) make_auto_config({{key, v, at}}, 0, job.seed, 0, 2);
+          } else {  // every value checked now, naming the line, not after hours of other fits
             FitConfig probe;
             probe.method = ms.name;
-            for (const auto& v : values)
-              set_parameter(probe, key, v, job.file + ": line " + std::to_string(kv.first.Mark().line + 1));
+            for (const auto& v : values) set_parameter(probe, key, v, at);
           }
           require_distinct(job, "line " + std::to_string(kv.first.Mark().line + 1) + ": method " + ms.name, key, values);
           ms.grid.emplace_back(key, values);
         }
       }
-      methods::find_method(ms.name);
+      if (!is_auto(ms.name)) methods::find_method(ms.name);
       // Every value once (the count is bounded above, before the values were expanded).
       {
         std::vector<int64_t> sorted = ms.dims;
@@ -388,6 +412,19 @@ Job parse_job(const std::string& path) {
     }
     if (root["preprocess"])
       for (const auto& kv : root["preprocess"]) job.preprocess[kv.first.as<std::string>()] = scalar_json(kv.second);
+    // auto takes the job-wide preprocessing for every candidate: only what it accepts.
+    for (const MethodSpec& ms : job.methods) {
+      if (!is_auto(ms.name)) continue;
+      for (auto it = job.preprocess.begin(); it != job.preprocess.end(); ++it) {
+        const std::string line = std::to_string(root["preprocess"][it.key()].Mark().line + 1);
+        if (!auto_accepts(it.key()))
+          job_error(job, "line " + line + ": preprocess: " + it.key() + " does not hold for method auto (line " +
+                             std::to_string(ms.line) + "), which takes " + auto_parameter_list());
+        make_auto_config({{it.key(), it.value(), job.file + ": line " + line + ": preprocess"}}, 0,
+                         job.seed, 0, 2);
+      }
+      break;
+    }
   } catch (const YAML::Exception& e) {
     throw Error(path + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg, __FILE__, __LINE__, true);
   }
@@ -444,10 +481,11 @@ std::vector<Unit> make_units(const Job& job) {
     for (int p : job.labeled_per_class)
       for (int s = 0; s < job.splits; ++s, ++block)
         for (size_t m = 0; m < job.methods.size(); ++m) {
-          const auto& info = methods::find_method(job.methods[m].name);
+          // auto: one selection and fit per split at each dim (0: m chosen with the method).
+          const bool nested = !is_auto(job.methods[m].name) && methods::find_method(job.methods[m].name).nested_dimensions;
           std::vector<int64_t> dims = job.methods[m].dims.empty() ? std::vector<int64_t>{0} : job.methods[m].dims;
           for (const auto& point : grid_points(job.methods[m].grid)) {
-            if (info.nested_dimensions || dims.size() == 1) {
+            if (nested || dims.size() == 1) {
               units.push_back(Unit{static_cast<int>(d), p, s, static_cast<int>(m), point, dims, block});
             } else {
               for (int64_t dim : dims)
@@ -491,6 +529,17 @@ json recorded_params(const Job& job, const Unit& u) {
 
 FitConfig make_config(const Job& job, const Unit& u, int64_t dim) {
   const MethodSpec& ms = job.methods[static_cast<size_t>(u.method)];
+  if (is_auto(ms.name)) {
+    // The job's preprocessing, then the entry's settings (each replaces the job's), for every
+    // candidate; the landmarks and NN-descent seeded by the job's seed (fixed across splits),
+    // the folds by the split's (experiment.cpp).
+    std::vector<ParameterSetting> settings;
+    for (auto it = job.preprocess.begin(); it != job.preprocess.end(); ++it)
+      if (!u.params.contains(it.key())) settings.push_back({it.key(), it.value(), job.file + ": preprocess: " + it.key()});
+    for (auto it = u.params.begin(); it != u.params.end(); ++it)
+      settings.push_back({it.key(), it.value(), job.file + ": method auto: " + it.key()});
+    return make_auto_config(settings, dim, job.seed, 0, job.cv_folds);
+  }
   const auto& info = methods::find_method(ms.name);
   FitConfig c;
   c.method = ms.name;

@@ -28,6 +28,9 @@ struct DatasetSpec {
 };
 
 struct MethodSpec {
+  /// A row of the method table, or "auto" (driver::is_auto: no row of the table; each unit
+  /// chooses the method, m and parameters by driver::select_auto inside its split, `grid`
+  /// then holds only what driver::auto_accepts, and there is no cv_grid).
   std::string name;
   int line = 0;               ///< the job file's line of this entry (for messages)
   Grid grid;                  ///< swept parameters (not dim)
@@ -85,7 +88,8 @@ std::string job_fingerprint(const Job& job);
 /// method, grid point, dim (and cv_grid).
 std::string config_key(const Job& job, const Unit& u, int64_t dim);
 /// Every unit of the job, block by block (data set × labeled count × split). parse_job
-/// bounds their number (10^6 configurations). Local.
+/// bounds their number (10^6 configurations). A nested method's unit holds all its dims; auto
+/// has a unit per dim (0: m chosen by its selection). Local.
 std::vector<Unit> make_units(const Job& job);
 /// The config_key of every configuration of `units` (each unit at each of its dims): what the
 /// job's summary covers. Local (every rank computes the same set).
@@ -95,7 +99,10 @@ std::vector<Unit> make_units(const Job& job);
 std::unordered_set<std::string> config_keys(const Job& job, const std::vector<Unit>& units);
 /// The parameters a results line records (see job.cpp).
 json recorded_params(const Job& job, const Unit& u);
-/// The fit configuration of unit `u` at dimension `dim`.
+/// The fit configuration of unit `u` at dimension `dim`; for auto, the configuration
+/// driver::select_auto takes (make_auto_config: the job's preprocessing and the entry's
+/// settings, dim, the job's seed and cv_folds). \throws ssdr::Error (replicated) as
+/// make_auto_config for a setting parse_job would have refused.
 FitConfig make_config(const Job& job, const Unit& u, int64_t dim);
 /// The split of labeled count `p` and split number `split` (seed = job seed + split).
 data::SplitSpec split_spec(const Job& job, int p, int split);

@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "experiment_internal.hpp"
+#include "ssdr/driver/auto_select.hpp"
 #include "ssdr/driver/provenance.hpp"
 #include "ssdr/core/progress.hpp"
 #include "ssdr/core/version.hpp"
@@ -64,6 +65,8 @@ struct Setting {
   std::vector<double> unlabeled, unseen, seconds, cv;
   std::map<std::string, int> chosen;  ///< cv_grid choices over the splits ("alpha=0.01" → count)
   int fallbacks = 0;                  ///< splits in which SSGDA fell back to GDA
+  /// auto with m chosen per split: each split's m → count (dim is then the most frequent).
+  std::map<int64_t, int> chosen_dims;
 };
 std::string params_text(const json& p) {
   std::string s;
@@ -72,6 +75,18 @@ std::string params_text(const json& p) {
     s += (s.empty() ? "" : " ") + it.key() + "=" + (it.value().is_string() ? it.value().get<std::string>() : it.value().dump());
   }
   return s.empty() ? "defaults" : s;
+}
+
+/// One split's choice of a selection, as summary.md counts them: the cv_grid point
+/// ("alpha=0.01"), or for auto the method, its m and parameters ("lda m=2 scaling=standardize
+/// shrinkage=auto").
+std::string choice_text(const json& r) {
+  const json& chosen = r["selection"]["chosen"];
+  if (!r.contains("chosen_method") || !r["chosen_method"].is_string()) return params_text(chosen);
+  std::string s = r["chosen_method"].get<std::string>();
+  if (chosen.contains("dim") && chosen["dim"].is_number_integer()) s += " m=" + std::to_string(chosen["dim"].get<int64_t>());
+  const std::string rest = params_text(chosen);
+  return rest == "defaults" ? s : s + " " + rest;
 }
 
 /// Mean and sample std over the splits of one setting: a point of a plot.
@@ -324,16 +339,28 @@ void summarize(const Job& job, const std::string& out_dir, const std::vector<jso
     Setting& s = g[key];
     s.params = p;
     s.dim = r["dim"].get<int64_t>() > 0 ? r["dim"].get<int64_t>() : r["dim_used"].get<int64_t>();
+    if (r["dim"].get<int64_t>() == 0 && r.contains("chosen_method")) ++s.chosen_dims[s.dim];
     auto val = [](const json& v) { return v.is_null() ? NAN : v.get<double>(); };
     s.unlabeled.push_back(val(r["accuracy"]["unlabeled"]));
     s.unseen.push_back(val(r["accuracy"]["unseen"]));
     s.seconds.push_back(r["seconds"].get<double>());
     s.cv.push_back(r.contains("cv_accuracy") ? val(r["cv_accuracy"]) : NAN);
     if (r.contains("selection") && r["selection"].is_object() && r["selection"].contains("chosen"))
-      ++s.chosen[params_text(r["selection"]["chosen"])];
+      ++s.chosen[choice_text(r)];
     if (r.contains("fallback_to_gda") && r["fallback_to_gda"].is_boolean() && r["fallback_to_gda"].get<bool>())
       ++s.fallbacks;
   }
+  // auto's m, chosen per split: the setting's m is the most frequent (a tie to the smaller),
+  // whatever order the results came in; summary.md lists every split's choice.
+  for (auto& [k, settings] : groups_map)
+    for (auto& [key, s] : settings) {
+      int most = 0;
+      for (const auto& [dim, count] : s.chosen_dims)
+        if (count > most) {
+          most = count;
+          s.dim = dim;
+        }
+    }
   std::ostringstream csv, md;
   csv << "dataset,method,labeled_per_class,splits,best_dim,best_params,unlabeled_mean,unlabeled_std,unseen_mean,"
          "unseen_std,cv_mean,seconds_per_fit\n";
@@ -396,7 +423,11 @@ void summarize(const Job& job, const std::string& out_dir, const std::vector<jso
     json best_params = best->params;
     best_params.erase("dim");
     DimCurve& dc = by_dim[{dataset, p}][method];
-    dc.fixed = join(fixed_parts(job, best_params, swept, "", -1), ", ");
+    std::vector<std::string> fixed = fixed_parts(job, best_params, swept, "", -1);
+    if (is_auto(method))  // no defaults: its method, m (unless the job fixed it) and parameters chosen in every split
+      fixed.insert(fixed.begin(), std::string(best->chosen_dims.empty() ? "method and parameters" : "method, m and parameters") +
+                                      " by " + std::to_string(job.cv_folds) + "-fold CV in every split");
+    dc.fixed = join(fixed, ", ");
     for (const auto& [key, s] : settings) {
       json q = s.params;
       q.erase("dim");
