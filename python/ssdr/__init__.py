@@ -20,6 +20,19 @@ per fit: ``classes_`` holds them in sorted order, agreed over the communicator, 
 load or pickle gives back the very values. Unlabeled, for every dtype: None, NaN, pandas' NA,
 a number equal to -1 or the empty string '' (docs/python.md, "Labels").
 
+``ssdr.Auto`` (``ssdr fit --method auto``) chooses the method, its dimension m and its
+parameters by k-fold cross-validation on the labeled rows (the unlabeled rows stay in every
+fold's graph; their labels are never read), then fits the choice on every labeled row::
+
+    est = ssdr.Auto(seed=1).fit(X_local, y_local)
+    est.model_["method"], est.info_["selection"]["chosen"]   # e.g. "lda", {"dim": 2, ...}
+
+Its parameters are ``dim`` (None: chosen too), ``seed`` (the folds, NN-descent),
+``max_kernel_memory``, ``verbose``, ``cv_folds`` (k, default 5) and what every candidate
+takes (``scaling``, which replaces the candidates' none/standardize, ``pca_energy``,
+``knn_method``, ...). The model is the chosen method's, so transform, predict, save and
+pickle are that method's, and ``ssdr.Auto.load`` takes any projecting method's model.
+
 Every call is collective over ``comm`` (default: the fit's communicator, else
 MPI.COMM_WORLD), and checks its input on every rank before the C++ core runs: a mistake on
 one rank (a NaN, a missing label, a wrong shape) raises the same ``ssdr.Error`` (a
@@ -466,6 +479,12 @@ def _encode(y, unlabeled, classes):
 # The methods whose fit propagates labels (their soft labels F become transduction_,
 # label_distributions_ and outlier_distribution_), from the method table.
 _PROPAGATING = set(_ssdr.propagating_methods())
+# ssdr.Auto's method: it chooses a method of the table by cross-validation, and its model is
+# the chosen method's.
+_AUTO = "auto"
+# The parameters every method of the table takes (dim, seed, verbose, preprocessing, ...): what
+# a loaded or unpickled auto model keeps of auto's parameters.
+_COMMON_PARAMETERS = set.intersection(*[set(_ssdr.parameter_names(m[0])) for m in _ssdr.methods() if m[0] != _AUTO])
 
 
 class _Core:
@@ -478,16 +497,21 @@ class _Core:
         if core is None and getattr(self, "_model_bytes", None) is not None:
             # Unpickled: the model is rebuilt from its bytes on the first collective call.
             comm = comm or _MPI.COMM_WORLD
-            core = _ssdr.Estimator.from_bytes(self._model_bytes, self._given_json(), comm)
+            core = _ssdr.Estimator.from_bytes(self._model_bytes, self._given_json(load=True), comm)
             self._core, self._comm, self._model_bytes = core, comm, None
         if core is None:
             raise NotFittedError("This %s instance is not fitted yet. Call 'fit' with appropriate arguments before "
                                  "using this estimator." % type(self).__name__)
         return core
 
-    def _given_json(self):
+    def _given_json(self, load=False):
+        """The set parameters as JSON for the core. load: for a model being loaded or unpickled;
+        auto's model is the chosen method's, which may not take auto's own parameters
+        (cv_folds, knn_method, ...): only those every method takes go with it."""
         out = {}
         for name, value in self._given().items():
+            if load and self._method() == _AUTO and name not in _COMMON_PARAMETERS:
+                continue
             out[name] = _plain(name, value)
         return _json.dumps(out, sort_keys=True)
 
@@ -639,7 +663,7 @@ class _Core:
         if blob is not None:
             held = _ssdr.model_method(blob)  # parses and checks the bytes (checksum, shapes)
             expected = self._fixed_method if isinstance(self, _MethodEstimator) else state.get("method")
-            if held != expected:
+            if held != expected and expected != _AUTO:  # auto's model is the chosen method's
                 raise Error("pickle: the model's method is %s, not %s (%s)" % (held, expected, type(self).__name__))
         self.__dict__.update(state)
         self._core, self._comm = None, None
@@ -824,9 +848,11 @@ class _MethodEstimator(_Core):
         plain = _agreed(comm, lambda: (_path(path), {k: _plain(k, v) for k, v in params.items() if v is not None}),
                         "load", lambda r: dict([("path", r[0])] + [("parameter " + k, v) for k, v in r[1].items()]))
         path, plain = plain
+        if cls._fixed_method == _AUTO:  # the model's method (the chosen one) may not take cv_folds, ...
+            plain = {k: v for k, v in plain.items() if k in _COMMON_PARAMETERS}
         core = _ssdr.Estimator.load(path, _json.dumps(plain), comm)
         # Auto's model is the chosen method's: any projecting method's model loads as Auto.
-        if core.method != cls._fixed_method and cls._fixed_method != "auto":
+        if core.method != cls._fixed_method and cls._fixed_method != _AUTO:
             raise Error("%s: the model's method is %s, not %s" % (path, core.method, cls._fixed_method))
         return cls(**params)._adopt(core, comm)
 
