@@ -24,7 +24,7 @@ bool auto_accepts(const std::string& name) {
 FitConfig make_auto_config(const std::vector<ParameterSetting>& settings, int64_t dim, uint64_t seed,
                            double max_kernel_memory, int cv_folds) {
   SSDR_REQUIRE(dim >= 0, "dim: expected an integer >= 0, got " + std::to_string(dim));
-  SSDR_REQUIRE(cv_folds >= 2, "--cv-folds must be at least 2, got " + std::to_string(cv_folds));
+  SSDR_REQUIRE(cv_folds >= 2, "cv_folds (--cv-folds): expected an integer >= 2, got " + std::to_string(cv_folds));
   // Each setting checked against a method that uses it (soda takes every accepted name), so a
   // bad value is refused here, before any data is read.
   json given = json::object();
@@ -32,7 +32,7 @@ FitConfig make_auto_config(const std::vector<ParameterSetting>& settings, int64_
     SSDR_REQUIRE(methods::lookup_parameter(s.name) != nullptr,
                  s.spelling + ": unknown parameter '" + s.name + "'; expected one of " + methods::parameter_list());
     SSDR_REQUIRE(auto_accepts(s.name), s.spelling + " is not a parameter of auto: auto chooses the method and its "
-                                                    "own parameters; give --method NAME to set them yourself");
+                                                    "own parameters; name a method instead to set them yourself");
     FitConfig probe = make_fit_config("soda", {s}, 0, seed, max_kernel_memory);
     given[s.name] = s.value;
   }
@@ -45,6 +45,9 @@ FitConfig make_auto_config(const std::vector<ParameterSetting>& settings, int64_
 }
 
 namespace {
+
+/// Up to this many features a trace-ratio candidate is also scored at m = 2(c − 1).
+constexpr int64_t kCheapTraceRatioDims = 100;
 
 /// m = 1 … min(c − 1, d), or the user's m.
 std::vector<int64_t> discriminant_dims(int classes, int64_t d, int64_t fixed) {
@@ -85,8 +88,12 @@ std::vector<Candidate> auto_candidates(const FitConfig& a, int classes, int64_t 
     out.push_back(std::move(cand));
   };
   const std::vector<int64_t> nested = discriminant_dims(classes, d, fixed);
+  // The trace ratio's subspaces are not nested: each m is its own fit, whose cost is the
+  // d'×d' eigen-solves. m = c − 1, and 2(c − 1) too where those cost nothing beside the rest
+  // (d ≤ kCheapTraceRatioDims features).
   std::vector<int64_t> trace_ratio_dims = nested.empty() ? std::vector<int64_t>{} : std::vector<int64_t>{nested.back()};
-  if (fixed == 0 && 2 * trace_ratio_dims.back() <= d) trace_ratio_dims.push_back(2 * trace_ratio_dims.back());
+  if (fixed == 0 && !trace_ratio_dims.empty() && 2 * trace_ratio_dims.back() <= d && d <= kCheapTraceRatioDims)
+    trace_ratio_dims.push_back(2 * trace_ratio_dims.back());
   for (const std::string& scaling : scalings) {
     add("lda", scaling, {{"shrinkage", "auto"}}, nested);
     add("sda", scaling, {{"shrinkage", "auto"}}, nested);

@@ -170,6 +170,12 @@ std::vector<int> cv_folds(const std::vector<int>& labels, const std::vector<data
 
 namespace {
 
+/// Whether two preprocessings give the same rows (RowsKey's preprocessing fields). Local.
+bool same_rows(const data::PreprocessOptions& a, const data::PreprocessOptions& b) {
+  return a.scaling == b.scaling && a.pca == b.pca && a.pca_energy == b.pca_energy && a.route == b.route &&
+         a.pca_dim == b.pca_dim && a.single == b.single;
+}
+
 /// The leading m columns of Y (n×M, M ≥ m), Y's layout. Local.
 DistMatrix leading_columns(const DistMatrix& Y, int64_t m) {
   DistMatrix Z;
@@ -357,6 +363,17 @@ Selection select_candidates(const io::Dataset& ds, const std::vector<data::Role>
       scored_entries.push_back({{"params", cand.point}, {"error", e.what()}});
     }
     progress.update(static_cast<long>(p + 1));
+    // Memory: a candidate's scatter matrices (d'×d' per fold) serve only itself; the rows and
+    // graphs of one preprocessing serve the candidates that follow with the same (callers
+    // list them together), so a change of preprocessing drops them.
+    for (auto& fc : caches.folds)
+      for (auto& [key, gc] : fc.by_rows) gc.scatters.clear();
+    for (auto& [key, gc] : caches.shared.by_rows) gc.scatters.clear();
+    if (p + 1 < candidates.size() && !same_rows(cand.config.preprocess, candidates[p + 1].config.preprocess)) {
+      rows.entries.clear();
+      caches = CvCaches();
+      if (candidates.front().config.cache) candidates.front().config.cache->share_into(caches.shared);
+    }
   }
   SSDR_REQUIRE(best_candidate >= 0, context + ": every candidate failed; the first: " +
                                         scored_entries[0].value("error", std::string("?")));

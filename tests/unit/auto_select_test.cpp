@@ -117,7 +117,7 @@ TEST(AutoConfig, RefusesWhatAutoChoosesAndBadValuesWithOneLineErrors) {
               HasSubstr("--alpha-u is not a parameter of auto: auto chooses the method and its own parameters"));
   EXPECT_THAT(test::error_of([] { auto_config({{"scaling", "loud", "--scaling"}}); }), HasSubstr("--scaling"));
   EXPECT_THAT(test::error_of([] { driver::make_auto_config({}, 0, 0, 0, 1); }),
-              HasSubstr("--cv-folds must be at least 2, got 1"));
+              HasSubstr("cv_folds (--cv-folds): expected an integer >= 2, got 1"));
   EXPECT_THAT(test::error_of([] { Estimator e("auto", {{"mu_scale", 1.0}}); }),
               HasSubstr("'mu_scale' is not a parameter of auto"));
 }
