@@ -333,7 +333,8 @@ Job parse_job(const std::string& path) {
             } else if (kv.second.IsMap()) {
               for (const auto& g : kv.second) {
                 const std::string name = g.first.as<std::string>();
-                if (!parameter_names().count(name)) job_error(job, where + ": unknown parameter '" + name + "'");
+                if (name != "dim" && !parameter_names().count(name))
+                  job_error(job, where + ": unknown parameter '" + name + "'; expected dim or a parameter of the method");
                 methods::require_parameter(methods::find_method(ms.name), name, job.file + ": " + where + ": " + name);
                 std::vector<json> values;
                 if (g.second.IsSequence())

@@ -33,7 +33,9 @@ using nlohmann::json;
 std::string point_text(const json& p) {
   std::string s;
   for (auto it = p.begin(); it != p.end(); ++it)
-    s += (s.empty() ? "" : " ") + it.key() + "=" + (it.value().is_string() ? it.value().get<std::string>() : it.value().dump());
+    if (it.key() != "method")
+      s += (s.empty() ? "" : " ") + it.key() + "=" + (it.value().is_string() ? it.value().get<std::string>() : it.value().dump());
+  if (p.contains("method")) return p["method"].get<std::string>() + (s.empty() ? "" : " (" + s + ")");
   return s.empty() ? "defaults" : s;
 }
 

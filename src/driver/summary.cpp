@@ -82,7 +82,13 @@ std::string params_text(const json& p) {
 /// shrinkage=auto").
 std::string choice_text(const json& r) {
   const json& chosen = r["selection"]["chosen"];
-  if (!r.contains("chosen_method") || !r["chosen_method"].is_string()) return params_text(chosen);
+  if (!r.contains("chosen_method") || !r["chosen_method"].is_string()) {
+    // A cv_grid over dim: the chosen m leads ("m=1 alpha=10").
+    const std::string rest = params_text(chosen);
+    if (!chosen.contains("dim") || !chosen["dim"].is_number_integer()) return rest;
+    const std::string m = "m=" + std::to_string(chosen["dim"].get<int64_t>());
+    return rest == "defaults" ? m : m + " " + rest;
+  }
   std::string s = r["chosen_method"].get<std::string>();
   if (chosen.contains("dim") && chosen["dim"].is_number_integer()) s += " m=" + std::to_string(chosen["dim"].get<int64_t>());
   const std::string rest = params_text(chosen);
