@@ -97,16 +97,14 @@ std::vector<uint64_t> select_keys(const std::vector<int>& labels, int64_t row_st
 
 }  // namespace
 
-namespace {
-
-/// "class 'bus'" (a name from the data), "class 7" (an integer label as the data write it) or
-/// "class 3" (no names: the code).
 std::string class_text(int k, const std::vector<std::string>& names) {
   if (k < 0 || static_cast<size_t>(k) >= names.size()) return "class " + std::to_string(k);
   const std::string& name = names[static_cast<size_t>(k)];
   const bool integer = !name.empty() && name.find_first_not_of("-0123456789") == std::string::npos;
   return integer ? "class " + name : "class '" + name + "'";
 }
+
+namespace {
 
 }  // namespace
 

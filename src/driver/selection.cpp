@@ -130,7 +130,7 @@ Grid default_grid(const FitConfig& config) {
 }
 
 std::vector<int> cv_folds(const std::vector<int>& labels, const std::vector<data::Role>& roles, int classes,
-                          int folds, uint64_t seed, MPI_Comm comm) {
+                          int folds, uint64_t seed, MPI_Comm comm, const std::vector<std::string>& names) {
   SSDR_REQUIRE(folds >= 2, "--cv-folds must be at least 2, got " + std::to_string(folds));
   SSDR_CHECK_COLLECTIVE(comm, labels.size() == roles.size(), "cross-validation: one role per local row expected");
   // The labeled samples' labels on every rank, in global order (O(l), never O(n)); position j
@@ -145,8 +145,8 @@ std::vector<int> cv_folds(const std::vector<int>& labels, const std::vector<data
   size_t labeled = 0;
   for (int c = 0; c < classes; ++c) {
     const size_t lc = members[static_cast<size_t>(c)].size();
-    SSDR_REQUIRE(lc >= 2, "cross-validation needs at least 2 labeled samples per class; class " + std::to_string(c) +
-                              " has " + std::to_string(lc));
+    SSDR_REQUIRE(lc >= 2, "cross-validation needs at least 2 labeled samples per class (one is held out); " +
+                              data::class_text(c, names) + " has " + std::to_string(lc));
     labeled += lc;
   }
   const int k = static_cast<int>(std::min<size_t>(static_cast<size_t>(folds), labeled));
@@ -303,7 +303,7 @@ Selection select_candidates(const io::Dataset& ds, const std::vector<data::Role>
                             const std::string& context) {
   const double t0 = MPI_Wtime();
   SSDR_REQUIRE(!candidates.empty(), context + ": no candidate to choose from");
-  const std::vector<int> fold = cv_folds(ds.labels, roles, ds.classes, folds, seed, ds.X.comm);
+  const std::vector<int> fold = cv_folds(ds.labels, roles, ds.classes, folds, seed, ds.X.comm, ds.class_names);
   int k = 0;
   for (int f : fold) k = std::max(k, f + 1);
   MPI_Allreduce(MPI_IN_PLACE, &k, 1, MPI_INT, MPI_MAX, ds.X.comm);

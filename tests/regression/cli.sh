@@ -276,7 +276,7 @@ expect_error "--grid bad value" "--grid: parameter lambda: expected a number" fi
 expect_error "--cv-folds 1" "--cv-folds must be at least 2, got 1" fit --method m-ssgda "${iris_ssgda[@]}" --select-by cv --cv-folds 1
 expect_error "nothing to select" "--select-by cv: nothing to select for method 'lda'" fit --method lda "${iris_ssgda[@]}" --select-by cv
 expect_error "cv of a transductive method" "method 'lp' learns no projection" fit --method lp "${iris_ssgda[@]}" --select-by cv
-expect_error "cv with one labeled per class" "at least 2 labeled samples per class; class 0 has 1" fit --method m-ssgda --data "$iris" --labeled-per-class 1 --select-by cv
+expect_error "cv with one labeled per class" "at least 2 labeled samples per class (one is held out); class 0 has 1" fit --method m-ssgda --data "$iris" --labeled-per-class 1 --select-by cv
 expect_error "negative --sigma-scale" "--sigma-scale: expected a number >= 0, got -1" fit --method gda "${iris_ssgda[@]}" --sigma-scale -1
 
 if run fit --method m-ssgda "${iris_ssgda[@]}" --select-by cv --grid lambda=0.01,1 -q --report "$tmp/cv.json" \

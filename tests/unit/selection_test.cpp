@@ -108,7 +108,7 @@ TEST(CvFolds, AreStratifiedAndDependOnlyOnTheLabelsRolesAndSeed) {
               HasSubstr("--cv-folds must be at least 2, got 1"));
   const auto one = test::split(ds, per_class_split(1, 20, 0));
   EXPECT_THAT(error_of([&] { driver::cv_folds(ds.labels, one, ds.classes, 5, 0, MPI_COMM_WORLD); }),
-              HasSubstr("at least 2 labeled samples per class; class 0 has 1"));
+              HasSubstr("at least 2 labeled samples per class (one is held out); class 0 has 1"));
 }
 
 TEST(CrossValidate, ScoresEachHeldOutFoldByOneNnAgainstTheRemainingLabeledSamples) {

@@ -78,4 +78,8 @@ struct SplitCounts {
 /// The counts of each role over every rank's `roles`. Collective (one MPI_Allreduce).
 SplitCounts count_roles(const std::vector<Role>& roles, MPI_Comm comm);
 
+/// How messages name class k: "class 'bus'" (a name from the data), "class 7" (an integer
+/// label as the data write it) or "class 3" (no names: the code). Local.
+std::string class_text(int k, const std::vector<std::string>& names);
+
 }  // namespace ssdr::data

@@ -72,9 +72,10 @@ Grid default_grid(const FitConfig& config);
 /// Depends only on labels, roles and seed: the same folds for every rank count. The labeled
 /// samples' labels (l, never n) are gathered on every rank. Collective over comm.
 /// \throws ssdr::Error (collective) when folds < 2 or a class has fewer than two
-///   labeled samples (hiding a fold could leave it without one).
+///   labeled samples (hiding a fold could leave it without one), naming the class by `names`
+///   (data::class_text; the code when empty).
 std::vector<int> cv_folds(const std::vector<int>& labels, const std::vector<data::Role>& roles, int classes,
-                          int folds, uint64_t seed, MPI_Comm comm);
+                          int folds, uint64_t seed, MPI_Comm comm, const std::vector<std::string>& names = {});
 
 /// Graph caches a cross-validation keeps across the candidates of a grid: one per fold
 /// (propagations depend on the fold's labels) and `shared` for what depends only on the

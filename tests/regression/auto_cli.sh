@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# `ssdr fit --method auto` on the command line (issue 49): a user's CSV with empty labels is
+# fitted by the chosen method, the table and the report name it, --cv-table lists every
+# candidate with its folds and marks the chosen one, predict uses the model as any method's,
+# and every mistake of the doors is one line and a non-zero exit on every rank, with no output
+# left behind.
+# Usage: auto_cli.sh SSDR_BINARY DATA_DIR   (MPIEXEC and SSDR_PYTHON from the environment)
+set -u
+SSDR="$1"
+DATA="$(cd "$2" && pwd)"
+source "$(dirname "${BASH_SOURCE[0]}")/common.bash"
+
+RUN=("$MPIEXEC" -n 2 "$SSDR")
+own="$(cd "$DATA/../.." && pwd)/examples/my_iris.csv"  # header, species names, 45 empty labels
+
+# refuse NAME EXPECTED_TEXT -- COMMAND...: non-zero exit, one line on stderr holding the text,
+# and none of the outputs written.
+refuse() {
+  local name="$1" want="$2"
+  shift 2
+  [ "$1" = -- ] && shift
+  if timeout 120 "$@" >"$tmp/out" 2>"$tmp/err"; then
+    bad "$name: exit 0"
+  elif [ "$(wc -l <"$tmp/err")" -ne 1 ] || ! grep -qF -- "$want" "$tmp/err"; then
+    bad "$name: expected one line with '$want', got: $(head -c 400 "$tmp/err")"
+  elif [ -e "$tmp/r.json" ] || [ -e "$tmp/m.model" ] || [ -e "$tmp/cv.csv" ]; then
+    bad "$name: left an output behind"
+  else
+    ok "$name"
+  fi
+}
+
+# 1. The fit: the table's method column is auto:NAME, the report has the chosen method and the
+#    selection, the CV table has one line per candidate and m with 5 folds, one chosen.
+if "${RUN[@]}" fit --method auto --data "$own" --label-column species --report "$tmp/a.json" \
+    --model "$tmp/a.model" --cv-table "$tmp/a_cv.csv" -q >"$tmp/fit.out" 2>"$tmp/fit.err"; then
+  ok "fit --method auto runs"
+else
+  bad "fit --method auto: $(tail -3 "$tmp/fit.err")"
+fi
+"$PY" - "$tmp" <<'EOF' && ok "report, table and CV table agree on the choice" || bad "report, table and CV table"
+import csv, json, sys
+tmp = sys.argv[1]
+r = json.load(open(tmp + "/a.json"))
+sel = r["info"]["selection"]
+chosen = sel["chosen"]
+assert r["method"] == "auto" and r["chosen_method"] == chosen["method"], (r["method"], r.get("chosen_method"))
+assert r["parameters"]["method"] == chosen["method"] and r["dim"] == chosen["dim"], r["parameters"]
+assert r["parameters"]["selected_by"] == "auto"
+table = open(tmp + "/fit.out").read().split("\n")
+assert table[1].split()[0] == "auto:" + chosen["method"], table
+rows = list(csv.DictReader(open(tmp + "/a_cv.csv")))
+assert len(rows) == len(sel["candidates"]), (len(rows), len(sel["candidates"]))
+assert [k for k in rows[0] if k.startswith("fold_")] == ["fold_%d" % f for f in range(1, 6)]
+marked = [x for x in rows if x["chosen"] == "1"]
+assert len(marked) == 1 and marked[0]["method"] == chosen["method"] and int(marked[0]["dim"]) == chosen["dim"]
+assert marked[0]["rule"].startswith("the highest pooled k-fold 1-NN accuracy"), marked[0]["rule"]
+best = max(float(x["cv_accuracy"]) for x in rows if x["cv_accuracy"])
+assert float(marked[0]["cv_accuracy"]) == best
+# The first of the best in the table's order (simplest first) is the one chosen.
+assert next(x for x in rows if x["cv_accuracy"] and float(x["cv_accuracy"]) == best) is marked[0]
+# Every candidate was scored on the 105 labeled rows.
+assert all(int(x["scored"]) == 105 for x in rows), [x["scored"] for x in rows]
+EOF
+# 2. predict with the auto model labels every row by class name.
+if "${RUN[@]}" predict --model "$tmp/a.model" --data "$own" --label-column species --output "$tmp/p.csv" -q \
+    >/dev/null 2>"$tmp/p.err" && [ "$(wc -l <"$tmp/p.csv")" -eq 151 ] && grep -q ",setosa$" "$tmp/p.csv"; then
+  ok "predict with an auto model"
+else
+  bad "predict with an auto model: $(tail -2 "$tmp/p.err")"
+fi
+
+# 3. The doors.
+common=(fit --method auto --data "$own" --label-column species --report "$tmp/r.json" --model "$tmp/m.model")
+refuse "a parameter auto chooses" "--alpha-u is not a parameter of auto" -- "${RUN[@]}" "${common[@]}" --alpha-u 0.9
+refuse "auto with --select-by cv" "--select-by cv: --method auto cross-validates already" -- \
+  "${RUN[@]}" "${common[@]}" --select-by cv
+refuse "auto with --grid" "--grid: --method auto chooses among its own candidates" -- \
+  "${RUN[@]}" "${common[@]}" --grid alpha_u=0.5
+refuse "auto with --soft-labels" "--soft-labels: not with --method auto" -- \
+  "${RUN[@]}" "${common[@]}" --soft-labels "$tmp/f.csv"
+refuse "auto with --cv-folds 1" "cv_folds (--cv-folds): expected an integer >= 2, got 1" -- \
+  "${RUN[@]}" "${common[@]}" --cv-folds 1
+refuse "a bad scaling for auto" "--scaling" -- "${RUN[@]}" "${common[@]}" --scaling loud
+refuse "--cv-table without a selection" "--cv-table: expected --method auto or --select-by cv" -- \
+  "${RUN[@]}" fit --method lda --data "$own" --label-column species --cv-table "$tmp/cv.csv"
+refuse "--cv-table onto the data" "--cv-table" -- "${RUN[@]}" "${common[@]}" --cv-table "$own"
+# 4. A class with one labeled row: CV cannot hold it out; one line naming the class.
+"$PY" - "$own" "$tmp/one.csv" <<'EOF'
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1])))
+seen = False
+with open(sys.argv[2], "w", newline="") as f:
+    w = csv.writer(f)
+    w.writerow(rows[0])
+    for r in rows[1:]:
+        if r[-1] == "setosa":
+            r[-1] = r[-1] if not seen else ""
+            seen = True
+        w.writerow(r)
+EOF
+refuse "a class with one labeled row" "at least 2 labeled samples per class (one is held out); class 'setosa' has 1" -- \
+  "${RUN[@]}" fit --method auto --data "$tmp/one.csv" --label-column species --report "$tmp/r.json" -q
+finish
