@@ -516,7 +516,8 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
   const int64_t seed = vm["seed"].as<int64_t>();  // an unsigned option would take -1 as 2^64 - 1
   SSDR_REQUIRE(seed >= 0, "--seed: expected an integer >= 0, got " + std::to_string(seed));
   c.split.seed = static_cast<uint64_t>(seed);
-  for (const char* option : {"report", "model", "embedding", "soft-labels", "split", "data", "graph-in", "graph-out", "plot"})
+  for (const char* option : {"report", "model", "embedding", "soft-labels", "split", "data", "graph-in", "graph-out", "plot",
+                             "cv-table"})
     SSDR_REQUIRE(!vm.count(option) || !vm[option].as<std::string>().empty(),
                  std::string("--") + option + ": expected a file name, got an empty string");
   if (driver::is_auto(c.config.method)) return parse_auto_fit(c, vm, grid, max_kernel_memory, evaluate);
@@ -561,6 +562,9 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
   for (const auto& g : grid) {
     c.grid.push_back(driver::parse_grid_argument(g));
     methods::require_parameter(info, c.grid.back().first, "--grid " + c.grid.back().first);
+    SSDR_REQUIRE(c.grid.back().first != "dim" || vm["dim"].defaulted(),
+                 "--grid dim=...: the candidates of m; drop --dim " + std::to_string(c.config.method_options.dim) +
+                     " (one m or a grid of them, not both)");
   }
   // The report's parameters: make_fit_config's (those the method uses, its kernel, m and
   // the seed) and the split.

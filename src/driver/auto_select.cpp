@@ -94,11 +94,16 @@ std::vector<Candidate> auto_candidates(const FitConfig& a, int classes, int64_t 
   std::vector<int64_t> trace_ratio_dims = nested.empty() ? std::vector<int64_t>{} : std::vector<int64_t>{nested.back()};
   if (fixed == 0 && !trace_ratio_dims.empty() && 2 * trace_ratio_dims.back() <= d && d <= kCheapTraceRatioDims)
     trace_ratio_dims.push_back(2 * trace_ratio_dims.back());
+  // A user's m beyond c − 1 is past the rank of the discriminant methods' S_b (their columns
+  // there are the eigen-solver's arbitrary choice): only the trace ratio takes it.
+  const bool discriminant = fixed <= std::max(classes - 1, 1);
   for (const std::string& scaling : scalings) {
-    add("lda", scaling, {{"shrinkage", "auto"}}, nested);
-    add("sda", scaling, {{"shrinkage", "auto"}}, nested);
-    for (const json& alpha_u : methods::find_method("sl-lda").cv_grid.front().second)
-      add("sl-lda", scaling, {{"alpha_u", alpha_u}}, nested);
+    if (discriminant) {
+      add("lda", scaling, {{"shrinkage", "auto"}}, nested);
+      add("sda", scaling, {{"shrinkage", "auto"}}, nested);
+      for (const json& alpha_u : methods::find_method("sl-lda").cv_grid.front().second)
+        add("sl-lda", scaling, {{"alpha_u", alpha_u}}, nested);
+    }
     for (double mu_scale : {0.1, 1.0}) add("soda", scaling, {{"mu_scale", mu_scale}}, trace_ratio_dims);
   }
   return out;

@@ -389,6 +389,10 @@ Job parse_job(const std::string& path) {
         if (dup != sorted.end())
           job_error(job, "dim of method " + ms.name + " lists " + std::to_string(*dup) + " twice");
       }
+      for (const auto& [name, values] : ms.cv_grid)
+        if (name == "dim" && !ms.dims.empty())
+          job_error(job, "line " + std::to_string(ms.line) + ": method " + ms.name +
+                             ": dim and a cv_grid over dim; give the candidates of m in one of them");
       if (grid_size(ms.grid) > kMaxGridPoints || grid_size(ms.cv_grid) > kMaxGridPoints)
         job_error(job, "method " + ms.name + ": a parameter grid of more than " + std::to_string(kMaxGridPoints) +
                            " points (the product of the value counts)");

@@ -212,14 +212,21 @@ std::vector<CvScore> cross_validate_dims(const io::Dataset& ds, const std::vecto
   }
   if (caches && caches->folds.size() < static_cast<size_t>(k)) caches->folds.resize(static_cast<size_t>(k));
   const int64_t widest = *std::max_element(dims.begin(), dims.end());
-  // One fit per fold at the widest m for nested solutions, else one per (fold, m).
-  const std::vector<int64_t> fits = info.nested_dimensions ? std::vector<int64_t>{widest} : dims;
+  // One fit per fold at the widest m for nested solutions, else one per (fold, m). A fit the
+  // method refuses (m beyond d' or beyond the rank of its S_b) fails that m only: a nested
+  // method whose widest fit is refused is then fitted per m, like any other.
+  bool nested = info.nested_dimensions && dims.size() > 1;
   for (int f = 0; f < k; ++f) {
     std::vector<data::Role> r = roles;
     std::vector<data::Role> scored(r.size(), data::Role::labeled);  // "labeled" = not scored
     for (size_t i = 0; i < r.size(); ++i)
       if (folds[i] == f) r[i] = scored[i] = data::Role::unlabeled;
-    for (int64_t fit_dim : fits) {
+    std::vector<int64_t> fits;
+    for (size_t j = 0; j < dims.size(); ++j)
+      if (scores[j].error.empty() && !nested) fits.push_back(dims[j]);
+    if (nested) fits = {widest};
+    for (size_t q = 0; q < fits.size(); ++q) {
+      const int64_t fit_dim = fits[q];
       FitConfig c = config;
       c.method_options.dim = fit_dim;
       if (caches) {
@@ -229,12 +236,26 @@ std::vector<CvScore> cross_validate_dims(const io::Dataset& ds, const std::vecto
       } else {
         c.cache = nullptr;
       }
-      const FitOutcome out = fit_and_evaluate(ds, r, c, true);
+      FitOutcome out;
+      try {
+        out = fit_and_evaluate(ds, r, c, true);
+      } catch (const Error& e) {
+        if (!e.collective_over(ds.X.comm)) throw;
+        if (nested) {  // from here on one fit per m, this fold included
+          nested = false;
+          for (size_t j = 0; j < dims.size(); ++j) fits.push_back(dims[j]);
+          continue;
+        }
+        for (size_t j = 0; j < dims.size(); ++j)
+          if (dims[j] == fit_dim) scores[j].error = e.what();
+        continue;
+      }
       if (caches) caches->folds[static_cast<size_t>(f)].share_into(caches->shared);
       const bool gda = out.info.is_object() && out.info.contains("fallback_to_gda") &&
                        out.info["fallback_to_gda"].get<bool>();
       for (size_t j = 0; j < dims.size(); ++j) {
-        if (info.nested_dimensions ? dims[j] > out.embedding.cols : dims[j] != fit_dim) continue;
+        if (!scores[j].error.empty()) continue;
+        if (nested ? dims[j] > out.embedding.cols : dims[j] != fit_dim) continue;
         const DistMatrix Y = dims[j] == out.embedding.cols ? DistMatrix() : leading_columns(out.embedding, dims[j]);
         const auto pred = evaluation::one_nn_predict(Y.cols > 0 ? Y : out.embedding, ds.labels, r);
         const auto acc = evaluation::accuracy(pred, ds.labels, scored, ds.X.comm);
@@ -247,15 +268,20 @@ std::vector<CvScore> cross_validate_dims(const io::Dataset& ds, const std::vecto
       }
     }
   }
+  bool any = false;
   for (size_t j = 0; j < dims.size(); ++j) {
-    // A nested fit narrower than asked (m > d' is refused by the fit itself, so only when the
-    // method returns fewer columns): that m was not scored, which is an error, not a zero.
-    SSDR_REQUIRE(scores[j].scored > 0 || k == 0, "cross-validation: " + config.method + " gave no embedding of m = " +
-                                                     std::to_string(dims[j]));
-    scores[j].accuracy = scores[j].scored > 0
-                             ? static_cast<double>(scores[j].correct) / static_cast<double>(scores[j].scored)
-                             : NAN;
+    CvScore& s = scores[j];
+    // An m a fold did not score (the method returned fewer columns than asked) is an error,
+    // not a zero. Counts are allreduced: the same verdict on every rank.
+    int64_t folds_scored = 0;
+    for (int64_t x : s.fold_scored) folds_scored += x > 0;
+    if (s.error.empty() && folds_scored < k)
+      s.error = "cross-validation: " + config.method + " gave no embedding of m = " + std::to_string(dims[j]);
+    s.accuracy = s.error.empty() && s.scored > 0 ? static_cast<double>(s.correct) / static_cast<double>(s.scored) : NAN;
+    any = any || s.error.empty();
   }
+  // Every m refused: the candidate fails as a whole, with the first m's reason.
+  if (!any) throw Error(scores.front().error, __FILE__, __LINE__, true);
   return scores;
 }
 
@@ -341,6 +367,10 @@ Selection select_candidates(const io::Dataset& ds, const std::vector<data::Role>
         const CvScore& s = scores[j];
         json point = cand.point;
         if (!cand.dims.empty()) point["dim"] = dims[j];
+        if (!s.error.empty()) {  // this m refused by the method (e.g. beyond d'), the others scored
+          scored_entries.push_back({{"params", point}, {"error", s.error}});
+          continue;
+        }
         json fa = json::array();
         for (size_t f = 0; f < s.fold_scored.size(); ++f)
           fa.push_back(s.fold_scored[f] > 0 ? json(static_cast<double>(s.fold_correct[f]) /

@@ -345,7 +345,12 @@ void summarize(const Job& job, const std::string& out_dir, const std::vector<jso
     Setting& s = g[key];
     s.params = p;
     s.dim = r["dim"].get<int64_t>() > 0 ? r["dim"].get<int64_t>() : r["dim_used"].get<int64_t>();
-    if (r["dim"].get<int64_t>() == 0 && r.contains("chosen_method")) ++s.chosen_dims[s.dim];
+    // m chosen per split (auto, or a cv_grid over dim): counted, so the row's m does not
+    // depend on the order the results came in.
+    const bool m_chosen = r.contains("chosen_method") ||
+                          (r.contains("selection") && r["selection"].is_object() &&
+                           r["selection"].contains("chosen") && r["selection"]["chosen"].contains("dim"));
+    if (r["dim"].get<int64_t>() == 0 && m_chosen) ++s.chosen_dims[s.dim];
     auto val = [](const json& v) { return v.is_null() ? NAN : v.get<double>(); };
     s.unlabeled.push_back(val(r["accuracy"]["unlabeled"]));
     s.unseen.push_back(val(r["accuracy"]["unseen"]));
@@ -356,7 +361,7 @@ void summarize(const Job& job, const std::string& out_dir, const std::vector<jso
     if (r.contains("fallback_to_gda") && r["fallback_to_gda"].is_boolean() && r["fallback_to_gda"].get<bool>())
       ++s.fallbacks;
   }
-  // auto's m, chosen per split: the setting's m is the most frequent (a tie to the smaller),
+  // m chosen per split (auto, a cv_grid over dim): the setting's m is the most frequent (a tie to the smaller),
   // whatever order the results came in; summary.md lists every split's choice.
   for (auto& [k, settings] : groups_map)
     for (auto& [key, s] : settings) {

@@ -155,30 +155,37 @@ ShrunkScatter shrunk_scatter(const DistMatrix& X, const std::vector<int>& labels
         // group's rows mapped to the features, W = V·Yᵀ (p×n_g; Y the n_g centered rows,
         // gathered in global order on every rank: n_g·d' < d'² values), instead of through
         // G = VᵀD⁻²V (p·d'² per group): Z = D⁻¹W, tr C = ‖Z‖²_F/n_g,
-        // ‖C‖²_F = ‖ZᵀZ‖²_F/n_g², Σ_i ‖z_i‖⁴ = Σ_i (ZᵀZ)_ii². O(p·d'·n_g).
+        // ‖C‖²_F = ‖ZᵀZ‖²_F/n_g², Σ_i ‖z_i‖⁴ = Σ_i (ZᵀZ)_ii². O(p·d'·n_g) time.
         std::vector<double> mine(static_cast<size_t>(n_group * d));
         for (int64_t j = 0; j < n_group; ++j) {
           const double* x = X.row(r[static_cast<size_t>(j)]);
           for (int64_t t = 0; t < d; ++t) mine[static_cast<size_t>(j * d + t)] = x[t] - m[t];
         }
         const std::vector<double> Y = allgatherv(mine, X.comm);  // d × n_all, column-major
-        std::vector<double> W(static_cast<size_t>(p * n_all));
-        blas::gemm('N', 'N', p, n_all, d, 1.0, basis->data(), p, Y.data(), d, 0.0, W.data(), p);
-        for (int64_t a = 0; a < p; ++a) {
-          double v = 0, e = 0, mu = 0;
-          for (int64_t j = 0; j < n_all; ++j) v += W[static_cast<size_t>(a + j * p)] * W[static_cast<size_t>(a + j * p)];
-          v /= ng;
-          for (int64_t q = 0; q < d; ++q) {
-            const double vq = (*basis)(a, q);
-            e += std::abs(vq) * sd[static_cast<size_t>(q)];
-            mu += vq * m[q];
-          }
-          const double sa = scale_of(v, mu, rotation * (e * e + var_max));
-          sa2[static_cast<size_t>(a)] = sa * sa;
-          for (int64_t j = 0; j < n_all; ++j) W[static_cast<size_t>(a + j * p)] /= sa;
-        }
+        // K = ZᵀZ accumulated over blocks of 256 rows of V (Z's rows: one feature each, whose
+        // scale needs only that row): memory 256·n_g + n_g², never p·n_g.
         std::vector<double> K(static_cast<size_t>(n_all * n_all), 0.0);
-        blas::syrk('L', 'T', n_all, p, 1.0, W.data(), p, 0.0, K.data(), n_all);
+        constexpr int64_t kRows = 256;
+        const int64_t rb = std::min<int64_t>(kRows, p);
+        std::vector<double> Wb(static_cast<size_t>(rb * n_all));
+        for (int64_t a0 = 0; a0 < p; a0 += kRows) {
+          const int64_t b = std::min<int64_t>(kRows, p - a0);
+          blas::gemm('N', 'N', b, n_all, d, 1.0, basis->data() + a0, p, Y.data(), d, 0.0, Wb.data(), rb);
+          for (int64_t a = 0; a < b; ++a) {
+            double v = 0, e = 0, mu = 0;
+            for (int64_t j = 0; j < n_all; ++j) v += Wb[static_cast<size_t>(a + j * rb)] * Wb[static_cast<size_t>(a + j * rb)];
+            v /= ng;
+            for (int64_t q = 0; q < d; ++q) {
+              const double vq = (*basis)(a0 + a, q);
+              e += std::abs(vq) * sd[static_cast<size_t>(q)];
+              mu += vq * m[q];
+            }
+            const double sa = scale_of(v, mu, rotation * (e * e + var_max));
+            sa2[static_cast<size_t>(a0 + a)] = sa * sa;
+            for (int64_t j = 0; j < n_all; ++j) Wb[static_cast<size_t>(a + j * rb)] /= sa;
+          }
+          blas::syrk('L', 'T', n_all, b, 1.0, Wb.data(), rb, 1.0, K.data(), n_all);
+        }
         for (int64_t i = 0; i < n_all; ++i) {
           const double kii = K[static_cast<size_t>(i + i * n_all)];
           trC += kii;

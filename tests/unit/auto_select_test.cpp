@@ -108,6 +108,10 @@ TEST(AutoCandidates, AreListedSimplestFirstAndKeepWhatTheUserFixed) {
     EXPECT_EQ(c.config.preprocess.scaling, data::Scaling::unit_range) << c.point.dump();
     EXPECT_EQ(c.dims, (std::vector<int64_t>{1})) << c.point.dump();
   }
+  // A fixed m beyond c − 1: soda alone (per scaling, per μ scale).
+  const auto wide = driver::auto_candidates(auto_config({}, 4), 3, 13);
+  ASSERT_EQ(wide.size(), 4u);
+  for (const auto& c : wide) EXPECT_EQ(c.config.method, "soda");
   // Two classes: m = 1, and soda's 2 where d allows it.
   EXPECT_EQ(driver::auto_candidates(auto_config(), 2, 1).back().dims, (std::vector<int64_t>{1}));
 }
@@ -180,4 +184,35 @@ TEST(EstimatorAuto, FitsTheChosenMethodAsItsOwnEstimatorWouldAndPredictsWithIt) 
   EXPECT_EQ(e.model().W.v, direct.model().W.v);
   EXPECT_EQ(allgatherv(e.predict(X), MPI_COMM_WORLD), allgatherv(direct.predict(X), MPI_COMM_WORLD));
   EXPECT_EQ(e.method(), "auto");
+}
+
+TEST(CrossValidateDims, ScoresTheMsTheMethodTakesAndRecordsWhyItRefusedTheOthers) {
+  // --pca-dim 1 leaves d' = 1: LDA (nested) cannot fit m = 2, SODA cannot fit m = 4; the m = 1
+  // fits are scored all the same, and equal the fit at m = 1 alone.
+  const std::string path = test::data_path("iris.csv");
+  const io::Dataset ds = io::read_dataset(path, io::Format::csv, MPI_COMM_WORLD);
+  const auto roles = test::split(ds, per_class_split(4, 20, 1));
+  const std::vector<int> folds = driver::cv_folds(ds.labels, roles, ds.classes, 4, 1, MPI_COMM_WORLD);
+  for (const char* method : {"lda", "soda"}) {
+    const driver::FitConfig cfg = driver::make_fit_config(method, {{"pca_dim", 1, "test"}}, 0, 0, 0);
+    const auto s = driver::cross_validate_dims(ds, roles, cfg, {1, 2}, folds, nullptr);
+    ASSERT_EQ(s.size(), 2u) << method;
+    EXPECT_TRUE(s[0].error.empty()) << method << ": " << s[0].error;
+    EXPECT_EQ(s[0].scored, 12) << method;
+    EXPECT_THAT(s[1].error, HasSubstr("--dim 2")) << method;
+    driver::FitConfig one = cfg;
+    one.method_options.dim = 1;
+    EXPECT_EQ(s[0].correct, driver::cross_validate(ds, roles, one, folds, nullptr).correct) << method;
+    // Every m refused: the candidate fails with the first m's reason.
+    EXPECT_THAT(test::error_of([&] { driver::cross_validate_dims(ds, roles, cfg, {2, 3}, folds, nullptr); }),
+                HasSubstr("--dim 2"))
+        << method;
+  }
+  // auto with --pca-dim 1 on iris: chooses among the m = 1 fits; the m = 2 ones are listed as refused.
+  const driver::Selection sel =
+      driver::select_auto(ds, roles, auto_config({{"pca_dim", 1, "--pca-dim"}}), 1);
+  EXPECT_EQ(sel.config.method_options.dim, 1);
+  int refused = 0;
+  for (const auto& c : sel.report["candidates"]) refused += c.contains("error");
+  EXPECT_GT(refused, 0);
 }

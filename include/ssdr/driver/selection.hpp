@@ -93,6 +93,9 @@ struct CvScore {
   int fallback_to_gda = 0;  ///< folds in which SSGDA selected no unlabeled sample (FitResult::info)
   /// Per fold f = 0..folds−1: its held-out samples classified correctly, and scored.
   std::vector<int64_t> fold_correct, fold_scored;
+  /// cross_validate_dims: why this m was not scored (the method refused it, e.g. m beyond d'),
+  /// empty when it was (replicated).
+  std::string error;
 };
 
 /// k-fold CV of one configuration on the labeled samples: for each fold f (cv_folds), the
@@ -109,8 +112,12 @@ CvScore cross_validate(const io::Dataset& ds, const std::vector<data::Role>& rol
 /// whose solutions are nested (methods::MethodInfo::nested_dimensions: the first m' columns of
 /// the m-dimensional W are the m'-dimensional W) is fitted once per fold at the largest m
 /// and each smaller m scored on the leading columns of that embedding, which is what a fit at
-/// m gives; any other method is fitted once per m. Collective over ds.X.comm.
-/// \throws ssdr::Error (collective) as cross_validate, and when dims is empty or holds m < 1.
+/// m gives; any other method is fitted once per m. An m the method refuses (a collective
+/// ssdr::Error of its fit: m beyond d' or the rank of S_b) gets CvScore::error and the others
+/// are still scored (a nested method whose widest m is refused is fitted per m). Collective
+/// over ds.X.comm.
+/// \throws ssdr::Error (collective) as cross_validate, when every m was refused (the first's
+///   reason), and when dims is empty or holds m < 1.
 std::vector<CvScore> cross_validate_dims(const io::Dataset& ds, const std::vector<data::Role>& roles,
                                          const FitConfig& config, const std::vector<int64_t>& dims,
                                          const std::vector<int>& folds, CvCaches* caches);

@@ -24,8 +24,11 @@
 /// rounding of diag(VΣVᵀ) and the leakage of V into a direction the PCA dropped:
 /// 16·(d' + 2)·ε·((Σ_q |V_aq| √Σ_qq)² + v_max) (a feature constant within a class, such as
 /// a pixel always 0 in one digit, must come out constant). Every statistic is a local sum over this rank's rows and one
-/// MPI_Allreduce: memory O(c·d' + d'² + 256·d') per rank beside the basis, nothing of size
-/// n; time O(n_local·d'² + (c + 1)·p·d'²).
+/// MPI_Allreduce, except for a group with fewer rows n_g than d' (a class of a few labeled
+/// rows), whose n_g centered rows are gathered on every rank and whose statistics come from
+/// them mapped to the features (Σ has rank < n_g): memory O(c·d' + d'² + 256·(d' + n_g) +
+/// n_g²) per rank beside the basis, nothing of size n; time O(n_local·d'² + p·d'·Σ n_g +
+/// k·p·d'²), k ≤ c + 1 the groups with n_g ≥ d', plus 2·p·d'² for the two targets.
 #include <vector>
 
 #include "ssdr/core/dense.hpp"
@@ -47,8 +50,9 @@ struct ShrunkScatter {
 /// The shrunk scatter matrices of the rows of X whose label (one per local row) is in
 /// 0..classes−1 (others are skipped), shrinkage kLedoitWolf or a coefficient in [0, 1].
 /// basis: nullptr (X's columns are the features), or the p×d' basis V described above.
-/// Collective over X.comm (three rounds of MPI_Allreduce: counts and sums, c + 1
-/// covariances one at a time, the fourth moments).
+/// Collective over X.comm (MPI_Allreduce of the counts and sums, then per group its covariance,
+/// its size, and its fourth moments or, for a group of fewer than d' rows, an allgatherv of its
+/// rows).
 /// \throws ssdr::Error (collectively) when a class has no row, the shrinkage is neither auto
 ///   nor in [0, 1], or the basis has not d' columns.
 ShrunkScatter shrunk_scatter(const DistMatrix& X, const std::vector<int>& labels, int classes, const Dense* basis,
