@@ -101,8 +101,11 @@ std::vector<Candidate> auto_candidates(const FitConfig& a, int classes, int64_t 
     if (discriminant) {
       add("lda", scaling, {{"shrinkage", "auto"}}, nested);
       add("sda", scaling, {{"shrinkage", "auto"}}, nested);
-      for (const json& alpha_u : methods::find_method("sl-lda").cv_grid.front().second)
-        add("sl-lda", scaling, {{"alpha_u", alpha_u}}, nested);
+      // The paper's grid λ ∈ {10⁻⁹, …, 10⁹} at its three distinct behaviours, λ = 10⁻³, 1, 10³
+      // (α_u = 1/(1 + λ) = 0.999, 0.5, 0.001): the other four put α_u within 10⁻³ of 1 or 0,
+      // where the propagation's answer is its neighbour's (their CV scores tie with it), at
+      // up to 10⁶ times its condition number.
+      for (double lambda : {1e-3, 1.0, 1e3}) add("sl-lda", scaling, {{"alpha_u", 1.0 / (1.0 + lambda)}}, nested);
     }
     for (double mu_scale : {0.1, 1.0}) add("soda", scaling, {{"mu_scale", mu_scale}}, trace_ratio_dims);
   }

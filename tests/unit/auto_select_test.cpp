@@ -86,7 +86,7 @@ TEST(CrossValidateDims, ScoresEachMOfANestedMethodOnTheLeadingColumnsExactlyAsAF
 
 TEST(AutoCandidates, AreListedSimplestFirstAndKeepWhatTheUserFixed) {
   const auto all = driver::auto_candidates(auto_config(), 3, 13);
-  const auto& sllda_grid = methods::find_method("sl-lda").cv_grid.front().second;
+  const std::vector<nlohmann::json> sllda_grid = {1.0 / (1.0 + 1e-3), 0.5, 1.0 / (1.0 + 1e3)};
   // Per scaling (standardize, then none): lda, sda, sl-lda per α_u, soda per μ scale.
   ASSERT_EQ(all.size(), 2 * (2 + sllda_grid.size() + 2));
   EXPECT_EQ(all[0].point, (nlohmann::json{{"method", "lda"}, {"scaling", "standardize"}, {"shrinkage", "auto"}}));
