@@ -442,6 +442,22 @@ bool parse_command(const std::vector<std::string>& args, const po::options_descr
   return false;
 }
 
+/// The parameter options the user gave (methods::parameter_table()), each with its value
+/// checked against its kind by option_value and its spelling (--alpha-u) for messages.
+/// Replicated.
+std::vector<driver::ParameterSetting> parameter_settings(const po::variables_map& vm) {
+  std::vector<driver::ParameterSetting> settings;
+  for (const auto& p : methods::parameter_table()) {
+    const std::string option = p.cli_option();
+    if (!vm.count(option.substr(2))) continue;
+    settings.push_back({p.name,
+                        p.kind == methods::ParameterKind::flag ? nlohmann::json(p.switch_value)
+                                                               : option_value(p, vm[option.substr(2)].as<std::string>()),
+                        option});
+  }
+  return settings;
+}
+
 /// The split options' checks shared by every method and auto. Replicated.
 void check_split_options(driver::FitCommand& c, const po::variables_map& vm, bool evaluate) {
   const bool has_split = vm.count("split") > 0, has_p = vm.count("labeled-per-class") > 0;
@@ -474,15 +490,7 @@ void record_split(driver::FitCommand& c) {
 /// recorded by driver::make_auto_config; what auto chooses itself is refused. Replicated.
 driver::FitCommand parse_auto_fit(driver::FitCommand& c, const po::variables_map& vm,
                                   const std::vector<std::string>& grid, double max_kernel_memory, bool evaluate) {
-  std::vector<driver::ParameterSetting> settings;
-  for (const auto& p : methods::parameter_table()) {
-    const std::string option = p.cli_option();
-    if (!vm.count(option.substr(2))) continue;
-    settings.push_back({p.name,
-                        p.kind == methods::ParameterKind::flag ? nlohmann::json(p.switch_value)
-                                                               : option_value(p, vm[option.substr(2)].as<std::string>()),
-                        option});
-  }
+  const std::vector<driver::ParameterSetting> settings = parameter_settings(vm);
   SSDR_REQUIRE(c.select_by == "none", "--select-by cv: --method auto cross-validates already; drop --select-by");
   SSDR_REQUIRE(grid.empty(), "--grid: --method auto chooses among its own candidates (docs/methods-guide.md); give "
                              "--method NAME --select-by cv --grid ... to choose among yours");
@@ -532,15 +540,7 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
   // over them (driver::make_fit_config, as the library's Estimator builds it): one the method
   // does not use is an error, and each value goes through the same check as job files and
   // --grid (methods::set_parameter): --alpha-u 1.5 or --beta -1 fail there.
-  std::vector<driver::ParameterSetting> settings;
-  for (const auto& p : methods::parameter_table()) {
-    const std::string option = p.cli_option();
-    if (!vm.count(option.substr(2))) continue;
-    settings.push_back({p.name,
-                        p.kind == methods::ParameterKind::flag ? nlohmann::json(p.switch_value)
-                                                               : option_value(p, vm[option.substr(2)].as<std::string>()),
-                        option});
-  }
+  const std::vector<driver::ParameterSetting> settings = parameter_settings(vm);
   SSDR_REQUIRE(c.config.method_options.dim >= 0, "--dim must be >= 0");
   SSDR_REQUIRE(max_kernel_memory >= 0, "--max-kernel-memory must be >= 0");
   c.config = driver::make_fit_config(c.config.method, settings, c.config.method_options.dim, c.split.seed,

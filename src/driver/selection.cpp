@@ -180,13 +180,7 @@ bool same_rows(const data::PreprocessOptions& a, const data::PreprocessOptions& 
 
 /// The leading m columns of Y (n×M, M ≥ m), Y's layout. Local.
 DistMatrix leading_columns(const DistMatrix& Y, int64_t m) {
-  DistMatrix Z;
-  Z.comm = Y.comm;
-  Z.n_global = Y.n_global;
-  Z.row_start = Y.row_start;
-  Z.n_local = Y.n_local;
-  Z.cols = m;
-  Z.v.resize(static_cast<size_t>(Y.n_local * m));
+  DistMatrix Z = make_dist_like(Y, m);
   for (int64_t i = 0; i < Y.n_local; ++i) std::copy(Y.row(i), Y.row(i) + m, Z.row(i));
   return Z;
 }
@@ -200,7 +194,7 @@ std::vector<CvScore> cross_validate_dims(const io::Dataset& ds, const std::vecto
   SSDR_REQUIRE(info.projects,
                "cross-validation: method '" + config.method + "' learns no projection (transductive only)");
   SSDR_REQUIRE(!dims.empty(), "cross-validation: no dimension to score");
-  for (int64_t m : dims) SSDR_REQUIRE(m >= 1, "cross-validation: dimension " + std::to_string(m) + " < 1");
+  for (int64_t m : dims) SSDR_REQUIRE(m >= 0, "cross-validation: dimension " + std::to_string(m) + " < 0");
   int k = 0;
   for (int f : folds) k = std::max(k, f + 1);
   MPI_Allreduce(MPI_IN_PLACE, &k, 1, MPI_INT, MPI_MAX, ds.X.comm);
@@ -256,7 +250,8 @@ std::vector<CvScore> cross_validate_dims(const io::Dataset& ds, const std::vecto
       for (size_t j = 0; j < dims.size(); ++j) {
         if (!scores[j].error.empty()) continue;
         if (nested ? dims[j] > out.embedding.cols : dims[j] != fit_dim) continue;
-        const DistMatrix Y = dims[j] == out.embedding.cols ? DistMatrix() : leading_columns(out.embedding, dims[j]);
+        const bool whole = dims[j] == 0 || dims[j] == out.embedding.cols;  // 0: the fit's own m
+        const DistMatrix Y = whole ? DistMatrix() : leading_columns(out.embedding, dims[j]);
         const auto pred = evaluation::one_nn_predict(Y.cols > 0 ? Y : out.embedding, ds.labels, r);
         const auto acc = evaluation::accuracy(pred, ds.labels, scored, ds.X.comm);
         CvScore& s = scores[j];
@@ -287,41 +282,8 @@ std::vector<CvScore> cross_validate_dims(const io::Dataset& ds, const std::vecto
 
 CvScore cross_validate(const io::Dataset& ds, const std::vector<data::Role>& roles, const FitConfig& config,
                        const std::vector<int>& folds, CvCaches* caches) {
-  SSDR_REQUIRE(methods::find_method(config.method).projects,
-               "cross-validation: method '" + config.method + "' learns no projection (transductive only)");
-  CvScore score;
-  for (int f : folds) score.folds = std::max(score.folds, f + 1);
-  MPI_Allreduce(MPI_IN_PLACE, &score.folds, 1, MPI_INT, MPI_MAX, ds.X.comm);
-  score.fold_correct.assign(static_cast<size_t>(score.folds), 0);
-  score.fold_scored.assign(static_cast<size_t>(score.folds), 0);
-  if (caches && caches->folds.size() < static_cast<size_t>(score.folds))
-    caches->folds.resize(static_cast<size_t>(score.folds));
-  for (int f = 0; f < score.folds; ++f) {
-    std::vector<data::Role> r = roles;
-    std::vector<data::Role> scored(r.size(), data::Role::labeled);  // "labeled" = not scored
-    for (size_t i = 0; i < r.size(); ++i)
-      if (folds[i] == f) r[i] = scored[i] = data::Role::unlabeled;
-    FitConfig c = config;
-    if (caches) {
-      GraphCaches& fc = caches->folds[static_cast<size_t>(f)];
-      caches->shared.share_into(fc);
-      c.cache = &fc;
-    } else {
-      c.cache = nullptr;
-    }
-    const FitOutcome out = fit_and_evaluate(ds, r, c, true);
-    if (caches) caches->folds[static_cast<size_t>(f)].share_into(caches->shared);
-    const auto pred = evaluation::one_nn_predict(out.embedding, ds.labels, r);
-    const auto acc = evaluation::accuracy(pred, ds.labels, scored, ds.X.comm);
-    score.correct += acc.correct_unlabeled;
-    score.scored += acc.n_unlabeled;
-    score.fold_correct[static_cast<size_t>(f)] = acc.correct_unlabeled;
-    score.fold_scored[static_cast<size_t>(f)] = acc.n_unlabeled;
-    if (out.info.is_object() && out.info.contains("fallback_to_gda") && out.info["fallback_to_gda"].get<bool>())
-      ++score.fallback_to_gda;
-  }
-  score.accuracy = score.scored > 0 ? static_cast<double>(score.correct) / static_cast<double>(score.scored) : NAN;
-  return score;
+  // The configuration's own m (0: c − 1), one fit per fold.
+  return cross_validate_dims(ds, roles, config, {config.method_options.dim}, folds, caches).front();
 }
 
 Selection select_candidates(const io::Dataset& ds, const std::vector<data::Role>& roles,
@@ -357,8 +319,7 @@ Selection select_candidates(const io::Dataset& ds, const std::vector<data::Role>
     const double c0 = MPI_Wtime();
     try {
       std::vector<CvScore> scores;
-      if (cand.dims.empty()) scores.push_back(cross_validate(ds, roles, c, fold, &caches));
-      else scores = cross_validate_dims(ds, roles, c, dims, fold, &caches);
+      scores = cross_validate_dims(ds, roles, c, dims, fold, &caches);
       set_quiet(was_quiet);
       // The candidate's seconds over all its folds and m (rank 0's clock), on each of its entries.
       double cand_seconds = MPI_Wtime() - c0;

@@ -108,7 +108,8 @@ struct CvScore {
 CvScore cross_validate(const io::Dataset& ds, const std::vector<data::Role>& roles, const FitConfig& config,
                        const std::vector<int>& folds, CvCaches* caches);
 
-/// cross_validate at each m of `dims` (each ≥ 1; one CvScore per entry, in order). A method
+/// cross_validate at each m of `dims` (each ≥ 1, or 0 for the configuration's own default c − 1;
+/// one CvScore per entry, in order). A method
 /// whose solutions are nested (methods::MethodInfo::nested_dimensions: the first m' columns of
 /// the m-dimensional W are the m'-dimensional W) is fitted once per fold at the largest m
 /// and each smaller m scored on the leading columns of that embedding, which is what a fit at
@@ -117,7 +118,7 @@ CvScore cross_validate(const io::Dataset& ds, const std::vector<data::Role>& rol
 /// are still scored (a nested method whose widest m is refused is fitted per m). Collective
 /// over ds.X.comm.
 /// \throws ssdr::Error (collective) as cross_validate, when every m was refused (the first's
-///   reason), and when dims is empty or holds m < 1.
+///   reason), and when dims is empty or holds m < 0.
 std::vector<CvScore> cross_validate_dims(const io::Dataset& ds, const std::vector<data::Role>& roles,
                                          const FitConfig& config, const std::vector<int64_t>& dims,
                                          const std::vector<int>& folds, CvCaches* caches);
