@@ -155,6 +155,14 @@ data::SplitSpec transductive_split(int labeled_per_class, double fraction, uint6
   return spec;
 }
 
+data::SplitSpec per_class_split(int labeled_per_class, int unlabeled_per_class, uint64_t seed) {
+  data::SplitSpec spec;
+  spec.labeled_per_class = labeled_per_class;
+  spec.unlabeled_per_class = unlabeled_per_class;
+  spec.seed = seed;
+  return spec;
+}
+
 namespace {
 
 /// Broadcasts a Dense (shape and entries) from rank 0 of `comm`.

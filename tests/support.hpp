@@ -102,6 +102,9 @@ driver::FitOutcome fit_problem(const Problem& p, const DistMatrix& X, const driv
 /// The SODA protocol's split: `fraction` of each class transductive, `labeled_per_class` of
 /// those labeled, shuffled by `seed`.
 data::SplitSpec transductive_split(int labeled_per_class, double fraction, uint64_t seed);
+/// The SSGDA/SL-LDA protocol's split: `labeled_per_class` labeled and `unlabeled_per_class`
+/// unlabeled samples per class, the rest unseen, shuffled by `seed`.
+data::SplitSpec per_class_split(int labeled_per_class, int unlabeled_per_class, uint64_t seed);
 
 /// One pipeline fit (driver::fit_and_evaluate) on every rank of MPI_COMM_WORLD and the same
 /// fit on rank 0 alone (data read on MPI_COMM_SELF), rank 0's results broadcast to every rank.

@@ -25,22 +25,6 @@ using ::testing::HasSubstr;
 
 namespace {
 
-data::SplitSpec per_class_split(int p, int q, uint64_t seed) {
-  data::SplitSpec s;
-  s.labeled_per_class = p;
-  s.unlabeled_per_class = q;
-  s.seed = seed;
-  return s;
-}
-
-std::string broadcast(std::string s) {
-  int64_t n = static_cast<int64_t>(s.size());
-  MPI_Bcast(&n, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
-  s.resize(static_cast<size_t>(n));
-  MPI_Bcast(s.data(), static_cast<int>(n), MPI_CHAR, 0, MPI_COMM_WORLD);
-  return s;
-}
-
 /// The report without its clocks (seconds differ from run to run, nothing else may).
 nlohmann::json without_seconds(nlohmann::json r) {
   r.erase("seconds");
@@ -59,7 +43,7 @@ TEST(CrossValidateDims, ScoresEachMOfANestedMethodOnTheLeadingColumnsExactlyAsAF
   // eigenvalue order), so the 1-NN decisions, hence the integer counts, must agree exactly.
   const std::string path = test::data_path("wine.csv");
   const io::Dataset ds = io::read_dataset(path, io::Format::csv, MPI_COMM_WORLD);
-  const auto roles = test::split(ds, per_class_split(5, 30, 1));
+  const auto roles = test::split(ds, test::per_class_split(5, 30, 1));
   driver::FitConfig cfg = driver::make_fit_config(
       "lda", {{"scaling", "standardize", "test"}, {"shrinkage", "auto", "test"}}, 0, 0, 0);
   const std::vector<int> folds = driver::cv_folds(ds.labels, roles, ds.classes, 5, 1, MPI_COMM_WORLD);
@@ -129,17 +113,17 @@ TEST(AutoConfig, RefusesWhatAutoChoosesAndBadValuesWithOneLineErrors) {
 TEST(SelectAuto, ChoosesTheSameCandidateWithTheSameScoresOnOneRankAsOnAllRanks) {
   const std::string path = test::data_path("wine.csv");
   const io::Dataset ds = io::read_dataset(path, io::Format::csv, MPI_COMM_WORLD);
-  const auto roles = test::split(ds, per_class_split(5, 40, 2));
+  const auto roles = test::split(ds, test::per_class_split(5, 40, 2));
   const driver::FitConfig a = auto_config();
   const driver::Selection all = driver::select_auto(ds, roles, a, 2);
   std::string serial;
   if (test::rank() == 0) {
     const io::Dataset one = io::read_dataset(path, io::Format::csv, MPI_COMM_SELF);
     serial = without_seconds(
-                 driver::select_auto(one, test::split_all(path, io::Format::csv, per_class_split(5, 40, 2)), a, 2).report)
+                 driver::select_auto(one, test::split_all(path, io::Format::csv, test::per_class_split(5, 40, 2)), a, 2).report)
                  .dump();
   }
-  const nlohmann::json s = nlohmann::json::parse(broadcast(serial));
+  const nlohmann::json s = nlohmann::json::parse(bcast_string(serial, 0, MPI_COMM_WORLD));
   const nlohmann::json r = without_seconds(all.report);
   EXPECT_EQ(r, s);
   // Every candidate scored on all 15 labeled samples, none failed, and the chosen one is the
@@ -191,7 +175,7 @@ TEST(CrossValidateDims, ScoresTheMsTheMethodTakesAndRecordsWhyItRefusedTheOthers
   // fits are scored all the same, and equal the fit at m = 1 alone.
   const std::string path = test::data_path("iris.csv");
   const io::Dataset ds = io::read_dataset(path, io::Format::csv, MPI_COMM_WORLD);
-  const auto roles = test::split(ds, per_class_split(4, 20, 1));
+  const auto roles = test::split(ds, test::per_class_split(4, 20, 1));
   const std::vector<int> folds = driver::cv_folds(ds.labels, roles, ds.classes, 4, 1, MPI_COMM_WORLD);
   for (const char* method : {"lda", "soda"}) {
     const driver::FitConfig cfg = driver::make_fit_config(method, {{"pca_dim", 1, "test"}}, 0, 0, 0);

@@ -26,15 +26,6 @@ using ::testing::HasSubstr;
 
 namespace {
 
-/// The SSGDA/SL-LDA protocol's split: p labeled + q unlabeled per class, the rest unseen.
-data::SplitSpec per_class_split(int p, int q, uint64_t seed) {
-  data::SplitSpec s;
-  s.labeled_per_class = p;
-  s.unlabeled_per_class = q;
-  s.seed = seed;
-  return s;
-}
-
 driver::FitConfig config_for(const std::string& method) {
   driver::FitConfig c;
   c.method = method;
@@ -52,14 +43,6 @@ std::string error_of(const std::function<void()>& f) {
   return "(no error)";
 }
 
-/// Broadcasts a string from rank 0 of MPI_COMM_WORLD.
-std::string broadcast(std::string s) {
-  int64_t n = static_cast<int64_t>(s.size());
-  MPI_Bcast(&n, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
-  s.resize(static_cast<size_t>(n));
-  MPI_Bcast(s.data(), static_cast<int>(n), MPI_CHAR, 0, MPI_COMM_WORLD);
-  return s;
-}
 
 }  // namespace
 
@@ -67,8 +50,8 @@ TEST(CvFolds, AreStratifiedAndDependOnlyOnTheLabelsRolesAndSeed) {
   const std::string path = test::data_path("iris.csv");
   const io::Dataset ds = io::read_dataset(path, io::Format::csv, MPI_COMM_WORLD);
   const io::Dataset whole = io::read_dataset(path, io::Format::csv, MPI_COMM_SELF);  // every sample's labels
-  const auto roles = test::split(ds, per_class_split(3, 20, 0));
-  const auto all_roles = test::split_all(path, io::Format::csv, per_class_split(3, 20, 0));
+  const auto roles = test::split(ds, test::per_class_split(3, 20, 0));
+  const auto all_roles = test::split_all(path, io::Format::csv, test::per_class_split(3, 20, 0));
   // The folds of every rank's rows, gathered in row order.
   auto gathered = [&](const std::vector<data::Role>& r, int folds, uint64_t seed) {
     return allgatherv(driver::cv_folds(ds.labels, r, ds.classes, folds, seed, MPI_COMM_WORLD), MPI_COMM_WORLD);
@@ -106,7 +89,7 @@ TEST(CvFolds, AreStratifiedAndDependOnlyOnTheLabelsRolesAndSeed) {
   // Errors name the option or the class.
   EXPECT_THAT(error_of([&] { driver::cv_folds(ds.labels, roles, ds.classes, 1, 0, MPI_COMM_WORLD); }),
               HasSubstr("--cv-folds must be at least 2, got 1"));
-  const auto one = test::split(ds, per_class_split(1, 20, 0));
+  const auto one = test::split(ds, test::per_class_split(1, 20, 0));
   EXPECT_THAT(error_of([&] { driver::cv_folds(ds.labels, one, ds.classes, 5, 0, MPI_COMM_WORLD); }),
               HasSubstr("at least 2 labeled samples per class (one is held out); class 0 has 1"));
 }
@@ -118,8 +101,8 @@ TEST(CrossValidate, ScoresEachHeldOutFoldByOneNnAgainstTheRemainingLabeledSample
   const std::string path = test::data_path("wine.csv");
   const io::Dataset ds = io::read_dataset(path, io::Format::csv, MPI_COMM_WORLD);
   const io::Dataset whole = io::read_dataset(path, io::Format::csv, MPI_COMM_SELF);  // every sample's labels
-  const auto roles = test::split(ds, per_class_split(4, 20, 3));
-  const auto all_roles = test::split_all(path, io::Format::csv, per_class_split(4, 20, 3));
+  const auto roles = test::split(ds, test::per_class_split(4, 20, 3));
+  const auto all_roles = test::split_all(path, io::Format::csv, test::per_class_split(4, 20, 3));
   driver::FitConfig cfg = config_for("sl-lda");
   cfg.preprocess.scaling = data::Scaling::standardize;
   const std::vector<int> folds = driver::cv_folds(ds.labels, roles, ds.classes, 5, 3, MPI_COMM_WORLD);
@@ -162,7 +145,7 @@ TEST(CrossValidate, ScoresEachHeldOutFoldByOneNnAgainstTheRemainingLabeledSample
 
 TEST(CrossValidate, NeverLooksAtTheLabelsOfUnlabeledOrUnseenSamples) {
   io::Dataset ds = io::read_dataset(test::data_path("iris.csv"), io::Format::csv, MPI_COMM_WORLD);
-  const auto roles = test::split(ds, per_class_split(3, 20, 2));
+  const auto roles = test::split(ds, test::per_class_split(3, 20, 2));
   driver::FitConfig cfg = config_for("m-ssgda");
   const std::vector<int> folds = driver::cv_folds(ds.labels, roles, ds.classes, 5, 2, MPI_COMM_WORLD);
   const driver::CvScore a = driver::cross_validate(ds, roles, cfg, folds, nullptr);
@@ -187,16 +170,16 @@ TEST(SelectByCv, ChoosesTheSameParameterWithTheSameScoresOnOneRankAsOnAllRanks) 
   for (const auto& c : cases) {
     driver::FitConfig cfg = config_for(c.method);
     const io::Dataset ds = io::read_dataset(test::data_path(c.file), io::Format::csv, MPI_COMM_WORLD);
-    const auto roles = test::split(ds, per_class_split(c.p, c.q, 5));
+    const auto roles = test::split(ds, test::per_class_split(c.p, c.q, 5));
     const driver::Grid grid = c.grid.empty() ? driver::default_grid(cfg) : c.grid;
     const driver::Selection all = driver::select_by_cv(ds, roles, cfg, grid, 5, 5);
     std::string serial;
     if (test::rank() == 0) {
       const io::Dataset one = io::read_dataset(test::data_path(c.file), io::Format::csv, MPI_COMM_SELF);
-      const auto all_roles = test::split_all(test::data_path(c.file), io::Format::csv, per_class_split(c.p, c.q, 5));
+      const auto all_roles = test::split_all(test::data_path(c.file), io::Format::csv, test::per_class_split(c.p, c.q, 5));
       serial = driver::select_by_cv(one, all_roles, cfg, grid, 5, 5).report.dump();
     }
-    const nlohmann::json s = nlohmann::json::parse(broadcast(serial));
+    const nlohmann::json s = nlohmann::json::parse(bcast_string(serial, 0, MPI_COMM_WORLD));
     const nlohmann::json& r = all.report;
     EXPECT_EQ(r["chosen"], s["chosen"]) << c.method;
     ASSERT_EQ(r["candidates"].size(), s["candidates"].size()) << c.method;
@@ -234,7 +217,7 @@ TEST(SelectByCv, AGridOverThePreprocessingScoresEachCandidateAsItsOwnCrossValida
   // candidate's fit). Reference: each candidate cross-validated alone, without caches; the
   // counts are integers of the same deterministic fits, so they agree exactly.
   const io::Dataset ds = io::read_dataset(test::data_path("wine.csv"), io::Format::csv, MPI_COMM_WORLD);
-  const auto roles = test::split(ds, per_class_split(4, 20, 5));
+  const auto roles = test::split(ds, test::per_class_split(4, 20, 5));
   driver::FitConfig cfg = config_for("soda");
   cfg.method_options.dim = 2;
   const std::vector<int> folds = driver::cv_folds(ds.labels, roles, ds.classes, 5, 5, MPI_COMM_WORLD);
@@ -314,7 +297,7 @@ TEST(SelectByCv, GridArgumentsAndParametersAreCheckedWithOneLineErrors) {
     EXPECT_EQ(m.find('\n'), std::string::npos);
   // Nothing to select, and a method without a projection.
   const io::Dataset ds = io::read_dataset(test::data_path("iris.csv"), io::Format::csv, MPI_COMM_WORLD);
-  const auto roles = test::split(ds, per_class_split(3, 20, 0));
+  const auto roles = test::split(ds, test::per_class_split(3, 20, 0));
   EXPECT_THAT(error_of([&] { driver::select_by_cv(ds, roles, config_for("lda"), {}, 5, 0); }),
               HasSubstr("--select-by cv: nothing to select for method 'lda'"));
   EXPECT_THAT(error_of([&] { driver::select_by_cv(ds, roles, config_for("lp"), {{"alpha_u", {0.9}}}, 5, 0); }),
