@@ -6,6 +6,8 @@
 #include <climits>
 
 #include "reader_internal.hpp"
+#include "ssdr/core/progress.hpp"
+#include "text_range_internal.hpp"
 
 namespace ssdr::io::detail {
 
@@ -334,6 +336,85 @@ bool ends_record(std::string_view text, size_t from, size_t to, int& parity, siz
     from = stop + 1;
   }
   return false;
+}
+
+namespace {
+
+/// The CSV layout (delimiter, header, label column) from the file's first non-blank record,
+/// decided by the lowest rank that has records (`look`, every rank's count in `rows`) and
+/// broadcast; what the header detection decided, when it was not obvious, is said once. A
+/// header line leaves its rank's count in `rows`. Collective. \throws ssdr::Error
+/// (collectively) when no rank has a record or the first record is refused (csv_layout).
+CsvLayout agree_csv_layout(const FirstLook& look, std::vector<int64_t>& rows, const std::string& path,
+                           const LabelOptions& label, bool labeled, MPI_Comm comm) {
+  const int rank = comm_rank(comm), size = comm_size(comm);
+  int owner = -1;
+  for (int r = 0; r < size && owner < 0; ++r)
+    if (rows[static_cast<size_t>(r)] > 0) owner = r;
+  SSDR_CHECK_COLLECTIVE(comm, owner >= 0, path + ": empty file (no samples)");
+  CsvLayout layout;
+  std::string note;  // what the header detection decided, when it was not obvious
+  std::string message;
+  bool ok = true;
+  if (rank == owner)
+    ok = attempt([&] { layout = csv_layout(look.first_text, Where{&path, look.first_line}, label, labeled, &note); },
+                 message);
+  SSDR_CHECK_COLLECTIVE(comm, ok, message);
+  MPI_Bcast(&layout, static_cast<int>(sizeof layout), MPI_BYTE, owner, comm);
+  note = bcast_string(note, owner, comm);
+  if (rank == 0 && !note.empty()) say(note);
+  if (layout.header_line > 0) --rows[static_cast<size_t>(owner)];
+  return layout;
+}
+
+}  // namespace
+
+Dataset read_csv_ranges(const std::string& path, MPI_Comm comm, bool labeled, const LabelOptions& label) {
+  const int rank = comm_rank(comm), size = comm_size(comm);
+  OwnedText text = read_owned_text(path, comm, true);
+  // First look: rows, and this rank's first non-blank record; the layout from the file's first.
+  const FirstLook look = first_look(text);
+  std::vector<int64_t> rows = allgather_counts(look.rows, comm);
+  const CsvLayout layout = agree_csv_layout(look, rows, path, label, labeled, comm);
+  ParsedRows parsed;
+  parsed.row_offset = row_offsets(rows);
+  const int64_t n = parsed.row_offset.back();
+  SSDR_CHECK_COLLECTIVE(comm, n > 0 || layout.header_line == 0,
+                        path + ": a header line alone (line " + std::to_string(layout.header_line) + "), no samples");
+  SSDR_CHECK_COLLECTIVE(comm, n > 0, path + ": empty file (no samples)");
+  const int64_t m = rows[static_cast<size_t>(rank)], d = layout.values();
+  parsed.d = d;
+  std::string message;
+  bool ok = true;
+  const int per_node = ranks_on_host(comm);
+  ok = attempt([&] { require_dense_fits(n, d, size, per_node, path); }, message);
+  SSDR_CHECK_COLLECTIVE(comm, ok, message);
+
+  // Every record parsed into its row and label (blank lines and the header carry no row).
+  LabelCoder coder(label);
+  parsed.labels.resize(static_cast<size_t>(m));
+  parsed.has_ids = layout.id_column >= 0;
+  parsed.ids.resize(parsed.has_ids ? static_cast<size_t>(m) : 0);
+  ok = attempt(
+      [&] {
+        parsed.values.assign(static_cast<size_t>(m * d), 0.0);
+        int64_t i = 0;
+        for_each_line(text, [&](std::string_view line, int64_t no) {
+          if (is_blank(line) || no == layout.header_line) return true;
+          parsed.labels[static_cast<size_t>(i)] =
+              parse_csv_line(line, layout, Where{&path, no}, parsed.values.data() + i * d, coder,
+                             parsed.has_ids ? &parsed.ids[static_cast<size_t>(i)] : nullptr);
+          ++i;
+          return true;
+        });
+      },
+      message);
+  SSDR_CHECK_COLLECTIVE(comm, ok, message);
+  // The classes, agreed over the ranks; this rank's codes become classes before the rows move.
+  if (labeled) coder.finish(comm, path);
+  coder.to_global(parsed.labels);
+  text = OwnedText();  // the text is parsed; free it before the rows are placed
+  return place_dense_rows(parsed, coder, labeled, path, comm);
 }
 
 }  // namespace ssdr::io::detail

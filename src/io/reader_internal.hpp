@@ -6,7 +6,8 @@
 ///
 /// - dataset.cpp: read_dataset, format names and detection;
 /// - text_reader.cpp: the two passes over a text file (CSV and LIBSVM) through rank 0;
-/// - csv_reader.cpp, libsvm_reader.cpp: one line of each text format;
+/// - csv_reader.cpp, libsvm_reader.cpp: one line of each text format, and its reader by byte
+///   ranges over the machinery of text_range_reader.cpp (text_range_internal.hpp);
 /// - idx_reader.cpp: IDX files, read by every rank;
 /// - reader_internal.cpp: file checks and memory limits.
 #include <mpi.h>

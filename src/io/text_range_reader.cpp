@@ -5,9 +5,11 @@
 // from an exclusive scan of their row counts, and the parsed rows move once (Alltoallv) to
 // the block layout of make_dist. No rank reads more than its share of the file plus one
 // line, or holds more than its rows twice (parsed, then placed).
+// This file is that machinery (text_range_internal.hpp); each format's range reader parses
+// its own records: read_csv_ranges (csv_reader.cpp), read_libsvm_ranges (libsvm_reader.cpp).
 #include <memory>
 
-#include "reader_internal.hpp"
+#include "text_range_internal.hpp"
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/progress.hpp"
 
@@ -31,25 +33,30 @@ void read_bytes(MPI_File fh, int64_t off, char* buf, int64_t len, const std::str
   }
 }
 
-/// This rank's lines: text[0, size) holds file bytes [base, base + size); the owned lines are
-/// text[begin, end). `first_line` is the 1-based line number of text[begin].
-struct OwnedText {
-  std::vector<char> text;
-  int64_t base = 0;
-  size_t begin = 0, end = 0;
-  int64_t first_line = 1;
-  /// Records may span lines: the file is CSV/TSV and has a double quote somewhere.
-  bool quoted = false;
-};
+/// This rank's row ids moved to the rows of X's layout, as place_labels moves the labels: in
+/// fixed-width records of the longest id on any rank (at most kMaxIdBytes). Collective.
+std::vector<std::string> place_ids(const std::vector<std::string>& mine, const std::vector<int64_t>& row_offset,
+                                   const DistMatrix& X, MPI_Comm comm) {
+  int64_t width = 1;
+  for (const std::string& s : mine) width = std::max<int64_t>(width, static_cast<int64_t>(s.size()));
+  MPI_Allreduce(MPI_IN_PLACE, &width, 1, MPI_INT64_T, MPI_MAX, comm);
+  std::vector<char> from(mine.size() * static_cast<size_t>(width), '\0');
+  for (size_t i = 0; i < mine.size(); ++i) std::copy(mine[i].begin(), mine[i].end(), from.begin() + static_cast<int64_t>(i) * width);
+  std::vector<char> to(static_cast<size_t>(X.n_local * width), '\0');
+  redistribute_rows(from.data(), row_offset[static_cast<size_t>(comm_rank(comm))], static_cast<int64_t>(mine.size()),
+                    to.data(), X.row_start, X.n_local, static_cast<size_t>(width), comm);
+  std::vector<std::string> ids(static_cast<size_t>(X.n_local));
+  for (int64_t i = 0; i < X.n_local; ++i) {
+    const char* r = to.data() + i * width;
+    ids[static_cast<size_t>(i)].assign(r, strnlen(r, static_cast<size_t>(width)));
+  }
+  return ids;
+}
 
-/// Reads this rank's byte range of a file of `size` bytes and aligns it to line starts. With
-/// `quoted` (CSV/TSV), to record starts: a line break inside double quotes is not one, and each
-/// rank's quote state at its range start comes from an exclusive scan of the ranks' quote
-/// counts (exact for RFC 4180 text, where quotes inside a quoted field come in pairs; a stray
-/// quote fails at its own record on the rank that parses it, the lowest such rank, whose
-/// message wins). Collective (the scans).
+}  // namespace
+
 OwnedText read_range(MPI_File fh, int64_t size, const std::string& path, MPI_Comm comm, std::string& message,
-                     bool& ok, bool quoted = false) {
+                     bool& ok, bool quoted) {
   int rank = 0, nranks = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &nranks);
@@ -129,289 +136,67 @@ OwnedText read_range(MPI_File fh, int64_t size, const std::string& path, MPI_Com
   return t;
 }
 
-/// Calls f(record, line_no) for every owned record (line, or with t.quoted a CSV record whose
-/// quoted fields may span lines), without its "\n" / "\r\n" (a UTF-8 byte order mark
-/// removed from line 1); line_no is the record's first line. Stops early when f returns false.
-template <class F>
-void for_each_line(const OwnedText& t, F&& f) {
-  const bool quoted = t.quoted;
-  const std::string_view text(t.text.data(), t.text.size());
-  size_t pos = t.begin;
-  int64_t line_no = t.first_line;
-  while (pos < t.end) {
-    size_t stop = t.end;
-    if (quoted) {
-      int parity = 0;
-      size_t nl = 0;
-      if (ends_record(text, pos, t.end, parity, nl)) stop = nl;
-    } else {
-      const void* nl = std::memchr(text.data() + pos, '\n', t.end - pos);
-      if (nl != nullptr) stop = static_cast<size_t>(static_cast<const char*>(nl) - text.data());
-    }
-    std::string_view line = text.substr(pos, stop - pos);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line_no == 1 && line.substr(0, 3) == "\xEF\xBB\xBF") line.remove_prefix(3);
-    if (!f(line, line_no)) return;
-    line_no += 1 + (quoted ? std::count(line.begin(), line.end(), '\n') : 0);
-    pos = stop + 1;
-  }
-}
-
-/// Per-rank facts gathered after the first look at the lines.
-struct RankFacts {
-  int64_t rows = 0;         ///< non-blank lines
-  int64_t fields = -1;      ///< CSV: fields of the first non-blank line (−1: none)
-  int64_t max_index = 0;    ///< LIBSVM: largest feature index
-  int64_t max_index_line = 0;
-  int64_t max_label = -1;
-  int64_t max_label_line = 0;
-  int64_t nnz = 0;          ///< LIBSVM: non-zero values
-};
-
-/// This rank's labels (rows [row_offset[rank], + mine.size()) of the file) moved to the rows
-/// of X's layout (the rows' block owner): n_local labels, nothing of size n. Collective.
-std::vector<int> place_labels(const std::vector<int>& mine, const std::vector<int64_t>& row_offset, const DistMatrix& X,
-                              MPI_Comm comm) {
-  return redistribute_rows(mine, row_offset[static_cast<size_t>(comm_rank(comm))], X.row_start, X.n_local, comm);
-}
-
-/// This rank's row ids moved to the rows of X's layout, as place_labels moves the labels: in
-/// fixed-width records of the longest id on any rank (at most kMaxIdBytes). Collective.
-std::vector<std::string> place_ids(const std::vector<std::string>& mine, const std::vector<int64_t>& row_offset,
-                                   const DistMatrix& X, MPI_Comm comm) {
-  int64_t width = 1;
-  for (const std::string& s : mine) width = std::max<int64_t>(width, static_cast<int64_t>(s.size()));
-  MPI_Allreduce(MPI_IN_PLACE, &width, 1, MPI_INT64_T, MPI_MAX, comm);
-  std::vector<char> from(mine.size() * static_cast<size_t>(width), '\0');
-  for (size_t i = 0; i < mine.size(); ++i) std::copy(mine[i].begin(), mine[i].end(), from.begin() + static_cast<int64_t>(i) * width);
-  std::vector<char> to(static_cast<size_t>(X.n_local * width), '\0');
-  redistribute_rows(from.data(), row_offset[static_cast<size_t>(comm_rank(comm))], static_cast<int64_t>(mine.size()),
-                    to.data(), X.row_start, X.n_local, static_cast<size_t>(width), comm);
-  std::vector<std::string> ids(static_cast<size_t>(X.n_local));
-  for (int64_t i = 0; i < X.n_local; ++i) {
-    const char* r = to.data() + i * width;
-    ids[static_cast<size_t>(i)].assign(r, strnlen(r, static_cast<size_t>(width)));
-  }
-  return ids;
-}
-
-std::vector<RankFacts> allgather(const RankFacts& mine, MPI_Comm comm) {
-  int size = 1;
-  MPI_Comm_size(comm, &size);
-  std::vector<RankFacts> all(static_cast<size_t>(size));
-  MPI_Allgather(&mine, static_cast<int>(sizeof(RankFacts)), MPI_BYTE, all.data(), static_cast<int>(sizeof(RankFacts)),
-                MPI_BYTE, comm);
-  return all;
-}
-
-}  // namespace
-
-Dataset read_text(const std::string& path, Format format, MPI_Comm comm, bool labeled, Sparsity sparse,
-                  const LabelOptions& label) {
-  // A regular file (never block on a FIFO) that is not gzip-compressed goes by byte ranges.
-  int gz = 0;
-  attempt_on_root(comm, [&] {
-    require_data_file(path);
-    gz = is_gzip(path) ? 1 : 0;
-  });
-  MPI_Bcast(&gz, 1, MPI_INT, 0, comm);
-  SSDR_CHECK_COLLECTIVE(comm, gz == 0 || sparse != Sparsity::sparse,
-                        "--sparse yes: '" + path + "' is gzip-compressed and is read through rank 0 densified; "
-                        "decompress it (plain files are read sparse, by byte ranges)");
-  return gz != 0 ? read_text_streamed(path, format, comm, labeled, label)
-                 : read_text_ranges(path, format, comm, labeled, sparse, label);
-}
-
-namespace {
-Dataset place_sparse_rows(std::vector<int64_t>& lengths, std::vector<int32_t>& cols, std::vector<double>& vals,
-                          const std::vector<int64_t>& row_offset, int64_t n, int64_t d, MPI_Comm comm);
-}  // namespace
-
-Dataset read_text_ranges(const std::string& path, Format format, MPI_Comm comm, bool labeled, Sparsity sparse,
-                         const LabelOptions& label) {
-  int rank = 0, size = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
-  const bool csv = format == Format::csv;
-  std::string message;
-  bool ok = true;
-
+OwnedText read_owned_text(const std::string& path, MPI_Comm comm, bool quoted) {
   int64_t file_bytes = 0;
-  if (rank == 0) file_bytes = file_size(path);
+  if (comm_rank(comm) == 0) file_bytes = file_size(path);
   MPI_Bcast(&file_bytes, 1, MPI_INT64_T, 0, comm);
   if (file_bytes == 0) SSDR_CHECK_COLLECTIVE(comm, false, path + ": empty file (no samples)");
   MpiFile fh;
   const int rc = fh.open(comm, path);
   SSDR_CHECK_COLLECTIVE(comm, rc == MPI_SUCCESS, "cannot open '" + path + "': " + mpi_error_text(rc));
-  OwnedText text = read_range(fh.get(), file_bytes, path, comm, message, ok, csv);
+  std::string message;
+  bool ok = true;
+  OwnedText text = read_range(fh.get(), file_bytes, path, comm, message, ok, quoted);
   SSDR_CHECK_COLLECTIVE(comm, ok, message);
+  return text;
+}
 
-  // First look: rows, and this rank's first non-blank line.
-  RankFacts mine;
-  int64_t first_line = 0;
-  std::string_view first_text;
-  for_each_line(text, [&](std::string_view line, int64_t no) {
+FirstLook first_look(const OwnedText& t) {
+  FirstLook look;
+  for_each_line(t, [&](std::string_view line, int64_t no) {
     if (is_blank(line)) return true;
-    if (mine.rows == 0) {
-      first_line = no;
-      first_text = line;
+    if (look.rows == 0) {
+      look.first_line = no;
+      look.first_text = line;
     }
-    ++mine.rows;
+    ++look.rows;
     return true;
   });
-  std::vector<RankFacts> facts = allgather(mine, comm);
-  // The CSV layout (delimiter, header, label column) from the file's first non-blank line,
-  // decided by the lowest rank that has lines and broadcast.
-  CsvLayout layout;
-  if (csv) {
-    int owner = -1;
-    for (int r = 0; r < size && owner < 0; ++r)
-      if (facts[static_cast<size_t>(r)].rows > 0) owner = r;
-    SSDR_CHECK_COLLECTIVE(comm, owner >= 0, path + ": empty file (no samples)");
-    std::string note;  // what the header detection decided, when it was not obvious
-    if (rank == owner)
-      ok = attempt([&] { layout = csv_layout(first_text, Where{&path, first_line}, label, labeled, &note); }, message);
-    SSDR_CHECK_COLLECTIVE(comm, ok, message);
-    MPI_Bcast(&layout, static_cast<int>(sizeof layout), MPI_BYTE, owner, comm);
-    note = bcast_string(note, owner, comm);
-    if (rank == 0 && !note.empty()) say(note);
-    if (layout.header_line > 0) {
-      if (rank == owner) --mine.rows;
-      --facts[static_cast<size_t>(owner)].rows;
-    }
-  }
-  int64_t n = 0;
-  const int64_t fields = layout.fields;
-  std::vector<int64_t> row_offset(static_cast<size_t>(size) + 1, 0);
-  for (int r = 0; r < size; ++r)
-    row_offset[static_cast<size_t>(r) + 1] = row_offset[static_cast<size_t>(r)] + facts[static_cast<size_t>(r)].rows;
-  n = row_offset.back();
-  SSDR_CHECK_COLLECTIVE(comm, n > 0 || layout.header_line == 0,
-                        path + ": a header line alone (line " + std::to_string(layout.header_line) + "), no samples");
-  SSDR_CHECK_COLLECTIVE(comm, n > 0, path + ": empty file (no samples)");
-  /// Blank lines and the header carry no row.
-  const auto no_row = [&](std::string_view line, int64_t no) { return is_blank(line) || no == layout.header_line; };
-  (void)fields;
+  return look;
+}
 
-  // Labels (and the validation of every line: a CSV line is parsed into its row right away
-  // once d is known; LIBSVM needs its d from every rank first).
-  const int64_t m = mine.rows;
-  std::vector<int> labels(static_cast<size_t>(m));
-  std::vector<double> rows;
-  int64_t d = csv ? layout.values() : 0;
-  if (csv) {
-    const int per_node = ranks_on_host(comm);
-    ok = attempt([&] { require_dense_fits(n, d, size, per_node, path); }, message);
-    SSDR_CHECK_COLLECTIVE(comm, ok, message);
-  }
-  LabelCoder coder(label);
-  std::vector<std::string> ids(layout.id_column >= 0 ? static_cast<size_t>(m) : 0);
-  ok = attempt(
-      [&] {
-        if (csv) rows.assign(static_cast<size_t>(m * d), 0.0);
-        int64_t i = 0;
-        for_each_line(text, [&](std::string_view line, int64_t no) {
-          if (no_row(line, no)) return true;
-          const Where at{&path, no};
-          int code = 0;
-          if (csv) {
-            code = parse_csv_line(line, layout, at, rows.data() + i * d, coder,
-                                  ids.empty() ? nullptr : &ids[static_cast<size_t>(i)]);
-          } else {
-            const int64_t before = mine.max_index;
-            code = parse_libsvm_line(line, at, mine.max_index, nullptr, 0, &coder, nullptr, nullptr, &mine.nnz);
-            if (mine.max_index > before) mine.max_index_line = no;
-          }
-          labels[static_cast<size_t>(i++)] = code;
-          return true;
-        });
-      },
-      message);
-  SSDR_CHECK_COLLECTIVE(comm, ok, message);
-  // The classes, agreed over the ranks; this rank's codes become classes before the rows move.
-  if (labeled) coder.finish(comm, path);
-  coder.to_global(labels);
-  facts = allgather(mine, comm);
-  int64_t max_index = 0, max_index_line = 0;
-  for (const RankFacts& f : facts) {  // in rank order = file order: the first line wins ties
-    if (f.max_index > max_index) {
-      max_index = f.max_index;
-      max_index_line = f.max_index_line;
-    }
-  }
-  if (!csv) {
-    d = max_index;
-    SSDR_CHECK_COLLECTIVE(comm, d >= 1, path + ": no feature values in any line");
-  }
-  int64_t nnz = 0;
-  for (const RankFacts& f : facts) nnz += f.nnz;
-  const double dense_bytes = 8.0 * static_cast<double>(n) * static_cast<double>(d);
-  const bool keep_sparse =
-      !csv && (sparse == Sparsity::sparse ||
-               (sparse == Sparsity::automatic && dense_bytes > kSparseDenseBytes &&
-                static_cast<double>(nnz) <= kSparseMaxDensity * static_cast<double>(n) * static_cast<double>(d)));
-  if (keep_sparse) {
-    SSDR_CHECK_COLLECTIVE(comm, d < (int64_t{1} << 31),
-                          path + ":" + std::to_string(max_index_line) + ": feature index " + std::to_string(max_index) +
-                              " is past 2^31 - 1, the largest column sparse data can have");
-    const int per_node = ranks_on_host(comm);
-    std::vector<int64_t> lengths;
-    std::vector<int32_t> cols;
-    std::vector<double> vals;
-    ok = attempt(
-        [&] {
-          // 16 bytes per value (a 12-byte stored value and its share of the placement buffers).
-          require_dense_fits(std::max<int64_t>(nnz, 1), 2, size, per_node,
-                             path + ": " + std::to_string(nnz) + " non-zero values");
-          lengths.reserve(static_cast<size_t>(m));
-          cols.reserve(static_cast<size_t>(mine.nnz));
-          vals.reserve(static_cast<size_t>(mine.nnz));
-          int64_t unused = 0;
-          for_each_line(text, [&](std::string_view line, int64_t no) {
-            if (is_blank(line)) return true;
-            const size_t before = cols.size();
-            parse_libsvm_line(line, Where{&path, no}, unused, nullptr, d, nullptr, &cols, &vals);
-            lengths.push_back(static_cast<int64_t>(cols.size() - before));
-            return true;
-          });
-        },
-        message);
-    SSDR_CHECK_COLLECTIVE(comm, ok, message);
-    text = OwnedText();
-    Dataset ds = place_sparse_rows(lengths, cols, vals, row_offset, n, d, comm);
-    ds.source = path;
-    ds.labels = place_labels(labels, row_offset, ds.X, comm);
-    set_class_names(ds, coder);
-    return ds;
-  }
-  if (!csv) {
-    const int per_node = ranks_on_host(comm);
-    ok = attempt(
-        [&] {
-          require_dense_fits(n, d, size, per_node,
-                             path + ":" + std::to_string(max_index_line) + ": feature index " + std::to_string(max_index));
-          rows.assign(static_cast<size_t>(m * d), 0.0);
-          int64_t i = 0, unused = 0;
-          for_each_line(text, [&](std::string_view line, int64_t no) {
-            if (is_blank(line)) return true;
-            parse_libsvm_line(line, Where{&path, no}, unused, rows.data() + i * d, d, nullptr);
-            ++i;
-            return true;
-          });
-        },
-        message);
-    SSDR_CHECK_COLLECTIVE(comm, ok, message);
-  }
-  text = OwnedText();  // the text is parsed; free it before the rows are placed
+std::vector<int64_t> allgather_counts(int64_t mine, MPI_Comm comm) {
+  std::vector<int64_t> all(static_cast<size_t>(comm_size(comm)));
+  MPI_Allgather(&mine, 1, MPI_INT64_T, all.data(), 1, MPI_INT64_T, comm);
+  return all;
+}
 
+std::vector<int64_t> row_offsets(const std::vector<int64_t>& rows) {
+  std::vector<int64_t> row_offset(rows.size() + 1, 0);
+  for (size_t r = 0; r < rows.size(); ++r) row_offset[r + 1] = row_offset[r] + rows[r];
+  return row_offset;
+}
+
+std::vector<int> place_labels(const std::vector<int>& mine, const std::vector<int64_t>& row_offset, const DistMatrix& X,
+                              MPI_Comm comm) {
+  return redistribute_rows(mine, row_offset[static_cast<size_t>(comm_rank(comm))], X.row_start, X.n_local, comm);
+}
+
+Dataset place_dense_rows(const ParsedRows& parsed, const LabelCoder& coder, bool labeled, const std::string& path,
+                         MPI_Comm comm) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  const std::vector<int64_t>& row_offset = parsed.row_offset;
+  const int64_t n = row_offset.back(), d = parsed.d, m = static_cast<int64_t>(parsed.labels.size());
   // The labels of X's local rows (moved with the rows to their block owner).
   Dataset ds;
   ds.source = path;
   set_class_names(ds, coder);  // no classes without labels (the coder coded nothing)
   ds.X = make_dist(comm, n, d);
-  ds.labels = place_labels(labels, row_offset, ds.X, comm);
+  ds.labels = place_labels(parsed.labels, row_offset, ds.X, comm);
   if (!labeled) ds.labels.clear();
-  if (layout.id_column >= 0) ds.ids = place_ids(ids, row_offset, ds.X, comm);
+  if (parsed.has_ids) ds.ids = place_ids(parsed.ids, row_offset, ds.X, comm);
 
   // Rows [row_offset[rank], +m) to their owners in the block layout: counts in rows of d
   // doubles (a contiguous datatype), so no count exceeds an int for any n·d that fits memory.
@@ -438,19 +223,12 @@ Dataset read_text_ranges(const std::string& path, Format format, MPI_Comm comm, 
       recv_displs[static_cast<size_t>(r)] = static_cast<int>(a - ds.X.row_start);
     }
   }
-  MPI_Alltoallv(rows.data(), send_counts.data(), send_displs.data(), row_type, ds.X.v.data(), recv_counts.data(),
+  MPI_Alltoallv(parsed.values.data(), send_counts.data(), send_displs.data(), row_type, ds.X.v.data(), recv_counts.data(),
                 recv_displs.data(), row_type, comm);
   MPI_Type_free(&row_type);
   return ds;
 }
 
-namespace {
-
-/// Moves the parsed CSR rows (global rows [row_offset[rank], +lengths.size()), their value
-/// counts in `lengths`) to their owners in the block layout of make_dist(n): one
-/// Alltoallv of the row lengths, one of the columns and one of the values, in file order.
-/// The inputs are released. Collective. \throws ssdr::Error (collectively) when a rank
-/// would send or receive 2³¹ or more values in one message.
 Dataset place_sparse_rows(std::vector<int64_t>& lengths, std::vector<int32_t>& cols, std::vector<double>& vals,
                           const std::vector<int64_t>& row_offset, int64_t n, int64_t d, MPI_Comm comm) {
   int rank = 0, size = 1;
@@ -517,7 +295,27 @@ Dataset place_sparse_rows(std::vector<int64_t>& lengths, std::vector<int32_t>& c
   return ds;
 }
 
-}  // namespace
+Dataset read_text(const std::string& path, Format format, MPI_Comm comm, bool labeled, Sparsity sparse,
+                  const LabelOptions& label) {
+  // A regular file (never block on a FIFO) that is not gzip-compressed goes by byte ranges.
+  int gz = 0;
+  attempt_on_root(comm, [&] {
+    require_data_file(path);
+    gz = is_gzip(path) ? 1 : 0;
+  });
+  MPI_Bcast(&gz, 1, MPI_INT, 0, comm);
+  SSDR_CHECK_COLLECTIVE(comm, gz == 0 || sparse != Sparsity::sparse,
+                        "--sparse yes: '" + path + "' is gzip-compressed and is read through rank 0 densified; "
+                        "decompress it (plain files are read sparse, by byte ranges)");
+  return gz != 0 ? read_text_streamed(path, format, comm, labeled, label)
+                 : read_text_ranges(path, format, comm, labeled, sparse, label);
+}
+
+Dataset read_text_ranges(const std::string& path, Format format, MPI_Comm comm, bool labeled, Sparsity sparse,
+                         const LabelOptions& label) {
+  return format == Format::csv ? read_csv_ranges(path, comm, labeled, label)
+                               : read_libsvm_ranges(path, comm, labeled, sparse, label);
+}
 
 }  // namespace ssdr::io::detail
 
