@@ -286,6 +286,13 @@ CvScore cross_validate(const io::Dataset& ds, const std::vector<data::Role>& rol
   return cross_validate_dims(ds, roles, config, {config.method_options.dim}, folds, caches).front();
 }
 
+double cv_standard_error(double p, int64_t n) {
+  SSDR_REQUIRE(n >= 1 && p >= 0 && p <= 1, "cv_standard_error: expected n >= 1 and p in [0, 1], got n = " +
+                                               std::to_string(n) + ", p = " + std::to_string(p));
+  const double N = static_cast<double>(n);
+  return std::sqrt(std::max(p * (1 - p), 1.0 / N) / N);
+}
+
 Selection select_candidates(const io::Dataset& ds, const std::vector<data::Role>& roles,
                             const std::vector<Candidate>& candidates, int folds, uint64_t seed,
                             const std::string& context) {
@@ -303,10 +310,19 @@ Selection select_candidates(const io::Dataset& ds, const std::vector<data::Role>
   size_t entries = 0;
   for (const Candidate& cand : candidates) entries += std::max<size_t>(cand.dims.size(), 1);
   json scored_entries = json::array();
-  int best_candidate = -1;
-  int64_t best_dim = 0;
-  json best_point;
-  double best_acc = -1;
+  // The best entry of all, and of the preferred candidates (the first of the highest).
+  struct Best {
+    int candidate = -1;
+    int64_t dim = 0;
+    json point;
+    double acc = -1;
+    int64_t scored = 0;
+    void offer(int p, int64_t m, const json& pt, const CvScore& s) {
+      if (s.accuracy > acc) *this = Best{p, m, pt, s.accuracy, s.scored};
+    }
+  } best, best_preferred;
+  bool any_preferred = false;
+  for (const Candidate& cand : candidates) any_preferred = any_preferred || cand.preferred;
   const bool was_quiet = quiet();
   Progress progress(context + " (" + std::to_string(entries) + " candidates x " + std::to_string(k) + " folds)",
                     static_cast<long>(candidates.size()));
@@ -342,11 +358,10 @@ Selection select_candidates(const io::Dataset& ds, const std::vector<data::Role>
         if (s.fallback_to_gda > 0) entry["fallback_to_gda_folds"] = s.fallback_to_gda;
         // Ties: the first entry in candidate order (strictly greater replaces). The accuracy is
         // correct/scored over integer counts, the same on any rank count.
-        if (s.accuracy > best_acc) {
-          best_acc = s.accuracy;
-          best_candidate = static_cast<int>(p);
-          best_dim = dims[j];
-          best_point = point;
+        best.offer(static_cast<int>(p), dims[j], point, s);
+        if (cand.preferred) {
+          best_preferred.offer(static_cast<int>(p), dims[j], point, s);
+          entry["preferred"] = true;
         }
         scored_entries.push_back(entry);
       }
@@ -368,25 +383,39 @@ Selection select_candidates(const io::Dataset& ds, const std::vector<data::Role>
       if (candidates.front().config.cache) candidates.front().config.cache->share_into(caches.shared);
     }
   }
-  SSDR_REQUIRE(best_candidate >= 0, context + ": every candidate failed; the first: " +
+  SSDR_REQUIRE(best.candidate >= 0, context + ": every candidate failed; the first: " +
                                         scored_entries[0].value("error", std::string("?")));
+  std::string rule = "the highest pooled k-fold 1-NN accuracy on the held-out labeled samples; a tie goes to the "
+                     "candidate listed first (the simpler)";
+  double margin = 0;  // how far the best of all must beat the best preferred entry
+  if (any_preferred) {
+    rule = "the preferred candidate (the default family) with the highest pooled k-fold 1-NN accuracy p on the n "
+           "held-out labeled samples, unless another beats it by more than one standard error sqrt(max(p(1-p), "
+           "1/n)/n); a tie goes to the candidate listed first";
+    if (best_preferred.candidate >= 0) {
+      margin = cv_standard_error(best_preferred.acc, best_preferred.scored);
+      if (!(best.acc > best_preferred.acc + margin)) best = best_preferred;
+    }
+  }
+  const Best& chosen = best;
   Selection sel;
-  sel.config = candidates[static_cast<size_t>(best_candidate)].config;
-  if (!candidates[static_cast<size_t>(best_candidate)].dims.empty()) set_parameter(sel.config, "dim", best_dim, context);
+  sel.config = candidates[static_cast<size_t>(chosen.candidate)].config;
+  if (!candidates[static_cast<size_t>(chosen.candidate)].dims.empty())
+    set_parameter(sel.config, "dim", chosen.dim, context);
   const double seconds = MPI_Wtime() - t0;
   sel.report = {{"by", "cv"},
                 {"folds", k},
                 {"requested_folds", folds},
                 {"seed", seed},
                 {"held_out_as", "unlabeled"},
-                {"rule", "the highest pooled k-fold 1-NN accuracy on the held-out labeled samples; a tie goes to "
-                         "the candidate listed first (the simpler)"},
+                {"rule", rule},
                 {"candidates", scored_entries},
-                {"chosen", best_point},
-                {"cv_accuracy", best_acc},
+                {"chosen", chosen.point},
+                {"cv_accuracy", chosen.acc},
                 {"seconds", seconds}};
-  say(context + " chose " + point_text(best_point) + " (" + std::to_string(k) + "-fold accuracy " +
-      std::to_string(best_acc).substr(0, 6) + ", " + std::to_string(entries) + " candidates, " +
+  if (any_preferred) sel.report["preferred_margin"] = margin;
+  say(context + " chose " + point_text(chosen.point) + " (" + std::to_string(k) + "-fold accuracy " +
+      std::to_string(chosen.acc).substr(0, 6) + ", " + std::to_string(entries) + " candidates, " +
       std::to_string(seconds).substr(0, 5) + " s)");
   return sel;
 }
@@ -443,7 +472,7 @@ std::string cv_table_csv(const json& report) {
   for (const auto& n : names) o << io::csv_field(n) << ',';
   o << "cv_accuracy,correct,scored,seconds";
   for (int f = 1; f <= k; ++f) o << ",fold_" << f;
-  o << ",chosen,rule,error\n";
+  o << ",preferred,chosen,rule,error\n";
   auto text = [](const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); };
   for (const auto& e : entries) {
     const json& p = e.at("params");
@@ -451,7 +480,7 @@ std::string cv_table_csv(const json& report) {
     if (e.contains("error")) {
       o << ",,,";
       for (int f = 0; f < k; ++f) o << ',';
-      o << ",0,," << io::csv_field(e["error"].get<std::string>()) << '\n';
+      o << ",0,0,," << io::csv_field(e["error"].get<std::string>()) << '\n';
       continue;
     }
     char buf[64];
@@ -468,7 +497,7 @@ std::string cv_table_csv(const json& report) {
       }
     }
     const bool chosen = p == report.at("chosen");
-    o << ',' << (chosen ? 1 : 0) << ',' << (chosen ? io::csv_field(report.value("rule", std::string())) : "")
+    o << ',' << (e.value("preferred", false) ? 1 : 0) << ',' << (chosen ? 1 : 0) << ',' << (chosen ? io::csv_field(report.value("rule", std::string())) : "")
       << ",\n";
   }
   return o.str();

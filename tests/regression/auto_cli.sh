@@ -54,11 +54,18 @@ assert len(rows) == len(sel["candidates"]), (len(rows), len(sel["candidates"]))
 assert [k for k in rows[0] if k.startswith("fold_")] == ["fold_%d" % f for f in range(1, 6)]
 marked = [x for x in rows if x["chosen"] == "1"]
 assert len(marked) == 1 and marked[0]["method"] == chosen["method"] and int(marked[0]["dim"]) == chosen["dim"]
-assert marked[0]["rule"].startswith("the highest pooled k-fold 1-NN accuracy"), marked[0]["rule"]
-best = max(float(x["cv_accuracy"]) for x in rows if x["cv_accuracy"])
-assert float(marked[0]["cv_accuracy"]) == best
-# The first of the best in the table's order (simplest first) is the one chosen.
-assert next(x for x in rows if x["cv_accuracy"] and float(x["cv_accuracy"]) == best) is marked[0]
+assert marked[0]["rule"].startswith("the preferred candidate (the default family)"), marked[0]["rule"]
+# The rule, from the table alone: the first best preferred line, unless the first best of all
+# beats it by more than one standard error sqrt(max(p(1-p), 1/n)/n).
+scored = [x for x in rows if x["cv_accuracy"]]
+first_best = lambda xs: next(x for x in xs if float(x["cv_accuracy"]) == max(float(y["cv_accuracy"]) for y in xs))
+pref = first_best([x for x in scored if x["preferred"] == "1"])
+top = first_best(scored)
+p, n = float(pref["cv_accuracy"]), int(pref["scored"])
+se = (max(p * (1 - p), 1 / n) / n) ** 0.5
+assert marked[0] is (top if float(top["cv_accuracy"]) > p + se else pref), (marked[0], pref, top, se)
+assert all(x["preferred"] == ("1" if x["method"] == "sl-lda" and abs(float(x["alpha_u"]) - 1 / 1.001) < 1e-12 else "0")
+           for x in rows), [(x["method"], x["alpha_u"], x["preferred"]) for x in rows]
 # Every candidate was scored on the 105 labeled rows.
 assert all(int(x["scored"]) == 105 for x in rows), [x["scored"] for x in rows]
 EOF

@@ -41,14 +41,15 @@ FitConfig make_auto_config(const std::vector<ParameterSetting>& settings, int64_
                            double max_kernel_memory, int cv_folds);
 
 /// The candidates of auto for c classes and d input features, simplest first (a CV tie goes
-/// to the earlier; docs/methods-guide.md "How auto chooses"):
+/// to the earlier; the default family, preferred by select_candidates, is SL-LDA at
+/// α_u = 1/(1 + 10⁻³); docs/methods-guide.md "How auto chooses"):
 ///  - per scaling, standardize then none (each feature's units are the user's; only one if
 ///    the user gave --scaling):
 ///    - lda with Ledoit–Wolf shrinkage (scikit-learn's shrinkage LDA), m = 1 … c − 1;
 ///    - sda with Ledoit–Wolf shrinkage on its kNN graph (Cai et al. 2007), m = 1 … c − 1;
-///    - sl-lda (sllda-zhao2014) over its paper's α_u grid, m = 1 … c − 1;
-///    - soda (soda-nie2009) with μ = 0.1 μ₀ and μ₀ (sec. 5.2/5.3.1), m = c − 1 and, where
-///      the trace ratio allows more (m ≤ d), 2(c − 1);
+///    - sl-lda (sllda-zhao2014) at α_u = 1/(1 + λ), λ ∈ {10⁻³, 1} of its paper's grid,
+///      m = 1 … c − 1;
+///    - soda (soda-nie2009) with μ = 0.1 μ₀ and μ₀ (sec. 5.2/5.3.1), m = c − 1;
 ///  each m at most d, and only `dim` when the user fixed it. The nested methods (lda, sda,
 ///  sl-lda) fit once per fold for all their m. Local.
 std::vector<Candidate> auto_candidates(const FitConfig& auto_config, int classes, int64_t d);

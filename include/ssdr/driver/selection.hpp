@@ -152,11 +152,22 @@ struct Candidate {
   FitConfig config;
   nlohmann::json point = nlohmann::json::object();
   std::vector<int64_t> dims;
+  /// The default family (select_candidates): another candidate replaces the best of these
+  /// only when it beats it by more than one standard error of its CV accuracy.
+  bool preferred = false;
 };
 
 /// Chooses among `candidates` by cross_validate_dims on the same folds (cv_folds seeded by
 /// `seed`): the highest pooled held-out accuracy; a tie goes to the earlier entry, candidates
-/// in order and each candidate's dims in order (callers list the simpler first). A candidate
+/// in order and each candidate's dims in order (callers list the simpler first).
+/// With preferred candidates (Candidate::preferred, a default family), the best of them, A
+/// (pooled accuracy p over n held-out samples), is chosen unless the best of all, B, has
+///   acc(B) > p + √(max(p(1 − p), 1/n)/n),
+/// one binomial standard error above it (the floor 1/n keeps one sample's worth at p = 1):
+/// with a few labeled samples the k-fold accuracies of many candidates differ mostly by
+/// chance and their maximum is biased upward (the winner's curse), so a candidate must beat
+/// the default by more than the CV's own noise; with many labeled samples the rule becomes
+/// the plain maximum. Computed from integer counts: the same choice on any rank count. A candidate
 /// whose fit fails with a collective ssdr::Error is recorded with its message and skipped.
 /// The report is Selection::report's, with one entry per (candidate, m) holding its per-fold
 /// accuracies ("fold_accuracy"). `context` starts the messages ("--select-by cv", "--method
@@ -167,6 +178,11 @@ struct Candidate {
 Selection select_candidates(const io::Dataset& ds, const std::vector<data::Role>& roles,
                             const std::vector<Candidate>& candidates, int folds, uint64_t seed,
                             const std::string& context);
+
+/// One binomial standard error of a pooled k-fold accuracy p over n held-out samples, with
+/// the variance floored at one sample's worth: √(max(p(1 − p), 1/n)/n) (select_candidates'
+/// margin for the preferred candidates). Local. \throws ssdr::Error when n < 1 or p ∉ [0, 1].
+double cv_standard_error(double p, int64_t n);
 
 /// The CV table of a selection report (select_candidates): one CSV line per scored (candidate,
 /// m) with its parameters, m, pooled accuracy, correct and scored counts, each fold's accuracy
