@@ -53,6 +53,41 @@ std::vector<std::string> place_ids(const std::vector<std::string>& mine, const s
   return ids;
 }
 
+/// The counts and displacements, in rows, of the exchange that moves this rank's parsed rows
+/// (file rows [row_offset[rank], + m)) to their owners in X's block layout: to rank r my
+/// rows inside r's block, from r its parsed rows inside mine.
+struct RowExchange {
+  std::vector<int> send_counts, send_displs, recv_counts, recv_displs;
+};
+
+/// The RowExchange of this rank's `m` parsed rows into the layout of X (make_dist's blocks
+/// of X.n_global rows). Local.
+RowExchange row_exchange(const std::vector<int64_t>& row_offset, int64_t m, const DistMatrix& X, MPI_Comm comm) {
+  const int rank = comm_rank(comm), size = comm_size(comm);
+  const size_t ranks = static_cast<size_t>(size);
+  RowExchange x{std::vector<int>(ranks, 0), std::vector<int>(ranks, 0), std::vector<int>(ranks, 0),
+                std::vector<int>(ranks, 0)};
+  const int64_t my_lo = row_offset[static_cast<size_t>(rank)], my_hi = my_lo + m;
+  for (int r = 0; r < size; ++r) {
+    int64_t s = 0, c = 0;
+    owner_range(X.n_global, size, r, s, c);
+    // What I send to r: my parsed rows inside r's block.
+    const int64_t lo = std::max(my_lo, s), hi = std::min(my_hi, s + c);
+    if (lo < hi) {
+      x.send_counts[static_cast<size_t>(r)] = static_cast<int>(hi - lo);
+      x.send_displs[static_cast<size_t>(r)] = static_cast<int>(lo - my_lo);
+    }
+    // What r sends me: its parsed rows inside my block.
+    const int64_t r_lo = row_offset[static_cast<size_t>(r)], r_hi = row_offset[static_cast<size_t>(r) + 1];
+    const int64_t a = std::max(r_lo, X.row_start), b = std::min(r_hi, X.row_start + X.n_local);
+    if (a < b) {
+      x.recv_counts[static_cast<size_t>(r)] = static_cast<int>(b - a);
+      x.recv_displs[static_cast<size_t>(r)] = static_cast<int>(a - X.row_start);
+    }
+  }
+  return x;
+}
+
 }  // namespace
 
 OwnedText read_range(MPI_File fh, int64_t size, const std::string& path, MPI_Comm comm, std::string& message,
@@ -184,9 +219,6 @@ std::vector<int> place_labels(const std::vector<int>& mine, const std::vector<in
 
 Dataset place_dense_rows(const ParsedRows& parsed, const LabelCoder& coder, bool labeled, const std::string& path,
                          MPI_Comm comm) {
-  int rank = 0, size = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
   const std::vector<int64_t>& row_offset = parsed.row_offset;
   const int64_t n = row_offset.back(), d = parsed.d, m = static_cast<int64_t>(parsed.labels.size());
   // The labels of X's local rows (moved with the rows to their block owner).
@@ -203,37 +235,16 @@ Dataset place_dense_rows(const ParsedRows& parsed, const LabelCoder& coder, bool
   MPI_Datatype row_type = MPI_DATATYPE_NULL;
   MPI_Type_contiguous(static_cast<int>(d), MPI_DOUBLE, &row_type);
   MPI_Type_commit(&row_type);
-  std::vector<int> send_counts(static_cast<size_t>(size), 0), send_displs(static_cast<size_t>(size), 0),
-      recv_counts(static_cast<size_t>(size), 0), recv_displs(static_cast<size_t>(size), 0);
-  const int64_t my_lo = row_offset[static_cast<size_t>(rank)], my_hi = my_lo + m;
-  for (int r = 0; r < size; ++r) {
-    int64_t s = 0, c = 0;
-    owner_range(n, size, r, s, c);
-    // What I send to r: my parsed rows inside r's block.
-    const int64_t lo = std::max(my_lo, s), hi = std::min(my_hi, s + c);
-    if (lo < hi) {
-      send_counts[static_cast<size_t>(r)] = static_cast<int>(hi - lo);
-      send_displs[static_cast<size_t>(r)] = static_cast<int>(lo - my_lo);
-    }
-    // What r sends me: its parsed rows inside my block.
-    const int64_t r_lo = row_offset[static_cast<size_t>(r)], r_hi = row_offset[static_cast<size_t>(r) + 1];
-    const int64_t a = std::max(r_lo, ds.X.row_start), b = std::min(r_hi, ds.X.row_start + ds.X.n_local);
-    if (a < b) {
-      recv_counts[static_cast<size_t>(r)] = static_cast<int>(b - a);
-      recv_displs[static_cast<size_t>(r)] = static_cast<int>(a - ds.X.row_start);
-    }
-  }
-  MPI_Alltoallv(parsed.values.data(), send_counts.data(), send_displs.data(), row_type, ds.X.v.data(), recv_counts.data(),
-                recv_displs.data(), row_type, comm);
+  const RowExchange x = row_exchange(row_offset, m, ds.X, comm);
+  MPI_Alltoallv(parsed.values.data(), x.send_counts.data(), x.send_displs.data(), row_type, ds.X.v.data(),
+                x.recv_counts.data(), x.recv_displs.data(), row_type, comm);
   MPI_Type_free(&row_type);
   return ds;
 }
 
 Dataset place_sparse_rows(std::vector<int64_t>& lengths, std::vector<int32_t>& cols, std::vector<double>& vals,
                           const std::vector<int64_t>& row_offset, int64_t n, int64_t d, MPI_Comm comm) {
-  int rank = 0, size = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
+  const int size = comm_size(comm);
   Dataset ds;
   ds.sparse = true;
   ds.X = make_dist(comm, n, 0);  // shape and layout only
@@ -244,25 +255,13 @@ Dataset place_sparse_rows(std::vector<int64_t>& lengths, std::vector<int32_t>& c
   S.row_start = ds.X.row_start;
   S.n_local = ds.X.n_local;
   S.cols = d;
-  const int64_t my_lo = row_offset[static_cast<size_t>(rank)], m = static_cast<int64_t>(lengths.size());
-  std::vector<int> sc(static_cast<size_t>(size), 0), sd(static_cast<size_t>(size), 0), rc(static_cast<size_t>(size), 0),
-      rd(static_cast<size_t>(size), 0);
+  const int64_t m = static_cast<int64_t>(lengths.size());
   // Rows: what I send to r are my parsed rows inside r's block; r sends me its rows in mine.
-  for (int r = 0; r < size; ++r) {
-    int64_t s = 0, c = 0;
-    owner_range(n, size, r, s, c);
-    const int64_t lo = std::max(my_lo, s), hi = std::min(my_lo + m, s + c);
-    if (lo < hi) {
-      sc[static_cast<size_t>(r)] = static_cast<int>(hi - lo);
-      sd[static_cast<size_t>(r)] = static_cast<int>(lo - my_lo);
-    }
-    const int64_t r_lo = row_offset[static_cast<size_t>(r)], r_hi = row_offset[static_cast<size_t>(r) + 1];
-    const int64_t a = std::max(r_lo, S.row_start), b = std::min(r_hi, S.row_start + S.n_local);
-    if (a < b) {
-      rc[static_cast<size_t>(r)] = static_cast<int>(b - a);
-      rd[static_cast<size_t>(r)] = static_cast<int>(a - S.row_start);
-    }
-  }
+  const RowExchange x = row_exchange(row_offset, m, ds.X, comm);
+  const std::vector<int>& sc = x.send_counts;
+  const std::vector<int>& sd = x.send_displs;
+  const std::vector<int>& rc = x.recv_counts;
+  const std::vector<int>& rd = x.recv_displs;
   std::vector<int64_t> my_lengths(static_cast<size_t>(S.n_local));
   MPI_Alltoallv(lengths.data(), sc.data(), sd.data(), MPI_INT64_T, my_lengths.data(), rc.data(), rd.data(), MPI_INT64_T,
                 comm);
