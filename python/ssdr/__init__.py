@@ -595,7 +595,8 @@ class _Core:
         self.info_ = _json.loads(core.info)
         for name in ("transduction_", "label_distributions_", "outlier_distribution_"):
             self.__dict__.pop(name, None)
-        if method in _PROPAGATING:
+        # Auto's fit is its chosen method's: that method says whether there are soft labels.
+        if (core.model()["method"] if method == _AUTO else method) in _PROPAGATING:
             F = core.soft_labels()
             c = len(classes)
             self.transduction_ = classes[_np.argmax(F[:, :c], axis=1)] if len(F) else classes[:0]
