@@ -286,6 +286,38 @@ CvScore cross_validate(const io::Dataset& ds, const std::vector<data::Role>& rol
   return cross_validate_dims(ds, roles, config, {config.method_options.dim}, folds, caches).front();
 }
 
+bool beats_by_standard_error(int64_t b, int64_t a, int64_t n) {
+  SSDR_REQUIRE(n >= 1 && a >= 0 && a <= n && b >= 0 && b <= n,
+               "beats_by_standard_error: expected 0 <= a, b <= n and n >= 1, got a = " + std::to_string(a) +
+                   ", b = " + std::to_string(b) + ", n = " + std::to_string(n));
+  // b/n > a/n + √(max(a(n − a)/n², 1/n)/n)  ⇔  (b − a)²·n > max(a(n − a), n) with b > a.
+  if (b <= a) return false;
+  const __int128 d = b - a, lhs = d * d * n, rhs = std::max<__int128>(static_cast<__int128>(a) * (n - a), n);
+  return lhs > rhs;
+}
+
+CvChoice choose_entry(const std::vector<CvEntry>& entries) {
+  // The first of the highest accuracy, over all entries and over the preferred ones.
+  auto better = [&](int i, int j) {  // entry i strictly more accurate than entry j (exact: i.c/i.n > j.c/j.n)
+    const CvEntry &x = entries[static_cast<size_t>(i)], &y = entries[static_cast<size_t>(j)];
+    return static_cast<__int128>(x.correct) * y.scored > static_cast<__int128>(y.correct) * x.scored;
+  };
+  int best = -1, preferred = -1;
+  for (int i = 0; i < static_cast<int>(entries.size()); ++i) {
+    SSDR_REQUIRE(entries[static_cast<size_t>(i)].scored >= 1, "choose_entry: an entry scored no sample");
+    if (best < 0 || better(i, best)) best = i;
+    if (entries[static_cast<size_t>(i)].preferred && (preferred < 0 || better(i, preferred))) preferred = i;
+  }
+  SSDR_REQUIRE(best >= 0, "choose_entry: no entry to choose from");
+  if (preferred < 0 || best == preferred) return {best, preferred};
+  const CvEntry &b = entries[static_cast<size_t>(best)], &a = entries[static_cast<size_t>(preferred)];
+  if (a.scored == b.scored) return {beats_by_standard_error(b.correct, a.correct, a.scored) ? best : preferred, preferred};
+  // Entries that scored different samples (not auto's: every entry scores every labeled row).
+  const double p = static_cast<double>(a.correct) / static_cast<double>(a.scored);
+  const double q = static_cast<double>(b.correct) / static_cast<double>(b.scored);
+  return {q > p + cv_standard_error(p, a.scored) ? best : preferred, preferred};
+}
+
 double cv_standard_error(double p, int64_t n) {
   SSDR_REQUIRE(n >= 1 && p >= 0 && p <= 1, "cv_standard_error: expected n >= 1 and p in [0, 1], got n = " +
                                                std::to_string(n) + ", p = " + std::to_string(p));
@@ -310,19 +342,15 @@ Selection select_candidates(const io::Dataset& ds, const std::vector<data::Role>
   size_t entries = 0;
   for (const Candidate& cand : candidates) entries += std::max<size_t>(cand.dims.size(), 1);
   json scored_entries = json::array();
-  // The best entry of all, and of the preferred candidates (the first of the highest).
-  struct Best {
-    int candidate = -1;
-    int64_t dim = 0;
+  // The scored entries in order (candidate, m), for choose_entry.
+  struct Scored {
+    int candidate;
+    int64_t dim;
     json point;
-    double acc = -1;
-    int64_t scored = 0;
-    void offer(int p, int64_t m, const json& pt, const CvScore& s) {
-      if (s.accuracy > acc) *this = Best{p, m, pt, s.accuracy, s.scored};
-    }
-  } best, best_preferred;
-  bool any_preferred = false;
-  for (const Candidate& cand : candidates) any_preferred = any_preferred || cand.preferred;
+    double acc;
+  };
+  std::vector<Scored> scored;
+  std::vector<CvEntry> counts;
   const bool was_quiet = quiet();
   Progress progress(context + " (" + std::to_string(entries) + " candidates x " + std::to_string(k) + " folds)",
                     static_cast<long>(candidates.size()));
@@ -346,6 +374,7 @@ Selection select_candidates(const io::Dataset& ds, const std::vector<data::Role>
         if (!cand.dims.empty()) point["dim"] = dims[j];
         if (!s.error.empty()) {  // this m refused by the method (e.g. beyond d'), the others scored
           scored_entries.push_back({{"params", point}, {"error", s.error}});
+          if (cand.preferred) scored_entries.back()["preferred"] = true;
           continue;
         }
         json fa = json::array();
@@ -356,19 +385,16 @@ Selection select_candidates(const io::Dataset& ds, const std::vector<data::Role>
         json entry = {{"params", point}, {"cv_accuracy", s.accuracy}, {"correct", s.correct},
                       {"scored", s.scored}, {"fold_accuracy", fa}, {"candidate_seconds", cand_seconds}};
         if (s.fallback_to_gda > 0) entry["fallback_to_gda_folds"] = s.fallback_to_gda;
-        // Ties: the first entry in candidate order (strictly greater replaces). The accuracy is
-        // correct/scored over integer counts, the same on any rank count.
-        best.offer(static_cast<int>(p), dims[j], point, s);
-        if (cand.preferred) {
-          best_preferred.offer(static_cast<int>(p), dims[j], point, s);
-          entry["preferred"] = true;
-        }
+        if (cand.preferred) entry["preferred"] = true;
+        scored.push_back({static_cast<int>(p), dims[j], point, s.accuracy});
+        counts.push_back({s.correct, s.scored, cand.preferred});
         scored_entries.push_back(entry);
       }
     } catch (const Error& e) {
       set_quiet(was_quiet);
       if (!e.collective_over(ds.X.comm)) throw;
       scored_entries.push_back({{"params", cand.point}, {"error", e.what()}});
+      if (cand.preferred) scored_entries.back()["preferred"] = true;
     }
     progress.update(static_cast<long>(p + 1));
     // Memory: a candidate's scatter matrices (d'×d' per fold) serve only itself; the rows and
@@ -383,21 +409,18 @@ Selection select_candidates(const io::Dataset& ds, const std::vector<data::Role>
       if (candidates.front().config.cache) candidates.front().config.cache->share_into(caches.shared);
     }
   }
-  SSDR_REQUIRE(best.candidate >= 0, context + ": every candidate failed; the first: " +
-                                        scored_entries[0].value("error", std::string("?")));
-  std::string rule = "the highest pooled k-fold 1-NN accuracy on the held-out labeled samples; a tie goes to the "
-                     "candidate listed first (the simpler)";
-  double margin = 0;  // how far the best of all must beat the best preferred entry
-  if (any_preferred) {
-    rule = "the preferred candidate (the default family) with the highest pooled k-fold 1-NN accuracy p on the n "
-           "held-out labeled samples, unless another beats it by more than one standard error sqrt(max(p(1-p), "
-           "1/n)/n); a tie goes to the candidate listed first";
-    if (best_preferred.candidate >= 0) {
-      margin = cv_standard_error(best_preferred.acc, best_preferred.scored);
-      if (!(best.acc > best_preferred.acc + margin)) best = best_preferred;
-    }
-  }
-  const Best& chosen = best;
+  SSDR_REQUIRE(!scored.empty(), context + ": every candidate failed; the first: " +
+                                   scored_entries[0].value("error", std::string("?")));
+  const CvChoice choice = choose_entry(counts);
+  const bool by_preference = choice.preferred >= 0;
+  const Scored& chosen = scored[static_cast<size_t>(choice.chosen)];
+  const std::string rule =
+      by_preference
+          ? "the preferred candidate (the default family) with the highest pooled k-fold 1-NN accuracy p on the n "
+            "held-out labeled samples, unless another beats it by more than one standard error sqrt(max(p(1-p), "
+            "1/n)/n); a tie with the preferred one goes to it, any other tie to the candidate listed first"
+          : "the highest pooled k-fold 1-NN accuracy on the held-out labeled samples; a tie goes to the candidate "
+            "listed first (the simpler)";
   Selection sel;
   sel.config = candidates[static_cast<size_t>(chosen.candidate)].config;
   if (!candidates[static_cast<size_t>(chosen.candidate)].dims.empty())
@@ -413,7 +436,11 @@ Selection select_candidates(const io::Dataset& ds, const std::vector<data::Role>
                 {"chosen", chosen.point},
                 {"cv_accuracy", chosen.acc},
                 {"seconds", seconds}};
-  if (any_preferred) sel.report["preferred_margin"] = margin;
+  if (by_preference) {
+    const CvEntry& a = counts[static_cast<size_t>(choice.preferred)];
+    sel.report["preferred_margin"] =
+        cv_standard_error(static_cast<double>(a.correct) / static_cast<double>(a.scored), a.scored);
+  }
   say(context + " chose " + point_text(chosen.point) + " (" + std::to_string(k) + "-fold accuracy " +
       std::to_string(chosen.acc).substr(0, 6) + ", " + std::to_string(entries) + " candidates, " +
       std::to_string(seconds).substr(0, 5) + " s)");
@@ -480,7 +507,7 @@ std::string cv_table_csv(const json& report) {
     if (e.contains("error")) {
       o << ",,,";
       for (int f = 0; f < k; ++f) o << ',';
-      o << ",0,0,," << io::csv_field(e["error"].get<std::string>()) << '\n';
+      o << "," << (e.value("preferred", false) ? 1 : 0) << ",0,," << io::csv_field(e["error"].get<std::string>()) << '\n';
       continue;
     }
     char buf[64];

@@ -163,11 +163,14 @@ struct Candidate {
 /// With preferred candidates (Candidate::preferred, a default family), the best of them, A
 /// (pooled accuracy p over n held-out samples), is chosen unless the best of all, B, has
 ///   acc(B) > p + √(max(p(1 − p), 1/n)/n),
-/// one binomial standard error above it (the floor 1/n keeps one sample's worth at p = 1):
-/// with a few labeled samples the k-fold accuracies of many candidates differ mostly by
-/// chance and their maximum is biased upward (the winner's curse), so a candidate must beat
-/// the default by more than the CV's own noise; with many labeled samples the rule becomes
-/// the plain maximum. Computed from integer counts: the same choice on any rank count. A candidate
+/// one binomial standard error above it (choose_entry; the floor 1/n means (n − 1)/n is never
+/// beaten by n/n): with a few labeled samples the k-fold accuracies of many candidates differ
+/// mostly by chance and their maximum is biased upward (the winner's curse), so a candidate
+/// must beat the default by more than the CV's own noise; with many labeled samples the rule
+/// becomes the plain maximum. A tie between A and an earlier candidate goes to A. Decided on
+/// integer counts: the same choice on any rank count. The report then has
+/// "preferred_margin" (that standard error) and each preferred entry "preferred": true; when
+/// no preferred entry was scored (all failed), the plain rule and its text. A candidate
 /// whose fit fails with a collective ssdr::Error is recorded with its message and skipped.
 /// The report is Selection::report's, with one entry per (candidate, m) holding its per-fold
 /// accuracies ("fold_accuracy"). `context` starts the messages ("--select-by cv", "--method
@@ -181,12 +184,41 @@ Selection select_candidates(const io::Dataset& ds, const std::vector<data::Role>
 
 /// One binomial standard error of a pooled k-fold accuracy p over n held-out samples, with
 /// the variance floored at one sample's worth: √(max(p(1 − p), 1/n)/n) (select_candidates'
-/// margin for the preferred candidates). Local. \throws ssdr::Error when n < 1 or p ∉ [0, 1].
+/// margin for the preferred candidates, reported as "preferred_margin"). Local.
+/// \throws ssdr::Error when n < 1 or p ∉ [0, 1].
 double cv_standard_error(double p, int64_t n);
 
-/// The CV table of a selection report (select_candidates): one CSV line per scored (candidate,
-/// m) with its parameters, m, pooled accuracy, correct and scored counts, each fold's accuracy
-/// and whether it was chosen, then the rule that chose. Local.
+/// Whether b correct of n beats a correct of n by more than one standard error of a/n:
+/// b/n > a/n + cv_standard_error(a/n, n), decided exactly on the integers as
+/// b > a and (b − a)²·n > max(a(n − a), n) (128-bit products), so that a boundary case
+/// (14 of 15 against 15 of 15: 15 > max(14, 15) is false, kept) does not hang on how a square
+/// root rounds. Local. \throws ssdr::Error unless 0 ≤ a, b ≤ n and n ≥ 1.
+bool beats_by_standard_error(int64_t b, int64_t a, int64_t n);
+
+/// One scored (candidate, m) entry of a selection, in candidate order: its held-out samples
+/// classified correctly, scored, and whether its candidate is preferred (Candidate::preferred).
+struct CvEntry {
+  int64_t correct = 0, scored = 0;
+  bool preferred = false;
+};
+/// choose_entry's answer: the index of the chosen entry, and of the best preferred entry (−1
+/// when no preferred entry was scored: then the rule is the plain maximum).
+struct CvChoice {
+  int chosen = -1, preferred = -1;
+};
+/// select_candidates' rule on the scored entries, exactly on their counts. B: the first entry
+/// of the highest accuracy (correct/scored compared as integer cross-products). Without a
+/// preferred entry, B. Else A, the first preferred entry of the highest accuracy, unless B
+/// beats it by more than one standard error (beats_by_standard_error; cv_standard_error when
+/// the two scored different numbers of samples). A tie between A and an earlier entry goes to
+/// A. Local (the counts are replicated, so is the choice).
+/// \throws ssdr::Error when entries is empty or an entry scored nothing.
+CvChoice choose_entry(const std::vector<CvEntry>& entries);
+
+/// The CV table of a selection report (select_candidates): one CSV line per entry (candidate,
+/// m) with its parameters, m, pooled accuracy, correct and scored counts, seconds, each fold's
+/// accuracy, whether it is preferred and whether it was chosen, then the rule that chose (on
+/// the chosen line) or the error (on an entry that was not scored). Local.
 std::string cv_table_csv(const nlohmann::json& report);
 
 }  // namespace ssdr::driver
