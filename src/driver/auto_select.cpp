@@ -99,13 +99,13 @@ std::vector<Candidate> auto_candidates(const FitConfig& a, int classes, int64_t 
       add("lda", scaling, {{"shrinkage", "auto"}}, nested);
       add("sda", scaling, {{"shrinkage", "auto"}}, nested);
       // The paper's grid λ ∈ {10⁻⁹, …, 10⁹} (α_u = 1/(1 + λ)) at its two distinct behaviours
-      // beside LDA's, λ = 10⁻³ and 1 (α_u = 0.999, 0.5). Its λ ≤ 10⁻⁶ put α_u within 10⁻⁶ of
-      // λ = 10⁻³'s (their CV scores tie with it) at up to 10⁶ times its condition number; at
+      // beside LDA's, λ = 10⁻³ and 1 (α_u = 0.999, 0.5). Its λ ≤ 10⁻⁶ put α_u within 10⁻⁶ of 1,
+      // within 10⁻³ of λ = 10⁻³'s (their CV scores tie with it) at up to 10⁶ times its condition number; at
       // λ ≥ 10³ the unlabeled rows keep soft labels near 0 and SL-LDA is LDA on the labeled
       // rows, which the shrinkage LDA above is (the panel's accuracies are unchanged without
       // it, with a third fewer SL-LDA fits).
       // The default family (Candidate::preferred): SL-LDA at λ = 10⁻³ (α_u ≈ 1, the
-      // unlabeled rows' labels all from the propagation, as its paper's default α_u = 0.99),
+      // unlabeled rows' labels all from the propagation, close to its paper's default 0.99),
       // at every scaling and m.
       for (double lambda : {1e-3, 1.0})
         add("sl-lda", scaling, {{"alpha_u", 1.0 / (1.0 + lambda)}}, nested, lambda == 1e-3);

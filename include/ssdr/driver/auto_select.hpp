@@ -41,7 +41,7 @@ FitConfig make_auto_config(const std::vector<ParameterSetting>& settings, int64_
                            double max_kernel_memory, int cv_folds);
 
 /// The candidates of auto for c classes and d input features, simplest first (a CV tie goes
-/// to the earlier; the default family, preferred by select_candidates, is SL-LDA at
+/// to the earlier, but a tie with the default family to it; the default family, preferred by select_candidates, is SL-LDA at
 /// α_u = 1/(1 + 10⁻³); docs/methods-guide.md "How auto chooses"):
 ///  - per scaling, standardize then none (each feature's units are the user's; only one if
 ///    the user gave --scaling):
