@@ -370,12 +370,7 @@ RowsKey rows_key(const data::PreprocessOptions& p, const std::vector<data::Role>
     }
   MPI_Allreduce(MPI_IN_PLACE, f, 2, MPI_UINT64_T, MPI_SUM, comm);
   RowsKey k;
-  k.scaling = p.scaling;
-  k.pca = p.pca;
-  k.pca_energy = p.pca_energy;
-  k.route = p.route;
-  k.pca_dim = p.pca_dim;
-  k.single = p.single;
+  k.preprocess = p;
   k.n_global = n_global;
   k.transductive = f[0];
   k.fingerprint = f[1];

@@ -174,8 +174,7 @@ namespace {
 
 /// Whether two preprocessings give the same rows (RowsKey's preprocessing fields). Local.
 bool same_rows(const data::PreprocessOptions& a, const data::PreprocessOptions& b) {
-  return a.scaling == b.scaling && a.pca == b.pca && a.pca_energy == b.pca_energy && a.route == b.route &&
-         a.pca_dim == b.pca_dim && a.single == b.single;
+  return a.fields() == b.fields();
 }
 
 /// The leading m columns of Y (n×M, M ≥ m), Y's layout. Local.

@@ -57,19 +57,7 @@ scatter::ShrunkScatter shrunk_labeled_scatter(const TrainingData& data, double s
   return S;
 }
 
-GraphKey graph_key(const graph::GraphOptions& g) {
-  GraphKey k;
-  k.k = g.k;
-  k.weight = g.weight;
-  k.sigma_rule = g.sigma_rule;
-  k.sigma_s = g.sigma_s;
-  k.sigma = g.sigma;
-  k.knn_method = g.knn_method;
-  k.knn_seed = g.knn_seed;
-  k.knn_recall_sample = g.knn_recall_sample;
-  k.components = g.components;
-  return k;
-}
+GraphKey graph_key(const graph::GraphOptions& g) { return GraphKey{g}; }
 
 ListsKey lists_key(const graph::GraphOptions& g, int need, int64_t n) {
   ListsKey k;
@@ -80,25 +68,10 @@ ListsKey lists_key(const graph::GraphOptions& g, int need, int64_t n) {
   return k;
 }
 
-LnpKey lnp_key(const graph::LnpOptions& g, const std::string& features) {
-  LnpKey k;
-  k.k = g.k;
-  k.regularization = g.regularization;
-  k.features = features;
-  return k;
-}
+LnpKey lnp_key(const graph::LnpOptions& g, const std::string& features) { return LnpKey{g, features}; }
 
 PropagationKey propagation_key(const std::variant<GraphKey, LnpKey>& graph, const propagation::PropagationOptions& p) {
-  PropagationKey k;
-  k.graph = graph;
-  k.alpha_labeled = p.alpha_labeled;
-  k.alpha_unlabeled = p.alpha_unlabeled;
-  k.rtol = p.rtol;
-  k.prefix = p.prefix;
-  k.block = p.block;
-  k.reorder = p.reorder;
-  k.mixed_precision = p.mixed_precision;
-  return k;
+  return PropagationKey{graph, p};
 }
 
 ScatterKey scatter_key(const std::optional<PropagationKey>& soft_labels, const std::string& features) {

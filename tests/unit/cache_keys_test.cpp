@@ -1,12 +1,16 @@
 // The typed cache keys (methods/cache_keys.hpp, driver::RowsKey): every option a cached value
 // depends on is part of its key, so changing any one of them misses the cache. Each case
 // puts the key of the defaults in a std::map (the caches' container) and looks up the key
-// with one field changed.
+// with one field changed: each field of the option struct's fields() in turn, after checking
+// that fields() lists every member of the struct (so a new option fails here until it is in
+// fields(), and is then tested with no further edit).
 #include <gtest/gtest.h>
 
-#include <functional>
 #include <map>
 #include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "ssdr/data/split.hpp"
@@ -24,32 +28,74 @@ bool misses(const K& base, const K& changed) {
   return cache.find(changed) == cache.end();
 }
 
-/// For each change of the options O, the key built from the changed options misses the
-/// cache of the defaults' key; the defaults' key itself hits.
-template <class O, class F>
-void expect_each_change_misses(const O& defaults, F key, const std::vector<std::pair<std::string, std::function<void(O&)>>>& changes) {
-  EXPECT_FALSE(misses(key(defaults), key(defaults)));
-  for (const auto& [what, change] : changes) {
-    O o = defaults;
-    change(o);
-    EXPECT_TRUE(misses(key(defaults), key(o))) << what;
+/// Converts to any member's type: counts an aggregate's members (member_count).
+struct AnyMember {
+  template <class T>
+  operator T() const {
+    return T{};
   }
+};
+
+/// Whether O{A...} is a valid aggregate initialization. Local.
+template <class O, class... A>
+constexpr auto braces_fit(int) -> decltype(O{std::declval<A>()...}, true) {
+  return true;
+}
+template <class O, class... A>
+constexpr bool braces_fit(long) {
+  return false;
+}
+
+/// The number of members of the aggregate O (the most initializers O{...} takes).
+template <class O, class... A>
+constexpr size_t member_count() {
+  if constexpr (braces_fit<O, A..., AnyMember>(0))
+    return member_count<O, A..., AnyMember>();
+  else
+    return sizeof...(A);
+}
+
+/// A value other than `v`: a bool flipped, an enum's next value, a number + 1, a string longer.
+template <class T>
+T other_than(const T& v) {
+  if constexpr (std::is_same_v<T, bool>)
+    return !v;
+  else if constexpr (std::is_enum_v<T>)
+    return static_cast<T>(static_cast<std::underlying_type_t<T>>(v) + 1);
+  else if constexpr (std::is_arithmetic_v<T>)
+    return static_cast<T>(v + 1);
+  else
+    return v + "_other";
+}
+
+/// For each index I of O::fields(): the options with field I changed miss the defaults' key.
+template <class O, class F, size_t... I>
+void expect_each_field_misses(const O& defaults, F key, std::index_sequence<I...>) {
+  EXPECT_FALSE(misses(key(defaults), key(defaults)));
+  const auto change_field = [&](auto index) {
+    O o = defaults;
+    using T = std::decay_t<std::tuple_element_t<decltype(index)::value, decltype(o.fields())>>;
+    T& field = const_cast<T&>(std::get<decltype(index)::value>(o.fields()));  // o is not const
+    field = other_than(field);
+    EXPECT_TRUE(misses(key(defaults), key(o))) << "field " << decltype(index)::value << " of O::fields()";
+  };
+  (change_field(std::integral_constant<size_t, I>{}), ...);
+}
+
+/// O::fields() lists every member of O, and for each of them the key built from the options
+/// with that one field changed misses the cache of the defaults' key; the defaults' key hits.
+template <class O, class F>
+void expect_each_field_misses(const O& defaults, F key) {
+  constexpr size_t listed = std::tuple_size_v<decltype(defaults.fields())>;
+  EXPECT_EQ(listed, member_count<O>()) << "a member of the options is missing from their fields()";
+  expect_each_field_misses(defaults, key, std::make_index_sequence<listed>{});
 }
 
 }  // namespace
 
 TEST(CacheKeys, AGraphKeyChangesWithEveryFieldOfGraphOptions) {
   using G = graph::GraphOptions;
-  expect_each_change_misses<G>(G{}, [](const G& g) { return methods::graph_key(g); },
-                               {{"k", [](G& g) { g.k = 9; }},
-                                {"weight", [](G& g) { g.weight = graph::EdgeWeight::binary; }},
-                                {"sigma_rule", [](G& g) { g.sigma_rule = graph::SigmaRule::mean_edge_dist2; }},
-                                {"sigma_s", [](G& g) { g.sigma_s = 0.5; }},
-                                {"sigma", [](G& g) { g.sigma = 2; }},
-                                {"knn_method", [](G& g) { g.knn_method = graph::KnnMethod::nndescent; }},
-                                {"knn_seed", [](G& g) { g.knn_seed = 2; }},
-                                {"knn_recall_sample", [](G& g) { g.knn_recall_sample = 10; }},
-                                {"components", [](G& g) { g.components = 3; }}});
+  expect_each_field_misses(G{}, [](const G& g) { return methods::graph_key(g); });
 }
 
 TEST(CacheKeys, KnnListsAreKeyedByBackendAndForNnDescentBySeedAndK) {
@@ -73,14 +119,7 @@ TEST(CacheKeys, PropagationScatterAndTraceRatioKeysChangeWithEachOfTheirOptions)
   using P = propagation::PropagationOptions;
   const graph::GraphOptions g;
   const auto pkey = [&](const P& p) { return methods::propagation_key(methods::graph_key(g), p); };
-  expect_each_change_misses<P>(P{}, pkey,
-                               {{"alpha_labeled", [](P& p) { p.alpha_labeled = 0.1; }},
-                                {"alpha_unlabeled", [](P& p) { p.alpha_unlabeled = 0.9; }},
-                                {"rtol", [](P& p) { p.rtol = 1e-8; }},
-                                {"prefix", [](P& p) { p.prefix = "other_"; }},
-                                {"block", [](P& p) { p.block = false; }},
-                                {"reorder", [](P& p) { p.reorder = false; }},
-                                {"mixed_precision", [](P& p) { p.mixed_precision = false; }}});
+  expect_each_field_misses(P{}, pkey);
   // The graph under the propagation: another kNN graph, or an LNP graph (k, r, features).
   graph::GraphOptions g9 = g;
   g9.k = 9;
@@ -89,8 +128,7 @@ TEST(CacheKeys, PropagationScatterAndTraceRatioKeysChangeWithEachOfTheirOptions)
   const methods::PropagationKey on_lnp = methods::propagation_key(methods::lnp_key(lnp, ""), P{});
   EXPECT_TRUE(misses(pkey(P{}), on_lnp));
   using L = graph::LnpOptions;
-  expect_each_change_misses<L>(L{}, [](const L& l) { return methods::lnp_key(l, ""); },
-                               {{"k", [](L& l) { l.k = 3; }}, {"regularization", [](L& l) { l.regularization = 1; }}});
+  expect_each_field_misses(L{}, [](const L& l) { return methods::lnp_key(l, ""); });
   EXPECT_TRUE(misses(methods::lnp_key(lnp, ""), methods::lnp_key(lnp, "{\"type\":\"rbf\"}")));
   // Scatter matrices: the soft labels that weigh them (or the hard labels) and X's features.
   const methods::ScatterKey s = methods::scatter_key(pkey(P{}), "");
@@ -117,13 +155,7 @@ TEST(CacheKeys, TheRowsKeyChangesWithEveryPreprocessingOptionAndTheTransductiveS
   };
   const std::vector<data::Role> roles = roles_with_unseen(8);
   using P = data::PreprocessOptions;
-  expect_each_change_misses<P>(P{}, [&](const P& p) { return driver::rows_key(p, roles, start, n, MPI_COMM_WORLD); },
-                               {{"scaling", [](P& p) { p.scaling = data::Scaling::standardize; }},
-                                {"pca", [](P& p) { p.pca = false; }},
-                                {"pca_energy", [](P& p) { p.pca_energy = 0.7; }},
-                                {"route", [](P& p) { p.route = data::PcaRoute::gram; }},
-                                {"pca_dim", [](P& p) { p.pca_dim = 3; }},
-                                {"single", [](P& p) { p.single = true; }}});
+  expect_each_field_misses(P{}, [&](const P& p) { return driver::rows_key(p, roles, start, n, MPI_COMM_WORLD); });
   // Another transductive set (one more sample) misses; the same set with other labels
   // (a cross-validation fold) hits.
   const driver::RowsKey base = driver::rows_key(P{}, roles, start, n, MPI_COMM_WORLD);

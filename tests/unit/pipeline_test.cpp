@@ -279,7 +279,7 @@ TEST(SweepCaches, GiveEveryFitTheBitsOfASingleConsumingFit) {
   // ODA at m = 2, 1 share theirs).
   ASSERT_EQ(graphs.by_rows.size(), 2u);
   const auto none = std::find_if(graphs.by_rows.begin(), graphs.by_rows.end(),
-                                 [](const auto& e) { return e.first.scaling == data::Scaling::none; });
+                                 [](const auto& e) { return e.first.preprocess.scaling == data::Scaling::none; });
   ASSERT_NE(none, graphs.by_rows.end());
   const methods::GraphCache& plain = none->second;
   ASSERT_EQ(plain.lists.size(), 1u);

@@ -201,7 +201,7 @@ TEST(Precision, EverySingleRouteOfThePipelineGivesTheSameFit) {
   EXPECT_EQ(rows.misses, 2);  // the default preprocessing and KSODA's
   EXPECT_GT(rows.bytes(), 0.0);
   for (const auto& [key, e] : rows.entries) {
-    EXPECT_TRUE(key.single);
+    EXPECT_TRUE(key.preprocess.single);
     EXPECT_TRUE(e.Xt.v.empty());
     EXPECT_FALSE(e.Xt32.v.empty());
   }

@@ -4,6 +4,7 @@
 /// only and applied to all samples, as the papers do before LDA-type methods
 /// (soda-nie2009 §5.2: "PCA as the preprocessing step to eliminate the null space").
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "ssdr/core/dense.hpp"
@@ -45,6 +46,9 @@ struct PreprocessOptions {
   /// are kept as floats, each value rounded once after the map (apply_single); everything
   /// computed from them reads them as doubles. False: doubles.
   bool single = false;
+  /// Every field as a tuple, in declaration order (what driver::RowsKey compares: the
+  /// fields that decide the preprocessed rows).
+  auto fields() const { return std::tie(scaling, pca, pca_energy, route, pca_dim, single); }
 };
 
 /// The fitted map x ↦ Pᵀ((x − shift) ∘ scale − mean) (d → d').

@@ -51,19 +51,12 @@ struct PreparedRows {
 /// mod 2⁶⁴ of data::split_key(1, i) over its global indices i, the same on any rank count).
 /// Compared field by field. Built by rows_key only.
 struct RowsKey {
-  data::Scaling scaling = data::Scaling::none;
-  bool pca = true;
-  double pca_energy = 0;
-  data::PcaRoute route = data::PcaRoute::automatic;
-  int64_t pca_dim = 0;
-  bool single = false;         ///< --precision single
+  data::PreprocessOptions preprocess;  ///< single: --precision single
   int64_t n_global = 0;        ///< samples in the data set
   uint64_t transductive = 0;   ///< n_t
   uint64_t fingerprint = 0;    ///< Σ split_key(1, i) over the transductive i, mod 2⁶⁴
-  /// The fields as a tuple, in declaration order. Local.
-  auto fields() const {
-    return std::tie(scaling, pca, pca_energy, route, pca_dim, single, n_global, transductive, fingerprint);
-  }
+  /// The fields as a tuple: PreprocessOptions::fields(), then the transductive set's. Local.
+  auto fields() const { return std::tuple_cat(preprocess.fields(), std::tie(n_global, transductive, fingerprint)); }
   /// Field-by-field order (std::map key). Local.
   bool operator<(const RowsKey& o) const { return fields() < o.fields(); }
 };

@@ -5,6 +5,7 @@
 /// graph of Nie et al. 2016 that soge-liu2017 §5.2 uses).
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "ssdr/core/dense.hpp"
@@ -100,6 +101,11 @@ struct GraphOptions {
   /// c of the CLR rank constraint (weight clr only): the connected components asked for.
   /// 0 → not set; methods::knn_graph sets it to the number of classes.
   int components = 0;
+  /// Every field as a tuple, in declaration order: the one list of the fields that
+  /// methods::GraphKey compares (a new field goes here and into tests/unit/cache_keys_test.cpp).
+  auto fields() const {
+    return std::tie(k, weight, sigma_rule, sigma_s, sigma, knn_method, knn_seed, knn_recall_sample, components);
+  }
 };
 
 /// The k nearest neighbours of each row of X by the backend options.knn_method (knn_search

@@ -10,6 +10,7 @@
 /// propagation::propagate, which forms exactly that P from the symmetric W̃ returned here.
 /// So W̃ stays symmetric and can be reused as an ordinary graph.
 #include <cstdint>
+#include <tuple>
 #include <vector>
 
 #include "ssdr/core/dense.hpp"
@@ -59,6 +60,8 @@ ReconstructionWeights reconstruction_weights(const DistMatrix& X, int k, double 
 struct LnpOptions {
   int k = 8;                     ///< neighbors
   double regularization = 1e-3;  ///< r = regularization · tr(G)/k
+  /// Every field as a tuple, in declaration order (what methods::LnpKey compares).
+  auto fields() const { return std::tie(k, regularization); }
 };
 
 /// The normalized symmetric reconstruction graph of sllda-zhao2014 Table 1.

@@ -2,8 +2,9 @@
 /// \file cache_keys.hpp
 /// The typed keys of what a sweep reuses (methods/graph_cache.hpp holds the store; the driver
 /// keeps one per prepared rows, driver::GraphCaches, whose RowsKey is the outer key). Each
-/// key holds the fields of the option structs its value depends on and is compared field by
-/// field (std::tie order), never as formatted text; one function builds each kind.
+/// key holds the option structs its value depends on and is compared field by field (the
+/// structs' own fields(), a std::tie defined once beside their fields, then the key's other
+/// fields), never as formatted text; one function builds each kind.
 /// The methods reach the store only through methods/common.hpp's functions (knn_graph,
 /// graph_and_propagation, soft_scatter, solve_trace_ratio, lnp_graph, cached_propagation).
 #include <cstdint>
@@ -20,19 +21,9 @@ namespace ssdr::methods {
 
 /// The key of a kNN graph: every field of graph::GraphOptions. Built by graph_key.
 struct GraphKey {
-  int k = 0;
-  graph::EdgeWeight weight = graph::EdgeWeight::heat;
-  graph::SigmaRule sigma_rule = graph::SigmaRule::soda_eq42;
-  double sigma_s = 0;
-  double sigma = 0;
-  graph::KnnMethod knn_method = graph::KnnMethod::automatic;
-  uint64_t knn_seed = 0;
-  int64_t knn_recall_sample = 0;
-  int components = 0;
-  /// The fields as a tuple, in declaration order. Local.
-  auto fields() const {
-    return std::tie(k, weight, sigma_rule, sigma_s, sigma, knn_method, knn_seed, knn_recall_sample, components);
-  }
+  graph::GraphOptions options;
+  /// The fields as a tuple: GraphOptions::fields(). Local.
+  auto fields() const { return options.fields(); }
   /// Field-by-field order and equality. Local.
   bool operator<(const GraphKey& o) const { return fields() < o.fields(); }
   bool operator==(const GraphKey& o) const { return fields() == o.fields(); }
@@ -61,11 +52,10 @@ ListsKey lists_key(const graph::GraphOptions& g, int need, int64_t n);
 /// The key of an LNP (reconstruction-weight) graph: every field of graph::LnpOptions and what
 /// the rows it is built on hold (TrainingData::features). Built by lnp_key.
 struct LnpKey {
-  int k = 0;
-  double regularization = 0;
+  graph::LnpOptions options;
   std::string features;
-  /// The fields as a tuple. Local.
-  auto fields() const { return std::tie(k, regularization, features); }
+  /// The fields as a tuple: LnpOptions::fields(), then features. Local.
+  auto fields() const { return std::tuple_cat(options.fields(), std::tie(features)); }
   /// Field-by-field order. Local.
   bool operator<(const LnpKey& o) const { return fields() < o.fields(); }
   bool operator==(const LnpKey& o) const { return fields() == o.fields(); }
@@ -77,17 +67,9 @@ LnpKey lnp_key(const graph::LnpOptions& g, const std::string& features);
 /// propagation::PropagationOptions. Built by propagation_key.
 struct PropagationKey {
   std::variant<GraphKey, LnpKey> graph;
-  double alpha_labeled = 0;
-  double alpha_unlabeled = 0;
-  double rtol = 0;
-  std::string prefix;
-  bool block = true;
-  bool reorder = true;
-  bool mixed_precision = true;
-  /// The fields as a tuple. Local.
-  auto fields() const {
-    return std::tie(graph, alpha_labeled, alpha_unlabeled, rtol, prefix, block, reorder, mixed_precision);
-  }
+  propagation::PropagationOptions options;
+  /// The fields as a tuple: the graph's key, then PropagationOptions::fields(). Local.
+  auto fields() const { return std::tuple_cat(std::tie(graph), options.fields()); }
   /// Field-by-field order. Local.
   bool operator<(const PropagationKey& o) const { return fields() < o.fields(); }
   bool operator==(const PropagationKey& o) const { return fields() == o.fields(); }

@@ -5,6 +5,7 @@
 #include <petscmat.h>
 
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "ssdr/core/dense.hpp"
@@ -33,6 +34,8 @@ struct PropagationOptions {
   /// product and pass; the same tolerance on the true residual). false, or
   /// -<prefix>mixed_precision false: the block CG in double throughout.
   bool mixed_precision = true;
+  /// Every field as a tuple, in declaration order (what methods::PropagationKey compares).
+  auto fields() const { return std::tie(alpha_labeled, alpha_unlabeled, rtol, prefix, block, reorder, mixed_precision); }
 };
 
 /// The propagated soft labels F and the solver's record.
