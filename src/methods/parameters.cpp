@@ -74,7 +74,7 @@ std::vector<ParameterSpec> build() {
   // clang-format off
   return {
     // The graph (soda-nie2009 §2.2 and eq. (42); each method's paper graph in MethodInfo::graph).
-    number("knn", "k", "neighbours of the kNN graph (default: the method's paper graph: 8 soda/lp, 5 tca/otca/soge/sda)",
+    number("knn", "k", "neighbours of the kNN graph (default: the method's paper graph: 8 soda/lp/sl-lda, 5 tca/otca/soge/sda)",
            Kind::integer, Scope::own, 1, false, 1e6, false,
            [](T& t, const json& v) { t.method.graph.k = v.get<int>(); t.method.knn_given = true; },
            [](const C& t) { return t.method.knn_given ? json(t.method.graph.k) : json("default"); }),

@@ -2,7 +2,8 @@
 //
 // Both methods share the first two stages:
 //   1. the normalized symmetric reconstruction graph W̃ of Table 1 (graph/lnp.hpp: eq. (2)
-//      weights on the k = o.graph.k nearest neighbors, (W+Wᵀ)/2, D^{-1/2}·W·D^{-1/2});
+//      weights on the k nearest neighbors of the row's graph (method_lnp_graph: k = 8, r =
+//      10⁻³ unless --knn), (W+Wᵀ)/2, D^{-1/2}·W·D^{-1/2});
 //   2. label propagation with the outlier class, eq. (3)–(5), F = I_β Y (I − P I_α)⁻¹ with
 //      P the row normalization of W̃ (propagation::propagate, prefix o.propagation.prefix,
 //      α_l = 0, α_u = 0.99 by default).
@@ -50,24 +51,23 @@ namespace ssdr::methods {
 namespace {
 
 constexpr double kDefaultAlpha = 1e-3;           ///< α = 1e-3·tr(S̃t)/d' (relative)
-constexpr double kReconstructionRegularization = 1e-3;  ///< r = 1e-3·tr(G)/k in eq. (2)
 
 /// Stages 1–2: the LNP graph (timed "knn_graph") and the soft labels (timed "propagation"),
 /// both kept in the sweep's cache (a sweep's other α, α_u and m reuse them); `key` is the
-/// scatter matrices' cache key (the propagation's and X's features).
+/// scatter matrices' cache key (the propagation's and X's features); `options` the graph's.
 struct SoftLabels {
+  graph::LnpOptions options;
   graph::LnpGraph g;
   propagation::PropagationResult lp;
   ScatterKey key;
 };
 
-SoftLabels lnp_and_propagation(const TrainingData& data, const MethodOptions& o, Timings& t) {
+SoftLabels lnp_and_propagation(const MethodInfo& row, const TrainingData& data, const MethodOptions& o, Timings& t) {
   SoftLabels s;
-  graph::LnpOptions go;  // the LNP graph is built on X itself: its key names X's features
-  go.k = o.graph.k;
-  go.regularization = kReconstructionRegularization;
-  s.g = lnp_graph(data, go, t);
-  const LnpKey gkey = lnp_key(go, data.features);
+  s.options = method_lnp_graph(row, o);  // sl-lda's or sl-lda-wls's row
+  // The LNP graph is built on X itself: its key names X's features.
+  s.g = lnp_graph(data, s.options, t);
+  const LnpKey gkey = lnp_key(s.options, data.features);
   s.lp = lnp_propagation(data, gkey, s.g.W, o, t);
   s.key = scatter_key(propagation_key(gkey, o.propagation), data.features);
   return s;
@@ -80,8 +80,8 @@ scatter::ScatterMatrices sl_scatter(const TrainingData& data, const SoftLabels& 
 
 void soft_label_info(const SoftLabels& s, const MethodOptions& o, nlohmann::json& info) {
   info["graph"] = "lnp";
-  info["k"] = o.graph.k;
-  info["reconstruction_regularization"] = kReconstructionRegularization;
+  info["k"] = s.options.k;
+  info["reconstruction_regularization"] = s.options.regularization;
   info["graph_edges"] = s.g.edges;
   info["max_nnls_iterations"] = s.g.max_nnls_iterations;
   info["alpha_l"] = o.propagation.alpha_labeled;
@@ -104,14 +104,14 @@ double relative_alpha(const MethodOptions& o) {
 /// explicit unit is an error).
 class SlLda final : public Method {
  public:
-  FitResult fit(const MethodInfo&, const TrainingData& data, const MethodOptions& o, Timings& t) override {
+  FitResult fit(const MethodInfo& row, const TrainingData& data, const MethodOptions& o, Timings& t) override {
     const int64_t d = data.X.cols;
     const int64_t m = resolve_dim(o.dim, data.classes, d);
     const double a = relative_alpha(o);
     SSDR_REQUIRE(!(o.eigenvalue_scaling && o.normalization_given && o.normalization == Normalization::unit),
                  "--eigenvalue-scaling: expected --normalize metric (V Lambda^(1/2) is the least-squares "
                  "embedding only for V'(St + alpha I)V = I), got --normalize unit");
-    SoftLabels s = lnp_and_propagation(data, o, t);
+    SoftLabels s = lnp_and_propagation(row, data, o, t);
     const scatter::ScatterMatrices S = sl_scatter(data, s, t);
     Phase phase("eigensolve", &t);
     const double alpha = a * trace(S.St) / static_cast<double>(d);
@@ -234,7 +234,7 @@ PetscErrorCode wls_mult_transpose(Mat A, Vec u, Vec y) {
 /// problem fixes the scale (recorded as metric).
 class SlLdaWls final : public Method {
  public:
-  FitResult fit(const MethodInfo&, const TrainingData& data, const MethodOptions& o, Timings& t) override {
+  FitResult fit(const MethodInfo& row, const TrainingData& data, const MethodOptions& o, Timings& t) override {
     const DistMatrix& X = data.X.doubles();
     MPI_Comm comm = X.comm;
     const int64_t d = X.cols, nl = X.n_local;
@@ -243,7 +243,7 @@ class SlLdaWls final : public Method {
     SSDR_REQUIRE(m <= c, "--dim " + std::to_string(m) + " exceeds the " + std::to_string(c) +
                              " columns of the SL-LDA least-squares solution");
     const double a = relative_alpha(o);
-    SoftLabels s = lnp_and_propagation(data, o, t);
+    SoftLabels s = lnp_and_propagation(row, data, o, t);
     const DistMatrix& F = s.lp.F;
 
     // E_jj = Σ_{i≤c} f_ij, ñ_i, ñ, x̃ (weighted by E) and diag(S̃t): O(n·d), no d×d matrix.

@@ -29,6 +29,8 @@ struct Row {
   Row&& parameters(std::vector<std::string> p) && { m.parameters = std::move(p); return std::move(*this); }
   /// MethodInfo::graph: the kNN graph its paper builds (method_graph).
   Row&& graph(graph::GraphOptions g) && { m.graph = g; return std::move(*this); }
+  /// MethodInfo::lnp_graph: the LNP graph its paper builds (method_lnp_graph).
+  Row&& lnp_graph(graph::LnpOptions g) && { m.lnp_graph = g; return std::move(*this); }
   /// MethodInfo::cv_grid: what its paper cross-validates.
   Row&& cv_grid(ParameterGrid g) && { m.cv_grid = std::move(g); return std::move(*this); }
   Row&& preprocess(data::PreprocessOptions p) && { m.preprocess = p; return std::move(*this); }
@@ -66,6 +68,14 @@ graph::GraphOptions sda_graph() {
   graph::GraphOptions g;
   g.k = 5;
   g.weight = graph::EdgeWeight::binary;
+  return g;
+}
+/// sllda-zhao2014 Table 1: the LNP reconstruction graph on k = 8 neighbours (the paper does
+/// not state k; SODA's), regularized by r = 10⁻³·tr(G)/k in eq. (2).
+graph::LnpOptions sllda_graph() {
+  graph::LnpOptions g;
+  g.k = 8;
+  g.regularization = 1e-3;
   return g;
 }
 data::PreprocessOptions soge_preprocess() {
@@ -114,10 +124,10 @@ MethodTable build_table() {
       Row("sl-lda", "soft-label LDA: LNP graph, label propagation, GEVD (St + aI)^-1 Sb",
           "sllda-zhao2014 eq. (3)-(5), (11)-(15)", true, true, &make_sl_lda)
           .parameters({"knn", "alpha_u", "alpha", "eigenvalue_scaling"})  // the LNP graph has no σ
-          .cv_grid(sllda_grid()).nested().m,
+          .lnp_graph(sllda_graph()).cv_grid(sllda_grid()).nested().m,
       Row("sl-lda-wls", "soft-label LDA by its weighted least-squares solution",
           "sllda-zhao2014 eq. (19)/(22)", true, true, &make_sl_lda_wls)
-          .parameters({"knn", "alpha_u", "alpha"}).cv_grid(sllda_grid()).nested().m,
+          .parameters({"knn", "alpha_u", "alpha"}).lnp_graph(sllda_graph()).cv_grid(sllda_grid()).nested().m,
       Row("tca", "transductive component analysis (not transfer component analysis)",
           "tca-liu2008 eq. (4), (10)-(21)", true, true, &make_tca)
           .parameters({"knn", "weight", "sigma_s", "alpha", "beta"}).graph(tca_graph()).nested().m,
@@ -212,6 +222,14 @@ graph::GraphOptions method_graph(const MethodInfo& method, const MethodOptions& 
   return g;
 }
 
+graph::LnpOptions method_lnp_graph(const MethodInfo& method, const MethodOptions& o) {
+  if (!method.lnp_graph)
+    throw Error("method table: " + method.name + " builds no LNP graph (its row has none)", __FILE__, __LINE__, true);
+  graph::LnpOptions g = *method.lnp_graph;
+  if (o.knn_given) g.k = o.graph.k;
+  return g;
+}
+
 void check_method_row(const MethodInfo& row) {
   auto fail = [&](const std::string& what) {
     throw Error("method table: " + (row.name.empty() ? std::string("a row") : row.name) + ": " + what, __FILE__,
@@ -237,6 +255,10 @@ void check_method_row(const MethodInfo& row) {
   if (!row.graph && graph_parameters) fail("has the parameters knn, weight and sigma_s but no graph");
   if (!row.graph && (lists(row.parameters, "weight") || lists(row.parameters, "sigma_s")))
     fail("has weight or sigma_s but no graph");
+  if (row.graph && row.lnp_graph) fail("has a kNN graph and an LNP graph");
+  if (row.lnp_graph && !lists(row.parameters, "knn")) fail("has an LNP graph but not its parameter knn");
+  if (lists(row.parameters, "knn") && !row.graph && !row.lnp_graph)
+    fail("has the parameter knn but no graph (its k would come from nowhere)");
   for (const auto& [name, values] : row.cv_grid) {
     if (!uses_parameter(row, name)) fail("cross-validates '" + name + "', which is not one of its parameters");
     if (values.empty()) fail("cross-validates '" + name + "' over no values");

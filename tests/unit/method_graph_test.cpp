@@ -47,6 +47,26 @@ TEST(MethodGraph, EachMethodDefaultsToItsPapersGraph) {
     EXPECT_FALSE(methods::find_method(m).graph.has_value()) << m;
     EXPECT_THROW(methods::method_graph(methods::find_method(m), none), Error) << m;
   }
+  // sllda-zhao2014: the LNP graph of its row, k = 8 and r = 1e-3; only the sl-lda rows have one.
+  for (const char* m : {"sl-lda", "sl-lda-wls"}) {
+    const graph::LnpOptions g = methods::method_lnp_graph(methods::find_method(m), none);
+    EXPECT_EQ(g.k, 8) << m;
+    EXPECT_EQ(g.regularization, 1e-3) << m;
+  }
+  for (const methods::MethodInfo& row : methods::method_table())
+    if (row.name != "sl-lda" && row.name != "sl-lda-wls") {
+      EXPECT_FALSE(row.lnp_graph.has_value()) << row.name;
+      EXPECT_THROW(methods::method_lnp_graph(row, none), Error) << row.name;
+    }
+}
+
+TEST(MethodGraph, KnnOverridesTheLnpGraphsK) {
+  methods::MethodOptions o;
+  o.graph.k = 11;
+  EXPECT_EQ(methods::method_lnp_graph(methods::find_method("sl-lda"), o).k, 8);  // not given: ignored
+  o.knn_given = true;
+  EXPECT_EQ(methods::method_lnp_graph(methods::find_method("sl-lda"), o).k, 11);
+  EXPECT_EQ(methods::method_lnp_graph(methods::find_method("sl-lda-wls"), o).regularization, 1e-3);
 }
 
 TEST(MethodGraph, KnnWeightAndSigmaSOverrideTheMethodsGraph) {

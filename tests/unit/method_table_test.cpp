@@ -143,6 +143,17 @@ TEST(MethodTable, RefusesAnIncompleteRowNamingTheRowAndWhatItLacks) {
   r = methods::find_method("sl-lda");
   r.parameters.push_back("weight");
   EXPECT_THAT(error_of([&] { methods::check_method_row(r); }), HasSubstr("has weight or sigma_s but no graph"));
+  // An LNP graph (sl-lda's) with a kNN graph too, without knn, or knn with neither graph.
+  r = methods::find_method("sl-lda");
+  r.graph = graph::GraphOptions{};
+  r.parameters.insert(r.parameters.end(), {"weight", "sigma_s"});
+  EXPECT_THAT(error_of([&] { methods::check_method_row(r); }), HasSubstr("sl-lda: has a kNN graph and an LNP graph"));
+  r = methods::find_method("sl-lda");
+  r.parameters.erase(r.parameters.begin());  // knn
+  EXPECT_THAT(error_of([&] { methods::check_method_row(r); }), HasSubstr("has an LNP graph but not its parameter knn"));
+  r = methods::find_method("sl-lda");
+  r.lnp_graph.reset();
+  EXPECT_THAT(error_of([&] { methods::check_method_row(r); }), HasSubstr("has the parameter knn but no graph"));
   // A grid over a parameter the method does not take, over nothing, or out of range.
   r = complete_row();
   r.cv_grid = {{"lambda", {1.0}}};

@@ -16,6 +16,7 @@
 #include "ssdr/core/dense.hpp"
 #include "ssdr/data/preprocess.hpp"
 #include "ssdr/graph/knn.hpp"
+#include "ssdr/graph/lnp.hpp"
 #include "ssdr/kernels/feature_map.hpp"
 #include "ssdr/methods/normalization.hpp"
 #include "ssdr/propagation/label_propagation.hpp"
@@ -164,8 +165,13 @@ struct MethodInfo {
   /// The kNN graph the method's paper uses (k, weights, σ rule), applied unless the user
   /// passes --knn/--weight/--sigma-s (method_graph); set exactly for the methods that build
   /// one through method_graph, which are those whose parameters include knn, weight and
-  /// sigma_s. Empty for the others (SL-LDA's LNP graph and SSGDA's are their own).
+  /// sigma_s. Empty for the others (SL-LDA's LNP graph is lnp_graph; SSGDA's is its own).
   std::optional<graph::GraphOptions> graph = std::nullopt;
+  /// The LNP (reconstruction-weight) graph the method's paper uses (k and the regularization
+  /// r of sllda-zhao2014 eq. (2)), applied unless the user passes --knn (method_lnp_graph);
+  /// set exactly for the methods that build one through method_lnp_graph (sl-lda,
+  /// sl-lda-wls), whose parameters include knn but not weight or sigma_s.
+  std::optional<graph::LnpOptions> lnp_graph = std::nullopt;
   /// The first m' columns of the solution for m are the solution for m' (eigenvector
   /// methods), so one fit at the largest m gives every smaller dimension; false for the
   /// trace ratio (SODA/ODA), SOGE and OTCA, whose subspaces for different m are not nested.
@@ -220,12 +226,17 @@ std::string method_names();
 /// \throws ssdr::Error (replicated) when the row has no graph (a method that builds no kNN
 ///   graph; an internal error, refused by check_method_row for the table's rows).
 graph::GraphOptions method_graph(const MethodInfo& method, const MethodOptions& o);
+/// The LNP graph a method builds: its row's `lnp_graph` (the paper's) with k from o.graph.k
+/// when o.knn_given. Local.
+/// \throws ssdr::Error (replicated) when the row has no LNP graph (an internal error).
+graph::LnpOptions method_lnp_graph(const MethodInfo& method, const MethodOptions& o);
 
 /// Checks that `row` is complete and consistent: a name (non-empty, no white space), a summary
 /// and a source (it is documented: `ssdr methods`, docs/methods.md), a factory; every own
 /// parameter an own-scoped spec of parameter_table(); a graph exactly when its parameters
 /// include knn, weight and sigma_s (a graph on a row that builds none would be ignored, a
-/// graph method without one has no defaults), and no weight or sigma_s without a graph; a
+/// graph method without one has no defaults), and no weight or sigma_s without a graph; an
+/// LNP graph only with knn and without a kNN graph, and knn only with one of the graphs; a
 /// cross-validation grid of parameters the method uses, each with at least one value and
 /// every value in its spec's range. Local.
 /// \throws ssdr::Error (replicated) "method table: NAME: WHAT".
