@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <optional>
+#include <type_traits>
 #include <utility>
+#include <vector>
 
 
 #include "ssdr/core/error.hpp"
@@ -403,6 +405,35 @@ double RowsCache::bytes() const {
 
 namespace {
 
+/// --precision as one policy: the rows of `source` flagged in `keep`, preprocessed by `pre`
+/// and owned in the chosen precision: floats in `singles` when `single` (each value rounded
+/// once after the map, data::apply_single), else doubles in `doubles`; the other stays empty.
+/// Source: the data set's dense rows (DistMatrix), its rows in their own type (TypedRows) or
+/// its sparse rows (SparseRows: their doubles rounded, the same bits as apply_single).
+/// Collective as data::apply.
+template <class Source>
+void preprocess_in_precision(const data::Preprocessor& pre, const Source& source, const std::vector<char>& keep,
+                             bool single, DistMatrix& doubles, DistMatrixF& singles) {
+  if constexpr (std::is_same_v<Source, SparseRows>) {
+    doubles = data::apply(pre, source, keep);
+    if (single) {
+      singles = to_single(doubles);
+      doubles = DistMatrix();
+    }
+  } else if (single) {
+    singles = data::apply_single(pre, source, keep);
+  } else {
+    doubles = data::apply(pre, source, keep);
+  }
+}
+
+/// The flags of the rows not in `transductive` (the unseen ones). Local.
+std::vector<char> unseen_rows(const std::vector<char>& transductive) {
+  std::vector<char> unseen(transductive.size());
+  for (size_t i = 0; i < unseen.size(); ++i) unseen[i] = !transductive[i];
+  return unseen;
+}
+
 /// The fit of both entry points. consume = &ds.X: the rows are preprocessed inside its buffer
 /// (left empty); nullptr: the raw X stays and the transductive rows are copied out.
 FitOutcome fit_and_evaluate_impl(const io::Dataset& ds, io::Dataset* consume, const std::vector<data::Role>& roles,
@@ -431,20 +462,13 @@ FitOutcome fit_and_evaluate_impl(const io::Dataset& ds, io::Dataset* consume, co
       ++config.rows->misses;
       Phase phase("preprocess", &out.timings);
       PreparedRows e;
-      std::vector<char> unseen(rows.transductive.size());
-      for (size_t i = 0; i < unseen.size(); ++i) unseen[i] = !rows.transductive[i];
-      const bool single = config.preprocess.single;
-      if (ds.typed) {
-        e.pre = data::fit_preprocessor(ds.rows, rows.transductive, config.preprocess);
-        if (single) e.Xt32 = data::apply_single(e.pre, ds.rows, rows.transductive);
-        else e.Xt = data::apply(e.pre, ds.rows, rows.transductive);
-        e.Xu = data::apply(e.pre, ds.rows, unseen);
-      } else {
-        e.pre = data::fit_preprocessor(ds.X, rows.transductive, config.preprocess);
-        if (single) e.Xt32 = data::apply_single(e.pre, ds.X, rows.transductive);
-        else e.Xt = data::apply(e.pre, ds.X, rows.transductive);
-        e.Xu = data::apply(e.pre, ds.X, unseen);
-      }
+      const auto prepare = [&](const auto& source) {  // the typed or the dense rows
+        e.pre = data::fit_preprocessor(source, rows.transductive, config.preprocess);
+        preprocess_in_precision(e.pre, source, rows.transductive, config.preprocess.single, e.Xt, e.Xt32);
+        e.Xu = data::apply(e.pre, source, unseen_rows(rows.transductive));
+      };
+      if (ds.typed) prepare(ds.rows);
+      else prepare(ds.X);
       it = config.rows->entries.emplace(key, std::move(e)).first;
     } else {
       ++config.rows->hits;
@@ -462,14 +486,8 @@ FitOutcome fit_and_evaluate_impl(const io::Dataset& ds, io::Dataset* consume, co
       // Sparse rows are reduced by a truncated SVD and mapped to their d' scores right away
       // (no raw rows are kept: every row's embedding comes from its scores).
       pre = data::fit_preprocessor(ds.Xs, rows.transductive, config.preprocess);
-      std::vector<char> unseen(rows.transductive.size());
-      for (size_t i = 0; i < unseen.size(); ++i) unseen[i] = !rows.transductive[i];
-      rows.own_t = data::apply(pre, ds.Xs, rows.transductive);
-      if (config.preprocess.single) {
-        rows.own_t32 = to_single(rows.own_t);
-        rows.own_t = DistMatrix();
-      }
-      rows.own_u = data::apply(pre, ds.Xs, unseen);
+      preprocess_in_precision(pre, ds.Xs, rows.transductive, config.preprocess.single, rows.own_t, rows.own_t32);
+      rows.own_u = data::apply(pre, ds.Xs, unseen_rows(rows.transductive));
       if (consume) {
         consume->Xs = SparseRows{};
         consume->Xs.comm = rows.comm;
@@ -479,8 +497,7 @@ FitOutcome fit_and_evaluate_impl(const io::Dataset& ds, io::Dataset* consume, co
       // raw and embedded tile by tile at evaluation (never stored in d').
       pre = data::fit_preprocessor(ds.rows, rows.transductive, config.preprocess);
       rows.raw_typed = &ds.rows;
-      if (config.preprocess.single) rows.own_t32 = data::apply_single(pre, ds.rows, rows.transductive);
-      else rows.own_t = data::apply(pre, ds.rows, rows.transductive);
+      preprocess_in_precision(pre, ds.rows, rows.transductive, config.preprocess.single, rows.own_t, rows.own_t32);
       // A consuming fit reads its raw rows again only for its unseen rows (embed_all, at
       // their positions). A rank that holds none releases them now: at F = 1 the rows' own
       // n·d·s/P bytes no longer sit beside the scores, the kNN lists and the graph (the
@@ -488,20 +505,20 @@ FitOutcome fit_and_evaluate_impl(const io::Dataset& ds, io::Dataset* consume, co
       // provenance hashed the raw values above, before this.
       if (consume && std::all_of(rows.transductive.begin(), rows.transductive.end(), [](char t) { return t != 0; }))
         std::vector<unsigned char>().swap(consume->rows.bytes);
-    } else {
-      pre = data::fit_preprocessor(ds.X, rows.transductive, config.preprocess);
-    }
-    if (ds.sparse || ds.typed) {
     } else if (consume) {
+      // Dense rows preprocessed inside their own buffer (split into the two sets, in the
+      // chosen precision by apply_split's same policy).
+      pre = data::fit_preprocessor(ds.X, rows.transductive, config.preprocess);
       data::SplitRows split =
           data::apply_split(pre, std::move(consume->X), rows.transductive, config.preprocess.single);
       rows.own_t = std::move(split.kept);
       rows.own_t32 = std::move(split.kept32);
       rows.own_u = std::move(split.other);
     } else {
+      pre = data::fit_preprocessor(ds.X, rows.transductive, config.preprocess);
       rows.raw = &ds.X;
-      if (config.preprocess.single) rows.own_t32 = data::apply_single(pre, ds.X, rows.transductive);
-      else rows.own_t = data::apply(pre, ds.X, rows.transductive);  // no n×d intermediate copies
+      // No n×d intermediate copies.
+      preprocess_in_precision(pre, ds.X, rows.transductive, config.preprocess.single, rows.own_t, rows.own_t32);
     }
   }
   if (config.preprocess.single) rows.Xt32 = &rows.own_t32;
