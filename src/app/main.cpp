@@ -306,6 +306,53 @@ io::LabelOptions read_label_options(const po::variables_map& vm) {
   return o;
 }
 
+/// How a command reads LIBSVM data sparse (--sparse): fit keeps them sparse and reduces them by a
+/// truncated SVD; transform and predict map them through the model's basis; convert has no
+/// --sparse.
+enum class SparseData { none, reduce, map };
+
+/// The data options every command that reads data takes, bound to `read` and `format` and read
+/// back by read_data_options: --format and --hdf5-data; --no-labels when the command's labels
+/// are optional (!read.labels_required: transform, predict); --hdf5-labels and --labels when
+/// `label_files` (every command but transform); --sparse as `sparse` says; then the label
+/// options (add_label_options). Not collective.
+void add_data_options(po::options_description& d, io::ReadOptions& read, std::string& format, bool label_files,
+                      SparseData sparse) {
+  const bool optional = !read.labels_required;
+  // clang-format off
+  d.add_options()
+    ("format", po::value(&format)->default_value("auto"), kFormatHelp)
+    ("hdf5-data", po::value(&read.hdf5_data)->default_value("/X"), "HDF5 data set of the n x d samples (any numeric type)");
+  if (optional)
+    d.add_options()("no-labels", "CSV data without a label column: every field is a value");
+  if (label_files)
+    d.add_options()
+      ("hdf5-labels", po::value(&read.hdf5_labels)->default_value("/y"),
+       optional ? "HDF5 data set of the n labels (any integer type), if the file has one"
+                : "HDF5 data set of the n labels (any integer type)")
+      ("labels", po::value(&read.labels),
+       optional ? "labels of NPY data (optional): a 1-D integer .npy file of n labels"
+                : "labels of NPY data: a 1-D integer .npy file of n labels");
+  if (sparse == SparseData::reduce)
+    d.add_options()("sparse", po::value<std::string>()->default_value("auto"),
+      "yes | no | auto: keep LIBSVM data sparse and reduce them by a truncated SVD (needs --pca-dim); auto: when the "
+      "dense matrix would exceed 1 GiB and at most 10% of it is stored");
+  if (sparse == SparseData::map)
+    d.add_options()("sparse", po::value<std::string>()->default_value("auto"), kSparseMapHelp);
+  // clang-format on
+  add_label_options(d);
+}
+
+/// The data options given (add_data_options) into `read`; returns the --format. \throws
+/// ssdr::Error naming a bad value.
+io::Format read_data_options(const po::variables_map& vm, const std::string& format, io::ReadOptions& read) {
+  read.label = read_label_options(vm);
+  const io::Format f = io::parse_format(format);
+  if (!read.labels_required) read.no_labels = vm.count("no-labels") > 0;
+  if (vm.count("sparse")) read.sparse = io::parse_sparsity(vm["sparse"].as<std::string>());
+  return f;
+}
+
 /// The options of `fit` (evaluate = false) or `evaluate`: the run's options bound to c, and
 /// one option per entry of methods::parameter_table() (read back by parse_fit, which checks
 /// each through methods::set_parameter). Not collective.
@@ -318,14 +365,9 @@ po::options_description fit_options(driver::FitCommand& c, std::string& format, 
     ("help,h", "show this help")
     ("method", po::value(&c.config.method)->required(),
      ("method name: auto (chosen by cross-validation on the labeled samples) or one of " + methods::method_names()).c_str())
-    ("data", po::value(&c.data)->required(), "data file (CSV, LIBSVM[.gz], NPY, HDF5) or IDX file/directory")
-    ("format", po::value(&format)->default_value("auto"), kFormatHelp)
-    ("hdf5-data", po::value(&c.read.hdf5_data)->default_value("/X"), "HDF5 data set of the n x d samples (any numeric type)")
-    ("hdf5-labels", po::value(&c.read.hdf5_labels)->default_value("/y"), "HDF5 data set of the n labels (any integer type)")
-    ("labels", po::value(&c.read.labels), "labels of NPY data: a 1-D integer .npy file of n labels")
-    ("sparse", po::value<std::string>()->default_value("auto"),
-     "yes | no | auto: keep LIBSVM data sparse and reduce them by a truncated SVD (needs --pca-dim); auto: when the dense "
-     "matrix would exceed 1 GiB and at most 10% of it is stored")
+    ("data", po::value(&c.data)->required(), "data file (CSV, LIBSVM[.gz], NPY, HDF5) or IDX file/directory");
+  add_data_options(d, c.read, format, true, SparseData::reduce);
+  d.add_options()
     ("split", po::value(&c.split_file), "split file: one role per line (labeled/unlabeled/unseen)")
     ("labeled-per-class", po::value(&c.split.labeled_per_class), "p labeled samples per class (random split)")
     ("unlabeled-per-class", po::value(&c.split.unlabeled_per_class), "q unlabeled samples per class; rest unseen")
@@ -334,7 +376,6 @@ po::options_description fit_options(driver::FitCommand& c, std::string& format, 
     ("dim", po::value(&mo.dim)->default_value(0), "projected dimension m (0: c-1)");
   if (!evaluate)
     d.add_options()("plot", po::value(&c.plot), "a PNG/SVG scatter of the embedding at the end (as ssdr plot; matplotlib)");
-  add_label_options(d);
   po::options_description params("method parameters (job-file keys: the option without '--', '-' -> '_')");
   for (const auto& p : methods::parameter_table()) {
     const std::string name = p.cli_option().substr(2), help = parameter_help(p);
@@ -517,10 +558,8 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
   po::variables_map vm;
   help = parse_command(args, desc, vm, "\nmethods:\n" + methods_help());
   if (help) return c;
-  c.format = io::parse_format(format);
-  c.read.sparse = io::parse_sparsity(vm["sparse"].as<std::string>());
+  c.format = read_data_options(vm, format, c.read);
   c.read.native_types = true;  // the fit reads uint8/float32 rows through TypedRows
-  c.read.label = read_label_options(vm);
   const int64_t seed = vm["seed"].as<int64_t>();  // an unsigned option would take -1 as 2^64 - 1
   SSDR_REQUIRE(seed >= 0, "--seed: expected an integer >= 0, got " + std::to_string(seed));
   c.split.seed = static_cast<uint64_t>(seed);
@@ -585,24 +624,18 @@ driver::TransformCommand parse_transform(const std::vector<std::string>& args, b
   d.add_options()
     ("help,h", "show this help")
     ("model", po::value(&c.model)->required(), "model file from fit --model")
-    ("data", po::value(&c.data)->required(), "data to project (CSV and LIBSVM with a label column unless --no-labels; NPY and HDF5 with or without labels)")
-    ("format", po::value(&format)->default_value("auto"), kFormatHelp)
-    ("no-labels", "CSV data without a label column: every field is a value")
-    ("hdf5-data", po::value(&c.read.hdf5_data)->default_value("/X"), "HDF5 data set of the samples")
-    ("sparse", po::value<std::string>()->default_value("auto"), kSparseMapHelp)
+    ("data", po::value(&c.data)->required(), "data to project (CSV and LIBSVM with a label column unless --no-labels; NPY and HDF5 with or without labels)");
+  add_data_options(d, c.read, format, false, SparseData::map);
+  d.add_options()
     ("embedding", po::value(&c.embedding)->required(), "output, .csv, .npy (parallel MPI-IO) or .h5 (parallel HDF5)")
     ("quiet,q", "no progress output");
   // clang-format on
-  add_label_options(d);
   po::variables_map vm;
   help = parse_command(args, d, vm);
   if (help) return c;
   for (const char* option : {"model", "data", "embedding"})
     SSDR_REQUIRE(!vm[option].as<std::string>().empty(), std::string("--") + option + ": expected a file name, got an empty string");
-  c.read.label = read_label_options(vm);
-  c.format = io::parse_format(format);
-  c.read.no_labels = vm.count("no-labels") > 0;
-  c.read.sparse = io::parse_sparsity(vm["sparse"].as<std::string>());
+  c.format = read_data_options(vm, format, c.read);
   return c;
 }
 
@@ -615,26 +648,18 @@ driver::PredictCommand parse_predict(const std::vector<std::string>& args, bool&
   d.add_options()
     ("help,h", "show this help")
     ("model", po::value(&c.model)->required(), "model file from fit --model (format 5 or later: older models hold no labeled samples)")
-    ("data", po::value(&c.data)->required(), "data to label (CSV and LIBSVM with a label column unless --no-labels; NPY and HDF5 with or without labels); with labels the accuracy is printed")
-    ("format", po::value(&format)->default_value("auto"), kFormatHelp)
-    ("no-labels", "CSV data without a label column: every field is a value")
-    ("hdf5-data", po::value(&c.read.hdf5_data)->default_value("/X"), "HDF5 data set of the samples")
-    ("sparse", po::value<std::string>()->default_value("auto"), kSparseMapHelp)
-    ("hdf5-labels", po::value(&c.read.hdf5_labels)->default_value("/y"), "HDF5 data set of the labels, if the file has one")
-    ("labels", po::value(&c.read.labels), "labels of NPY data (optional): a 1-D integer .npy file of n labels")
+    ("data", po::value(&c.data)->required(), "data to label (CSV and LIBSVM with a label column unless --no-labels; NPY and HDF5 with or without labels); with labels the accuracy is printed");
+  add_data_options(d, c.read, format, true, SparseData::map);
+  d.add_options()
     ("output", po::value(&c.output)->required(), "predicted labels, one per line in file order (.npy: a 1-D int64 array)")
     ("quiet,q", "no progress output");
   // clang-format on
-  add_label_options(d);
   po::variables_map vm;
   help = parse_command(args, d, vm);
   if (help) return c;
   for (const char* option : {"model", "data", "output"})
     SSDR_REQUIRE(!vm[option].as<std::string>().empty(), std::string("--") + option + ": expected a file name, got an empty string");
-  c.read.label = read_label_options(vm);
-  c.format = io::parse_format(format);
-  c.read.no_labels = vm.count("no-labels") > 0;
-  c.read.sparse = io::parse_sparsity(vm["sparse"].as<std::string>());
+  c.format = read_data_options(vm, format, c.read);
   return c;
 }
 
@@ -645,23 +670,19 @@ driver::ConvertCommand parse_convert(const std::vector<std::string>& args, bool&
   // clang-format off
   d.add_options()
     ("help,h", "show this help")
-    ("data", po::value(&c.data)->required(), "data file to convert (any input format)")
-    ("format", po::value(&format)->default_value("auto"), kFormatHelp)
-    ("hdf5-data", po::value(&c.read.hdf5_data)->default_value("/X"), "HDF5 input: data set of the samples")
-    ("hdf5-labels", po::value(&c.read.hdf5_labels)->default_value("/y"), "HDF5 input: data set of the labels")
-    ("labels", po::value(&c.read.labels), "NPY input: labels file")
+    ("data", po::value(&c.data)->required(), "data file to convert (any input format)");
+  add_data_options(d, c.read, format, true, SparseData::none);
+  d.add_options()
     ("output", po::value(&c.output)->required(), ".h5/.hdf5 (data sets /X float64 and /y, the labels by class name: integers or strings) or .npy (X float64)")
     ("labels-output", po::value(&c.labels_output), "with an .npy --output: the labels as an .npy (int64, or '<U' strings for class names)")
     ("quiet,q", "no progress output");
   // clang-format on
-  add_label_options(d);
   po::variables_map vm;
   help = parse_command(args, d, vm);
   if (help) return c;
   for (const char* option : {"data", "output"})
     SSDR_REQUIRE(!vm[option].as<std::string>().empty(), std::string("--") + option + ": expected a file name, got an empty string");
-  c.read.label = read_label_options(vm);
-  c.format = io::parse_format(format);
+  c.format = read_data_options(vm, format, c.read);
   return c;
 }
 
