@@ -17,7 +17,7 @@
 #include "ssdr/graph/knn.hpp"
 #include "ssdr/graph/laplacian.hpp"
 #include "ssdr/methods/common.hpp"
-#include "ssdr/methods/factories.hpp"
+#include "factories.hpp"
 #include "ssdr/methods/method.hpp"
 #include "ssdr/scatter/scatter.hpp"
 #include "ssdr/solvers/eigen.hpp"

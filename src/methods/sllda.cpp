@@ -41,7 +41,7 @@
 #include "ssdr/core/progress.hpp"
 #include "ssdr/graph/lnp.hpp"
 #include "ssdr/methods/common.hpp"
-#include "ssdr/methods/factories.hpp"
+#include "factories.hpp"
 #include "ssdr/methods/method.hpp"
 #include "ssdr/scatter/scatter.hpp"
 #include "ssdr/solvers/eigen.hpp"

@@ -26,7 +26,7 @@
 #include "ssdr/core/progress.hpp"
 #include "ssdr/graph/laplacian.hpp"
 #include "ssdr/methods/common.hpp"
-#include "ssdr/methods/factories.hpp"
+#include "factories.hpp"
 #include "ssdr/methods/method.hpp"
 #include "ssdr/solvers/eigen.hpp"
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "ssdr/core/error.hpp"
-#include "ssdr/methods/factories.hpp"
+#include "factories.hpp"
 #include "ssdr/methods/method.hpp"
 #include "ssdr/methods/parameters.hpp"
 

@@ -1,7 +1,8 @@
 #pragma once
 /// \file factories.hpp
 /// One factory per method; table.cpp lists them by name. Each method lives in its own
-/// src/methods/<family>.cpp.
+/// src/methods/<family>.cpp. Private to src/methods/ (not installed): a library user reaches
+/// the methods through the method table (methods/method.hpp: find_method, MethodInfo::make).
 #include <memory>
 
 #include "ssdr/methods/method.hpp"
