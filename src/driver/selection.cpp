@@ -360,6 +360,7 @@ Selection select_candidates(const io::Dataset& ds, const std::vector<data::Role>
     const std::vector<int64_t> dims = cand.dims.empty() ? std::vector<int64_t>{c.method_options.dim} : cand.dims;
     set_quiet(true);  // the fits' phase lines would drown the selection's
     const double c0 = MPI_Wtime();
+    const size_t first_entry = scored_entries.size();
     try {
       std::vector<CvScore> scores;
       scores = cross_validate_dims(ds, roles, c, dims, fold, &caches);
@@ -373,7 +374,6 @@ Selection select_candidates(const io::Dataset& ds, const std::vector<data::Role>
         if (!cand.dims.empty()) point["dim"] = dims[j];
         if (!s.error.empty()) {  // this m refused by the method (e.g. beyond d'), the others scored
           scored_entries.push_back({{"params", point}, {"error", s.error}});
-          if (cand.preferred) scored_entries.back()["preferred"] = true;
           continue;
         }
         json fa = json::array();
@@ -384,7 +384,6 @@ Selection select_candidates(const io::Dataset& ds, const std::vector<data::Role>
         json entry = {{"params", point}, {"cv_accuracy", s.accuracy}, {"correct", s.correct},
                       {"scored", s.scored}, {"fold_accuracy", fa}, {"candidate_seconds", cand_seconds}};
         if (s.fallback_to_gda > 0) entry["fallback_to_gda_folds"] = s.fallback_to_gda;
-        if (cand.preferred) entry["preferred"] = true;
         scored.push_back({static_cast<int>(p), dims[j], point, s.accuracy});
         counts.push_back({s.correct, s.scored, cand.preferred});
         scored_entries.push_back(entry);
@@ -393,8 +392,10 @@ Selection select_candidates(const io::Dataset& ds, const std::vector<data::Role>
       set_quiet(was_quiet);
       if (!e.collective_over(ds.X.comm)) throw;
       scored_entries.push_back({{"params", cand.point}, {"error", e.what()}});
-      if (cand.preferred) scored_entries.back()["preferred"] = true;
     }
+    // Every entry of a preferred candidate says so, scored or not.
+    if (cand.preferred)
+      for (size_t q = first_entry; q < scored_entries.size(); ++q) scored_entries[q]["preferred"] = true;
     progress.update(static_cast<long>(p + 1));
     // Memory: a candidate's scatter matrices (d'×d' per fold) serve only itself; the rows and
     // graphs of one preprocessing serve the candidates that follow with the same (callers
@@ -506,7 +507,8 @@ std::string cv_table_csv(const json& report) {
     if (e.contains("error")) {
       o << ",,,";
       for (int f = 0; f < k; ++f) o << ',';
-      o << "," << (e.value("preferred", false) ? 1 : 0) << ",0,," << io::csv_field(e["error"].get<std::string>()) << '\n';
+      o << ',' << (e.value("preferred", false) ? 1 : 0) << ",0,," << io::csv_field(e["error"].get<std::string>())
+        << '\n';
       continue;
     }
     char buf[64];
@@ -523,8 +525,8 @@ std::string cv_table_csv(const json& report) {
       }
     }
     const bool chosen = p == report.at("chosen");
-    o << ',' << (e.value("preferred", false) ? 1 : 0) << ',' << (chosen ? 1 : 0) << ',' << (chosen ? io::csv_field(report.value("rule", std::string())) : "")
-      << ",\n";
+    o << ',' << (e.value("preferred", false) ? 1 : 0) << ',' << (chosen ? 1 : 0) << ','
+      << (chosen ? io::csv_field(report.value("rule", std::string())) : "") << ",\n";
   }
   return o.str();
 }
