@@ -1,8 +1,12 @@
-// A method added from outside src/methods/: its class and its one row, both in this one file
-// (docs/design.md, "Adding a method"). Registered for the test's duration, it fits and
-// predicts through the path every method takes: the Estimator (the library's and Python's
-// door) and driver::fit_and_evaluate (the pipeline behind `ssdr fit`), with its row's
-// preprocessing, the parameter checks of its row and the 1-NN evaluation.
+// A method added as docs/design.md says ("Adding a method"): one file holding its class and its
+// row, tests/methods/first_coordinates.cpp, written exactly as a family of src/methods/impls/
+// and listed by the same generator (cmake/SsdrMethods.cmake, here as test_method_families()).
+// Registered for the test's duration (as the library's build lists its own families), it fits
+// and predicts through the path every method takes: the Estimator (the library's and
+// Python's door) and driver::fit_and_evaluate (the pipeline behind `ssdr fit`), with its row's
+// preprocessing, the parameter checks of its row and the 1-NN evaluation. The same file in
+// src/methods/impls/ reaches the CLI and Python too: jobs/check_method_files.sh builds such a
+// tree.
 //
 // Error analysis of the one tolerance: the embedding is x_ij − μ_j exactly (W's entries are 0
 // and 1, so each product sum has one non-zero term), and μ_j, a sum of n terms in another
@@ -18,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "methods/registry.hpp"
 #include "reference.hpp"
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/mpi_util.hpp"
@@ -25,36 +30,24 @@
 #include "ssdr/methods/method.hpp"
 #include "support.hpp"
 
+namespace ssdr::methods {
+/// The families of tests/methods/ (generated: <build>/generated/ssdr_test_method_families.cpp).
+std::vector<FamilyEntry> test_method_families();
+}  // namespace ssdr::methods
+
 using namespace ssdr;
 
 namespace {
 
-/// The first m coordinates of the preprocessed rows: W = the first m columns of the d'×d'
-/// identity (m = c − 1 by default). Unit columns.
-class FirstCoordinates final : public methods::Method {
- public:
-  methods::FitResult fit(const methods::MethodInfo& row, const methods::TrainingData& data,
-                         const methods::MethodOptions& o, methods::Timings&) override {
-    const int64_t m = methods::resolve_dim(o.dim, data.classes, data.X.cols);
-    methods::FitResult out;
-    out.W = Dense(data.X.cols, m);
-    for (int64_t j = 0; j < m; ++j) out.W(j, j) = 1.0;
-    out.info["fitted_as"] = row.name;
-    return out;
-  }
-};
-
-/// Its one row: no own parameters, no graph, nothing to cross-validate; its preprocessing
-/// centers without PCA, so the coordinates are the input's.
+/// The row of tests/methods/first_coordinates.cpp, as its family gives it.
 methods::MethodInfo first_coordinates_row() {
-  methods::MethodInfo r;
-  r.name = "first-coordinates";
-  r.summary = "the first m centered input coordinates (a method defined by a test)";
-  r.source = "tests/unit/added_method_test.cpp";
-  r.projects = true;
-  r.make = []() -> std::unique_ptr<methods::Method> { return std::make_unique<FirstCoordinates>(); };
-  r.preprocess.pca = false;
-  return r;
+  for (const methods::FamilyEntry& f : methods::test_method_families())
+    if (std::string(f.stem) == "first_coordinates") {
+      methods::MethodFamily family = f.rows();
+      if (family.rows.size() == 1) return family.rows.front();
+    }
+  throw Error("tests/methods/first_coordinates.cpp: its family is not listed or has not one row", __FILE__,
+              __LINE__, true);
 }
 
 using test::error_of;

@@ -9,7 +9,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "methods/baselines_internal.hpp"
+#include "methods/impls/baselines_internal.hpp"
 #include "reference.hpp"
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/lapack.hpp"

@@ -1,16 +1,19 @@
-// The method table (methods/method.hpp, src/methods/table.cpp): every row is complete, and
-// an incomplete row is refused by check_method_row with a one-line error naming the row and
-// what it lacks. A method is one row: its parameters, graph, cross-validation grid and factory.
+// The method table (methods/method.hpp, src/methods/table.cpp, and the method families of
+// src/methods/impls/): every row is complete, and an incomplete row is refused by
+// check_method_row with a one-line error naming the row and what it lacks. A method is one
+// row: its parameters, graph, cross-validation grid and factory.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <set>
 #include <sstream>
 #include <string>
 
+#include "methods/registry.hpp"
 #include "ssdr/core/error.hpp"
 #include "ssdr/driver/selection.hpp"
 #include "ssdr/methods/cache_keys.hpp"
@@ -110,6 +113,37 @@ TEST(MethodTable, EveryRowIsCompleteAndDocumented) {
   size_t rows = 0;
   for (size_t at = page.find("\n| `", from); at < to; at = page.find("\n| `", at + 1)) ++rows;
   EXPECT_EQ(rows, methods::method_table().size());
+}
+
+TEST(MethodTable, HoldsTheRowsOfEveryFileOfTheImplsFolderAndNothingElse) {
+  // The generated list names exactly the .cpp files of src/methods/impls/ of this tree, by name.
+  const std::filesystem::path impls = std::filesystem::path(SSDR_TEST_DATA_DIR) / ".." / ".." / "src" / "methods" / "impls";
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(impls))
+    if (e.path().extension() == ".cpp") files.push_back(e.path().stem().string());
+  std::sort(files.begin(), files.end());
+  ASSERT_FALSE(files.empty()) << impls;
+  std::vector<std::string> listed;
+  for (const methods::FamilyEntry& f : methods::method_families()) listed.emplace_back(f.stem);
+  EXPECT_EQ(listed, files);
+  // The table is their rows, family by family (ascending order, then file name), each
+  // family's rows in its own order; no row from anywhere else (no registration is alive).
+  std::vector<std::pair<std::pair<int, std::string>, std::vector<std::string>>> families;
+  for (const methods::FamilyEntry& f : methods::method_families()) {
+    const methods::MethodFamily family = f.rows();
+    std::vector<std::string> names;
+    for (const methods::MethodInfo& r : family.rows) names.push_back(r.name);
+    EXPECT_FALSE(names.empty()) << f.stem << " has no row";
+    families.push_back({{family.order, f.stem}, names});
+  }
+  std::stable_sort(families.begin(), families.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::string> want, got;
+  for (const auto& f : families) want.insert(want.end(), f.second.begin(), f.second.end());
+  for (const methods::MethodInfo& m : methods::method_table()) got.push_back(m.name);
+  EXPECT_EQ(got, want);
+  // SODA's family stands first, so `ssdr methods` opens with the project's main method.
+  ASSERT_FALSE(got.empty());
+  EXPECT_EQ(got.front(), "soda");
 }
 
 TEST(MethodTable, RefusesAnIncompleteRowNamingTheRowAndWhatItLacks) {

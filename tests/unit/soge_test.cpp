@@ -7,7 +7,7 @@
 #include <numeric>
 #include <random>
 
-#include "methods/soge_internal.hpp"
+#include "methods/impls/soge_internal.hpp"
 #include "reference.hpp"
 #include "ssdr/core/lapack.hpp"
 #include "ssdr/driver/pipeline.hpp"

@@ -9,7 +9,7 @@
 #include <numeric>
 #include <random>
 
-#include "methods/ssgda_internal.hpp"
+#include "methods/impls/ssgda_internal.hpp"
 #include "reference.hpp"
 #include "ssdr/core/lapack.hpp"
 #include "ssdr/core/mpi_util.hpp"

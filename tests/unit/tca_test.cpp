@@ -13,7 +13,7 @@
 #include <limits>
 #include <random>
 
-#include "methods/tca_internal.hpp"
+#include "methods/impls/tca_internal.hpp"
 #include "reference.hpp"
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/lapack.hpp"

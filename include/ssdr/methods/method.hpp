@@ -147,8 +147,8 @@ class Method {
 using ParameterGrid = std::vector<std::pair<std::string, std::vector<nlohmann::json>>>;
 
 /// One row of the method table: everything the program knows of a method besides its class.
-/// Adding a method is its class in one file and one row (docs/design.md, "Adding a method");
-/// check_method_row says what a complete row holds.
+/// A built-in method is one file of src/methods/impls/ holding its class and its row
+/// (docs/design.md, "Adding a method"); check_method_row says what a complete row holds.
 struct MethodInfo {
   std::string name;      ///< --method NAME
   std::string summary;   ///< one line for --help
@@ -211,8 +211,11 @@ void require_parameter(const MethodInfo& method, const std::string& name, const 
 /// The rows of the method table. A deque: a registered row (MethodRegistration) is appended
 /// without moving the others, so references from find_method stay valid.
 using MethodTable = std::deque<MethodInfo>;
-/// All methods, in help order (the built-in rows of src/methods/table.cpp, then the
-/// registered ones in registration order). Local.
+/// All methods, in help order (the built-in rows, family by family as the files of
+/// src/methods/impls/ order them, then the registered ones in registration order). Built on
+/// first use. Local.
+/// \throws ssdr::Error (replicated) when a built-in row is incomplete (check_method_row) or
+///   two rows share a name.
 const MethodTable& method_table();
 /// The entry for `name`. \throws ssdr::Error (collective: same on every rank) listing the
 /// valid names when unknown.
@@ -243,7 +246,7 @@ graph::LnpOptions method_lnp_graph(const MethodInfo& method, const MethodOptions
 void check_method_row(const MethodInfo& row);
 
 /// A method row added to the table for the lifetime of this object, after the built-in
-/// rows: the way a method defined outside src/methods/ (tests/unit/added_method_test.cpp)
+/// rows: the way a method defined outside the library (tests/unit/added_method_test.cpp)
 /// enters find_method, method_table and so every command. Registrations end in reverse
 /// order. Local: every rank registers the same rows, as the table is replicated.
 class MethodRegistration {

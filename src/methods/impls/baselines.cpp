@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "methods/registry.hpp"
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/lapack.hpp"
 #include "ssdr/core/petsc.hpp"
@@ -17,7 +18,6 @@
 #include "ssdr/graph/knn.hpp"
 #include "ssdr/graph/laplacian.hpp"
 #include "ssdr/methods/common.hpp"
-#include "factories.hpp"
 #include "ssdr/methods/method.hpp"
 #include "ssdr/scatter/scatter.hpp"
 #include "ssdr/solvers/eigen.hpp"
@@ -285,11 +285,34 @@ class OneNn final : public Method {
   }
 };
 
+/// Cai, He, Han 2007 (SDA): the 0/1 kNN graph with k = 5.
+graph::GraphOptions sda_graph() {
+  graph::GraphOptions g;
+  g.k = 5;
+  g.weight = graph::EdgeWeight::binary;
+  return g;
+}
+
 }  // namespace
-
-std::unique_ptr<Method> make_olda() { return std::make_unique<Olda>(); }
-std::unique_ptr<Method> make_sda() { return std::make_unique<Sda>(); }
-std::unique_ptr<Method> make_pca() { return std::make_unique<Pca>(); }
-std::unique_ptr<Method> make_one_nn() { return std::make_unique<OneNn>(); }
-
 }  // namespace ssdr::methods
+
+/// The baselines users compare with: OLDA, SDA, PCA and plain 1-NN.
+SSDR_METHOD_FAMILY(baselines) {
+  using namespace ssdr::methods;
+  return {50,
+          {
+              MethodRow("olda", "orthogonal LDA (ratio trace with St^+)", "soda-nie2009 eq. (2), Ye 2005", false, true,
+                        &make_method<Olda>)
+                  .nested().row(),
+              MethodRow("sda", "semi-supervised discriminant analysis (Cai, He, Han 2007)",
+                        "max a'Sb a / a'(St + alpha XLX' + beta I)a", true, true, &make_method<Sda>)
+                  .parameters({"knn", "weight", "sigma_s", "alpha", "beta", "shrinkage"}).graph(sda_graph()).nested()
+                  .row(),
+              MethodRow("pca", "principal component analysis (unsupervised baseline)", "top-m covariance eigenvectors",
+                        true, true, &make_method<Pca>)
+                  .nested().row(),
+              MethodRow("1nn", "plain 1-NN on the preprocessed data (W = identity, no learning)", "baseline", false,
+                        true, &make_method<OneNn>)
+                  .row(),
+          }};
+}

@@ -17,8 +17,9 @@
 #include <limits>
 #include <numeric>
 
-#include "dense_route.hpp"
+#include "methods/dense_route.hpp"
 #include "soge_internal.hpp"
+#include "methods/registry.hpp"
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/lapack.hpp"
 #include "ssdr/core/mpi_util.hpp"
@@ -26,7 +27,6 @@
 #include "ssdr/core/progress.hpp"
 #include "ssdr/graph/laplacian.hpp"
 #include "ssdr/methods/common.hpp"
-#include "factories.hpp"
 #include "ssdr/methods/method.hpp"
 #include "ssdr/solvers/eigen.hpp"
 
@@ -711,8 +711,37 @@ class Soge final : public Method {
   }
 };
 
+/// soge-liu2017 §5.2 builds L by the constrained Laplacian rank method (Nie et al. 2016):
+/// its adaptive-neighbours graph, k = 5 (the default of the CLR authors' constructW_PKN;
+/// neither paper states k), refined until L has exactly c zero eigenvalues (weight clr, c =
+/// the number of classes). --weight adaptive keeps the closed-form graph without the rank
+/// constraint.
+graph::GraphOptions soge_graph() {
+  graph::GraphOptions g;
+  g.k = 5;
+  g.weight = graph::EdgeWeight::clr;
+  return g;
+}
+
+data::PreprocessOptions soge_preprocess() {
+  data::PreprocessOptions p;
+  p.scaling = data::Scaling::global_unit;  // SOGE is not scale-invariant (soge-liu2017)
+  p.pca_energy = 0.95;
+  return p;
+}
+
 }  // namespace
-
-std::unique_ptr<Method> make_soge() { return std::make_unique<Soge>(); }
-
 }  // namespace ssdr::methods
+
+/// soge-liu2017: SOGE with its recursive projections.
+SSDR_METHOD_FAMILY(soge) {
+  using namespace ssdr::methods;
+  return {40,
+          {
+              MethodRow("soge", "semi-supervised orthogonal graph embedding with recursive projections",
+                        "soge-liu2017 eq. (7)-(13), Algorithm 1; CLR rank-constrained graph (Nie et al. 2016)", true,
+                        true, &make_method<Soge>)
+                  .parameters({"knn", "weight", "sigma_s", "alpha", "mu", "recursions"}).graph(soge_graph())
+                  .preprocess(soge_preprocess()).row(),
+          }};
+}

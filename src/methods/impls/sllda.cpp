@@ -35,13 +35,13 @@
 #include <cmath>
 #include <limits>
 
+#include "methods/registry.hpp"
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/lapack.hpp"
 #include "ssdr/core/petsc.hpp"
 #include "ssdr/core/progress.hpp"
 #include "ssdr/graph/lnp.hpp"
 #include "ssdr/methods/common.hpp"
-#include "factories.hpp"
 #include "ssdr/methods/method.hpp"
 #include "ssdr/scatter/scatter.hpp"
 #include "ssdr/solvers/eigen.hpp"
@@ -381,9 +381,41 @@ class SlLdaWls final : public Method {
   }
 };
 
+/// sllda-zhao2014 Table 1: the LNP reconstruction graph on k = 8 neighbours (the paper does
+/// not state k; SODA's), regularized by r = 10⁻³·tr(G)/k in eq. (2).
+graph::LnpOptions sllda_graph() {
+  graph::LnpOptions g;
+  g.k = 8;
+  g.regularization = 1e-3;
+  return g;
+}
+
+/// sllda-zhao2014 sec. 5 cross-validates the balancing parameter over λ ∈ {10⁻⁹, 10⁻⁶, 10⁻³,
+/// 1, 10³, 10⁶, 10⁹} (α_j of eq. (3)); α_u must lie in [0, 1), and α = 1/(1+λ) is the relation
+/// between the propagation's α and the fitting weight λ of the consistency method it builds
+/// on [39] (the set is symmetric under λ ↔ 1/λ). Nearest the default 0.99 (λ ≈ 10⁻²) first
+/// in log λ.
+ParameterGrid sllda_grid() {
+  std::vector<nlohmann::json> a;
+  for (double lambda : {1e-3, 1.0, 1e-6, 1e3, 1e-9, 1e6, 1e9}) a.emplace_back(1.0 / (1.0 + lambda));
+  return {{"alpha_u", a}};
+}
+
 }  // namespace
-
-std::unique_ptr<Method> make_sl_lda() { return std::make_unique<SlLda>(); }
-std::unique_ptr<Method> make_sl_lda_wls() { return std::make_unique<SlLdaWls>(); }
-
 }  // namespace ssdr::methods
+
+/// sllda-zhao2014: SL-LDA by its GEVD and by its weighted least-squares solution.
+SSDR_METHOD_FAMILY(sllda) {
+  using namespace ssdr::methods;
+  return {20,
+          {
+              MethodRow("sl-lda", "soft-label LDA: LNP graph, label propagation, GEVD (St + aI)^-1 Sb",
+                        "sllda-zhao2014 eq. (3)-(5), (11)-(15)", true, true, &make_method<SlLda>)
+                  .parameters({"knn", "alpha_u", "alpha", "eigenvalue_scaling"})  // the LNP graph has no σ
+                  .lnp_graph(sllda_graph()).cv_grid(sllda_grid()).nested().row(),
+              MethodRow("sl-lda-wls", "soft-label LDA by its weighted least-squares solution",
+                        "sllda-zhao2014 eq. (19)/(22)", true, true, &make_method<SlLdaWls>)
+                  .parameters({"knn", "alpha_u", "alpha"}).lnp_graph(sllda_graph()).cv_grid(sllda_grid()).nested()
+                  .row(),
+          }};
+}

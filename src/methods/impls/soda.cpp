@@ -1,11 +1,11 @@
 // SODA, ODA, LDA and label propagation (soda-nie2009).
 #include <cmath>
 
+#include "methods/registry.hpp"
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/petsc.hpp"
 #include "ssdr/core/progress.hpp"
 #include "ssdr/methods/common.hpp"
-#include "factories.hpp"
 #include "ssdr/methods/method.hpp"
 #include "ssdr/scatter/scatter.hpp"
 #include "ssdr/solvers/eigen.hpp"
@@ -85,11 +85,47 @@ class LabelPropagation final : public Method {
   }
 };
 
+/// soda-nie2009 §5.2 (the default graph::GraphOptions): kNN heat graph, k = 8, σ by eq. (42)
+/// with s = 10⁻³/k.
+graph::GraphOptions soda_graph() { return graph::GraphOptions{}; }
+
+data::PreprocessOptions unit_scale() {
+  data::PreprocessOptions p;
+  p.scaling = data::Scaling::global_unit;  // (xᵀy + 1)^3 is dominated by the data's scale otherwise
+  return p;
+}
+
 }  // namespace
-
-std::unique_ptr<Method> make_soda() { return std::make_unique<Soda>(); }
-std::unique_ptr<Method> make_oda() { return std::make_unique<Oda>(); }
-std::unique_ptr<Method> make_lda() { return std::make_unique<Lda>(); }
-std::unique_ptr<Method> make_lp() { return std::make_unique<LabelPropagation>(); }
-
 }  // namespace ssdr::methods
+
+/// soda-nie2009: SODA, ODA, LDA, label propagation, and their kernel forms (KSODA, GDA).
+SSDR_METHOD_FAMILY(soda) {
+  using namespace ssdr::methods;
+  using K = ssdr::kernels::KernelType;
+  const std::vector<std::string> soda_parameters = {"knn", "weight", "sigma_s", "alpha_u", "mu_scale"};
+  return {10,
+          {
+              MethodRow("soda", "semi-supervised orthogonal discriminant analysis via label propagation",
+                        "soda-nie2009 eq. (24)-(32), trace ratio by sec. 2.3.2", true, true, &make_method<Soda>)
+                  .parameters(soda_parameters).graph(soda_graph()).row(),
+              MethodRow("oda", "orthogonal discriminant analysis (trace ratio on the labeled samples)",
+                        "soda-nie2009 eq. (16)", false, true, &make_method<Oda>)
+                  .parameters({"mu_scale"}).row(),
+              MethodRow("lda", "regularized LDA on the labeled samples: Sb a = l (St + 1e-3 tr(St)/d I) a; with "
+                        "--shrinkage Sb a = l Sw a of shrunk covariances (scikit-learn's shrinkage LDA)",
+                        "soda-nie2009 eq. (8)/(14)", false, true, &make_method<Lda>)
+                  .parameters({"shrinkage"}).nested().row(),
+              MethodRow("lp", "label propagation with the outlier class alone (transductive classifier)",
+                        "soda-nie2009 eq. (25)-(27)", true, false, &make_method<LabelPropagation>)
+                  .parameters({"knn", "weight", "sigma_s", "alpha_u"}).graph(soda_graph()).row(),
+              // SODA's class on the kernel map: its own row, so its own graph (soda-nie2009 §4
+              // keeps SODA's graph in input space).
+              MethodRow("ksoda", "kernel SODA: SODA on the empirical kernel map (polynomial p = 3 by default)",
+                        "soda-nie2009 eq. (33)-(41)", true, true, &make_method<Soda>)
+                  .parameters(soda_parameters).graph(soda_graph()).preprocess(unit_scale()).kernel(K::polynomial)
+                  .row(),
+              MethodRow("gda", "generalized discriminant analysis: kernel LDA on the labeled samples (RBF)",
+                        "Baudat & Anouar 2000; ssgda-zhang-yeung", false, true, &make_method<Lda>)
+                  .parameters({"shrinkage"}).kernel(K::rbf).nested().row(),
+          }};
+}

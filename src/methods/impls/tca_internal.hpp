@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "dense_route.hpp"
+#include "methods/dense_route.hpp"
 #include "ssdr/core/dense.hpp"
 #include "ssdr/solvers/sparse_solve.hpp"
 

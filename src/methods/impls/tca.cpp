@@ -47,6 +47,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "methods/registry.hpp"
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/lapack.hpp"
 #include "ssdr/core/mpi_util.hpp"
@@ -54,7 +55,6 @@
 #include "ssdr/core/progress.hpp"
 #include "ssdr/graph/laplacian.hpp"
 #include "ssdr/methods/common.hpp"
-#include "factories.hpp"
 #include "ssdr/methods/method.hpp"
 #include "ssdr/solvers/eigen.hpp"
 #include "ssdr/solvers/sparse_solve.hpp"
@@ -430,10 +430,30 @@ class Otca final : public Method {
   }
 };
 
+/// tca-liu2008 eq. (4): symmetrized kNN heat graph, k = 5 (§5.2 "k = 5 for all datasets";
+/// 6 in the face experiments of §5.3), t = σ² = the mean squared edge length (the paper
+/// does not state σ).
+graph::GraphOptions tca_graph() {
+  graph::GraphOptions g;
+  g.k = 5;
+  g.weight = graph::EdgeWeight::heat;
+  g.sigma_rule = graph::SigmaRule::mean_edge_dist2;
+  return g;
+}
+
 }  // namespace
 }  // namespace ssdr::methods::tca
 
-namespace ssdr::methods {
-std::unique_ptr<Method> make_tca() { return std::make_unique<tca::Tca>(); }
-std::unique_ptr<Method> make_otca() { return std::make_unique<tca::Otca>(); }
-}  // namespace ssdr::methods
+/// tca-liu2008: TCA and OTCA.
+SSDR_METHOD_FAMILY(tca) {
+  using namespace ssdr::methods;
+  return {30,
+          {
+              MethodRow("tca", "transductive component analysis (not transfer component analysis)",
+                        "tca-liu2008 eq. (4), (10)-(21)", true, true, &make_method<tca::Tca>)
+                  .parameters({"knn", "weight", "sigma_s", "alpha", "beta"}).graph(tca::tca_graph()).nested().row(),
+              MethodRow("otca", "orthogonal transductive component analysis (recursive complement)",
+                        "tca-liu2008 eq. (4), (23)-(27)", true, true, &make_method<tca::Otca>)
+                  .parameters({"knn", "weight", "sigma_s", "alpha", "beta", "gamma"}).graph(tca::tca_graph()).row(),
+          }};
+}

@@ -21,13 +21,13 @@
 #include <limits>
 #include <numeric>
 
+#include "methods/registry.hpp"
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/lapack.hpp"
 #include "ssdr/core/mpi_util.hpp"
 #include "ssdr/core/progress.hpp"
 #include "ssdr/graph/knn.hpp"
 #include "ssdr/methods/common.hpp"
-#include "factories.hpp"
 #include "ssdr/methods/method.hpp"
 #include "ssdr/scatter/scatter.hpp"
 #include "ssdr/solvers/eigen.hpp"
@@ -484,9 +484,33 @@ class Ssgda final : public Method {
   bool manifold_;
 };
 
-}  // namespace
-
 std::unique_ptr<Method> make_ssgda() { return std::make_unique<Ssgda>(false); }
 std::unique_ptr<Method> make_m_ssgda() { return std::make_unique<Ssgda>(true); }
 
+/// ssgda-zhang-yeung sec. IV: λ of eq. (15) over {10⁻³, 10⁻², …, 10³}.
+ParameterGrid m_ssgda_grid() {
+  return {{"lambda", std::vector<nlohmann::json>{0.001, 0.01, 0.1, 1.0, 10.0, 100.0, 1000.0}}};
+}
+
+}  // namespace
 }  // namespace ssdr::methods
+
+/// ssgda-zhang-yeung: SSGDA and M-SSGDA.
+SSDR_METHOD_FAMILY(ssgda) {
+  using namespace ssdr::methods;
+  using K = ssdr::kernels::KernelType;
+  return {60,
+          {
+              // The exact RBF map has rank n-1, which makes SSGDA's S = H_n and every labeling
+              // equally good (CCCP saturates); the linear kernel is the default, RBF with --kernel
+              // rbf --landmarks r (Nystrom, rank r) or a tuned --sigma2. Its graph (K of Table I)
+              // is the paper's, not --knn.
+              MethodRow("ssgda", "semi-supervised GDA: CCCP label estimation, confidence selection, GDA (linear kernel)",
+                        "ssgda-zhang-yeung eq. (5)-(14), sec. III-D", true, true, &make_ssgda)
+                  .kernel(K::linear).row(),
+              MethodRow("m-ssgda", "SSGDA with the manifold term lambda sum w_ij |e_i - e_j|_1 (linear kernel; --lambda)",
+                        "ssgda-zhang-yeung eq. (15)-(17)", true, true, &make_m_ssgda)
+                  .parameters({"lambda"})  // λ of eq. (15)
+                  .cv_grid(m_ssgda_grid()).kernel(K::linear).row(),
+          }};
+}
