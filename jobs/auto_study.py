@@ -2,8 +2,9 @@
 
 For each panel file (jobs/panel.py writes them: a user's CSV with empty labels, and the
 set's .truth.csv beside it), on one rank:
-  1. ssdr.Auto's selection report: every candidate and m with its pooled CV accuracy on the
-     labeled rows (what auto sees);
+  1. ssdr.Auto's selection report with racing off (auto_race=False): every candidate and m
+     with its pooled CV accuracy on the labeled rows (what auto sees; the race would stop the
+     candidates that cannot beat the default family, and a rule study needs their scores);
   2. each candidate fitted on all labeled rows (a nested method once, at its widest m, and
      scored on the leading columns), 1-NN on the unlabeled rows against their truth (what
      auto cannot see).
@@ -41,7 +42,9 @@ def collect_one(path):
     truth = pd.read_csv(truth_path, dtype=str, keep_default_na=False).iloc[:, -1].to_numpy(object)
     lab = y != ""
     yy = np.where(lab, y, None)
-    sel = ssdr.Auto(seed=0).fit(X, yy).info_["selection"]  # seed 0: ssdr fit's default
+    # seed 0: ssdr fit's default; every candidate scored on every fold (no race).
+    sel = ssdr.Auto(seed=0, auto_race=False).fit(X, yy).info_["selection"]
+    assert sel["pruned"] == 0, sel["pruned"]
     groups = collections.OrderedDict()
     for c in sel["candidates"]:
         if "error" in c:

@@ -22,7 +22,7 @@ bool auto_accepts(const std::string& name) {
 }
 
 FitConfig make_auto_config(const std::vector<ParameterSetting>& settings, int64_t dim, uint64_t seed,
-                           double max_kernel_memory, int cv_folds) {
+                           double max_kernel_memory, int cv_folds, bool race) {
   SSDR_REQUIRE(dim >= 0, "dim: expected an integer >= 0, got " + std::to_string(dim));
   SSDR_REQUIRE(cv_folds >= 2, "cv_folds (--cv-folds): expected an integer >= 2, got " + std::to_string(cv_folds));
   // Each setting checked against a method that uses it (soda takes every accepted name), so a
@@ -41,6 +41,8 @@ FitConfig make_auto_config(const std::vector<ParameterSetting>& settings, int64_
   c.method_options.dim = dim;
   c.parameters = {{"method", kAutoMethod}, {"dim", dim},          {"seed", seed},
                   {"cv_folds", cv_folds},  {"settings", given}, {"max_kernel_memory", max_kernel_memory}};
+  // Recorded only when off: the default's parameters (a job's, a report's) stay as they were.
+  if (!race) c.parameters["auto_race"] = false;
   return c;
 }
 
@@ -96,6 +98,16 @@ std::vector<Candidate> auto_candidates(const FitConfig& a, int classes, int64_t 
   const bool discriminant = fixed <= std::max(classes - 1, 1);
   for (const std::string& scaling : scalings) {
     if (discriminant) {
+      // The default family first in its scaling's block, so that select_candidates' race has
+      // its bar before the others are scored (it stops those that can no longer beat it). The
+      // order changes no choice: choose_entry's A, the first best preferred entry, is the same
+      // (the preferred keep their order among themselves: standardize's, then none's); its B,
+      // the first best of all, is the same whenever B is not preferred (the others keep their
+      // order among themselves, and B is not preferred when no preferred entry has its
+      // accuracy); and when a preferred entry has the best accuracy, A has it, so A is chosen
+      // in either order (B = A, or B ties with A and does not beat it). The plain maximum
+      // (no preferred entry scored) orders only the others, whose order is kept.
+      add("sl-lda", scaling, {{"alpha_u", 1.0 / (1.0 + 1e-3)}}, nested, true);
       add("lda", scaling, {{"shrinkage", "auto"}}, nested);
       add("sda", scaling, {{"shrinkage", "auto"}}, nested);
       // The paper's grid λ ∈ {10⁻⁹, …, 10⁹} (α_u = 1/(1 + λ)) at its two distinct behaviours
@@ -107,8 +119,7 @@ std::vector<Candidate> auto_candidates(const FitConfig& a, int classes, int64_t 
       // The default family (Candidate::preferred): SL-LDA at λ = 10⁻³ (α_u ≈ 1, the
       // unlabeled rows' labels all from the propagation, close to its paper's default 0.99),
       // at every scaling and m.
-      for (double lambda : {1e-3, 1.0})
-        add("sl-lda", scaling, {{"alpha_u", 1.0 / (1.0 + lambda)}}, nested, lambda == 1e-3);
+      add("sl-lda", scaling, {{"alpha_u", 1.0 / (1.0 + 1.0)}}, nested);
     }
     for (double mu_scale : {0.1, 1.0}) add("soda", scaling, {{"mu_scale", mu_scale}}, trace_ratio_dims);
   }
@@ -122,8 +133,9 @@ Selection select_auto(const io::Dataset& ds, const std::vector<data::Role>& role
     c.config.cache = a.cache;
     c.config.rows = a.rows;
   }
+  const bool race = a.parameters.value("auto_race", true);
   Selection sel = select_candidates(ds, roles, candidates, a.parameters.at("cv_folds").get<int>(), seed,
-                                    "--method auto");
+                                    "--method auto", race);
   sel.report["method"] = kAutoMethod;
   sel.config.parameters["selected_by"] = "auto";
   return sel;

@@ -201,6 +201,7 @@ std::vector<std::string> Estimator::parameter_names(const std::string& method) {
   std::vector<std::string> names(std::begin(kOwnParameters), std::end(kOwnParameters));
   if (driver::is_auto(method)) {  // the folds, and what auto lets the user fix for every candidate
     names.push_back("cv_folds");
+    names.push_back("auto_race");
     for (const auto& p : methods::parameter_table())
       if (p.name != "dim" && driver::auto_accepts(p.name)) names.push_back(p.name);
     return names;
@@ -248,10 +249,15 @@ void Estimator::configure() {
   double max_kernel_memory = 0;
   bool verbose = false;
   int cv_folds = 5;
+  bool race = true;
   std::vector<driver::ParameterSetting> settings;
   for (const auto& [name, value] : params_.items()) {
     if (name == "cv_folds") {  // auto only (parameter_names)
       cv_folds = static_cast<int>(std::min<int64_t>(whole_number(value, name), 1 << 30));
+    } else if (name == "auto_race") {  // auto only: select_candidates' exact racing (--auto-race)
+      SSDR_REQUIRE(value.is_boolean() || value == "on" || value == "off",
+                   "auto_race: expected true or false (or \"on\", \"off\"), got " + value.dump());
+      race = value.is_boolean() ? value.get<bool>() : value == "on";
     } else if (name == "dim") {
       dim = whole_number(value, name);
     } else if (name == "seed") {
@@ -267,7 +273,7 @@ void Estimator::configure() {
     }
   }
   driver::FitConfig c = driver::is_auto(config_.method)
-                           ? driver::make_auto_config(settings, dim, seed, max_kernel_memory, cv_folds)
+                           ? driver::make_auto_config(settings, dim, seed, max_kernel_memory, cv_folds, race)
                            : driver::make_fit_config(config_.method, settings, dim, seed, max_kernel_memory);
   config_ = std::move(c);
   verbose_ = verbose;

@@ -188,7 +188,8 @@ DistMatrix leading_columns(const DistMatrix& Y, int64_t m) {
 
 std::vector<CvScore> cross_validate_dims(const io::Dataset& ds, const std::vector<data::Role>& roles,
                                          const FitConfig& config, const std::vector<int64_t>& dims,
-                                         const std::vector<int>& folds, CvCaches* caches) {
+                                         const std::vector<int>& folds, CvCaches* caches,
+                                         const CvKeepGoing& keep_going) {
   const methods::MethodInfo& info = methods::find_method(config.method);
   SSDR_REQUIRE(info.projects,
                "cross-validation: method '" + config.method + "' learns no projection (transductive only)");
@@ -209,7 +210,12 @@ std::vector<CvScore> cross_validate_dims(const io::Dataset& ds, const std::vecto
   // method refuses (m beyond d' or beyond the rank of its S_b) fails that m only: a nested
   // method whose widest fit is refused is then fitted per m, like any other.
   bool nested = info.nested_dimensions && dims.size() > 1;
+  int stopped_at = -1;  // the folds done when keep_going stopped the cross-validation
   for (int f = 0; f < k; ++f) {
+    if (keep_going && !keep_going(f, scores)) {  // replicated counts: every rank stops here
+      stopped_at = f;
+      break;
+    }
     std::vector<data::Role> r = roles;
     std::vector<data::Role> scored(r.size(), data::Role::labeled);  // "labeled" = not scored
     for (size_t i = 0; i < r.size(); ++i)
@@ -265,6 +271,14 @@ std::vector<CvScore> cross_validate_dims(const io::Dataset& ds, const std::vecto
   bool any = false;
   for (size_t j = 0; j < dims.size(); ++j) {
     CvScore& s = scores[j];
+    if (stopped_at >= 0 && s.error.empty()) {  // partial counts, not a k-fold accuracy
+      s.stopped = true;
+      s.folds_done = stopped_at;
+      s.accuracy = NAN;
+      any = true;
+      continue;
+    }
+    if (s.error.empty()) s.folds_done = k;
     // An m a fold did not score (the method returned fewer columns than asked) is an error,
     // not a zero. Counts are allreduced: the same verdict on every rank.
     int64_t folds_scored = 0;
@@ -317,6 +331,30 @@ CvChoice choose_entry(const std::vector<CvEntry>& entries) {
   return {q > p + cv_standard_error(p, a.scored) ? best : preferred, preferred};
 }
 
+int64_t least_beating_count(int64_t a, int64_t n) {
+  SSDR_REQUIRE(n >= 1 && a >= 0 && a <= n, "least_beating_count: expected 0 <= a <= n and n >= 1, got a = " +
+                                               std::to_string(a) + ", n = " + std::to_string(n));
+  // beats_by_standard_error(b, a, n) is false for b ≤ a and monotone in b above a: the first
+  // b in (a, n] that beats, by bisection on the exact test; n + 1 when n does not.
+  if (!beats_by_standard_error(n, a, n)) return n + 1;
+  int64_t lo = a, hi = n;  // beats(lo) false, beats(hi) true
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    (beats_by_standard_error(mid, a, n) ? hi : lo) = mid;
+  }
+  return hi;
+}
+
+bool race_cannot_win(const std::vector<int64_t>& bounds, int64_t a, int64_t n) {
+  SSDR_REQUIRE(n >= 1 && a <= n, "race_cannot_win: expected a <= n and n >= 1, got a = " + std::to_string(a) +
+                                     ", n = " + std::to_string(n));
+  if (bounds.empty() || a < 0) return false;
+  const int64_t need = least_beating_count(a, n);
+  for (int64_t b : bounds)
+    if (std::min(b, n) >= need) return false;
+  return true;
+}
+
 double cv_standard_error(double p, int64_t n) {
   SSDR_REQUIRE(n >= 1 && p >= 0 && p <= 1, "cv_standard_error: expected n >= 1 and p in [0, 1], got n = " +
                                                std::to_string(n) + ", p = " + std::to_string(p));
@@ -326,13 +364,28 @@ double cv_standard_error(double p, int64_t n) {
 
 Selection select_candidates(const io::Dataset& ds, const std::vector<data::Role>& roles,
                             const std::vector<Candidate>& candidates, int folds, uint64_t seed,
-                            const std::string& context) {
+                            const std::string& context, bool race) {
   const double t0 = MPI_Wtime();
   SSDR_REQUIRE(!candidates.empty(), context + ": no candidate to choose from");
   const std::vector<int> fold = cv_folds(ds.labels, roles, ds.classes, folds, seed, ds.X.comm, ds.class_names);
   int k = 0;
   for (int f : fold) k = std::max(k, f + 1);
   MPI_Allreduce(MPI_IN_PLACE, &k, 1, MPI_INT, MPI_MAX, ds.X.comm);
+  // The held-out samples of each fold (allreduced: the same on every rank), and after f folds
+  // done, those of the folds still to come: what a candidate can still gain.
+  std::vector<int64_t> held_out(static_cast<size_t>(k), 0);
+  for (int f : fold)
+    if (f >= 0) ++held_out[static_cast<size_t>(f)];
+  MPI_Allreduce(MPI_IN_PLACE, held_out.data(), k, MPI_INT64_T, MPI_SUM, ds.X.comm);
+  std::vector<int64_t> still_to_score(static_cast<size_t>(k) + 1, 0);
+  for (int f = k - 1; f >= 0; --f)
+    still_to_score[static_cast<size_t>(f)] = still_to_score[static_cast<size_t>(f) + 1] + held_out[static_cast<size_t>(f)];
+  const int64_t n_held_out = still_to_score[0];
+  // The race's bar: the best preferred count so far, of n_held_out (−1: none scored yet), and
+  // whether every preferred entry scored every held-out sample (the exact integer test holds).
+  int64_t bar = -1;
+  bool bar_exact = true;
+  int pruned_entries = 0;
   CvCaches caches;
   if (candidates.front().config.cache) candidates.front().config.cache->share_into(caches.shared);
   // Every fold has the split's transductive set: one preprocessing (and kernel map per
@@ -361,9 +414,19 @@ Selection select_candidates(const io::Dataset& ds, const std::vector<data::Role>
     set_quiet(true);  // the fits' phase lines would drown the selection's
     const double c0 = MPI_Wtime();
     const size_t first_entry = scored_entries.size();
+    // The race (select_candidates' doc): a non-preferred candidate stops before a fold once
+    // none of its m can reach the count that beats the best preferred entry so far.
+    CvKeepGoing keep_going;
+    if (race && !cand.preferred && bar >= 0 && bar_exact)
+      keep_going = [&](int done, const std::vector<CvScore>& s) {
+        std::vector<int64_t> bounds;
+        for (const CvScore& x : s)
+          if (x.error.empty()) bounds.push_back(x.correct + still_to_score[static_cast<size_t>(done)]);
+        return !race_cannot_win(bounds, bar, n_held_out);
+      };
     try {
       std::vector<CvScore> scores;
-      scores = cross_validate_dims(ds, roles, c, dims, fold, &caches);
+      scores = cross_validate_dims(ds, roles, c, dims, fold, &caches, keep_going);
       set_quiet(was_quiet);
       // The candidate's seconds over all its folds and m (rank 0's clock), on each of its entries.
       double cand_seconds = MPI_Wtime() - c0;
@@ -381,12 +444,30 @@ Selection select_candidates(const io::Dataset& ds, const std::vector<data::Role>
           fa.push_back(s.fold_scored[f] > 0 ? json(static_cast<double>(s.fold_correct[f]) /
                                                    static_cast<double>(s.fold_scored[f]))
                                             : json(nullptr));
+        if (s.stopped) {  // the race stopped it: not an entry of choose_entry (it cannot be chosen)
+          scored_entries.push_back({{"params", point},
+                                    {"pruned", true},
+                                    {"folds_scored", s.folds_done},
+                                    {"correct", s.correct},
+                                    {"scored", s.scored},
+                                    {"bound", s.correct + still_to_score[static_cast<size_t>(s.folds_done)]},
+                                    {"fold_accuracy", fa},
+                                    {"candidate_seconds", cand_seconds}});
+          ++pruned_entries;
+          continue;
+        }
         json entry = {{"params", point}, {"cv_accuracy", s.accuracy}, {"correct", s.correct},
                       {"scored", s.scored}, {"fold_accuracy", fa}, {"candidate_seconds", cand_seconds}};
         if (s.fallback_to_gda > 0) entry["fallback_to_gda_folds"] = s.fallback_to_gda;
         scored.push_back({static_cast<int>(p), dims[j], point, s.accuracy});
         counts.push_back({s.correct, s.scored, cand.preferred});
         scored_entries.push_back(entry);
+        if (cand.preferred) {  // raise the race's bar (counts replicated: the same on every rank)
+          if (s.scored == n_held_out)
+            bar = std::max(bar, s.correct);
+          else
+            bar_exact = false;
+        }
       }
     } catch (const Error& e) {
       set_quiet(was_quiet);
@@ -435,6 +516,8 @@ Selection select_candidates(const io::Dataset& ds, const std::vector<data::Role>
                 {"candidates", scored_entries},
                 {"chosen", chosen.point},
                 {"cv_accuracy", chosen.acc},
+                {"race", race},
+                {"pruned", pruned_entries},
                 {"seconds", seconds}};
   if (by_preference) {
     const CvEntry& a = counts[static_cast<size_t>(choice.preferred)];
@@ -443,6 +526,7 @@ Selection select_candidates(const io::Dataset& ds, const std::vector<data::Role>
   }
   say(context + " chose " + point_text(chosen.point) + " (" + std::to_string(k) + "-fold accuracy " +
       std::to_string(chosen.acc).substr(0, 6) + ", " + std::to_string(entries) + " candidates, " +
+      (pruned_entries > 0 ? std::to_string(pruned_entries) + " of them pruned by the race, " : std::string()) +
       std::to_string(seconds).substr(0, 5) + " s)");
   return sel;
 }
@@ -499,7 +583,7 @@ std::string cv_table_csv(const json& report) {
   for (const auto& n : names) o << io::csv_field(n) << ',';
   o << "cv_accuracy,correct,scored,seconds";
   for (int f = 1; f <= k; ++f) o << ",fold_" << f;
-  o << ",preferred,chosen,rule,error\n";
+  o << ",preferred,chosen,rule,error,pruned,bound\n";
   auto text = [](const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); };
   for (const auto& e : entries) {
     const json& p = e.at("params");
@@ -508,12 +592,16 @@ std::string cv_table_csv(const json& report) {
       o << ",,,";
       for (int f = 0; f < k; ++f) o << ',';
       o << ',' << (e.value("preferred", false) ? 1 : 0) << ",0,," << io::csv_field(e["error"].get<std::string>())
-        << '\n';
+        << ",0,\n";
       continue;
     }
+    const bool pruned = e.value("pruned", false);  // partial counts, no pooled accuracy
     char buf[64];
-    std::snprintf(buf, sizeof buf, "%.6f", e["cv_accuracy"].get<double>());
-    o << buf << ',' << e["correct"].get<int64_t>() << ',' << e["scored"].get<int64_t>();
+    if (!pruned) {
+      std::snprintf(buf, sizeof buf, "%.6f", e["cv_accuracy"].get<double>());
+      o << buf;
+    }
+    o << ',' << e["correct"].get<int64_t>() << ',' << e["scored"].get<int64_t>();
     std::snprintf(buf, sizeof buf, ",%.3f", e.value("candidate_seconds", 0.0));
     o << buf;
     for (const auto& a : e["fold_accuracy"]) {
@@ -526,7 +614,8 @@ std::string cv_table_csv(const json& report) {
     }
     const bool chosen = p == report.at("chosen");
     o << ',' << (e.value("preferred", false) ? 1 : 0) << ',' << (chosen ? 1 : 0) << ','
-      << (chosen ? io::csv_field(report.value("rule", std::string())) : "") << ",\n";
+      << (chosen ? io::csv_field(report.value("rule", std::string())) : "") << ",," << (pruned ? 1 : 0) << ','
+      << (pruned ? std::to_string(e["bound"].get<int64_t>()) : std::string()) << '\n';
   }
   return o.str();
 }

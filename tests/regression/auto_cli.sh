@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `ssdr fit --method auto` on the command line (issue 49): a user's CSV with empty labels is
 # fitted by the chosen method, the table and the report name it, --cv-table lists every
-# candidate with its folds and marks the chosen one, predict uses the model as any method's,
-# and every mistake of the doors is one line and a non-zero exit on every rank, with no output
+# candidate with its folds and marks the chosen one (and the ones the race stopped), racing off
+# chooses the same with the same scores, predict uses the model as any method's, and every mistake of the doors is one line and a non-zero exit on every rank, with no output
 # left behind.
 # Usage: auto_cli.sh SSDR_BINARY DATA_DIR   (MPIEXEC and SSDR_PYTHON from the environment)
 set -u
@@ -57,7 +57,8 @@ assert len(marked) == 1 and marked[0]["method"] == chosen["method"] and int(mark
 assert marked[0]["rule"].startswith("the preferred candidate (the default family)"), marked[0]["rule"]
 # The rule, from the table alone: the first best preferred line, unless the first best of all
 # beats it by more than one standard error sqrt(max(p(1-p), 1/n)/n).
-scored = [x for x in rows if x["cv_accuracy"]]
+scored = [x for x in rows if x["pruned"] == "0"]
+assert all(x["cv_accuracy"] for x in scored) and not any(x["cv_accuracy"] for x in rows if x["pruned"] == "1")
 first_best = lambda xs: next(x for x in xs if float(x["cv_accuracy"]) == max(float(y["cv_accuracy"]) for y in xs))
 pref = first_best([x for x in scored if x["preferred"] == "1"])
 top = first_best(scored)
@@ -66,8 +67,36 @@ se = (max(p * (1 - p), 1 / n) / n) ** 0.5
 assert marked[0] is (top if float(top["cv_accuracy"]) > p + se else pref), (marked[0], pref, top, se)
 assert all(x["preferred"] == ("1" if x["method"] == "sl-lda" and abs(float(x["alpha_u"]) - 1 / 1.001) < 1e-12 else "0")
            for x in rows), [(x["method"], x["alpha_u"], x["preferred"]) for x in rows]
-# Every candidate was scored on the 105 labeled rows.
-assert all(int(x["scored"]) == 105 for x in rows), [x["scored"] for x in rows]
+# Every candidate was scored on the 105 labeled rows, but those the race stopped: not
+# preferred, fewer rows, and a bound that cannot beat the best preferred count by one SE.
+assert all(int(x["scored"]) == 105 for x in scored), [x["scored"] for x in scored]
+a = max(int(x["correct"]) for x in scored if x["preferred"] == "1")
+for x in rows:
+    if x["pruned"] == "1":
+        b = int(x["bound"])
+        assert x["preferred"] == "0" and int(x["scored"]) < 105 and x["chosen"] == "0", x
+        assert b <= a or (b - a) ** 2 * 105 <= max(a * (105 - a), 105), (x, a)
+assert sel["pruned"] == sum(x["pruned"] == "1" for x in rows) and sel["race"] is True, sel
+EOF
+# 1b. --auto-race off: every candidate on every fold, the same choice and the same scores.
+if "${RUN[@]}" fit --method auto --data "$own" --label-column species --report "$tmp/b.json" \
+    --cv-table "$tmp/b_cv.csv" --auto-race off -q >/dev/null 2>"$tmp/fitb.err"; then
+  ok "fit --method auto --auto-race off runs"
+else
+  bad "fit --method auto --auto-race off: $(tail -3 "$tmp/fitb.err")"
+fi
+"$PY" - "$tmp" <<'EOF' && ok "racing on and off: the same choice and scores" || bad "racing on and off differ"
+import csv, json, sys
+tmp = sys.argv[1]
+on, off = (json.load(open(tmp + f))["info"]["selection"] for f in ("/a.json", "/b.json"))
+assert off["race"] is False and off["pruned"] == 0 and on["chosen"] == off["chosen"], (on["chosen"], off["chosen"])
+rows = list(csv.DictReader(open(tmp + "/b_cv.csv")))
+assert all(int(x["scored"]) == 105 and x["pruned"] == "0" for x in rows)
+full = {json.dumps(c["params"], sort_keys=True): c for c in off["candidates"]}
+for c in on["candidates"]:
+    if not c.get("pruned"):
+        d = full[json.dumps(c["params"], sort_keys=True)]
+        assert (c["correct"], c["fold_accuracy"]) == (d["correct"], d["fold_accuracy"]), (c, d)
 EOF
 # 2. predict with the auto model labels every row by class name.
 if "${RUN[@]}" predict --model "$tmp/a.model" --data "$own" --label-column species --output "$tmp/p.csv" -q \
@@ -89,6 +118,9 @@ refuse "auto with --soft-labels" "--soft-labels: not with --method auto" -- \
 refuse "auto with --cv-folds 1" "cv_folds (--cv-folds): expected an integer >= 2, got 1" -- \
   "${RUN[@]}" "${common[@]}" --cv-folds 1
 refuse "a bad scaling for auto" "--scaling" -- "${RUN[@]}" "${common[@]}" --scaling loud
+refuse "a bad --auto-race" "--auto-race: expected on or off, got 'maybe'" -- "${RUN[@]}" "${common[@]}" --auto-race maybe
+refuse "--auto-race without auto" "--auto-race: expected --method auto" -- \
+  "${RUN[@]}" fit --method lda --data "$own" --label-column species --report "$tmp/r.json" --auto-race off
 refuse "--cv-table without a selection" "--cv-table: expected --method auto or --select-by cv" -- \
   "${RUN[@]}" fit --method lda --data "$own" --label-column species --cv-table "$tmp/cv.csv"
 refuse "--cv-table onto the data" "--cv-table" -- "${RUN[@]}" "${common[@]}" --cv-table "$own"

@@ -2,11 +2,16 @@
 // method's m scored on the leading columns is the fit at that m; the candidates, simplest
 // first, keep what the user fixed; the choice and every score are the same on one rank as on
 // all; the estimator's auto fit is the chosen method's own fit; the CV table says what was
-// scored and chosen.
+// scored and chosen; the race stops hopeless candidates without changing the choice or any
+// score it keeps.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -34,8 +39,9 @@ nlohmann::json without_seconds(nlohmann::json r) {
   return r;
 }
 
-driver::FitConfig auto_config(std::vector<driver::ParameterSetting> settings = {}, int64_t dim = 0) {
-  return driver::make_auto_config(settings, dim, 7, 0, 5);
+driver::FitConfig auto_config(std::vector<driver::ParameterSetting> settings = {}, int64_t dim = 0,
+                              bool race = true) {
+  return driver::make_auto_config(settings, dim, 7, 0, 5, race);
 }
 
 }  // namespace
@@ -70,19 +76,23 @@ TEST(CrossValidateDims, ScoresEachMOfANestedMethodOnTheLeadingColumnsExactlyAsAF
   EXPECT_EQ(s2[1].correct, driver::cross_validate(ds, roles, soda4, folds, nullptr).correct);
 }
 
-TEST(AutoCandidates, AreListedSimplestFirstAndKeepWhatTheUserFixed) {
+TEST(AutoCandidates, AreListedDefaultFamilyFirstThenSimplestFirstAndKeepWhatTheUserFixed) {
   const auto all = driver::auto_candidates(auto_config(), 3, 13);
   const std::vector<nlohmann::json> sllda_grid = {1.0 / (1.0 + 1e-3), 0.5};
-  // Per scaling (standardize, then none): lda, sda, sl-lda per α_u, soda per μ scale.
+  // Per scaling (standardize, then none): the default family (sl-lda at α_u = 1/(1 + 10⁻³),
+  // the race's bar), then lda, sda, sl-lda at α_u = 0.5, soda per μ scale.
   ASSERT_EQ(all.size(), 2 * (2 + sllda_grid.size() + 2));
-  EXPECT_EQ(all[0].point, (nlohmann::json{{"method", "lda"}, {"scaling", "standardize"}, {"shrinkage", "auto"}}));
-  EXPECT_EQ(all[0].dims, (std::vector<int64_t>{1, 2}));
-  EXPECT_EQ(all[0].config.method, "lda");
-  EXPECT_EQ(all[0].config.preprocess.scaling, data::Scaling::standardize);
-  EXPECT_EQ(all[0].config.method_options.shrinkage, methods::kShrinkageAuto);
-  EXPECT_EQ(all[1].config.method, "sda");
-  EXPECT_EQ(all[2].config.method, "sl-lda");
-  EXPECT_EQ(all[2].point["alpha_u"], sllda_grid.front());
+  EXPECT_EQ(all[0].config.method, "sl-lda");
+  EXPECT_EQ(all[0].point["alpha_u"], sllda_grid.front());
+  EXPECT_TRUE(all[0].preferred);
+  EXPECT_EQ(all[1].point, (nlohmann::json{{"method", "lda"}, {"scaling", "standardize"}, {"shrinkage", "auto"}}));
+  EXPECT_EQ(all[1].dims, (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(all[1].config.method, "lda");
+  EXPECT_EQ(all[1].config.preprocess.scaling, data::Scaling::standardize);
+  EXPECT_EQ(all[1].config.method_options.shrinkage, methods::kShrinkageAuto);
+  EXPECT_EQ(all[2].config.method, "sda");
+  EXPECT_EQ(all[3].config.method, "sl-lda");
+  EXPECT_EQ(all[3].point["alpha_u"], sllda_grid.back());
   const auto& soda = all[2 + sllda_grid.size()];
   EXPECT_EQ(soda.config.method, "soda");
   EXPECT_EQ(soda.dims, (std::vector<int64_t>{2}));  // c − 1: each m of the trace ratio is a fit
@@ -131,14 +141,19 @@ TEST(SelectAuto, ChoosesTheSameCandidateWithTheSameScoresOnOneRankAsOnAllRanks) 
   const nlohmann::json s = nlohmann::json::parse(bcast_string(serial, 0, MPI_COMM_WORLD));
   const nlohmann::json r = without_seconds(all.report);
   EXPECT_EQ(r, s);
-  // Every candidate scored on all 15 labeled samples, none failed; the preferred ones are
-  // sl-lda at α_u = 1/(1 + 10⁻³), and the chosen one is the first best of them unless the
-  // first best of all beats it by more than one standard error, in counts of 15:
-  // (b − a)²·15 > max(a(15 − a), 15).
+  // Every candidate scored on all 15 labeled samples (or stopped by the race), none failed;
+  // the preferred ones are sl-lda at α_u = 1/(1 + 10⁻³), and the chosen one is the first best
+  // of them unless the first best of all beats it by more than one standard error, in counts
+  // of 15: (b − a)²·15 > max(a(15 − a), 15).
   int64_t best = -1, best_preferred = -1;
   nlohmann::json first_best, first_best_preferred;
   for (const auto& c : r["candidates"]) {
     ASSERT_FALSE(c.contains("error")) << c.dump();
+    if (c.value("pruned", false)) {
+      EXPECT_FALSE(c.value("preferred", false)) << c.dump();
+      EXPECT_LT(c["scored"].get<int>(), 15);
+      continue;
+    }
     EXPECT_EQ(c["scored"].get<int>(), 15);
     const bool preferred = c.value("preferred", false);
     EXPECT_EQ(preferred, c["params"]["method"] == "sl-lda" && c["params"]["alpha_u"] == 1.0 / (1.0 + 1e-3)) << c.dump();
@@ -165,8 +180,8 @@ TEST(SelectAuto, ChoosesTheSameCandidateWithTheSameScoresOnOneRankAsOnAllRanks) 
   // The CV table: a header, one line per scored entry, the chosen one marked with the rule.
   const std::string table = driver::cv_table_csv(all.report);
   EXPECT_EQ(table.substr(0, table.find('\n')),
-            "method,scaling,shrinkage,alpha_u,mu_scale,dim,cv_accuracy,correct,scored,seconds,fold_1,fold_2,fold_3,"
-            "fold_4,fold_5,preferred,chosen,rule,error");
+            "method,scaling,alpha_u,shrinkage,mu_scale,dim,cv_accuracy,correct,scored,seconds,fold_1,fold_2,fold_3,"
+            "fold_4,fold_5,preferred,chosen,rule,error,pruned,bound");
   EXPECT_EQ(static_cast<size_t>(std::count(table.begin(), table.end(), '\n')), r["candidates"].size() + 1);
   EXPECT_THAT(table, HasSubstr(",1,\"the preferred candidate (the default family) with the highest pooled k-fold"));
 }
@@ -312,4 +327,204 @@ TEST(CrossValidateDims, ScoresTheMsTheMethodTakesAndRecordsWhyItRefusedTheOthers
   int refused = 0;
   for (const auto& c : sel.report["candidates"]) refused += c.contains("error");
   EXPECT_GT(refused, 0);
+}
+
+namespace {
+
+/// The entries of a selection report by their parameters (candidate and m).
+std::map<std::string, nlohmann::json> entries_by_params(const nlohmann::json& report) {
+  std::map<std::string, nlohmann::json> out;
+  for (const auto& e : report["candidates"]) out[e["params"].dump()] = e;
+  return out;
+}
+
+/// select_auto with the race on and off on the same data and split: the same choice, the same
+/// chosen configuration, identical scores of every entry the race kept, and every pruned
+/// entry's full score within its bound and unable to beat the best preferred entry. Returns
+/// the number of pruned entries. Collective over ds.X.comm.
+int expect_race_changes_nothing(const io::Dataset& ds, const std::vector<data::Role>& roles, uint64_t seed,
+                                const std::string& what) {
+  const driver::Selection on = driver::select_auto(ds, roles, auto_config({}, 0, true), seed);
+  const driver::Selection off = driver::select_auto(ds, roles, auto_config({}, 0, false), seed);
+  EXPECT_EQ(on.report["chosen"], off.report["chosen"]) << what;
+  EXPECT_EQ(on.report["cv_accuracy"], off.report["cv_accuracy"]) << what;
+  EXPECT_EQ(on.report["rule"], off.report["rule"]) << what;
+  EXPECT_EQ(on.report.value("preferred_margin", -1.0), off.report.value("preferred_margin", -1.0)) << what;
+  EXPECT_EQ(on.config.method, off.config.method) << what;
+  EXPECT_EQ(on.config.method_options.dim, off.config.method_options.dim) << what;
+  EXPECT_EQ(on.config.parameters, off.config.parameters) << what;
+  EXPECT_EQ(on.config.preprocess.fields(), off.config.preprocess.fields()) << what;
+  EXPECT_TRUE(on.report["race"].get<bool>());
+  EXPECT_FALSE(off.report["race"].get<bool>());
+  EXPECT_EQ(off.report["pruned"], 0) << what;
+  // The best preferred count of the full run: no pruned entry's full count may beat it.
+  int64_t a = -1, n = 0;
+  for (const auto& e : off.report["candidates"])
+    if (e.value("preferred", false) && !e.contains("error") && e["correct"].get<int64_t>() > a) {
+      a = e["correct"].get<int64_t>();
+      n = e["scored"].get<int64_t>();
+    }
+  const auto full = entries_by_params(off.report);
+  int pruned = 0;
+  for (const auto& e : on.report["candidates"]) {
+    const auto it = full.find(e["params"].dump());
+    EXPECT_NE(it, full.end()) << what << ": " << e.dump();
+    if (it == full.end()) continue;
+    nlohmann::json x = e, y = it->second;
+    x.erase("candidate_seconds");
+    y.erase("candidate_seconds");
+    if (!e.value("pruned", false)) {
+      EXPECT_EQ(x, y) << what;  // the same counts, folds, accuracy, flags
+      continue;
+    }
+    ++pruned;
+    EXPECT_FALSE(e.value("preferred", false)) << what << ": " << e.dump();
+    EXPECT_GE(a, 0) << what << ": pruned without a preferred entry";
+    if (y.contains("error")) continue;  // a later fold refused this m: not an entry either way
+    // The folds it scored are the full run's first folds; its full count is within its bound.
+    const int done = e["folds_scored"].get<int>();
+    for (int f = 0; f < done; ++f) EXPECT_EQ(e["fold_accuracy"][f], y["fold_accuracy"][f]) << what << " fold " << f;
+    EXPECT_LE(y["correct"].get<int64_t>(), e["bound"].get<int64_t>()) << what << ": " << e.dump();
+    EXPECT_FALSE(driver::beats_by_standard_error(e["bound"].get<int64_t>(), a, n)) << what << ": " << e.dump();
+  }
+  EXPECT_EQ(on.report["pruned"].get<int>(), pruned) << what;
+  return pruned;
+}
+
+}  // namespace
+
+TEST(SelectAuto, RacingChoosesAndScoresExactlyAsScoringEveryCandidateOnWineIrisAndBreastCancer) {
+  // Run on 1, 2 and 3 ranks by ctest (tests.npN): the folds and counts are the same on any.
+  int pruned = 0;
+  for (const auto& [file, seed] : std::vector<std::pair<std::string, uint64_t>>{
+           {"wine.csv", 2}, {"wine.csv", 5}, {"iris.csv", 1}, {"iris.csv", 3}, {"breast_cancer.csv", 1}}) {
+    const io::Dataset ds = io::read_dataset(test::data_path(file), io::Format::csv, MPI_COMM_WORLD);
+    const auto roles = test::split(ds, test::per_class_split(5, 40, seed));
+    pruned += expect_race_changes_nothing(ds, roles, seed, file + " seed " + std::to_string(seed));
+  }
+  EXPECT_GT(pruned, 0);  // the race did stop something on these sets
+}
+
+TEST(SelectAuto, RacingStopsEveryOtherCandidateBeforeAnyFitWhenTheDefaultFamilyIsAtMostOneMiss) {
+  // Three clusters 10 apart on each of 3 features, noise within ±1: the default family
+  // scores at least 14 of 15, which nothing can beat by one standard error (the floor of one
+  // sample's worth: 14 + 2 > 15), so every other candidate is stopped before its first fold,
+  // with bound 15.
+  test::TempDir dir("race");
+  const std::string path = dir.file("clusters.csv");
+  if (test::rank() == 0) {
+    std::ofstream out(path);
+    std::mt19937_64 rng(11);
+    auto noise = [&] { return static_cast<double>(rng() % 2000001) / 1e6 - 1.0; };  // [−1, 1], explicit
+    for (int i = 0; i < 90; ++i) {
+      const int c = i % 3;
+      out << c;
+      for (int j = 0; j < 3; ++j) out << ',' << 10.0 * c + noise();
+      out << '\n';
+    }
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  const io::Dataset ds = io::read_dataset(path, io::Format::csv, MPI_COMM_WORLD);
+  const auto roles = test::split(ds, test::per_class_split(5, 20, 1));
+  const driver::Selection sel = driver::select_auto(ds, roles, auto_config(), 1);
+  int64_t first_preferred = -1;  // the standardize block's best, the bar of its others
+  for (const auto& e : sel.report["candidates"])
+    if (e.value("preferred", false) && e["params"]["scaling"] == "standardize")
+      first_preferred = std::max(first_preferred, e["correct"].get<int64_t>());
+  ASSERT_GE(first_preferred, 14);
+  int pruned = 0, others = 0;
+  for (const auto& e : sel.report["candidates"]) {
+    if (e.contains("error") || e.value("preferred", false)) continue;
+    ++others;
+    EXPECT_TRUE(e.value("pruned", false)) << e.dump();
+    if (!e.value("pruned", false)) continue;
+    ++pruned;
+    EXPECT_EQ(e["folds_scored"], 0) << e.dump();
+    EXPECT_EQ(e["correct"], 0) << e.dump();
+    EXPECT_EQ(e["scored"], 0) << e.dump();
+    EXPECT_EQ(e["bound"], 15) << e.dump();
+  }
+  EXPECT_GT(pruned, 0);
+  EXPECT_EQ(pruned, others);
+  EXPECT_EQ(sel.report["pruned"], pruned);
+  EXPECT_EQ(sel.config.method, "sl-lda");
+  // The CV table marks them: pruned 1, their bound, no accuracy; the others pruned 0.
+  const std::string table = driver::cv_table_csv(sel.report);
+  EXPECT_EQ(static_cast<size_t>(std::count(table.begin(), table.end(), '\n')), sel.report["candidates"].size() + 1);
+  int marked = 0;
+  for (size_t at = table.find('\n') + 1; at < table.size(); at = table.find('\n', at) + 1) {
+    const std::string line = table.substr(at, table.find('\n', at) - at);
+    if (line.size() > 5 && line.compare(line.size() - 5, 5, ",1,15") == 0) ++marked;
+  }
+  EXPECT_EQ(marked, pruned);
+  // Racing off scores them all, and chooses the same.
+  const driver::Selection off = driver::select_auto(ds, roles, auto_config({}, 0, false), 1);
+  EXPECT_EQ(off.report["pruned"], 0);
+  EXPECT_EQ(off.report["chosen"], sel.report["chosen"]);
+}
+
+TEST(CrossValidateDims, StopsWhereKeepGoingSaysWithTheFoldsDoneCountedAsInTheFullRun) {
+  const io::Dataset ds = io::read_dataset(test::data_path("wine.csv"), io::Format::csv, MPI_COMM_WORLD);
+  const auto roles = test::split(ds, test::per_class_split(5, 30, 1));
+  const driver::FitConfig cfg = driver::make_fit_config(
+      "lda", {{"scaling", "standardize", "test"}, {"shrinkage", "auto", "test"}}, 0, 0, 0);
+  const std::vector<int> folds = driver::cv_folds(ds.labels, roles, ds.classes, 5, 1, MPI_COMM_WORLD);
+  const auto full = driver::cross_validate_dims(ds, roles, cfg, {1, 2}, folds, nullptr);
+  std::vector<int> asked;
+  const auto part = driver::cross_validate_dims(ds, roles, cfg, {1, 2}, folds, nullptr,
+                                                [&](int done, const std::vector<driver::CvScore>&) {
+                                                  asked.push_back(done);
+                                                  return done < 2;
+                                                });
+  EXPECT_EQ(asked, (std::vector<int>{0, 1, 2}));
+  ASSERT_EQ(part.size(), 2u);
+  for (size_t j = 0; j < 2; ++j) {
+    EXPECT_TRUE(part[j].stopped);
+    EXPECT_FALSE(full[j].stopped);
+    EXPECT_EQ(part[j].folds_done, 2);
+    EXPECT_EQ(full[j].folds_done, 5);
+    EXPECT_TRUE(std::isnan(part[j].accuracy));
+    EXPECT_EQ(part[j].correct, full[j].fold_correct[0] + full[j].fold_correct[1]);
+    EXPECT_EQ(part[j].scored, full[j].fold_scored[0] + full[j].fold_scored[1]);
+    for (size_t f = 0; f < 2; ++f) EXPECT_EQ(part[j].fold_correct[f], full[j].fold_correct[f]);
+    for (size_t f = 2; f < 5; ++f) EXPECT_EQ(part[j].fold_scored[f], 0);
+  }
+}
+
+TEST(ChooseEntry, RaceStopsACandidateExactlyWhenNoBoundReachesTheCountThatBeatsTheDefault) {
+  // n = 15, a = 13: one standard error is √(26/15) = 1.32 samples, so 15 beats (2² · 15 = 60 >
+  // 26) and 14 does not (15 ≤ 26): a candidate that can still reach 15 races on, one capped
+  // at 14 stops.
+  EXPECT_EQ(driver::least_beating_count(13, 15), 15);
+  EXPECT_FALSE(driver::race_cannot_win({15}, 13, 15));
+  EXPECT_TRUE(driver::race_cannot_win({14}, 13, 15));
+  EXPECT_FALSE(driver::race_cannot_win({10, 15, 3}, 13, 15));  // one m still able keeps it
+  EXPECT_TRUE(driver::race_cannot_win({14, 14, 3}, 13, 15));
+  // a ≥ n − 1: the floor of one sample's worth means nothing beats it (n + 1 needed).
+  EXPECT_EQ(driver::least_beating_count(14, 15), 16);
+  EXPECT_EQ(driver::least_beating_count(15, 15), 16);
+  EXPECT_TRUE(driver::race_cannot_win({15}, 14, 15));
+  // n = 1000, a = 500: 16 samples beat it (16² · 1000 > 250 000), 15 do not.
+  EXPECT_EQ(driver::least_beating_count(500, 1000), 516);
+  EXPECT_FALSE(driver::race_cannot_win({516}, 500, 1000));
+  EXPECT_TRUE(driver::race_cannot_win({515}, 500, 1000));
+  // No preferred entry scored (a < 0: the plain maximum), or no m left: never stop.
+  EXPECT_FALSE(driver::race_cannot_win({0}, -1, 15));
+  EXPECT_FALSE(driver::race_cannot_win({}, 13, 15));
+  // A bound above n is n.
+  EXPECT_FALSE(driver::race_cannot_win({40}, 13, 15));
+  // The count is the exact test's threshold, and nondecreasing in a (a larger bar only raises
+  // it: stopping against the bar so far is safe against the final best preferred entry).
+  for (int64_t n = 1; n <= 150; ++n) {
+    int64_t previous = 0;
+    for (int64_t a = 0; a <= n; ++a) {
+      const int64_t need = driver::least_beating_count(a, n);
+      EXPECT_GE(need, previous) << "a = " << a << ", n = " << n;
+      previous = need;
+      for (int64_t b = 0; b <= n; ++b)
+        ASSERT_EQ(driver::beats_by_standard_error(b, a, n), b >= need) << "a = " << a << ", b = " << b << ", n = " << n;
+    }
+  }
+  EXPECT_THAT(test::error_of([] { driver::least_beating_count(16, 15); }), HasSubstr("0 <= a <= n"));
+  EXPECT_THAT(test::error_of([] { driver::race_cannot_win({1}, 3, 0); }), HasSubstr("n >= 1"));
 }

@@ -33,31 +33,34 @@ bool auto_accepts(const std::string& name);
 /// The configuration of auto: method "auto", the user's settings checked (auto_accepts, and
 /// each value by methods::set_parameter as for any method) and recorded in parameters
 /// ("settings"), `dim` (0: chosen; else every candidate at m = dim), the seed of the folds,
-/// of NN-descent and of the landmarks, and the folds k. What `ssdr fit --method auto` and
-/// Estimator("auto") both build. Local (replicated).
+/// of NN-descent and of the landmarks, the folds k, and `race` ("auto_race": select_candidates'
+/// exact racing, `--auto-race on|off`; off scores every candidate on every fold, for studies
+/// of the rule, with the same choice). What `ssdr fit --method auto` and Estimator("auto")
+/// both build. Local (replicated).
 /// \throws ssdr::Error (replicated) naming the spelling: a parameter auto does not take (it
 ///   chooses it), a value out of range, dim < 0, cv_folds < 2.
 FitConfig make_auto_config(const std::vector<ParameterSetting>& settings, int64_t dim, uint64_t seed,
-                           double max_kernel_memory, int cv_folds);
+                           double max_kernel_memory, int cv_folds, bool race = true);
 
-/// The candidates of auto for c classes and d input features, simplest first (a CV tie goes
-/// to the earlier, but a tie with the default family to it; the default family, preferred by select_candidates, is SL-LDA at
-/// α_u = 1/(1 + 10⁻³); docs/methods-guide.md "How auto chooses"):
+/// The candidates of auto for c classes and d input features: per scaling the default family
+/// first (preferred by select_candidates, whose race then has its bar: SL-LDA at
+/// α_u = 1/(1 + 10⁻³)), then the others simplest first (a CV tie goes to the earlier, but a
+/// tie with the default family to it; docs/methods-guide.md "How auto chooses"):
 ///  - per scaling, standardize then none (each feature's units are the user's; only one if
 ///    the user gave --scaling):
+///    - sl-lda (sllda-zhao2014) at α_u = 1/(1 + 10⁻³), m = 1 … c − 1 (the default family);
 ///    - lda with Ledoit–Wolf shrinkage (scikit-learn's shrinkage LDA), m = 1 … c − 1;
 ///    - sda with Ledoit–Wolf shrinkage on its kNN graph (Cai et al. 2007), m = 1 … c − 1;
-///    - sl-lda (sllda-zhao2014) at α_u = 1/(1 + λ), λ ∈ {10⁻³, 1} of its paper's grid,
-///      m = 1 … c − 1;
+///    - sl-lda at α_u = 1/(1 + 1) (λ = 1 of its paper's grid), m = 1 … c − 1;
 ///    - soda (soda-nie2009) with μ = 0.1 μ₀ and μ₀ (sec. 5.2/5.3.1), m = c − 1;
 ///  each m at most d, and only `dim` when the user fixed it. The nested methods (lda, sda,
 ///  sl-lda) fit once per fold for all their m. Local.
 std::vector<Candidate> auto_candidates(const FitConfig& auto_config, int classes, int64_t d);
 
 /// Chooses by select_candidates among auto_candidates(auto_config, ds.classes, ds.X.cols) on
-/// the folds of cv_folds(…, seed). ds: n samples, X distributed by rows with their labels;
-/// roles: of ds.X's local rows. The report (Selection::report) adds "method": "auto" and the
-/// number of candidates. Collective over ds.X.comm.
+/// the folds of cv_folds(…, seed), racing unless auto_config's "auto_race" is false. ds: n
+/// samples, X distributed by rows with their labels; roles: of ds.X's local rows. The report
+/// (Selection::report) adds "method": "auto". Collective over ds.X.comm.
 /// \throws ssdr::Error (collective) as select_candidates.
 Selection select_auto(const io::Dataset& ds, const std::vector<data::Role>& roles, const FitConfig& auto_config,
                       uint64_t seed);

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <set>
 #include <string>
 #include <utility>
@@ -96,7 +97,19 @@ struct CvScore {
   /// cross_validate_dims: why this m was not scored (the method refused it, e.g. m beyond d'),
   /// empty when it was (replicated).
   std::string error;
+  /// cross_validate_dims' keep_going stopped the cross-validation after folds_done folds
+  /// (select_candidates' race): correct, scored and fold_correct/fold_scored count those
+  /// folds only, the later folds are 0, and accuracy is NaN (not a k-fold accuracy).
+  bool stopped = false;
+  int folds_done = 0;
 };
+
+/// cross_validate_dims' hook: called before fold f (f = 0 … k − 1, so first before any fit)
+/// with f, the folds done, and the scores so far (one per m; fold_correct/fold_scored of
+/// folds < f filled). Returning false stops the cross-validation there: every m not refused
+/// gets CvScore::stopped. Must return the same on every rank (decide on the scores' counts,
+/// which are allreduced).
+using CvKeepGoing = std::function<bool(int folds_done, const std::vector<CvScore>& scores)>;
 
 /// k-fold CV of one configuration on the labeled samples: for each fold f (cv_folds), the
 /// fold's labeled samples become unlabeled (roles only; still transductive), the method is
@@ -115,13 +128,15 @@ CvScore cross_validate(const io::Dataset& ds, const std::vector<data::Role>& rol
 /// and each smaller m scored on the leading columns of that embedding, which is what a fit at
 /// m gives; any other method is fitted once per m. An m the method refuses (a collective
 /// ssdr::Error of its fit: m beyond d' or the rank of S_b) gets CvScore::error and the others
-/// are still scored (a nested method whose widest m is refused is fitted per m). Collective
-/// over ds.X.comm.
+/// are still scored (a nested method whose widest m is refused is fitted per m).
+/// `keep_going` (empty: every fold) may stop the cross-validation before a fold
+/// (CvKeepGoing, CvScore::stopped). Collective over ds.X.comm.
 /// \throws ssdr::Error (collective) as cross_validate, when every m was refused (the first's
 ///   reason), and when dims is empty or holds m < 0.
 std::vector<CvScore> cross_validate_dims(const io::Dataset& ds, const std::vector<data::Role>& roles,
                                          const FitConfig& config, const std::vector<int64_t>& dims,
-                                         const std::vector<int>& folds, CvCaches* caches);
+                                         const std::vector<int>& folds, CvCaches* caches,
+                                         const CvKeepGoing& keep_going = {});
 
 
 /// The chosen configuration and what the selection did.
@@ -175,12 +190,29 @@ struct Candidate {
 /// The report is Selection::report's, with one entry per (candidate, m) holding its per-fold
 /// accuracies ("fold_accuracy"). `context` starts the messages ("--select-by cv", "--method
 /// auto"). Preprocessed rows, graphs and σ₀ are shared by every candidate and fold with the
-/// same preprocessing (RowsCache, CvCaches). Collective over ds.X.comm.
+/// same preprocessing (RowsCache, CvCaches).
+///
+/// Racing (`race`, the default; `--auto-race off` turns it off): exact, the same choice and
+/// the same scores of every entry it scores as scoring everything. Once a preferred entry has
+/// been scored (callers list the preferred first), a non-preferred candidate is checked before
+/// each of its folds: with a the best preferred count so far and n the held-out samples (every
+/// preferred entry having scored all n), each of its entries can reach at most
+/// bound = correct so far + the held-out samples of the folds not yet scored; when no bound
+/// reaches least_beating_count(a, n) (race_cannot_win), the candidate stops. Why that cannot
+/// change the choice: its final counts are ≤ the bounds; the final best preferred A ≥ a, and
+/// least_beating_count is nondecreasing in a, so none of its entries could beat A by one
+/// standard error, and they are not preferred; so dropping them from choose_entry leaves its
+/// answer (the first best entry B, if one of them, did not beat A, so the choice was A, and any
+/// remaining entry below B does not beat A either; if B is not one of them, B and A are the
+/// same). Never without a preferred entry scored (the rule is then the plain maximum). A
+/// stopped candidate's entries are reported with "pruned": true, "folds_scored", the partial
+/// "correct"/"scored" and "bound", and no "cv_accuracy"; the report has "race" and "pruned"
+/// (the number of pruned entries). Collective over ds.X.comm.
 /// \throws ssdr::Error (collective) when there is no candidate, a class has fewer than two
 ///   labeled samples, or every candidate failed.
 Selection select_candidates(const io::Dataset& ds, const std::vector<data::Role>& roles,
                             const std::vector<Candidate>& candidates, int folds, uint64_t seed,
-                            const std::string& context);
+                            const std::string& context, bool race = true);
 
 /// One binomial standard error of a pooled k-fold accuracy p over n held-out samples, with
 /// the variance floored at one sample's worth: √(max(p(1 − p), 1/n)/n) (select_candidates'
@@ -194,6 +226,24 @@ double cv_standard_error(double p, int64_t n);
 /// (14 of 15 against 15 of 15: 15 > max(14, 15) is false, kept) does not hang on how a square
 /// root rounds. Local. \throws ssdr::Error unless 0 ≤ a, b ≤ n and n ≥ 1.
 bool beats_by_standard_error(int64_t b, int64_t a, int64_t n);
+
+/// The smallest count b ≤ n that beats a of n by more than one standard error
+/// (beats_by_standard_error(b, a, n)), or n + 1 when none does: beats_by_standard_error(b, a, n)
+/// ⇔ b ≥ least_beating_count(a, n) for every 0 ≤ b ≤ n (b ↦ beats is monotone). Nondecreasing
+/// in a: with g(a) = max(a(n − a), n)/n ≥ 1 the count is a + ⌊√g(a)⌋ + 1, and from a to a + 1
+/// g falls by (2a + 1 − n)/n < 1, so √g falls by less than 1/(√g(a) + √g(a + 1)) ≤ 1/2 and
+/// ⌊√g⌋ by at most 1, while a rises by 1 (select_candidates' race relies on it). Local.
+/// \throws ssdr::Error unless 0 ≤ a ≤ n and n ≥ 1.
+int64_t least_beating_count(int64_t a, int64_t n);
+
+/// select_candidates' race test: whether a non-preferred candidate whose entries can each
+/// reach at most bounds[j] correct of n (correct so far + the held-out samples of the folds
+/// not yet scored; one per m not refused) can no longer be chosen against a preferred entry
+/// with a correct of n: no bound reaches least_beating_count(a, n). False when bounds is empty
+/// or a < 0 (no preferred entry scored: the rule is then the plain maximum, which any
+/// candidate may still win). A bound above n counts as n. Local.
+/// \throws ssdr::Error when n < 1 or a > n.
+bool race_cannot_win(const std::vector<int64_t>& bounds, int64_t a, int64_t n);
 
 /// One scored (candidate, m) entry of a selection, in candidate order: its held-out samples
 /// classified correctly, scored, and whether its candidate is preferred (Candidate::preferred).
@@ -218,7 +268,9 @@ CvChoice choose_entry(const std::vector<CvEntry>& entries);
 /// The CV table of a selection report (select_candidates): one CSV line per entry (candidate,
 /// m) with its parameters, m, pooled accuracy, correct and scored counts, seconds, each fold's
 /// accuracy, whether it is preferred and whether it was chosen, then the rule that chose (on
-/// the chosen line) or the error (on an entry that was not scored). Local.
+/// the chosen line) or the error (on an entry that was not scored), then (new columns at the
+/// end) `pruned` (1 on an entry the race stopped: its correct, scored and fold columns are
+/// the folds it scored, its cv_accuracy empty) and its `bound`. Local.
 std::string cv_table_csv(const nlohmann::json& report);
 
 }  // namespace ssdr::driver
