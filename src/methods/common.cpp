@@ -164,10 +164,10 @@ LabeledPart labeled_part(const TrainingData& data) {
 }
 
 /// Orthogonal trace ratio on (Sb, Sw + μI), μ = mu_scale·max diag(Sw) (eq. (16)/(32)).
-FitResult solve_trace_ratio(const scatter::ScatterMatrices& S, int64_t m, const MethodOptions& o,
+FitResult solve_trace_ratio(const scatter::ScatterMatrices& S, int64_t m, double mu_scale, const MethodOptions& o,
                             const TrainingData& data, Timings& t, const std::optional<ScatterKey>& key) {
   Phase phase("eigensolve", &t);
-  const double mu = o.mu_scale * scatter::largest_diagonal(S.Sw);
+  const double mu = mu_scale * scatter::largest_diagonal(S.Sw);
   solvers::TraceRatioOptions tro;
   tro.dim = m;
   tro.prefix = o.trace_ratio_prefix;

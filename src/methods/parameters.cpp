@@ -9,6 +9,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "methods/registry.hpp"
 #include "ssdr/core/error.hpp"
 #include "ssdr/graph/knn.hpp"
 
@@ -34,8 +35,8 @@ ParameterSpec base(std::string name, std::string symbol, std::string doc, Kind k
   return s;
 }
 ParameterSpec number(std::string name, std::string symbol, std::string doc, Kind kind, Scope scope, double lo,
-                     bool lo_open, double hi, bool hi_open, void (*set)(ParameterTarget&, const json&),
-                     json (*get)(const ConstParameterTarget&)) {
+                     bool lo_open, double hi, bool hi_open, std::function<void(ParameterTarget&, const json&)> set,
+                     std::function<json(const ConstParameterTarget&)> get) {
   ParameterSpec s = base(std::move(name), std::move(symbol), std::move(doc), kind, scope);
   s.lo = lo;
   s.lo_open = lo_open;
@@ -46,7 +47,8 @@ ParameterSpec number(std::string name, std::string symbol, std::string doc, Kind
   return s;
 }
 ParameterSpec choice(std::string name, std::string doc, Scope scope, std::vector<std::string> choices,
-                     void (*set)(ParameterTarget&, const json&), json (*get)(const ConstParameterTarget&)) {
+                     std::function<void(ParameterTarget&, const json&)> set,
+                     std::function<json(const ConstParameterTarget&)> get) {
   ParameterSpec s = base(std::move(name), "", std::move(doc), Kind::choice, scope);
   s.choices = std::move(choices);
   s.set = set;
@@ -59,7 +61,8 @@ ParameterSpec fixed(ParameterSpec s) {
   return s;
 }
 ParameterSpec flag(std::string name, std::string doc, Scope scope, std::string option, bool switch_value,
-                   void (*set)(ParameterTarget&, const json&), json (*get)(const ConstParameterTarget&)) {
+                   std::function<void(ParameterTarget&, const json&)> set,
+                   std::function<json(const ConstParameterTarget&)> get) {
   ParameterSpec s = base(std::move(name), "", std::move(doc), Kind::flag, scope);
   s.option = std::move(option);
   s.switch_value = switch_value;
@@ -102,40 +105,19 @@ std::vector<ParameterSpec> build() {
            Kind::real, Scope::own, 0, false, 1, true,
            [](T& t, const json& v) { t.method.propagation.alpha_unlabeled = v.get<double>(); },
            [](const C& t) { return json(t.method.propagation.alpha_unlabeled); }),
-    number("mu_scale", "R", "SODA/ODA: mu = R * largest diagonal of Sw (soda-nie2009 sec. 5.2)",
-           Kind::real, Scope::own, 0, false, kInf, false,
-           [](T& t, const json& v) { t.method.mu_scale = v.get<double>(); },
-           [](const C& t) { return json(t.method.mu_scale); }),
-    // The other papers' parameters, by their symbols (NaN: the paper's value, in info).
+    // The parameters several papers share, by their symbols (NaN: the paper's value, in info).
+    // Those of one family only (soda's mu_scale, OTCA's gamma, SOGE's mu and recursions,
+    // SL-LDA's eigenvalue_scaling, M-SSGDA's lambda) are declared in its file of
+    // src/methods/impls/ (MethodFamily::parameters) and placed after the shared own ones.
     number("alpha", "alpha", "TCA/OTCA smoothness weight (tca-liu2008 eq. (6); sec. 5.1: 10 and 4), SOGE (soge-liu2017 eq. (6); 1), "
            "SDA's graph term; SL-LDA: the regularizer relative to tr(St)/d (default: the paper's)",
            Kind::real, Scope::own, 0, false, kInf, false,
            [](T& t, const json& v) { t.method.alpha = v.get<double>(); },
            [](const C& t) { return or_default_text(t.method.alpha); }),
-    number("lambda", "lambda", "M-SSGDA: lambda of the manifold term, ssgda-zhang-yeung eq. (15) (default c/(n * mean degree))",
-           Kind::real, Scope::own, 0, false, kInf, false,
-           [](T& t, const json& v) { t.method.lambda = v.get<double>(); },
-           [](const C& t) { return or_default_text(t.method.lambda); }),
     number("beta", "beta", "TCA/OTCA label-fit weight (tca-liu2008 eq. (21), (27); sec. 5.1: 6 and 10) and SDA's ridge (default: the paper's)",
            Kind::real, Scope::own, 0, false, kInf, false,
            [](T& t, const json& v) { t.method.beta = v.get<double>(); },
            [](const C& t) { return or_default_text(t.method.beta); }),
-    number("gamma", "gamma", "OTCA ridge on the labeled samples (tca-liu2008 eq. (27); sec. 5.1: 1e-3)",
-           Kind::real, Scope::own, 0, false, kInf, false,
-           [](T& t, const json& v) { t.method.gamma = v.get<double>(); },
-           [](const C& t) { return or_default_text(t.method.gamma); }),
-    number("mu", "mu", "SOGE: weight of the labeled samples in U (soge-liu2017 eq. (6), sec. 5.2: 100)",
-           Kind::real, Scope::own, 0, false, kInf, false,
-           [](T& t, const json& v) { t.method.mu = v.get<double>(); },
-           [](const C& t) { return or_default_text(t.method.mu); }),
-    number("recursions", "K", "SOGE: recursive projections (soge-liu2017 Algorithm 1; W is d x Kc)",
-           Kind::integer, Scope::own, 1, false, 1e4, false,
-           [](T& t, const json& v) { t.method.recursions = v.get<int>(); },
-           [](const C& t) { return json(std::max(t.method.recursions, 1)); }),
-    flag("eigenvalue_scaling", "SL-LDA: scale the columns of V by Lambda^(1/2) (implies --normalize metric)",
-         Scope::own, "", true,
-         [](T& t, const json& v) { t.method.eigenvalue_scaling = v.get<bool>(); },
-         [](const C& t) { return json(t.method.eigenvalue_scaling); }),
     // Shrinkage of the scatter matrices (issue 49; Ledoit & Wolf 2004, scikit-learn's
     // LinearDiscriminantAnalysis(solver="eigen", shrinkage=...)).
     [] {
@@ -242,8 +224,66 @@ std::string ParameterSpec::expected() const {
   return s.str();
 }
 
+ParameterSpec family_number(std::string name, std::string symbol, std::string doc, ParameterKind kind, double lo,
+                            bool lo_open, double hi, bool hi_open, json paper_default) {
+  SSDR_REQUIRE(kind == Kind::integer || kind == Kind::real, "family_number: " + name + ": not a number kind");
+  const std::string key = name;
+  return number(std::move(name), std::move(symbol), std::move(doc), kind, Scope::own, lo, lo_open, hi, hi_open,
+                [key](ParameterTarget& t, const json& v) { t.method.own[key] = v; },
+                [key, paper_default](const ConstParameterTarget& t) {
+                  const auto it = t.method.own.find(key);
+                  return it == t.method.own.end() ? paper_default : *it;
+                });
+}
+
+ParameterSpec family_flag(std::string name, std::string doc) {
+  const std::string key = name;
+  return flag(std::move(name), std::move(doc), Scope::own, "", true,
+              [key](ParameterTarget& t, const json& v) { t.method.own[key] = v; },
+              [key](const ConstParameterTarget& t) {
+                const auto it = t.method.own.find(key);
+                return it == t.method.own.end() ? json(false) : *it;
+              });
+}
+
+namespace {
+
+/// The shared specs, with every family's own inserted after the last shared own-scoped one;
+/// refuses a name twice and a family spec that is not own-scoped.
+std::vector<ParameterSpec> build_with_families() {
+  std::vector<ParameterSpec> table = build();
+  std::vector<ParameterSpec> families;
+  // Families in the method table's order (MethodFamily::order, then file name).
+  std::vector<std::pair<std::pair<int, std::string>, std::vector<ParameterSpec>>> listed;
+  for (const FamilyEntry& f : method_families()) {
+    MethodFamily family = f.rows();
+    listed.push_back({{family.order, f.stem}, std::move(family.parameters)});
+  }
+  std::stable_sort(listed.begin(), listed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (auto& [key, specs] : listed)
+    for (ParameterSpec& p : specs) {
+      if (p.scope != Scope::own || !p.set || !p.get)
+        throw Error("parameter table: " + p.name + " (declared by " + key.second +
+                        ") is not an own parameter made by family_number or family_flag",
+                    __FILE__, __LINE__, true);
+      families.push_back(std::move(p));
+    }
+  size_t at = 0;
+  for (size_t i = 0; i < table.size(); ++i)
+    if (table[i].scope == Scope::own) at = i + 1;
+  table.insert(table.begin() + static_cast<std::ptrdiff_t>(at), std::make_move_iterator(families.begin()),
+               std::make_move_iterator(families.end()));
+  for (size_t i = 0; i < table.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (table[i].name == table[j].name)
+        throw Error("parameter table: " + table[i].name + " is declared twice", __FILE__, __LINE__, true);
+  return table;
+}
+
+}  // namespace
+
 const std::vector<ParameterSpec>& parameter_table() {
-  static const std::vector<ParameterSpec> table = build();
+  static const std::vector<ParameterSpec> table = build_with_families();
   return table;
 }
 

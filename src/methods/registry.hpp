@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ssdr/methods/method.hpp"
+#include "ssdr/methods/parameters.hpp"
 
 namespace ssdr::methods {
 
@@ -60,6 +61,11 @@ struct MethodRow {
 struct MethodFamily {
   int order = 100;
   std::vector<MethodInfo> rows;
+  /// The parameters only this family's methods take (family_number, family_flag:
+  /// parameters.hpp), which its rows list by name and its fits read from MethodOptions::own;
+  /// the shared ones (graph, propagation, α, β, shrinkage, preprocessing, kernel) stay in
+  /// src/methods/parameters.cpp.
+  std::vector<ParameterSpec> parameters = {};
 };
 
 /// A listed family: its file's stem and its rows' function.

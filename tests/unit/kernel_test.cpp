@@ -382,7 +382,7 @@ TEST(Nystrom, WithEverySampleAsLandmarkTheSodaMu0EqualsTheExactMaps) {
   const int64_t r = Ge.cols;
 
   methods::MethodOptions mo;
-  mo.mu_scale = 1;  // μ = μ₀
+  mo.own["mu_scale"] = 1.0;  // μ = μ₀
   auto mu0 = [&](const DistMatrix& Phi) {
     methods::Timings t;
     const std::vector<int> local = test::local_part(semi, Phi);

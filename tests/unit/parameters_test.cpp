@@ -146,3 +146,39 @@ TEST(ParameterTable, TheReportListsExactlyTheParametersTheMethodUsesWithPaperDef
   EXPECT_EQ(tca["alpha"], "default");
   EXPECT_FALSE(tca.contains("mu_scale"));
 }
+
+TEST(ParameterTable, AFamilysOwnParameterIsDeclaredInItsFileAndStoredUnderItsName) {
+  // OTCA's gamma is declared by src/methods/impls/tca.cpp (family_number), not by the shared
+  // table: its value lives in MethodOptions::own, "default" until set, and only otca takes it.
+  const methods::ParameterSpec* gamma = methods::lookup_parameter("gamma");
+  ASSERT_NE(gamma, nullptr);
+  EXPECT_EQ(gamma->scope, methods::ParameterScope::own);
+  Fit f;
+  EXPECT_EQ(f.get(*gamma), "default");
+  EXPECT_FALSE(f.method.own.contains("gamma"));
+  auto t = f.target();
+  methods::set_parameter(t, "gamma", 0.25, "--gamma");
+  EXPECT_EQ(f.method.own.at("gamma"), 0.25);
+  EXPECT_EQ(f.method.own_number("gamma", 1e-3), 0.25);
+  EXPECT_EQ(f.get(*gamma), 0.25);
+  EXPECT_EQ(methods::MethodOptions().own_number("gamma", 1e-3), 1e-3);  // unset: the paper's
+  EXPECT_TRUE(methods::uses_parameter(methods::find_method("otca"), "gamma"));
+  EXPECT_FALSE(methods::uses_parameter(methods::find_method("tca"), "gamma"));
+  // A family's integer and flag, with the values they show before they are set.
+  EXPECT_EQ(f.get(*methods::lookup_parameter("recursions")), 1);
+  EXPECT_EQ(f.get(*methods::lookup_parameter("eigenvalue_scaling")), false);
+  EXPECT_EQ(f.get(*methods::lookup_parameter("mu_scale")), 0.1);
+  methods::set_parameter(t, "eigenvalue_scaling", 1, "job.yaml: line 3");  // a job's 0/1
+  EXPECT_EQ(f.method.own.at("eigenvalue_scaling"), true);
+  EXPECT_TRUE(f.method.own_flag("eigenvalue_scaling", false));
+  // The families' own come after the shared own-scoped parameters, before the others (help order).
+  const auto& table = methods::parameter_table();
+  auto at = [&](const std::string& name) {
+    for (size_t i = 0; i < table.size(); ++i)
+      if (table[i].name == name) return i;
+    return table.size();
+  };
+  EXPECT_LT(at("shrinkage"), at("mu_scale"));
+  EXPECT_LT(at("mu_scale"), at("normalize"));
+  EXPECT_LT(at("gamma"), at("normalize"));
+}

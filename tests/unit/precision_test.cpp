@@ -119,7 +119,7 @@ TEST(Precision, ASingleFitIsTheSameOnOneRankAsOnAllRanks) {
   cfg.method = "soda";
   cfg.preprocess.scaling = data::Scaling::standardize;
   cfg.preprocess.single = true;
-  cfg.method_options.mu_scale = 10;
+  cfg.method_options.own["mu_scale"] = 10.0;
   const data::SplitSpec spec = test::transductive_split(3, 0.8, 11);
   const test::SerialAndDistributed r = test::fit_serial_and_distributed("wine.csv", spec, cfg);
   EXPECT_EQ(r.dist.accuracy.unlabeled, r.serial_accuracy.unlabeled);

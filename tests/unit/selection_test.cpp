@@ -204,7 +204,7 @@ TEST(SelectByCv, ChoosesTheSameParameterWithTheSameScoresOnOneRankAsOnAllRanks) 
     for (auto it = r["chosen"].begin(); it != r["chosen"].end(); ++it)
       EXPECT_EQ(all.config.parameters[it.key()], it.value()) << c.method;
     if (c.method == "m-ssgda")
-      EXPECT_EQ(all.config.method_options.lambda, r["chosen"]["lambda"].get<double>());
+      EXPECT_EQ(all.config.method_options.own.at("lambda").get<double>(), r["chosen"]["lambda"].get<double>());
     else
       EXPECT_EQ(all.config.method_options.propagation.alpha_unlabeled, r["chosen"]["alpha_u"].get<double>());
   }

@@ -368,7 +368,7 @@ TEST(SlLda, EigenvalueScaledGevdEqualsNTildeTimesTheLeastSquaresProjector) {
     o.normalization_given = true;
     auto wls = fit("sl-lda-wls", pr, o);
     auto plain = fit("sl-lda", pr, o);
-    o.eigenvalue_scaling = true;
+    o.own["eigenvalue_scaling"] = true;
     auto scaled = fit("sl-lda", pr, o);
     const double n_tilde = wls.info["n_tilde"].get<double>();
     EXPECT_NEAR(scaled.info["n_tilde"].get<double>(), n_tilde, 1e-10 * n_tilde);
@@ -399,7 +399,7 @@ TEST(SlLda, EigenvalueScalingImpliesTheMetricNormalizationAndRejectsAnExplicitUn
   Problem pr = load("iris.csv", 3);
   methods::MethodOptions o;
   o.propagation.rtol = 1e-12;
-  o.eigenvalue_scaling = true;
+  o.own["eigenvalue_scaling"] = true;
   auto implied = fit("sl-lda", pr, o);
   methods::MethodOptions om = o;
   om.normalization = methods::Normalization::metric;

@@ -185,7 +185,7 @@ TEST(Soda, GivesTheSameEmbeddingAndAccuracyOnOneRankAsOnAllRanks) {
   driver::FitConfig cfg;
   cfg.method = "soda";
   cfg.preprocess.scaling = data::Scaling::standardize;
-  cfg.method_options.mu_scale = 10;  // wine has d = 13: the paper's 0.1 under-regularizes it
+  cfg.method_options.own["mu_scale"] = 10.0;  // wine has d = 13: the paper's 0.1 under-regularizes it
   const data::SplitSpec spec = test::transductive_split(3, 0.8, 11);
   const test::SerialAndDistributed r = test::fit_serial_and_distributed("wine.csv", spec, cfg);
   EXPECT_EQ(r.dist.accuracy.unlabeled, r.serial_accuracy.unlabeled);

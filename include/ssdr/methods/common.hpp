@@ -64,13 +64,14 @@ scatter::ScatterMatrices labeled_scatter(const TrainingData& data, Timings& t);
 scatter::ShrunkScatter shrunk_labeled_scatter(const TrainingData& data, double shrinkage, Timings& t,
                                               nlohmann::json& info);
 
-/// Orthogonal trace ratio on (Sb, Sw + μI) with μ = o.mu_scale·max diag(Sw) (soda-nie2009
-/// eq. (16)/(32)), m columns; fills W, trace_ratio and info (μ, iterations, history).
+/// Orthogonal trace ratio on (Sb, Sw + μI) with μ = mu_scale·max diag(Sw) (soda-nie2009
+/// eq. (16)/(32); SODA's and ODA's mu_scale, §5.2: 0.1), m columns; fills W, trace_ratio and
+/// info (μ, iterations, history).
 /// Collective over data.X.comm. Times itself as "eigensolve".
 /// `key` (optional): the scatter matrices' key; with the sweep's cache (data.cache) the
 /// m-independent first iteration is kept for every m (solvers::TraceRatioStart) under
 /// trace_ratio_start_key(key, μ, o.trace_ratio_prefix).
-FitResult solve_trace_ratio(const scatter::ScatterMatrices& S, int64_t m, const MethodOptions& o,
+FitResult solve_trace_ratio(const scatter::ScatterMatrices& S, int64_t m, double mu_scale, const MethodOptions& o,
                             const TrainingData& data, Timings& t, const std::optional<ScatterKey>& key = std::nullopt);
 
 /// The key of the labeled samples' hard-label scatter matrices (labeled_scatter) of `data`:

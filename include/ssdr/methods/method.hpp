@@ -35,19 +35,28 @@ struct MethodOptions {
   bool knn_given = false;     ///< the user chose k (--knn): graph.k overrides the method's k
   bool weight_given = false;  ///< the user chose --weight: graph.weight overrides the method's
   propagation::PropagationOptions propagation;  ///< α_u = 0.99, prefix lp_
-  double mu_scale = 0.1;                        ///< μ = mu_scale·μ₀ (soda-nie2009 §5.2)
   double lda_regularization = 1e-3;             ///< LDA: S_t + r·tr(S_t)/d·I
   std::string trace_ratio_prefix = "tr_";       ///< SLEPc prefix of the trace-ratio solves
   std::string eigen_prefix = "eig_";            ///< SLEPc prefix of the other eigen-solves
-  // Method-specific parameters named by the papers' symbols; NaN (or 0 for integers) means
-  // "the method's paper default", which each method documents and records in FitResult::info.
+  // Parameters several method families share, named by the papers' symbols; NaN means "the
+  // method's paper default", which each method documents and records in FitResult::info.
   double alpha = std::numeric_limits<double>::quiet_NaN();  ///< --alpha (TCA/OTCA/SOGE/SL-LDA/SDA α)
-  double lambda = std::numeric_limits<double>::quiet_NaN(); ///< --lambda (M-SSGDA λ, ssgda-zhang-yeung eq. (15))
   double beta = std::numeric_limits<double>::quiet_NaN();   ///< --beta (TCA/OTCA/SDA β)
-  double gamma = std::numeric_limits<double>::quiet_NaN();  ///< --gamma (OTCA γ)
-  double mu = std::numeric_limits<double>::quiet_NaN();     ///< --mu (SOGE μ on labeled samples)
-  int recursions = 0;                                       ///< --recursions K (SOGE), 0 → 1
-  bool eigenvalue_scaling = false;                          ///< --eigenvalue-scaling (SL-LDA: V Λ^{1/2})
+  /// The parameters one method family declares in its own file (MethodFamily::parameters in
+  /// src/methods/impls/: soda's mu_scale, OTCA's gamma, SOGE's mu and recursions, SL-LDA's
+  /// eigenvalue_scaling, M-SSGDA's lambda), by job-file name, each value checked by its spec
+  /// (set_parameter); a name absent means the method's paper default.
+  nlohmann::json own = nlohmann::json::object();
+  /// own[name] as a number, `paper_default` when it is not set. Local.
+  double own_number(const std::string& name, double paper_default) const {
+    const auto it = own.find(name);
+    return it == own.end() ? paper_default : it->get<double>();
+  }
+  /// own[name] as a flag, `paper_default` when it is not set. Local.
+  bool own_flag(const std::string& name, bool paper_default) const {
+    const auto it = own.find(name);
+    return it == own.end() ? paper_default : it->get<bool>();
+  }
   /// --normalize: the length of W's columns (see normalization.hpp). unit by default for
   /// every method whose paper fixes no scale: lda, gda, sda, sl-lda and SSGDA's GDA steps,
   /// and for OTCA (unit measured better than the lengths of its least-squares term (25)).
@@ -177,8 +186,8 @@ struct MethodInfo {
   /// trace ratio (SODA/ODA), SOGE and OTCA, whose subspaces for different m are not nested.
   bool nested_dimensions = false;
   /// The method's own parameters, by their job-file names (own-scoped specs of
-  /// parameter_table(): knn, weight, sigma_s, alpha_u, mu_scale, alpha, lambda, beta, gamma,
-  /// mu, recursions, eigenvalue_scaling). A user who sets one
+  /// parameter_table(): the shared knn, weight, sigma_s, alpha_u, alpha, beta, shrinkage, and
+  /// the ones its family declares, e.g. mu_scale, gamma). A user who sets one
   /// the method does not use gets an error instead of a silently ignored value
   /// (uses_parameter). Parameters every method takes (dim, normalize, preprocessing, and the
   /// kernel for projecting methods) are not listed.

@@ -8,6 +8,7 @@
 /// list) refuses a parameter the chosen method does not use.
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -68,9 +69,9 @@ struct ParameterSpec {
   /// help and docs/methods.md show that default instead of "the method's".
   bool fixed_default = false;
   /// Sets a value that passed the kind and range checks.
-  void (*set)(ParameterTarget&, const nlohmann::json&) = nullptr;
+  std::function<void(ParameterTarget&, const nlohmann::json&)> set;
   /// The value in effect, "default" when the method's paper value applies (reports, help).
-  nlohmann::json (*get)(const ConstParameterTarget&) = nullptr;
+  std::function<nlohmann::json(const ConstParameterTarget&)> get;
 
   /// "--alpha-u" (or "--no-pca").
   std::string cli_option() const;
@@ -78,7 +79,20 @@ struct ParameterSpec {
   std::string expected() const;
 };
 
-/// Every parameter, in help order. Local.
+/// A parameter one method family declares in its own file (MethodFamily::parameters): an
+/// own-scoped number (kind integer or real, range [lo, hi] with open ends as flagged) whose
+/// value lives in MethodOptions::own under `name`; its value in effect is `paper_default`
+/// (a number, or "default" when the method computes it) until set. Local.
+ParameterSpec family_number(std::string name, std::string symbol, std::string doc, ParameterKind kind, double lo,
+                            bool lo_open, double hi, bool hi_open, nlohmann::json paper_default);
+/// The same for a flag (a switch --NAME on the command line), false until set. Local.
+ParameterSpec family_flag(std::string name, std::string doc);
+
+/// Every parameter, in help order: the shared ones (src/methods/parameters.cpp), with the
+/// method families' own (src/methods/impls/, family by family) after the shared own-scoped
+/// ones. Built on first use. Local.
+/// \throws ssdr::Error (replicated) when two specs share a name or a family declares one that
+///   is not own-scoped.
 const std::vector<ParameterSpec>& parameter_table();
 /// The spec of `name` (job-file spelling), nullptr when there is none. Local.
 const ParameterSpec* lookup_parameter(const std::string& name);

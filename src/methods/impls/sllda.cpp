@@ -100,7 +100,7 @@ double relative_alpha(const MethodOptions& o) {
 
 /// SL-LDA, eq. (15): S̃b v = λ (S̃t + αI) v, the m largest, α = a·tr(S̃t)/d'. Columns of unit
 /// length (o.normalization = unit, the default) or B-orthonormal (metric); with
-/// o.eigenvalue_scaling, W = V Λ^{1/2} with the B-orthonormal V (metric is implied; an
+/// o.own_flag("eigenvalue_scaling", false), W = V Λ^{1/2} with the B-orthonormal V (metric is implied; an
 /// explicit unit is an error).
 class SlLda final : public Method {
  public:
@@ -108,7 +108,7 @@ class SlLda final : public Method {
     const int64_t d = data.X.cols;
     const int64_t m = resolve_dim(o.dim, data.classes, d);
     const double a = relative_alpha(o);
-    SSDR_REQUIRE(!(o.eigenvalue_scaling && o.normalization_given && o.normalization == Normalization::unit),
+    SSDR_REQUIRE(!(o.own_flag("eigenvalue_scaling", false) && o.normalization_given && o.normalization == Normalization::unit),
                  "--eigenvalue-scaling: expected --normalize metric (V Lambda^(1/2) is the least-squares "
                  "embedding only for V'(St + alpha I)V = I), got --normalize unit");
     SoftLabels s = lnp_and_propagation(row, data, o, t);
@@ -117,9 +117,9 @@ class SlLda final : public Method {
     const double alpha = a * trace(S.St) / static_cast<double>(d);
     FitResult out;
     const std::vector<double> lambda = largest_generalized_eigenvectors(
-        S.Sb, add_identity(S.St, alpha), m, o.eigenvalue_scaling ? Normalization::metric : o.normalization, "sl-lda",
+        S.Sb, add_identity(S.St, alpha), m, o.own_flag("eigenvalue_scaling", false) ? Normalization::metric : o.normalization, "sl-lda",
         o.eigen_prefix, data.X.comm, out);
-    if (o.eigenvalue_scaling)
+    if (o.own_flag("eigenvalue_scaling", false))
       for (int64_t j = 0; j < m; ++j) {
         const double f = std::sqrt(std::max(lambda[static_cast<size_t>(j)], 0.0));
         for (int64_t i = 0; i < d; ++i) out.W(i, j) *= f;
@@ -128,7 +128,7 @@ class SlLda final : public Method {
     out.info["alpha_relative"] = a;
     out.info["alpha"] = alpha;
     out.info["dim"] = m;
-    out.info["eigenvalue_scaling"] = o.eigenvalue_scaling;
+    out.info["eigenvalue_scaling"] = o.own_flag("eigenvalue_scaling", false);
     out.info["n_tilde"] = S.n_tilde;
     out.info["class_weights"] = S.class_weights;
     out.soft_labels = soft_labels(s.lp, data);
@@ -417,5 +417,9 @@ SSDR_METHOD_FAMILY(sllda) {
                         "sllda-zhao2014 eq. (19)/(22)", true, true, &make_method<SlLdaWls>)
                   .parameters({"knn", "alpha_u", "alpha"}).lnp_graph(sllda_graph()).cv_grid(sllda_grid()).nested()
                   .row(),
+          },
+          {
+              family_flag("eigenvalue_scaling",
+                          "SL-LDA: scale the columns of V by Lambda^(1/2) (implies --normalize metric)"),
           }};
 }

@@ -1,5 +1,6 @@
 // SODA, ODA, LDA and label propagation (soda-nie2009).
 #include <cmath>
+#include <limits>
 
 #include "methods/registry.hpp"
 #include "ssdr/core/error.hpp"
@@ -15,6 +16,9 @@ namespace ssdr::methods {
 
 namespace {
 
+/// μ = R·μ₀ with R = 0.1 (soda-nie2009 §5.2), the default of mu_scale.
+constexpr double kMuScale = 0.1;
+
 class Soda final : public Method {
  public:
   FitResult fit(const MethodInfo& row, const TrainingData& data, const MethodOptions& o, Timings& t) override {
@@ -22,7 +26,7 @@ class Soda final : public Method {
     const graph::GraphOptions go = method_graph(row, o);  // soda's or ksoda's row
     auto gl = graph_and_propagation(data, go, o, t);
     const scatter::ScatterMatrices S = soft_scatter(data, gl, t);
-    FitResult out = solve_trace_ratio(S, m, o, data, t, soft_scatter_key(data, gl));
+    FitResult out = solve_trace_ratio(S, m, o.own_number("mu_scale", kMuScale), o, data, t, soft_scatter_key(data, gl));
     graph_info(gl.g, go, out.info);
     out.info["propagation_iterations"] = gl.lp.iterations;
     out.info["propagation_solver"] = gl.lp.solver;
@@ -36,7 +40,7 @@ class Oda final : public Method {
   FitResult fit(const MethodInfo&, const TrainingData& data, const MethodOptions& o, Timings& t) override {
     const int64_t m = resolve_dim(o.dim, data.classes, data.X.cols);
     const scatter::ScatterMatrices S = labeled_scatter(data, t);
-    return solve_trace_ratio(S, m, o, data, t, labeled_scatter_key(data));
+    return solve_trace_ratio(S, m, o.own_number("mu_scale", kMuScale), o, data, t, labeled_scatter_key(data));
   }
 };
 
@@ -103,6 +107,7 @@ SSDR_METHOD_FAMILY(soda) {
   using namespace ssdr::methods;
   using K = ssdr::kernels::KernelType;
   const std::vector<std::string> soda_parameters = {"knn", "weight", "sigma_s", "alpha_u", "mu_scale"};
+  const double kInf = std::numeric_limits<double>::infinity();
   return {10,
           {
               MethodRow("soda", "semi-supervised orthogonal discriminant analysis via label propagation",
@@ -127,5 +132,9 @@ SSDR_METHOD_FAMILY(soda) {
               MethodRow("gda", "generalized discriminant analysis: kernel LDA on the labeled samples (RBF)",
                         "Baudat & Anouar 2000; ssgda-zhang-yeung", false, true, &make_method<Lda>)
                   .parameters({"shrinkage"}).kernel(K::rbf).nested().row(),
+          },
+          {
+              family_number("mu_scale", "R", "SODA/ODA: mu = R * largest diagonal of Sw (soda-nie2009 sec. 5.2)",
+                            ParameterKind::real, 0, false, kInf, false, kMuScale),
           }};
 }

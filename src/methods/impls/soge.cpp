@@ -607,9 +607,10 @@ class Soge final : public Method {
     const int c = data.classes;
     const int64_t d = data.X.cols;
     const double alpha = or_default(o.alpha, 1.0);  // paper grid {1e-9, …, 1e9}; Table 1 mostly 10⁰
-    const double mu = or_default(o.mu, 100.0);      // §5.2: μ = 100 on every data set
-    SSDR_REQUIRE(o.recursions >= 0, "--recursions must be >= 1");
-    const int K = o.recursions > 0 ? o.recursions : 1;
+    const double mu = o.own_number("mu", 100.0);      // §5.2: μ = 100 on every data set
+    const bool recursions_given = o.own.contains("recursions");
+    const int K = static_cast<int>(o.own_number("recursions", 1));  // Algorithm 1 with one block by default
+    SSDR_REQUIRE(K >= 1, "--recursions must be >= 1");
     SSDR_REQUIRE(std::isfinite(alpha) && alpha > 0, "--alpha must be positive for soge (paper grid 1e-9 ... 1e9)");
     SSDR_REQUIRE(std::isfinite(mu) && mu > 0, "--mu must be positive for soge (paper: 100)");
     SSDR_REQUIRE(o.dim == 0 || o.dim == static_cast<int64_t>(K) * c,
@@ -620,7 +621,7 @@ class Soge final : public Method {
     // same graph, Laplacian and soft labels; A and B of (11)–(12) gain zero rows and columns).
     // The rows of W on those features multiply zeros: the model keeps the first d' rows, and
     // Wᵀx is the padded problem's embedding exactly.
-    const int64_t padded = o.recursions == 0 && c > d ? c - d : 0;
+    const int64_t padded = !recursions_given && c > d ? c - d : 0;
     SSDR_REQUIRE(static_cast<int64_t>(K) * c <= d + padded,
                  "soge: --recursions " + std::to_string(K) + " gives K*c = " + std::to_string(K * c) +
                      " dimensions, more than the d' = " + std::to_string(d) + " left after preprocessing");
@@ -743,5 +744,11 @@ SSDR_METHOD_FAMILY(soge) {
                         true, &make_method<Soge>)
                   .parameters({"knn", "weight", "sigma_s", "alpha", "mu", "recursions"}).graph(soge_graph())
                   .preprocess(soge_preprocess()).row(),
+          },
+          {
+              family_number("mu", "mu", "SOGE: weight of the labeled samples in U (soge-liu2017 eq. (6), sec. 5.2: 100)",
+                            ParameterKind::real, 0, false, std::numeric_limits<double>::infinity(), false, "default"),
+              family_number("recursions", "K", "SOGE: recursive projections (soge-liu2017 Algorithm 1; W is d x Kc)",
+                            ParameterKind::integer, 1, false, 1e4, false, 1),
           }};
 }

@@ -258,8 +258,9 @@ std::vector<int> estimate_labels(const TrainingData& data, const MethodOptions& 
     double deg = std::accumulate(w.begin(), w.end(), 0.0);
     MPI_Allreduce(MPI_IN_PLACE, &deg, 1, MPI_DOUBLE, MPI_SUM, X.comm);
     const double mean_degree = deg / static_cast<double>(X.n_global);
-    const bool given = o.lambda == o.lambda;
-    lambda = given ? o.lambda : static_cast<double>(c) / (static_cast<double>(X.n_global) * mean_degree);
+    const bool given = o.own.contains("lambda");
+    const double paper = static_cast<double>(c) / (static_cast<double>(X.n_global) * mean_degree);
+    lambda = o.own_number("lambda", paper);
     SSDR_REQUIRE(lambda >= 0 && std::isfinite(lambda), "--lambda (M-SSGDA) must be >= 0");
     info["lambda"] = lambda;
     info["lambda_source"] = given ? "--lambda" : "default c/(n * mean degree)";
@@ -512,5 +513,10 @@ SSDR_METHOD_FAMILY(ssgda) {
                         "ssgda-zhang-yeung eq. (15)-(17)", true, true, &make_m_ssgda)
                   .parameters({"lambda"})  // λ of eq. (15)
                   .cv_grid(m_ssgda_grid()).kernel(K::linear).row(),
+          },
+          {
+              family_number("lambda", "lambda",
+                            "M-SSGDA: lambda of the manifold term, ssgda-zhang-yeung eq. (15) (default c/(n * mean degree))",
+                            ParameterKind::real, 0, false, std::numeric_limits<double>::infinity(), false, "default"),
           }};
 }

@@ -41,6 +41,7 @@
 // sparse products. -tca_route auto|dense|krylov chooses; info["solver_route"] records the
 // route taken, with n_t and the crossover. M_l, D_l, W^r,
 // W^e are never formed either: they act on labeled rows through the c class sums (15).
+#include <limits>
 #include <petscmat.h>
 
 #include <algorithm>
@@ -398,7 +399,7 @@ class Otca final : public Method {
  public:
   FitResult fit(const MethodInfo& row, const TrainingData& data, const MethodOptions& o, Timings& t) override {
     const double alpha = or_default(o.alpha, 4.0), beta = or_default(o.beta, 10.0),
-                 gamma = or_default(o.gamma, 1e-3);
+                 gamma = o.own_number("gamma", 1e-3);
     SSDR_REQUIRE(beta > 0, "otca: --beta must be positive (got " + std::to_string(beta) + ")");
     SSDR_REQUIRE(gamma > 0, "otca: --gamma must be positive (got " + std::to_string(gamma) + ")");
     // m = c by default, at most d' (one direction per class, each orthogonal to the others).
@@ -455,5 +456,9 @@ SSDR_METHOD_FAMILY(tca) {
               MethodRow("otca", "orthogonal transductive component analysis (recursive complement)",
                         "tca-liu2008 eq. (4), (23)-(27)", true, true, &make_method<tca::Otca>)
                   .parameters({"knn", "weight", "sigma_s", "alpha", "beta", "gamma"}).graph(tca::tca_graph()).row(),
+          },
+          {
+              family_number("gamma", "gamma", "OTCA ridge on the labeled samples (tca-liu2008 eq. (27); sec. 5.1: 1e-3)",
+                            ParameterKind::real, 0, false, std::numeric_limits<double>::infinity(), false, "default"),
           }};
 }
