@@ -64,9 +64,10 @@ mpiexec -n 2 "$ssdr" predict --quiet --model "$work/fc.model" --data "$csv" --la
 import json, sys
 r = json.load(open(sys.argv[1]))
 assert r["method"] == "first-coordinates", r["method"]
-print("check_method_files: CLI fit of first-coordinates: unlabeled 1-NN accuracy %.3f" % r["accuracy"]["unlabeled"])
+print("check_method_files: CLI fit of first-coordinates on %d samples, W %s" % (r["n"], r.get("dim")))
 PY
-PYTHONPATH="$tree/build/python" mpiexec -n 2 "$py" - "$data" <<'PY'
+# A file, not a here-document: mpiexec forwards standard input to rank 0 only.
+cat > "$work/python_fit.py" <<'PY'
 import sys
 import numpy as np
 from mpi4py import MPI
@@ -84,4 +85,5 @@ assert len(est.predict(X[lo:hi])) == hi - lo
 if comm.rank == 0:
     print("check_method_files: Python fit of ssdr.FIRST_COORDINATES: this rank's embedding", Y.shape)
 PY
+PYTHONPATH="$tree/build/python" mpiexec -n 2 "$py" "$work/python_fit.py" "$data"
 echo "check_method_files: passed"
