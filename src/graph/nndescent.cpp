@@ -445,7 +445,6 @@ void Build::center_rows() {
   // sent to another rank: the same float values either way (the join order, below, may
   // differ).
   nrm.assign(static_cast<size_t>(nl), 0.0f);
-  const double* mup = mu.data();
   if (static_cast<double>(nl) * static_cast<double>(d) * sizeof(float) <= budget) {
     xf.resize(static_cast<size_t>(nl * d));
     for (int64_t i = 0; i < nl; ++i) center(i, xf.data() + i * d);
