@@ -56,7 +56,9 @@ def main():
         for f in files:
             rep = lambda name: os.path.join(work, "%s_%s.json" % (f["set"], name))  # noqa: E731
             before = fit(ssdr, a.ranks, f["file"], "soda", rep("soda1"), a.timeout)
-            auto = fit(ssdr, a.ranks, f["file"], "auto", rep("auto"), a.timeout, ["--auto-race", a.auto_race])
+            # The default (on) is not passed: a binary from before racing runs the same bench.
+            race = [] if a.auto_race == "on" else ["--auto-race", a.auto_race]
+            auto = fit(ssdr, a.ranks, f["file"], "auto", rep("auto"), a.timeout, race)
             after = fit(ssdr, a.ranks, f["file"], "soda", rep("soda2"), a.timeout)
             soda_s = min(before["timings_s"]["total"], after["timings_s"]["total"])
             sel = auto["info"]["selection"]
