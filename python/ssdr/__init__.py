@@ -30,7 +30,8 @@ fold's graph; their labels are never read), then fits the choice on every labele
 Its parameters are ``dim`` (None: chosen too), ``seed`` (the folds, NN-descent),
 ``max_kernel_memory``, ``verbose``, ``cv_folds`` (k, default 5), ``auto_race`` (default
 True: a candidate stops once it cannot beat the default family, with the same choice; False
-scores every candidate on every fold) and what every candidate takes (``scaling``, which
+scores every candidate on every fold), ``groups`` (G: the candidates scored in G groups of
+ranks, each holding a copy of the rows; the same choice) and what every candidate takes (``scaling``, which
 replaces the candidates' none/standardize, ``pca_energy``, ``knn_method``, ...). The model is the chosen method's, so transform, predict, save and
 pickle are that method's, and ``ssdr.Auto.load`` takes any projecting method's model.
 

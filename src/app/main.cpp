@@ -390,6 +390,8 @@ po::options_description fit_options(driver::FitCommand& c, std::string& format, 
     ("select-by", po::value(&c.select_by)->default_value("none"),
      "none | cv: choose the --grid candidates (default: the method's paper grid) by k-fold cross-validation on the labeled samples of each split; the choice is in the report's info.selection")
     ("cv-folds", po::value(&c.cv_folds)->default_value(5), "folds k of --select-by cv and --method auto (at most the number of labeled samples)")
+    ("groups", po::value<int>()->default_value(1),
+     "G: --method auto scores its candidates in G groups of ranks, each holding a copy of every row (one scaling's candidates per group; the same choice and scores as G = 1)")
     ("auto-race", po::value<std::string>()->default_value("on"),
      "on | off: --method auto stops scoring a candidate once it can no longer beat the default family (exact: the same choice and scores); off scores every candidate on every fold")
     ("grid", po::value(&grid)->composing(),
@@ -544,8 +546,10 @@ driver::FitCommand parse_auto_fit(driver::FitCommand& c, const po::variables_map
   SSDR_REQUIRE(max_kernel_memory >= 0, "--max-kernel-memory must be >= 0");
   const std::string race = vm["auto-race"].as<std::string>();
   SSDR_REQUIRE(race == "on" || race == "off", "--auto-race: expected on or off, got '" + race + "'");
+  const int groups = vm["groups"].as<int>();
+  SSDR_REQUIRE(groups >= 1, "--groups: expected an integer >= 1, got " + std::to_string(groups));  // <= ranks: at the selection
   c.config = driver::make_auto_config(settings, c.config.method_options.dim, c.split.seed, max_kernel_memory,
-                                      c.cv_folds, race == "on");
+                                      c.cv_folds, race == "on", groups);
   check_split_options(c, vm, evaluate);
   record_split(c);
   return c;
@@ -574,6 +578,8 @@ driver::FitCommand parse_fit(const std::vector<std::string>& args, bool evaluate
   if (driver::is_auto(c.config.method)) return parse_auto_fit(c, vm, grid, max_kernel_memory, evaluate);
   const auto& info = methods::find_method(c.config.method);
   SSDR_REQUIRE(vm["auto-race"].defaulted(), "--auto-race: expected --method auto (it races auto's candidates)");
+  SSDR_REQUIRE(vm["groups"].defaulted(), "--groups: expected --method auto (it spreads auto's candidates; a sweep's "
+                                         "groups are ssdr experiment --groups)");
   SSDR_REQUIRE(c.cv_table.empty() || c.select_by == "cv",
                "--cv-table: expected --method auto or --select-by cv (a table of the candidates they score)");
   if (!info.projects)  // lp: a transductive classifier, nothing to save or embed

@@ -2,8 +2,10 @@
 #include "ssdr/driver/auto_select.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 #include "ssdr/core/error.hpp"
+#include "ssdr/core/mpi_util.hpp"
 #include "ssdr/methods/method.hpp"
 #include "ssdr/methods/parameters.hpp"
 
@@ -22,8 +24,9 @@ bool auto_accepts(const std::string& name) {
 }
 
 FitConfig make_auto_config(const std::vector<ParameterSetting>& settings, int64_t dim, uint64_t seed,
-                           double max_kernel_memory, int cv_folds, bool race) {
+                           double max_kernel_memory, int cv_folds, bool race, int groups) {
   SSDR_REQUIRE(dim >= 0, "dim: expected an integer >= 0, got " + std::to_string(dim));
+  SSDR_REQUIRE(groups >= 1, "groups (--groups): expected an integer >= 1, got " + std::to_string(groups));
   SSDR_REQUIRE(cv_folds >= 2, "cv_folds (--cv-folds): expected an integer >= 2, got " + std::to_string(cv_folds));
   // Each setting checked against a method that uses it (soda takes every accepted name), so a
   // bad value is refused here, before any data is read.
@@ -43,6 +46,7 @@ FitConfig make_auto_config(const std::vector<ParameterSetting>& settings, int64_
                   {"cv_folds", cv_folds},  {"settings", given}, {"max_kernel_memory", max_kernel_memory}};
   // Recorded only when off: the default's parameters (a job's, a report's) stay as they were.
   if (!race) c.parameters["auto_race"] = false;
+  if (groups > 1) c.parameters["groups"] = groups;
   return c;
 }
 
@@ -126,16 +130,84 @@ std::vector<Candidate> auto_candidates(const FitConfig& a, int classes, int64_t 
   return out;
 }
 
+namespace {
+
+/// The transductive rows of ds (labeled and unlabeled; not the unseen), in global order,
+/// balanced over ds.X.comm's ranks, as dense doubles or in the file's type (TypedRows) as ds
+/// holds them, with their labels and roles (`roles_out`); no ids. Collective over ds.X.comm.
+io::Dataset transductive_rows(const io::Dataset& ds, const std::vector<data::Role>& roles,
+                              std::vector<data::Role>& roles_out) {
+  const MPI_Comm comm = ds.X.comm;
+  const int64_t d = ds.X.cols;
+  const size_t row_bytes = static_cast<size_t>(d) * (ds.typed ? element_size(ds.rows.type) : sizeof(double));
+  const unsigned char* from = ds.typed ? ds.rows.bytes.data() : reinterpret_cast<const unsigned char*>(ds.X.v.data());
+  std::vector<unsigned char> rows;
+  std::vector<int> labels;
+  std::vector<data::Role> kept;
+  for (int64_t i = 0; i < ds.X.n_local; ++i) {
+    if (roles[static_cast<size_t>(i)] == data::Role::unseen) continue;
+    rows.insert(rows.end(), from + static_cast<size_t>(i) * row_bytes, from + static_cast<size_t>(i + 1) * row_bytes);
+    labels.push_back(ds.labels[static_cast<size_t>(i)]);
+    kept.push_back(roles[static_cast<size_t>(i)]);
+  }
+  const int64_t mine = static_cast<int64_t>(kept.size());
+  int64_t first = 0, n = 0;
+  MPI_Exscan(&mine, &first, 1, MPI_INT64_T, MPI_SUM, comm);
+  if (comm_rank(comm) == 0) first = 0;  // MPI_Exscan leaves rank 0's undefined
+  MPI_Allreduce(&mine, &n, 1, MPI_INT64_T, MPI_SUM, comm);
+  const int P = comm_size(comm), r = comm_rank(comm);
+  const int64_t start = n * r / P, count = n * (r + 1) / P - start;
+  io::Dataset t;
+  t.X = dist_layout<double>(comm, Layout{n, start, count}, d);
+  std::vector<unsigned char> moved(static_cast<size_t>(count) * row_bytes);
+  redistribute_rows(rows.data(), first, mine, moved.data(), start, count, row_bytes, comm);
+  if (ds.typed) {
+    t.typed = true;
+    t.rows.comm = comm;
+    t.rows.n_global = n;
+    t.rows.row_start = start;
+    t.rows.n_local = count;
+    t.rows.cols = d;
+    t.rows.type = ds.rows.type;
+    t.rows.bytes = std::move(moved);
+  } else {
+    t.X.v.resize(static_cast<size_t>(count * d));
+    if (count > 0) std::memcpy(t.X.v.data(), moved.data(), moved.size());
+  }
+  t.labels = redistribute_rows(labels, first, start, count, comm);
+  roles_out = redistribute_rows(kept, first, start, count, comm);
+  t.classes = ds.classes;
+  t.class_names = ds.class_names;
+  t.integer_labels = ds.integer_labels;
+  t.source = ds.source;
+  return t;
+}
+
+}  // namespace
+
 Selection select_auto(const io::Dataset& ds, const std::vector<data::Role>& roles, const FitConfig& a,
                       uint64_t seed) {
+  // The selection learns from the transductive rows only (the unseen take no part in a fold's
+  // fit or score): without a sweep's caches, which are keyed on ds's own rows, it runs on a
+  // copy of those rows alone, so that no fold preprocesses or embeds the unseen rows (at
+  // 1.05 M rows with F = 0.2, four fifths of the data). The same folds, fits and scores.
+  int64_t unseen = 0;
+  for (data::Role x : roles) unseen += x == data::Role::unseen;
+  MPI_Allreduce(MPI_IN_PLACE, &unseen, 1, MPI_INT64_T, MPI_SUM, ds.X.comm);
+  if (unseen > 0 && !ds.sparse && a.cache == nullptr && a.rows == nullptr) {
+    std::vector<data::Role> t_roles;
+    const io::Dataset t = transductive_rows(ds, roles, t_roles);
+    return select_auto(t, t_roles, a, seed);
+  }
   std::vector<Candidate> candidates = auto_candidates(a, ds.classes, ds.X.cols);
   for (Candidate& c : candidates) {
     c.config.cache = a.cache;
     c.config.rows = a.rows;
   }
   const bool race = a.parameters.value("auto_race", true);
+  const int groups = a.parameters.value("groups", 1);
   Selection sel = select_candidates(ds, roles, candidates, a.parameters.at("cv_folds").get<int>(), seed,
-                                    "--method auto", race);
+                                    "--method auto", race, groups);
   sel.report["method"] = kAutoMethod;
   sel.config.parameters["selected_by"] = "auto";
   return sel;

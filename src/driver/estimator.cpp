@@ -202,6 +202,7 @@ std::vector<std::string> Estimator::parameter_names(const std::string& method) {
   if (driver::is_auto(method)) {  // the folds, and what auto lets the user fix for every candidate
     names.push_back("cv_folds");
     names.push_back("auto_race");
+    names.push_back("groups");
     for (const auto& p : methods::parameter_table())
       if (p.name != "dim" && driver::auto_accepts(p.name)) names.push_back(p.name);
     return names;
@@ -250,6 +251,7 @@ void Estimator::configure() {
   bool verbose = false;
   int cv_folds = 5;
   bool race = true;
+  int groups = 1;
   std::vector<driver::ParameterSetting> settings;
   for (const auto& [name, value] : params_.items()) {
     if (name == "cv_folds") {  // auto only (parameter_names)
@@ -258,6 +260,8 @@ void Estimator::configure() {
       SSDR_REQUIRE(value.is_boolean() || value == "on" || value == "off",
                    "auto_race: expected true or false (or \"on\", \"off\"), got " + value.dump());
       race = value.is_boolean() ? value.get<bool>() : value == "on";
+    } else if (name == "groups") {  // auto only: candidates in groups of ranks (--groups)
+      groups = static_cast<int>(std::min<int64_t>(whole_number(value, name), 1 << 30));
     } else if (name == "dim") {
       dim = whole_number(value, name);
     } else if (name == "seed") {
@@ -273,7 +277,7 @@ void Estimator::configure() {
     }
   }
   driver::FitConfig c = driver::is_auto(config_.method)
-                           ? driver::make_auto_config(settings, dim, seed, max_kernel_memory, cv_folds, race)
+                           ? driver::make_auto_config(settings, dim, seed, max_kernel_memory, cv_folds, race, groups)
                            : driver::make_fit_config(config_.method, settings, dim, seed, max_kernel_memory);
   config_ = std::move(c);
   verbose_ = verbose;

@@ -362,58 +362,106 @@ double cv_standard_error(double p, int64_t n) {
   return std::sqrt(std::max(p * (1 - p), 1.0 / N) / N);
 }
 
-Selection select_candidates(const io::Dataset& ds, const std::vector<data::Role>& roles,
-                            const std::vector<Candidate>& candidates, int folds, uint64_t seed,
-                            const std::string& context, bool race) {
-  const double t0 = MPI_Wtime();
-  SSDR_REQUIRE(!candidates.empty(), context + ": no candidate to choose from");
-  const std::vector<int> fold = cv_folds(ds.labels, roles, ds.classes, folds, seed, ds.X.comm, ds.class_names);
+namespace {
+
+/// The folds of a selection and what the race needs of them: the fold of each local row
+/// (cv_folds), k, and the held-out samples of the folds from f on (allreduced: the same on
+/// every rank; still_to_score[0] = n, the held-out samples in all).
+struct FoldPlan {
+  std::vector<int> fold;
   int k = 0;
-  for (int f : fold) k = std::max(k, f + 1);
-  MPI_Allreduce(MPI_IN_PLACE, &k, 1, MPI_INT, MPI_MAX, ds.X.comm);
-  // The held-out samples of each fold (allreduced: the same on every rank), and after f folds
-  // done, those of the folds still to come: what a candidate can still gain.
-  std::vector<int64_t> held_out(static_cast<size_t>(k), 0);
-  for (int f : fold)
+  std::vector<int64_t> still_to_score;
+  int64_t n_held_out = 0;
+};
+
+/// Collective over ds.X.comm.
+FoldPlan plan_folds(const io::Dataset& ds, const std::vector<data::Role>& roles, int folds, uint64_t seed) {
+  FoldPlan plan;
+  plan.fold = cv_folds(ds.labels, roles, ds.classes, folds, seed, ds.X.comm, ds.class_names);
+  for (int f : plan.fold) plan.k = std::max(plan.k, f + 1);
+  MPI_Allreduce(MPI_IN_PLACE, &plan.k, 1, MPI_INT, MPI_MAX, ds.X.comm);
+  const size_t k = static_cast<size_t>(plan.k);
+  std::vector<int64_t> held_out(k, 0);
+  for (int f : plan.fold)
     if (f >= 0) ++held_out[static_cast<size_t>(f)];
-  MPI_Allreduce(MPI_IN_PLACE, held_out.data(), k, MPI_INT64_T, MPI_SUM, ds.X.comm);
-  std::vector<int64_t> still_to_score(static_cast<size_t>(k) + 1, 0);
-  for (int f = k - 1; f >= 0; --f)
-    still_to_score[static_cast<size_t>(f)] = still_to_score[static_cast<size_t>(f) + 1] + held_out[static_cast<size_t>(f)];
-  const int64_t n_held_out = still_to_score[0];
+  MPI_Allreduce(MPI_IN_PLACE, held_out.data(), plan.k, MPI_INT64_T, MPI_SUM, ds.X.comm);
+  plan.still_to_score.assign(k + 1, 0);
+  for (size_t f = k; f-- > 0;) plan.still_to_score[f] = plan.still_to_score[f + 1] + held_out[f];
+  plan.n_held_out = plan.still_to_score[0];
+  return plan;
+}
+
+/// What scoring one candidate gives: its entries of the report (one per m, or one error), the
+/// scored ones for choose_entry, and how many of its entries the race stopped.
+struct CandidateResult {
+  struct Scored {
+    int64_t dim;
+    json point;
+    double acc;
+    CvEntry count;
+  };
+  int candidate = 0;  ///< its index in the candidate list
+  json entries = json::array();
+  std::vector<Scored> scored;
+  int pruned = 0;
+
+  /// As JSON, to travel between groups of ranks (doubles keep their bits: 17 digits).
+  json to_json() const {
+    json sc = json::array();
+    for (const Scored& x : scored)
+      sc.push_back({{"dim", x.dim}, {"point", x.point}, {"acc", x.acc}, {"correct", x.count.correct},
+                    {"scored", x.count.scored}, {"preferred", x.count.preferred}});
+    return {{"candidate", candidate}, {"entries", entries}, {"scored", sc}, {"pruned", pruned}};
+  }
+  static CandidateResult from_json(const json& j) {
+    CandidateResult r;
+    r.candidate = j.at("candidate").get<int>();
+    r.entries = j.at("entries");
+    r.pruned = j.at("pruned").get<int>();
+    for (const json& x : j.at("scored"))
+      r.scored.push_back({x.at("dim").get<int64_t>(), x.at("point"), x.at("acc").get<double>(),
+                          CvEntry{x.at("correct").get<int64_t>(), x.at("scored").get<int64_t>(),
+                                  x.at("preferred").get<bool>()}});
+    return r;
+  }
+};
+
+/// Scores candidates[which[0]], candidates[which[1]], ... in that order on ds's rows (the
+/// loop of select_candidates; its doc says what the race does), sharing the rows and graphs
+/// of one preprocessing between consecutive candidates. Collective over ds.X.comm.
+std::vector<CandidateResult> score_candidates(const io::Dataset& ds, const std::vector<data::Role>& roles,
+                                              const std::vector<Candidate>& candidates, const std::vector<int>& which,
+                                              const FoldPlan& plan, bool race, const std::string& context) {
+  std::vector<CandidateResult> out;
+  if (which.empty()) return out;
+  const int k = plan.k;
+  const std::vector<int64_t>& still_to_score = plan.still_to_score;
+  const int64_t n_held_out = plan.n_held_out;
   // The race's bar: the best preferred count so far, of n_held_out (−1: none scored yet), and
   // whether every preferred entry scored every held-out sample (the exact integer test holds).
   int64_t bar = -1;
   bool bar_exact = true;
-  int pruned_entries = 0;
+  const Candidate& first = candidates[static_cast<size_t>(which.front())];
   CvCaches caches;
-  if (candidates.front().config.cache) candidates.front().config.cache->share_into(caches.shared);
+  if (first.config.cache) first.config.cache->share_into(caches.shared);
   // Every fold has the split's transductive set: one preprocessing (and kernel map per
   // kernel) serves every fold of every candidate with that preprocessing.
   RowsCache rows;
   size_t entries = 0;
-  for (const Candidate& cand : candidates) entries += std::max<size_t>(cand.dims.size(), 1);
-  json scored_entries = json::array();
-  // The scored entries in order (candidate, m), for choose_entry.
-  struct Scored {
-    int candidate;
-    int64_t dim;
-    json point;
-    double acc;
-  };
-  std::vector<Scored> scored;
-  std::vector<CvEntry> counts;
+  for (int p : which) entries += std::max<size_t>(candidates[static_cast<size_t>(p)].dims.size(), 1);
   const bool was_quiet = quiet();
   Progress progress(context + " (" + std::to_string(entries) + " candidates x " + std::to_string(k) + " folds)",
-                    static_cast<long>(candidates.size()));
-  for (size_t p = 0; p < candidates.size(); ++p) {
-    const Candidate& cand = candidates[p];
+                    static_cast<long>(which.size()));
+  for (size_t w = 0; w < which.size(); ++w) {
+    const int p = which[w];
+    const Candidate& cand = candidates[static_cast<size_t>(p)];
+    CandidateResult res;
+    res.candidate = p;
     FitConfig c = cand.config;
     if (!c.rows) c.rows = &rows;
     const std::vector<int64_t> dims = cand.dims.empty() ? std::vector<int64_t>{c.method_options.dim} : cand.dims;
     set_quiet(true);  // the fits' phase lines would drown the selection's
     const double c0 = MPI_Wtime();
-    const size_t first_entry = scored_entries.size();
     // The race (select_candidates' doc): a non-preferred candidate stops before a fold once
     // none of its m can reach the count that beats the best preferred entry so far.
     CvKeepGoing keep_going;
@@ -426,7 +474,7 @@ Selection select_candidates(const io::Dataset& ds, const std::vector<data::Role>
       };
     try {
       std::vector<CvScore> scores;
-      scores = cross_validate_dims(ds, roles, c, dims, fold, &caches, keep_going);
+      scores = cross_validate_dims(ds, roles, c, dims, plan.fold, &caches, keep_going);
       set_quiet(was_quiet);
       // The candidate's seconds over all its folds and m (rank 0's clock), on each of its entries.
       double cand_seconds = MPI_Wtime() - c0;
@@ -436,7 +484,7 @@ Selection select_candidates(const io::Dataset& ds, const std::vector<data::Role>
         json point = cand.point;
         if (!cand.dims.empty()) point["dim"] = dims[j];
         if (!s.error.empty()) {  // this m refused by the method (e.g. beyond d'), the others scored
-          scored_entries.push_back({{"params", point}, {"error", s.error}});
+          res.entries.push_back({{"params", point}, {"error", s.error}});
           continue;
         }
         json fa = json::array();
@@ -445,23 +493,22 @@ Selection select_candidates(const io::Dataset& ds, const std::vector<data::Role>
                                                    static_cast<double>(s.fold_scored[f]))
                                             : json(nullptr));
         if (s.stopped) {  // the race stopped it: not an entry of choose_entry (it cannot be chosen)
-          scored_entries.push_back({{"params", point},
-                                    {"pruned", true},
-                                    {"folds_scored", s.folds_done},
-                                    {"correct", s.correct},
-                                    {"scored", s.scored},
-                                    {"bound", s.correct + still_to_score[static_cast<size_t>(s.folds_done)]},
-                                    {"fold_accuracy", fa},
-                                    {"candidate_seconds", cand_seconds}});
-          ++pruned_entries;
+          res.entries.push_back({{"params", point},
+                                 {"pruned", true},
+                                 {"folds_scored", s.folds_done},
+                                 {"correct", s.correct},
+                                 {"scored", s.scored},
+                                 {"bound", s.correct + still_to_score[static_cast<size_t>(s.folds_done)]},
+                                 {"fold_accuracy", fa},
+                                 {"candidate_seconds", cand_seconds}});
+          ++res.pruned;
           continue;
         }
         json entry = {{"params", point}, {"cv_accuracy", s.accuracy}, {"correct", s.correct},
                       {"scored", s.scored}, {"fold_accuracy", fa}, {"candidate_seconds", cand_seconds}};
         if (s.fallback_to_gda > 0) entry["fallback_to_gda_folds"] = s.fallback_to_gda;
-        scored.push_back({static_cast<int>(p), dims[j], point, s.accuracy});
-        counts.push_back({s.correct, s.scored, cand.preferred});
-        scored_entries.push_back(entry);
+        res.scored.push_back({dims[j], point, s.accuracy, CvEntry{s.correct, s.scored, cand.preferred}});
+        res.entries.push_back(entry);
         if (cand.preferred) {  // raise the race's bar (counts replicated: the same on every rank)
           if (s.scored == n_held_out)
             bar = std::max(bar, s.correct);
@@ -472,23 +519,151 @@ Selection select_candidates(const io::Dataset& ds, const std::vector<data::Role>
     } catch (const Error& e) {
       set_quiet(was_quiet);
       if (!e.collective_over(ds.X.comm)) throw;
-      scored_entries.push_back({{"params", cand.point}, {"error", e.what()}});
+      res.entries.push_back({{"params", cand.point}, {"error", e.what()}});
     }
     // Every entry of a preferred candidate says so, scored or not.
     if (cand.preferred)
-      for (size_t q = first_entry; q < scored_entries.size(); ++q) scored_entries[q]["preferred"] = true;
-    progress.update(static_cast<long>(p + 1));
+      for (json& e : res.entries) e["preferred"] = true;
+    out.push_back(std::move(res));
+    progress.update(static_cast<long>(w + 1));
     // Memory: a candidate's scatter matrices (d'×d' per fold) serve only itself; the rows and
     // graphs of one preprocessing serve the candidates that follow with the same (callers
     // list them together), so a change of preprocessing drops them.
     for (auto& fc : caches.folds)
       for (auto& [key, gc] : fc.by_rows) gc.scatters.clear();
     for (auto& [key, gc] : caches.shared.by_rows) gc.scatters.clear();
-    if (p + 1 < candidates.size() && !same_rows(cand.config.preprocess, candidates[p + 1].config.preprocess)) {
+    if (w + 1 < which.size() &&
+        !same_rows(cand.config.preprocess, candidates[static_cast<size_t>(which[w + 1])].config.preprocess)) {
       rows.entries.clear();
       caches = CvCaches();
-      if (candidates.front().config.cache) candidates.front().config.cache->share_into(caches.shared);
+      if (first.config.cache) first.config.cache->share_into(caches.shared);
     }
+  }
+  return out;
+}
+
+/// score_candidates in `groups` groups of ranks (contiguous blocks of ds.X.comm's ranks, as
+/// the experiment driver's --groups): each group holds every row of ds (distributed over its
+/// ranks: G copies in all) and scores whole preprocessing blocks of the candidate list (the
+/// consecutive candidates with one preprocessing; block b to group b mod G), racing inside
+/// each block as one group would. The results travel to every rank, in candidate order.
+/// Collective over ds.X.comm. \throws ssdr::Error (collective) for sparse or typed rows
+/// (the groups copy dense rows of doubles), and any error of a group, on every rank.
+std::vector<CandidateResult> score_in_groups(const io::Dataset& ds, const std::vector<data::Role>& roles,
+                                             const std::vector<Candidate>& candidates, int folds, uint64_t seed,
+                                             bool race, const std::string& context, int groups) {
+  const MPI_Comm world = ds.X.comm;
+  const int P = comm_size(world), rank = comm_rank(world);
+  SSDR_REQUIRE(groups >= 1 && groups <= P, context + ": --groups " + std::to_string(groups) +
+                                               " must be between 1 and the number of ranks (" + std::to_string(P) + ")");
+  SSDR_REQUIRE(!ds.sparse && !ds.typed, context + ": --groups copies the rows to each group as doubles; these "
+                                                  "rows are kept " + std::string(ds.sparse ? "sparse" : "in the file's type") +
+                                                  " (run without --groups)");
+  int color = 0;  // group g takes ranks [g·P/G, (g+1)·P/G)
+  while (rank >= static_cast<int>((static_cast<int64_t>(color) + 1) * P / groups)) ++color;
+  MPI_Comm group;
+  MPI_Comm_split(world, color, rank, &group);
+  // This group's copy of every row: the rows of [n·j/q, n·(j+1)/q) on its rank j of q.
+  const int q = comm_size(group), j = comm_rank(group);
+  const int64_t n = ds.X.n_global, d = ds.X.cols;
+  const int64_t start = n * j / q, count = n * (j + 1) / q - start;
+  io::Dataset gds;
+  gds.X = dist_layout<double>(group, Layout{n, start, count}, d);
+  gds.X.v.resize(static_cast<size_t>(count * d));
+  redistribute_rows(ds.X.v.data(), ds.X.row_start, ds.X.n_local, gds.X.v.data(), start, count,
+                    static_cast<size_t>(d) * sizeof(double), world);
+  gds.labels = redistribute_rows(ds.labels, ds.X.row_start, start, count, world);
+  const std::vector<data::Role> groles = redistribute_rows(roles, ds.X.row_start, start, count, world);
+  gds.classes = ds.classes;
+  gds.class_names = ds.class_names;
+  gds.integer_labels = ds.integer_labels;
+  gds.source = ds.source;
+  // The blocks of one preprocessing, dealt to the groups; the world's caches stay the world's.
+  std::vector<Candidate> local = candidates;
+  for (Candidate& c : local) c.config.cache = nullptr, c.config.rows = nullptr;
+  std::vector<int> mine;
+  int block = 0;
+  for (size_t p = 0; p < candidates.size(); ++p) {
+    if (p > 0 && !same_rows(candidates[p - 1].config.preprocess, candidates[p].config.preprocess)) ++block;
+    if (block % groups == color) mine.push_back(static_cast<int>(p));
+  }
+  std::string text, failure;
+  try {
+    const FoldPlan plan = plan_folds(gds, groles, folds, seed);
+    const std::vector<CandidateResult> results =
+        score_candidates(gds, groles, local, mine, plan, race,
+                         context + " (group " + std::to_string(color + 1) + " of " + std::to_string(groups) + ")");
+    json all = json::array();
+    for (const CandidateResult& r : results) all.push_back(r.to_json());
+    if (j == 0) text = all.dump();
+  } catch (const Error& e) {
+    failure = e.what();
+  }
+  MPI_Comm_free(&group);
+  // A group's error, on every rank: the first failing rank's text.
+  int failed = failure.empty() ? P : rank;
+  MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MIN, world);
+  if (failed < P) {
+    int len = static_cast<int>(failure.size());
+    MPI_Bcast(&len, 1, MPI_INT, failed, world);
+    failure.resize(static_cast<size_t>(len));
+    MPI_Bcast(failure.data(), len, MPI_CHAR, failed, world);
+    throw Error(failure, __FILE__, __LINE__, true);
+  }
+  // Each group's results from its first rank (the others send nothing), to every rank,
+  // merged in candidate order.
+  GatherCounts layout;
+  const std::vector<char> gathered = allgatherv(std::vector<char>(text.begin(), text.end()), world, &layout);
+  std::vector<CandidateResult> out;
+  for (int r = 0; r < P; ++r) {
+    const size_t at = static_cast<size_t>(layout.displs[static_cast<size_t>(r)]);
+    const size_t len = static_cast<size_t>(layout.counts[static_cast<size_t>(r)]);
+    if (len == 0) continue;
+    for (const json& x : json::parse(gathered.begin() + static_cast<std::ptrdiff_t>(at),
+                                     gathered.begin() + static_cast<std::ptrdiff_t>(at + len)))
+      out.push_back(CandidateResult::from_json(x));
+  }
+  std::sort(out.begin(), out.end(), [](const CandidateResult& a, const CandidateResult& b) { return a.candidate < b.candidate; });
+  return out;
+}
+
+}  // namespace
+
+Selection select_candidates(const io::Dataset& ds, const std::vector<data::Role>& roles,
+                            const std::vector<Candidate>& candidates, int folds, uint64_t seed,
+                            const std::string& context, bool race, int groups) {
+  const double t0 = MPI_Wtime();
+  SSDR_REQUIRE(!candidates.empty(), context + ": no candidate to choose from");
+  const FoldPlan plan = plan_folds(ds, roles, folds, seed);
+  const int k = plan.k;
+  size_t entries = 0;
+  for (const Candidate& cand : candidates) entries += std::max<size_t>(cand.dims.size(), 1);
+  std::vector<CandidateResult> results;
+  if (groups > 1) {
+    results = score_in_groups(ds, roles, candidates, folds, seed, race, context, groups);
+  } else {
+    std::vector<int> all(candidates.size());
+    for (size_t p = 0; p < all.size(); ++p) all[p] = static_cast<int>(p);
+    results = score_candidates(ds, roles, candidates, all, plan, race, context);
+  }
+  // The entries in candidate order (candidate, m), for the report and choose_entry.
+  json scored_entries = json::array();
+  struct Scored {
+    int candidate;
+    int64_t dim;
+    json point;
+    double acc;
+  };
+  std::vector<Scored> scored;
+  std::vector<CvEntry> counts;
+  int pruned_entries = 0;
+  for (const CandidateResult& r : results) {
+    for (const json& e : r.entries) scored_entries.push_back(e);
+    for (const CandidateResult::Scored& x : r.scored) {
+      scored.push_back({r.candidate, x.dim, x.point, x.acc});
+      counts.push_back(x.count);
+    }
+    pruned_entries += r.pruned;
   }
   SSDR_REQUIRE(!scored.empty(), context + ": every candidate failed; the first: " +
                                    scored_entries[0].value("error", std::string("?")));
@@ -518,6 +693,7 @@ Selection select_candidates(const io::Dataset& ds, const std::vector<data::Role>
                 {"cv_accuracy", chosen.acc},
                 {"race", race},
                 {"pruned", pruned_entries},
+                {"groups", groups},
                 {"seconds", seconds}};
   if (by_preference) {
     const CvEntry& a = counts[static_cast<size_t>(choice.preferred)];

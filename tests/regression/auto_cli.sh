@@ -98,6 +98,21 @@ for c in on["candidates"]:
         d = full[json.dumps(c["params"], sort_keys=True)]
         assert (c["correct"], c["fold_accuracy"]) == (d["correct"], d["fold_accuracy"]), (c, d)
 EOF
+# 1c. --groups 2 (each of the 2 ranks scores one scaling): the same choice and the same scores.
+if "${RUN[@]}" fit --method auto --data "$own" --label-column species --report "$tmp/g.json" \
+    --auto-race off --groups 2 -q >/dev/null 2>"$tmp/fitg.err"; then
+  ok "fit --method auto --groups 2 runs"
+else
+  bad "fit --method auto --groups 2: $(tail -3 "$tmp/fitg.err")"
+fi
+"$PY" - "$tmp" <<'EOF' && ok "--groups 2 and 1: the same choice and scores" || bad "--groups 2 and 1 differ"
+import json, sys
+tmp = sys.argv[1]
+one, two = (json.load(open(tmp + f))["info"]["selection"] for f in ("/b.json", "/g.json"))
+assert two["groups"] == 2 and one["groups"] == 1 and one["chosen"] == two["chosen"], (one["chosen"], two["chosen"])
+strip = lambda s: [{k: v for k, v in c.items() if k != "candidate_seconds"} for c in s["candidates"]]
+assert strip(one) == strip(two)
+EOF
 # 2. predict with the auto model labels every row by class name.
 if "${RUN[@]}" predict --model "$tmp/a.model" --data "$own" --label-column species --output "$tmp/p.csv" -q \
     >/dev/null 2>"$tmp/p.err" && [ "$(wc -l <"$tmp/p.csv")" -eq 151 ] && grep -q ",setosa$" "$tmp/p.csv"; then
@@ -121,6 +136,10 @@ refuse "a bad scaling for auto" "--scaling" -- "${RUN[@]}" "${common[@]}" --scal
 refuse "a bad --auto-race" "--auto-race: expected on or off, got 'maybe'" -- "${RUN[@]}" "${common[@]}" --auto-race maybe
 refuse "--auto-race without auto" "--auto-race: expected --method auto" -- \
   "${RUN[@]}" fit --method lda --data "$own" --label-column species --report "$tmp/r.json" --auto-race off
+refuse "more groups than ranks" "--groups 3 must be between 1 and the number of ranks (2)" -- \
+  "${RUN[@]}" "${common[@]}" --groups 3 -q
+refuse "--groups without auto" "--groups: expected --method auto" -- \
+  "${RUN[@]}" fit --method lda --data "$own" --label-column species --report "$tmp/r.json" --groups 2
 refuse "--cv-table without a selection" "--cv-table: expected --method auto or --select-by cv" -- \
   "${RUN[@]}" fit --method lda --data "$own" --label-column species --cv-table "$tmp/cv.csv"
 refuse "--cv-table onto the data" "--cv-table" -- "${RUN[@]}" "${common[@]}" --cv-table "$own"

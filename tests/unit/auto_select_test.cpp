@@ -40,8 +40,8 @@ nlohmann::json without_seconds(nlohmann::json r) {
 }
 
 driver::FitConfig auto_config(std::vector<driver::ParameterSetting> settings = {}, int64_t dim = 0,
-                              bool race = true) {
-  return driver::make_auto_config(settings, dim, 7, 0, 5, race);
+                              bool race = true, int groups = 1) {
+  return driver::make_auto_config(settings, dim, 7, 0, 5, race, groups);
 }
 
 }  // namespace
@@ -527,4 +527,62 @@ TEST(ChooseEntry, RaceStopsACandidateExactlyWhenNoBoundReachesTheCountThatBeatsT
   }
   EXPECT_THAT(test::error_of([] { driver::least_beating_count(16, 15); }), HasSubstr("0 <= a <= n"));
   EXPECT_THAT(test::error_of([] { driver::race_cannot_win({1}, 3, 0); }), HasSubstr("n >= 1"));
+}
+
+TEST(SelectAuto, GroupsOfRanksGiveTheSameEntriesAndChoiceAsOneGroup) {
+  // --groups G: each group scores one scaling's candidates on its own copy of the rows. With
+  // the race off every entry is scored in full, so the report's entries (seconds aside), the
+  // choice and the chosen configuration are those of one group, bit for bit: the folds, the
+  // preprocessing and every fit are the same on any rank count (rank invariance). With the
+  // race on, the choice is the same. On one rank, two groups are refused on every rank.
+  const io::Dataset ds = io::read_dataset(test::data_path("wine.csv"), io::Format::csv, MPI_COMM_WORLD);
+  const auto roles = test::split(ds, test::per_class_split(5, 40, 2));
+  if (test::size() < 2) {
+    EXPECT_THAT(test::error_of([&] { driver::select_auto(ds, roles, auto_config({}, 0, false, 2), 2); }),
+                HasSubstr("--groups 2 must be between 1 and the number of ranks (1)"));
+    return;
+  }
+  auto strip = [](nlohmann::json report) {
+    for (auto& e : report["candidates"]) e.erase("candidate_seconds");
+    return report["candidates"];
+  };
+  const driver::Selection one = driver::select_auto(ds, roles, auto_config({}, 0, false), 2);
+  for (int groups : test::size() > 2 ? std::vector<int>{2, test::size()} : std::vector<int>{2}) {
+    SCOPED_TRACE("groups " + std::to_string(groups));
+    const driver::Selection grouped = driver::select_auto(ds, roles, auto_config({}, 0, false, groups), 2);
+    EXPECT_EQ(strip(grouped.report), strip(one.report));
+    EXPECT_EQ(grouped.report["chosen"], one.report["chosen"]);
+    EXPECT_EQ(grouped.report["cv_accuracy"], one.report["cv_accuracy"]);
+    EXPECT_EQ(grouped.report["groups"], groups);
+    EXPECT_EQ(grouped.config.method, one.config.method);
+    EXPECT_EQ(grouped.config.method_options.dim, one.config.method_options.dim);
+    EXPECT_EQ(grouped.config.preprocess.fields(), one.config.preprocess.fields());
+    const driver::Selection raced = driver::select_auto(ds, roles, auto_config({}, 0, true, groups), 2);
+    EXPECT_EQ(raced.report["chosen"], one.report["chosen"]);
+    EXPECT_EQ(raced.report["cv_accuracy"], one.report["cv_accuracy"]);
+  }
+  EXPECT_EQ(one.report["groups"], 1);
+}
+
+TEST(SelectAuto, ScoresOnTheTransductiveRowsAloneExactlyAsOnTheWholeDataSet) {
+  // select_auto copies the labeled and unlabeled rows (not the unseen: 40 per class here) and
+  // selects on the copy; select_candidates on the whole data set, whose folds ignore the
+  // unseen rows, must give the same entries bit for bit (seconds aside) and the same choice.
+  const io::Dataset ds = io::read_dataset(test::data_path("wine.csv"), io::Format::csv, MPI_COMM_WORLD);
+  const auto roles = test::split(ds, test::per_class_split(5, 10, 3));
+  int64_t unseen = 0;
+  for (data::Role r : roles) unseen += r == data::Role::unseen;
+  MPI_Allreduce(MPI_IN_PLACE, &unseen, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  ASSERT_GT(unseen, 100);  // 178 − 3·15: the copy leaves most rows out
+  const driver::FitConfig a = auto_config({}, 0, false);
+  const driver::Selection copied = driver::select_auto(ds, roles, a, 3);
+  const driver::Selection whole = driver::select_candidates(ds, roles, driver::auto_candidates(a, ds.classes, ds.X.cols),
+                                                            5, 3, "--method auto", false);
+  auto strip = [](nlohmann::json report) {
+    for (auto& e : report["candidates"]) e.erase("candidate_seconds");
+    return report["candidates"];
+  };
+  EXPECT_EQ(strip(copied.report), strip(whole.report));
+  EXPECT_EQ(copied.report["chosen"], whole.report["chosen"]);
+  EXPECT_EQ(copied.report["cv_accuracy"], whole.report["cv_accuracy"]);
 }

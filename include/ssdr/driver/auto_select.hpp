@@ -35,12 +35,15 @@ bool auto_accepts(const std::string& name);
 /// ("settings"), `dim` (0: chosen; else every candidate at m = dim), the seed of the folds,
 /// of NN-descent and of the landmarks, the folds k, and `race` ("auto_race": select_candidates'
 /// exact racing, `--auto-race on|off`; off scores every candidate on every fold, for studies
-/// of the rule, with the same choice). What `ssdr fit --method auto` and Estimator("auto")
-/// both build. Local (replicated).
+/// of the rule, with the same choice), and `groups` ("groups", recorded when > 1:
+/// select_candidates' groups of ranks, `--groups G`, each scoring one scaling's candidates on
+/// its own copy of the rows). What `ssdr fit --method auto` and Estimator("auto") both build.
+/// Local (replicated).
 /// \throws ssdr::Error (replicated) naming the spelling: a parameter auto does not take (it
-///   chooses it), a value out of range, dim < 0, cv_folds < 2.
+///   chooses it), a value out of range, dim < 0, cv_folds < 2, groups < 1 (more groups than
+///   ranks is refused by select_candidates, collectively).
 FitConfig make_auto_config(const std::vector<ParameterSetting>& settings, int64_t dim, uint64_t seed,
-                           double max_kernel_memory, int cv_folds, bool race = true);
+                           double max_kernel_memory, int cv_folds, bool race = true, int groups = 1);
 
 /// The candidates of auto for c classes and d input features: per scaling the default family
 /// first (preferred by select_candidates, whose race then has its bar: SL-LDA at
@@ -58,7 +61,12 @@ FitConfig make_auto_config(const std::vector<ParameterSetting>& settings, int64_
 std::vector<Candidate> auto_candidates(const FitConfig& auto_config, int classes, int64_t d);
 
 /// Chooses by select_candidates among auto_candidates(auto_config, ds.classes, ds.X.cols) on
-/// the folds of cv_folds(…, seed), racing unless auto_config's "auto_race" is false. ds: n
+/// the folds of cv_folds(…, seed), racing unless auto_config's "auto_race" is false, in
+/// auto_config's "groups" groups of ranks. Without a sweep's caches (auto_config.cache and
+/// .rows null: `ssdr fit`, the Estimator), on a copy of the transductive rows alone when there
+/// are unseen ones (dense or in the file's type; the unseen rows take no part in a fold), so a
+/// fold neither preprocesses nor embeds them: the same scores, at a memory of the transductive
+/// rows (docs/methods-guide.md). ds: n
 /// samples, X distributed by rows with their labels; roles: of ds.X's local rows. The report
 /// (Selection::report) adds "method": "auto". Collective over ds.X.comm.
 /// \throws ssdr::Error (collective) as select_candidates.

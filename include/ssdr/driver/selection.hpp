@@ -207,12 +207,22 @@ struct Candidate {
 /// same). Never without a preferred entry scored (the rule is then the plain maximum). A
 /// stopped candidate's entries are reported with "pruned": true, "folds_scored", the partial
 /// "correct"/"scored" and "bound", and no "cv_accuracy"; the report has "race" and "pruned"
-/// (the number of pruned entries). Collective over ds.X.comm.
+/// (the number of pruned entries).
+/// Groups (`groups` G > 1, `--groups`): ds.X.comm is split into G groups of contiguous ranks,
+/// as the experiment driver's; each group receives a copy of every row (distributed over its
+/// ranks: G copies in all, so a rank holds about G/P of the rows instead of 1/P) and scores
+/// whole preprocessing blocks of the list (consecutive candidates with one preprocessing;
+/// block b to group b mod G: auto's two scalings are two blocks), racing inside each block.
+/// The folds are the same in every group (cv_folds does not depend on the ranks), so the
+/// scores of the unpruned entries and the choice are those of G = 1; which entries the race
+/// stops may differ (each group raises its own bar). The report has "groups". Collective over
+/// ds.X.comm.
 /// \throws ssdr::Error (collective) when there is no candidate, a class has fewer than two
-///   labeled samples, or every candidate failed.
+///   labeled samples, or every candidate failed; G outside [1, ranks], or G > 1 with rows
+///   kept sparse or in the file's type (the groups copy rows of doubles).
 Selection select_candidates(const io::Dataset& ds, const std::vector<data::Role>& roles,
                             const std::vector<Candidate>& candidates, int folds, uint64_t seed,
-                            const std::string& context, bool race = true);
+                            const std::string& context, bool race = true, int groups = 1);
 
 /// One binomial standard error of a pooled k-fold accuracy p over n held-out samples, with
 /// the variance floored at one sample's worth: √(max(p(1 − p), 1/n)/n) (select_candidates'
