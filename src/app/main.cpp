@@ -391,7 +391,7 @@ po::options_description fit_options(driver::FitCommand& c, std::string& format, 
      "none | cv: choose the --grid candidates (default: the method's paper grid) by k-fold cross-validation on the labeled samples of each split; the choice is in the report's info.selection")
     ("cv-folds", po::value(&c.cv_folds)->default_value(5), "folds k of --select-by cv and --method auto (at most the number of labeled samples)")
     ("groups", po::value<int>()->default_value(1),
-     "G: --method auto scores its candidates in G groups of ranks, each holding a copy of every row (one scaling's candidates per group; the same choice and scores as G = 1)")
+     "G: --method auto scores its candidates in G groups of ranks, each holding a copy of every row (one scaling's candidates per group; the same choice, and the same score of every candidate the race does not stop, as G = 1)")
     ("auto-race", po::value<std::string>()->default_value("on"),
      "on | off: --method auto stops scoring a candidate once it can no longer beat the default family (exact: the same choice and scores); off scores every candidate on every fold")
     ("grid", po::value(&grid)->composing(),

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <sstream>
 
@@ -556,9 +557,8 @@ std::vector<CandidateResult> score_in_groups(const io::Dataset& ds, const std::v
   const int P = comm_size(world), rank = comm_rank(world);
   SSDR_REQUIRE(groups >= 1 && groups <= P, context + ": --groups " + std::to_string(groups) +
                                                " must be between 1 and the number of ranks (" + std::to_string(P) + ")");
-  SSDR_REQUIRE(!ds.sparse && !ds.typed, context + ": --groups copies the rows to each group as doubles; these "
-                                                  "rows are kept " + std::string(ds.sparse ? "sparse" : "in the file's type") +
-                                                  " (run without --groups)");
+  SSDR_REQUIRE(!ds.sparse, context + ": --groups copies dense rows to each group; these rows are kept sparse "
+                                      "(run without --groups, or with --sparse no)");
   int color = 0;  // group g takes ranks [g·P/G, (g+1)·P/G)
   while (rank >= static_cast<int>((static_cast<int64_t>(color) + 1) * P / groups)) ++color;
   MPI_Comm group;
@@ -567,11 +567,26 @@ std::vector<CandidateResult> score_in_groups(const io::Dataset& ds, const std::v
   const int q = comm_size(group), j = comm_rank(group);
   const int64_t n = ds.X.n_global, d = ds.X.cols;
   const int64_t start = n * j / q, count = n * (j + 1) / q - start;
+  // As doubles, or in the file's type (uint8, float32) as ds keeps them.
   io::Dataset gds;
   gds.X = dist_layout<double>(group, Layout{n, start, count}, d);
-  gds.X.v.resize(static_cast<size_t>(count * d));
-  redistribute_rows(ds.X.v.data(), ds.X.row_start, ds.X.n_local, gds.X.v.data(), start, count,
-                    static_cast<size_t>(d) * sizeof(double), world);
+  const size_t row_bytes = static_cast<size_t>(d) * (ds.typed ? element_size(ds.rows.type) : sizeof(double));
+  std::vector<unsigned char> moved(static_cast<size_t>(count) * row_bytes);
+  redistribute_rows(ds.typed ? ds.rows.bytes.data() : reinterpret_cast<const unsigned char*>(ds.X.v.data()),
+                    ds.X.row_start, ds.X.n_local, moved.data(), start, count, row_bytes, world);
+  if (ds.typed) {
+    gds.typed = true;
+    gds.rows.comm = group;
+    gds.rows.n_global = n;
+    gds.rows.row_start = start;
+    gds.rows.n_local = count;
+    gds.rows.cols = d;
+    gds.rows.type = ds.rows.type;
+    gds.rows.bytes = std::move(moved);
+  } else {
+    gds.X.v.resize(static_cast<size_t>(count * d));
+    if (count > 0) std::memcpy(gds.X.v.data(), moved.data(), moved.size());
+  }
   gds.labels = redistribute_rows(ds.labels, ds.X.row_start, start, count, world);
   const std::vector<data::Role> groles = redistribute_rows(roles, ds.X.row_start, start, count, world);
   gds.classes = ds.classes;
@@ -597,6 +612,9 @@ std::vector<CandidateResult> score_in_groups(const io::Dataset& ds, const std::v
     for (const CandidateResult& r : results) all.push_back(r.to_json());
     if (j == 0) text = all.dump();
   } catch (const Error& e) {
+    // An error on some ranks of the group only leaves its peers inside a collective: abort, as
+    // main does without groups; a collective one fails every rank below.
+    abort_unless_collective(e, group);
     failure = e.what();
   }
   MPI_Comm_free(&group);

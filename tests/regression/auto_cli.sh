@@ -113,6 +113,26 @@ assert two["groups"] == 2 and one["groups"] == 1 and one["chosen"] == two["chose
 strip = lambda s: [{k: v for k, v in c.items() if k != "candidate_seconds"} for c in s["candidates"]]
 assert strip(one) == strip(two)
 EOF
+# 1d. --groups with rows kept in the file's type (uint8 NPY) and unseen rows (auto selects on
+# a copy of the transductive rows): the same entries as one group.
+"$PY" - "$DATA/digits.csv" "$tmp" <<'EOF'
+import sys
+import numpy as np
+t = np.loadtxt(sys.argv[1], delimiter=",")
+np.save(sys.argv[2] + "/u8.npy", np.clip(t[:, 1:] * 255 / t[:, 1:].max(), 0, 255).astype(np.uint8))
+np.save(sys.argv[2] + "/u8_y.npy", t[:, 0].astype(np.int64))
+EOF
+for g in 1 2; do
+  "${RUN[@]}" fit --method auto --data "$tmp/u8.npy" --labels "$tmp/u8_y.npy" --labeled-per-class 3 \
+    --transductive-fraction 0.3 --seed 3 --auto-race off --groups $g --report "$tmp/u8_g$g.json" -q >/dev/null 2>"$tmp/u8.err" ||
+    bad "uint8 rows with --groups $g: $(tail -2 "$tmp/u8.err")"
+done
+"$PY" - "$tmp" <<'EOF' && ok "uint8 rows, unseen rows, --groups 2 and 1: the same entries" || bad "uint8 rows: --groups 2 and 1 differ"
+import json, sys
+one, two = (json.load(open(sys.argv[1] + "/u8_g%d.json" % g))["info"]["selection"] for g in (1, 2))
+strip = lambda s: [{k: v for k, v in c.items() if k != "candidate_seconds"} for c in s["candidates"]]
+assert two["groups"] == 2 and strip(one) == strip(two) and one["chosen"] == two["chosen"]
+EOF
 # 2. predict with the auto model labels every row by class name.
 if "${RUN[@]}" predict --model "$tmp/a.model" --data "$own" --label-column species --output "$tmp/p.csv" -q \
     >/dev/null 2>"$tmp/p.err" && [ "$(wc -l <"$tmp/p.csv")" -eq 151 ] && grep -q ",setosa$" "$tmp/p.csv"; then

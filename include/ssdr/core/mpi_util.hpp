@@ -78,8 +78,9 @@ std::vector<T> allgatherv(const std::vector<T>& local, MPI_Comm comm, GatherCoun
 
 /// Moves per-row items between two row layouts of the same n rows: this rank holds the items
 /// of global rows [from_start, from_start + from_count) at `from` (`bytes` bytes each) and
-/// receives those of [to_start, to_start + to_count) into `to` (to_count·bytes bytes). Each
-/// layout's ranges must tile [0, n) in rank order (any balance). One MPI_Alltoallv of a
+/// receives those of [to_start, to_start + to_count) into `to` (to_count·bytes bytes). The
+/// source ranges must tile [0, n) in rank order (any balance); the target ranges may cover a
+/// row several times (each group of a split communicator receiving every row). One MPI_Alltoallv of a
 /// contiguous datatype of `bytes` bytes (at most 2^31 − 1 items per pair of ranks). Collective
 /// over comm. O(from_count + to_count + P) memory: nothing of size n.
 /// \throws ssdr::Error (collectively) when a block between two ranks exceeds MPI's int count.

@@ -213,13 +213,15 @@ struct Candidate {
 /// ranks: G copies in all, so a rank holds about G/P of the rows instead of 1/P) and scores
 /// whole preprocessing blocks of the list (consecutive candidates with one preprocessing;
 /// block b to group b mod G: auto's two scalings are two blocks), racing inside each block.
-/// The folds are the same in every group (cv_folds does not depend on the ranks), so the
-/// scores of the unpruned entries and the choice are those of G = 1; which entries the race
-/// stops may differ (each group raises its own bar). The report has "groups". Collective over
+/// The folds are the same in every group (cv_folds does not depend on the ranks), and every
+/// fit gives the same result on any rank count (docs/design.md: to rounding, and the same
+/// bits where tested), so the scores of the unpruned entries and the choice are those of
+/// G = 1; which entries the race stops may differ (each group raises its own bar). Each
+/// group's memory checks count its own ranks on a host, not the other groups'. The report has "groups". Collective over
 /// ds.X.comm.
 /// \throws ssdr::Error (collective) when there is no candidate, a class has fewer than two
 ///   labeled samples, or every candidate failed; G outside [1, ranks], or G > 1 with rows
-///   kept sparse or in the file's type (the groups copy rows of doubles).
+///   kept sparse (the groups copy dense rows: doubles, or the file's uint8/float32).
 Selection select_candidates(const io::Dataset& ds, const std::vector<data::Role>& roles,
                             const std::vector<Candidate>& candidates, int folds, uint64_t seed,
                             const std::string& context, bool race = true, int groups = 1);
