@@ -138,9 +138,8 @@ namespace {
 io::Dataset transductive_rows(const io::Dataset& ds, const std::vector<data::Role>& roles,
                               std::vector<data::Role>& roles_out) {
   const MPI_Comm comm = ds.X.comm;
-  const int64_t d = ds.X.cols;
-  const size_t row_bytes = static_cast<size_t>(d) * (ds.typed ? element_size(ds.rows.type) : sizeof(double));
-  const unsigned char* from = ds.typed ? ds.rows.bytes.data() : reinterpret_cast<const unsigned char*>(ds.X.v.data());
+  const size_t row_bytes = io::row_bytes(ds);
+  const unsigned char* from = io::row_data(ds);
   std::vector<unsigned char> rows;
   std::vector<int> labels;
   std::vector<data::Role> kept;
@@ -157,29 +156,11 @@ io::Dataset transductive_rows(const io::Dataset& ds, const std::vector<data::Rol
   MPI_Allreduce(&mine, &n, 1, MPI_INT64_T, MPI_SUM, comm);
   const int P = comm_size(comm), r = comm_rank(comm);
   const int64_t start = n * r / P, count = n * (r + 1) / P - start;
-  io::Dataset t;
-  t.X = dist_layout<double>(comm, Layout{n, start, count}, d);
   std::vector<unsigned char> moved(static_cast<size_t>(count) * row_bytes);
   redistribute_rows(rows.data(), first, mine, moved.data(), start, count, row_bytes, comm);
-  if (ds.typed) {
-    t.typed = true;
-    t.rows.comm = comm;
-    t.rows.n_global = n;
-    t.rows.row_start = start;
-    t.rows.n_local = count;
-    t.rows.cols = d;
-    t.rows.type = ds.rows.type;
-    t.rows.bytes = std::move(moved);
-  } else {
-    t.X.v.resize(static_cast<size_t>(count * d));
-    if (count > 0) std::memcpy(t.X.v.data(), moved.data(), moved.size());
-  }
+  io::Dataset t = io::dataset_of_rows(ds, comm, n, start, count, std::move(moved));
   t.labels = redistribute_rows(labels, first, start, count, comm);
   roles_out = redistribute_rows(kept, first, start, count, comm);
-  t.classes = ds.classes;
-  t.class_names = ds.class_names;
-  t.integer_labels = ds.integer_labels;
-  t.source = ds.source;
   return t;
 }
 

@@ -565,34 +565,14 @@ std::vector<CandidateResult> score_in_groups(const io::Dataset& ds, const std::v
   MPI_Comm_split(world, color, rank, &group);
   // This group's copy of every row: the rows of [n·j/q, n·(j+1)/q) on its rank j of q.
   const int q = comm_size(group), j = comm_rank(group);
-  const int64_t n = ds.X.n_global, d = ds.X.cols;
+  const int64_t n = ds.X.n_global;
   const int64_t start = n * j / q, count = n * (j + 1) / q - start;
   // As doubles, or in the file's type (uint8, float32) as ds keeps them.
-  io::Dataset gds;
-  gds.X = dist_layout<double>(group, Layout{n, start, count}, d);
-  const size_t row_bytes = static_cast<size_t>(d) * (ds.typed ? element_size(ds.rows.type) : sizeof(double));
-  std::vector<unsigned char> moved(static_cast<size_t>(count) * row_bytes);
-  redistribute_rows(ds.typed ? ds.rows.bytes.data() : reinterpret_cast<const unsigned char*>(ds.X.v.data()),
-                    ds.X.row_start, ds.X.n_local, moved.data(), start, count, row_bytes, world);
-  if (ds.typed) {
-    gds.typed = true;
-    gds.rows.comm = group;
-    gds.rows.n_global = n;
-    gds.rows.row_start = start;
-    gds.rows.n_local = count;
-    gds.rows.cols = d;
-    gds.rows.type = ds.rows.type;
-    gds.rows.bytes = std::move(moved);
-  } else {
-    gds.X.v.resize(static_cast<size_t>(count * d));
-    if (count > 0) std::memcpy(gds.X.v.data(), moved.data(), moved.size());
-  }
+  std::vector<unsigned char> moved(static_cast<size_t>(count) * io::row_bytes(ds));
+  redistribute_rows(io::row_data(ds), ds.X.row_start, ds.X.n_local, moved.data(), start, count, io::row_bytes(ds), world);
+  io::Dataset gds = io::dataset_of_rows(ds, group, n, start, count, std::move(moved));
   gds.labels = redistribute_rows(ds.labels, ds.X.row_start, start, count, world);
   const std::vector<data::Role> groles = redistribute_rows(roles, ds.X.row_start, start, count, world);
-  gds.classes = ds.classes;
-  gds.class_names = ds.class_names;
-  gds.integer_labels = ds.integer_labels;
-  gds.source = ds.source;
   // The blocks of one preprocessing, dealt to the groups; the world's caches stay the world's.
   std::vector<Candidate> local = candidates;
   for (Candidate& c : local) c.config.cache = nullptr, c.config.rows = nullptr;

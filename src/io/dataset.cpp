@@ -5,6 +5,7 @@
 #include "ssdr/io/dataset.hpp"
 
 #include <cctype>
+#include <cstring>
 #include <string>
 
 #include "reader_internal.hpp"
@@ -26,6 +27,42 @@ Format parse_format(const std::string& name) {
   if (name == "auto" || name == "automatic") return Format::automatic;
   throw Error("--format: unknown data format '" + name + "' (expected csv, libsvm, idx, npy, hdf5 or auto)", __FILE__, __LINE__,
               true);
+}
+
+size_t row_bytes(const Dataset& ds) {
+  return static_cast<size_t>(ds.X.cols) * (ds.typed ? element_size(ds.rows.type) : sizeof(double));
+}
+
+const unsigned char* row_data(const Dataset& ds) {
+  return ds.typed ? ds.rows.bytes.data() : reinterpret_cast<const unsigned char*>(ds.X.v.data());
+}
+
+Dataset dataset_of_rows(const Dataset& ds, MPI_Comm comm, int64_t n_global, int64_t start, int64_t count,
+                        std::vector<unsigned char> bytes) {
+  const int64_t d = ds.X.cols;
+  SSDR_REQUIRE(bytes.size() == static_cast<size_t>(count) * row_bytes(ds),
+               "dataset_of_rows: " + std::to_string(bytes.size()) + " bytes for " + std::to_string(count) + " rows of " +
+                   std::to_string(row_bytes(ds)) + " (internal)");
+  Dataset t;
+  t.X = dist_layout<double>(comm, Layout{n_global, start, count}, d);
+  if (ds.typed) {
+    t.typed = true;
+    t.rows.comm = comm;
+    t.rows.n_global = n_global;
+    t.rows.row_start = start;
+    t.rows.n_local = count;
+    t.rows.cols = d;
+    t.rows.type = ds.rows.type;
+    t.rows.bytes = std::move(bytes);
+  } else {
+    t.X.v.resize(static_cast<size_t>(count * d));
+    if (count > 0) std::memcpy(t.X.v.data(), bytes.data(), bytes.size());
+  }
+  t.classes = ds.classes;
+  t.class_names = ds.class_names;
+  t.integer_labels = ds.integer_labels;
+  t.source = ds.source;
+  return t;
 }
 
 Sparsity parse_sparsity(const std::string& name) {

@@ -64,6 +64,17 @@ struct Dataset {
   std::string source;       ///< the path as given
 };
 
+/// The bytes of one row of a dense `ds` as it stores them: cols elements of the file's type
+/// (Dataset::typed) or of double. Local.
+size_t row_bytes(const Dataset& ds);
+/// The first byte of ds's local rows (row_bytes each, row-major). Local.
+const unsigned char* row_data(const Dataset& ds);
+/// A data set over `comm` with layout `l` (ds.X.cols columns) whose rows are `bytes`
+/// (l.n_local·row_bytes(ds), as row_data gives them): typed in ds's type when ds is typed,
+/// else doubles; classes, class names and source as ds's; no labels or ids. Local.
+Dataset dataset_of_rows(const Dataset& ds, MPI_Comm comm, int64_t n_global, int64_t start, int64_t count,
+                        std::vector<unsigned char> bytes);
+
 /// Whether a LIBSVM file is kept sparse (Dataset::Xs) or densified (Dataset::X).
 /// automatic: sparse when the dense n×d matrix would take more than kSparseDenseBytes
 /// and at most a fraction kSparseMaxDensity of its entries are stored.
