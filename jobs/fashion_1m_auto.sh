@@ -9,19 +9,12 @@ source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 ranks="${1:-2}"
 fraction="${2:-0.2}"
 shift $(( $# > 2 ? 2 : $# ))
-data="${SSDR_DATA:-$HOME/ssdr-data}/fashion-1m"
-[ -e "$data/train-images-idx3-ubyte" ] || bash "$SSDR_ROOT/jobs/make_fashion_1m.sh" "$data"
 out="${SSDR_OUT:-$SSDR_ROOT/results}"
-mkdir -p "$out"
-run() {  # METHOD REPORT
-  mpiexec -n "$ranks" "$SSDR_BUILD/ssdr" fit --method "$1" --data "$data" --format idx \
-    --labeled-per-class 20 --transductive-fraction "$fraction" --seed 1 --knn-method nndescent \
-    --report "$2" "${@:3}"
-}
+# The same protocol for both (jobs/fashion_1m_soda.sh with SSDR_METHOD), SODA first.
+SSDR_METHOD=soda bash "$SSDR_ROOT/jobs/fashion_1m_soda.sh" "$ranks" "$fraction" "$@"
+SSDR_METHOD=auto bash "$SSDR_ROOT/jobs/fashion_1m_soda.sh" "$ranks" "$fraction" "$@"
 soda="$out/fashion_1m_soda_np${ranks}_f${fraction}.json"
 auto="$out/fashion_1m_auto_np${ranks}_f${fraction}.json"
-run soda "$soda" "$@"
-run auto "$auto" "$@"
 "${SSDR_PYTHON:-/usr/bin/python3}" - "$soda" "$auto" <<'PY'
 import json, sys
 soda, auto = (json.load(open(p)) for p in sys.argv[1:3])
