@@ -8,18 +8,24 @@
 //      old entries; the reverse entries (v in the list of u) go to u's owner (MPI_Alltoallv, in
 //      pieces of kReverseChunk source rows), which keeps a uniform sample of ρK new and ρK old
 //      per row by bottom-k hashing (the sample does not depend on the arrival order). The
-//      random choices come from (seed, round, global row): the same lists for the same seed
-//      and rank count.
+//      random choices come from (seed, round, global row).
 //   2. local join, in fetch blocks (all local rows when the other ranks' rows fit in
 //      B_f (options.fetch_budget_bytes), else fewer): the candidate set C_v = N_v ∪ O_v of every row of the block
 //      with new candidates; the remote rows that the block needs are fetched once (ids by
 //      MPI_Alltoallv to their owners, rows with their current k-th distances and norms back);
 //      per row the dot products of the pairs (a ∈ N, b ∈ N, a < b) and (a ∈ N, b ∈ O), read in
 //      place from the rows (join_dots, 2×4 register tiles), give their distances; a pair is
-//      proposed to a's list if it beats a's k-th distance (and to b's likewise), the
-//      proposals of every kChunk rows go to the lists' owners (Alltoallv) and are applied in
-//      arrival order (rank order: deterministic).
-//   3. stop when fewer than δ·n·K entries changed in the round, or after max_iterations.
+//      proposed to a's list if it does not lose to a's k-th distance (and to b's likewise), the
+//      proposals of every kChunk rows go to the lists' owners (Alltoallv) and are applied.
+//      Each list after the round is the K best (order (distance, global index)) of its
+//      entries before it and of every pair the round computed for it: the order of visits
+//      and updates, and so the rank count and the fetch blocks, do not matter.
+//   3. stop when fewer than δ·n·K entries entered the lists in the round (and are still
+//      there at its end), or after max_iterations.
+// The same seed gives the same lists on any rank count and fetch budget B_f: every random
+// choice is a function of (seed, round, global row), the float rows are centered by a μ
+// summed in global order, a pair's float distance does not depend on where it is computed,
+// and the lists after a round do not depend on the order (above).
 // The first round has N_v = K random rows (distinct, ≠ v) and v itself joins them (the
 // distances of the initial entries). Build distances are single-precision GEMM values on the
 // centered rows (the search only needs their order); at the end every entry's distance is
@@ -65,6 +71,7 @@ constexpr int64_t kChunk = 4096;   ///< rows per local-join chunk (proposal exch
 constexpr int64_t kReverseChunk = 65536;  ///< source rows per reverse-candidate exchange (bounds its buffers)
 constexpr float kInfF = std::numeric_limits<float>::infinity();
 constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
+constexpr uint8_t kEntered = 2;  ///< Lists::fresh of an entry that entered in the current round (also new)
 
 uint64_t splitmix(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
@@ -242,7 +249,7 @@ struct Lists {
   int K = 0;
   std::vector<float> d;
   std::vector<int64_t> j;
-  std::vector<uint8_t> fresh;  ///< 1: flagged new (not yet joined)
+  std::vector<uint8_t> fresh;  ///< 0: old; 1: new (not yet joined); kEntered: new, entered this round
 
   float worst(int64_t v) const { return d[static_cast<size_t>(v * K + K - 1)]; }
   /// Inserts (dist, c) into row v's sorted list unless c is there or it does not beat the
@@ -263,7 +270,7 @@ struct Lists {
     }
     bd[pos] = dist;
     bj[pos] = c;
-    bf[pos] = 1;
+    bf[pos] = kEntered;
     return true;
   }
 };
@@ -320,9 +327,10 @@ class Build {
       for (int64_t jc = 0; jc < joins_per_fetch; ++jc) {
         const int64_t v0 = std::min(f1, f0 + jc * join_rows), v1 = std::min(f1, v0 + join_rows);
         computed += local_join(round, v0, v1);
-        changed += update();
+        update();
       }
     }
+    changed += entered();
   }
 
   /// Frees the candidate sets and the fetched rows (the build is over). Local.
@@ -353,7 +361,8 @@ class Build {
   void send_replies(const std::vector<T>& reply, int64_t width, std::vector<T>& got);
   void gather(int64_t g, float* scratch, const float*& row, float& norm, float& thr);
   int64_t local_join(int round, int64_t v0, int64_t v1);
-  int64_t update();
+  void update();
+  int64_t entered();
 
   /// The rank that owns global row g. Local.
   int owner(int64_t g) const { return static_cast<int>(std::upper_bound(ends.begin(), ends.end(), g) - ends.begin()); }
@@ -432,13 +441,30 @@ class Build {
 
 /// Initialization, part 1: μ, the float copy (when it fits B_f) and the squared norms.
 void Build::center_rows() {
-  // The build's distances are float GEMM values on the centered rows.
+  // The build's distances are float dot products of the centered rows. The centering μ is
+  // the mean of S = min(n, 1024) rows at the global indices ⌊i·n/S⌋, i = 0 … S − 1, gathered
+  // in global order and summed in that order on every rank: the same bits on any rank count
+  // (the float distances, and so the lists, depend on them; a sum over the ranks' blocks
+  // would not be). Centering by any fixed vector leaves the distances unchanged; a sample
+  // mean keeps the float values as small as the full mean does (S·d doubles gathered).
   mu.assign(static_cast<size_t>(d), 0.0);
-  for (int64_t i = 0; i < nl; ++i)
-    for (int64_t t = 0; t < d; ++t)
-      mu[static_cast<size_t>(t)] += X.single() ? static_cast<double>((*X.floats())(i, t)) : X.doubles()(i, t);
-  if (d > 0) MPI_Allreduce(MPI_IN_PLACE, mu.data(), static_cast<int>(d), MPI_DOUBLE, MPI_SUM, comm);
-  for (double& m : mu) m /= static_cast<double>(n);
+  const int64_t S = std::min<int64_t>(n, 1024);
+  std::vector<double> mine;
+  for (int64_t i = 0; i < S; ++i) {
+    const int64_t g = i * n / S;
+    if (g < r0 || g >= r0 + nl) continue;
+    mine.resize(mine.size() + static_cast<size_t>(d));
+    X.tile(g - r0, 1, mine.data() + mine.size() - static_cast<size_t>(d));
+  }
+  std::vector<int> counts(static_cast<size_t>(size)), displs(static_cast<size_t>(size) + 1, 0);
+  const int count = static_cast<int>(mine.size());
+  MPI_Allgather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, comm);
+  for (int r = 0; r < size; ++r) displs[static_cast<size_t>(r) + 1] = displs[static_cast<size_t>(r)] + counts[static_cast<size_t>(r)];
+  std::vector<double> sample(static_cast<size_t>(displs[static_cast<size_t>(size)]));
+  MPI_Allgatherv(mine.data(), count, MPI_DOUBLE, sample.data(), counts.data(), displs.data(), MPI_DOUBLE, comm);
+  for (int64_t i = 0; i < S; ++i)  // ranks hold ascending ranges: rank order is global order
+    for (int64_t t = 0; t < d; ++t) mu[static_cast<size_t>(t)] += sample[static_cast<size_t>(i * d + t)];
+  for (double& m : mu) m /= static_cast<double>(S);
   // A float copy of the block only when it costs at most B_f (half the block again
   // otherwise: at 10⁶ rows it would break the memory target); without it a row is converted
   // when it is gathered for a join (unless the cache of converted rows below holds it) or
@@ -522,9 +548,8 @@ void Build::plan_blocks() {
   // their neighbours, consecutive rows' candidates overlap, so a fetch block asks for fewer
   // distinct remote rows and a small cache of converted rows (at most a quarter of B_f,
   // direct-mapped by local row) serves most local gathers. A cached row holds the same float
-  // values as a fresh conversion; the visiting order changes the lists (proposals are applied
-  // chunk by chunk), so they depend on the seed, the rank count and whether the copy is kept
-  // and blocks are needed, i.e. on B_f. 280 000 rows on 2 ranks: 41.4 s with neither, 38.7–39.1 s
+  // values as a fresh conversion, and the visiting order does not change the lists (step 2
+  // above). 280 000 rows on 2 ranks: 41.4 s with neither, 38.7–39.1 s
   // with the order alone, 33.8–36.9 s with both (a 13 300-row cache; in a run with a
   // 16 384-row one, 67 % of the local gathers came from it and the remote rows fetched per
   // round fell by up to 45 %).
@@ -791,20 +816,37 @@ int64_t Build::local_join(int round, int64_t v0, int64_t v1) {
         ++computed;
         const int64_t ga = C[static_cast<size_t>(a)], gb = C[static_cast<size_t>(b)];
         if (ga == gb) continue;
-        if (dist < ct[static_cast<size_t>(a)] || std::isinf(ct[static_cast<size_t>(a)]))
+        // ≤, not <: a pair at exactly the k-th distance may still enter by its smaller index
+        // (Lists::insert decides). The threshold is the list's k-th distance at some moment
+        // of the round, never below its k-th distance at the round's end, so no pair that
+        // could enter is held back: the lists after the round are the K best of the lists
+        // before it and every pair the round computed, whatever the order the rows are
+        // visited and the proposals applied in (the rank count, the fetch blocks).
+        if (dist <= ct[static_cast<size_t>(a)] || std::isinf(ct[static_cast<size_t>(a)]))
           prop[static_cast<size_t>(owner(ga))].push_back(Proposal{ga, gb, dist, 0});
-        if (dist < ct[static_cast<size_t>(b)] || std::isinf(ct[static_cast<size_t>(b)]))
+        if (dist <= ct[static_cast<size_t>(b)] || std::isinf(ct[static_cast<size_t>(b)]))
           prop[static_cast<size_t>(owner(gb))].push_back(Proposal{gb, ga, dist, 0});
       }
   }
   return computed;
 }
 
-/// Update: the proposals of one join chunk sent to the lists' owners and inserted in arrival
-/// order (rank order: deterministic). Returns this rank's list changes. Collective.
-int64_t Build::update() {
+/// Update: the proposals of one join chunk sent to the lists' owners and inserted (entries
+/// that enter are flagged kEntered until the round's end). Collective.
+void Build::update() {
+  for (const Proposal& p : alltoallv_records(prop, comm, prop_x)) L.insert(p.target - r0, p.dist, p.candidate);
+}
+
+/// The round's list changes: the entries that entered this round and are still in their
+/// list (a count that does not depend on the order the proposals were applied in, unlike the
+/// number of insertions), flagged new from here on. Local.
+int64_t Build::entered() {
   int64_t changed = 0;
-  for (const Proposal& p : alltoallv_records(prop, comm, prop_x)) changed += L.insert(p.target - r0, p.dist, p.candidate);
+  for (uint8_t& f : L.fresh)
+    if (f == kEntered) {
+      ++changed;
+      f = 1;
+    }
   return changed;
 }
 

@@ -13,7 +13,7 @@ namespace ssdr::graph {
 
 /// NN-descent (Dong et al. 2011) as the approximate kNN backend: seed, iterations, sampling.
 struct NNDescentOptions {
-  uint64_t seed = 1;         ///< random initial lists and sampling; same seed and rank count → same lists
+  uint64_t seed = 1;         ///< random initial lists and sampling; the same seed gives the same lists on any rank count
   double rho = 1.0;          ///< sample rate ρ of Dong et al. §2.5 (ρk new candidates per row and round), (0, 1]
   double delta = 0.001;      ///< stop when fewer than δ·n·k list entries change in a round (§2.6), [0, 1)
   int max_iterations = 30;   ///< rounds at most, ≥ 1
@@ -30,7 +30,8 @@ struct NNDescentOptions {
 /// edge see the same bits, as knn_search gives). Each rank owns its rows' lists; candidate
 /// pairs travel with MPI_Alltoallv; the local joins run in blocks of local rows, the remote
 /// rows a block needs fetched once (as floats), the dot products read in place from the rows.
-/// Deterministic for a given seed and rank count. Float rows (--precision single) give the
+/// The same lists for the same seed on any rank count and any B_f (the file's header says
+/// why; ties by global index). Float rows (--precision single) give the
 /// lists of their double copy. Collective over X.comm. Memory per rank:
 /// its block (double or float), its float copy when that is at most B_f (else rows are converted as a
 /// join reads them), about 0.65 KB per local row (lists and candidate sets, K = max(k, 12)),
