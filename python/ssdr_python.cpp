@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "ssdr/core/blas_kernels.hpp"
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/runtime.hpp"
 #include "ssdr/core/version.hpp"
@@ -257,6 +258,9 @@ PYBIND11_MODULE(_ssdr, m) {
       "Initializes SLEPc and PETSc on MPI_COMM_WORLD unless already (collective); True when it did.");
   m.def("finalize", &ssdr::finalize, "Finalizes SLEPc/PETSc if initialize() started them (collective).");
   m.def("version", [] { return std::string(ssdr::version()); });
+  m.def("blas_kernels", &ssdr::blas_core_name,
+        "The kernels OpenBLAS runs (openblas_get_corename(): 'SkylakeX', 'Haswell', 'Prescott', ...; '' for "
+        "another BLAS). Generic ones on a CPU with AVX2: set OPENBLAS_CORETYPE before starting Python (local).");
   m.def("methods", [] {
     py::list out;
     for (const auto& info : ssdr::methods::method_table())

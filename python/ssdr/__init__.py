@@ -119,7 +119,8 @@ except ImportError:  # pragma: no cover - the same conventions without scikit-le
 
 Error = _ssdr.Error
 __version__ = _ssdr.version()
-__all__ = ["Error", "Estimator", "NotFittedError", "methods"]
+blas_kernels = _ssdr.blas_kernels
+__all__ = ["Error", "Estimator", "NotFittedError", "blas_kernels", "methods"]
 
 _ssdr.initialize()
 _atexit.register(_ssdr.finalize)

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "ssdr/core/blas_kernels.hpp"
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/progress.hpp"
 #include "ssdr/core/runtime.hpp"
@@ -811,6 +812,9 @@ int check_standard_output(int code) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // OpenBLAS on its generic kernels (a CPU model it does not know): start again with the
+  // kernels the CPU's features call for (ssdr/core/blas_kernels.hpp). Before anything else.
+  ssdr::reexec_with_openblas_coretype(argv);
   route_standard_output();
   // ssdr's words (the command and its double-dash options) and PETSc's options, wherever
   // they stand on the command line.

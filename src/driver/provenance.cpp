@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "ssdr/core/blas_kernels.hpp"
 #include "ssdr/core/version.hpp"
 
 namespace ssdr::driver {
@@ -101,7 +102,8 @@ nlohmann::json provenance() {
                     {"slepc", slepc},
                     {"hdf5", std::to_string(maj) + "." + std::to_string(min) + "." + std::to_string(rel)},
                     {"mpi", first_line(mpi)},
-                    {"blas", blas_file()}};
+                    {"blas", blas_file()},
+                    {"blas_kernels", blas_core_name()}};  // OpenBLAS's core type ("" for another BLAS)
   return p;
 }
 
