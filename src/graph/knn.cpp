@@ -245,6 +245,7 @@ KnnLists knn_lists(const RowsView& X, int k, const GraphOptions& options) {
   if (resolve(options.knn_method, X.n_global) == KnnMethod::exact) return knn_search(X, k);
   NNDescentOptions o;
   o.seed = options.knn_seed;
+  o.fetch_budget_bytes = options.nndescent_memory_mib * (1 << 20);
   return nndescent_search(X, k, o);
 }
 

@@ -139,6 +139,22 @@ TEST(NNDescent, GivesTheListsOfOneRankOnAnyRankCountAndFetchBudget) {
   }
 }
 
+TEST(NNDescent, TakesItsMemoryFromTheGraphOptionsAndGivesTheSameGraphForAnyValue) {
+  // --nndescent-memory reaches nndescent_search as B_f (below 1 MiB it is refused there), and
+  // the lists are the same for 1 MiB (no float copy, fetch blocks) and 1 GiB.
+  const DistMatrix X = distribute(dataset("digits.csv"));
+  GraphOptions g;
+  g.knn_method = KnnMethod::nndescent;
+  g.nndescent_memory_mib = 1;
+  const KnnLists small = knn_lists(X, 5, g);
+  g.nndescent_memory_mib = 1024;
+  const KnnLists large = knn_lists(X, 5, g);
+  EXPECT_EQ(small.index, large.index);
+  EXPECT_EQ(small.dist2, large.dist2);
+  g.nndescent_memory_mib = 0.5;
+  EXPECT_THROW(knn_lists(X, 5, g), Error);
+}
+
 TEST(NNDescent, RejectsBadKAndOptionsOnEveryRank) {
   const DistMatrix X = distribute(dataset("iris.csv"));
   NNDescentOptions o;

@@ -98,6 +98,11 @@ struct GraphOptions {
   /// Rows whose exact lists estimate the recall of an approximate graph (--knn-recall-sample;
   /// 0: not estimated). Unused by the exact backend (recall 1).
   int64_t knn_recall_sample = 1000;
+  /// --nndescent-memory: B_f of NNDescentOptions in MiB (its float copy of the rank's rows is
+  /// kept when it fits, and the remote rows of one join block). The lists do not depend on it
+  /// (nndescent_search gives the same lists for any B_f), so fields() leaves it out: a graph
+  /// cached under one value serves another (tests/unit/cache_keys_test.cpp: unkeyed_members).
+  double nndescent_memory_mib = 160;
   /// c of the CLR rank constraint (weight clr only): the connected components asked for.
   /// 0 → not set; methods::knn_graph sets it to the number of classes.
   int components = 0;
