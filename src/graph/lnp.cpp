@@ -230,10 +230,22 @@ std::vector<double> simplex_reconstruction_weights(const Dense& G, double regula
 }
 
 ReconstructionWeights reconstruction_weights(const DistMatrix& X, int k, double regularization) {
+  SSDR_REQUIRE(regularization >= 0, "reconstruction regularization " + std::to_string(regularization) +
+                                        " must be non-negative");
+  return reconstruction_weights(X, knn_search(X, k), regularization);  // knn_search checks k collectively
+}
+
+ReconstructionWeights reconstruction_weights(const DistMatrix& X, const KnnLists& knn, double regularization) {
   MPI_Comm comm = X.comm;
   SSDR_REQUIRE(regularization >= 0, "reconstruction regularization " + std::to_string(regularization) +
                                         " must be non-negative");
-  const KnnLists knn = knn_search(X, k);  // checks k collectively
+  SSDR_CHECK_COLLECTIVE(comm,
+                        knn.k >= 1 && knn.n_local == X.n_local &&
+                            knn.index.size() == static_cast<size_t>(X.n_local) * static_cast<size_t>(knn.k),
+                        "reconstruction weights: the neighbor lists do not match the rows' layout (" +
+                            std::to_string(knn.n_local) + " rows of " + std::to_string(knn.k) + " neighbors, " +
+                            std::to_string(X.n_local) + " local rows)");
+  const int k = knn.k;
   const int64_t nl = X.n_local, d = X.cols;
   ReconstructionWeights out;
   out.k = k;
@@ -284,7 +296,21 @@ ReconstructionWeights reconstruction_weights(const DistMatrix& X, int k, double 
 
 LnpGraph build_lnp_graph(const DistMatrix& X, const LnpOptions& options) {
   MPI_Comm comm = X.comm;
-  const ReconstructionWeights rw = reconstruction_weights(X, options.k, options.regularization);
+  SSDR_REQUIRE(options.regularization >= 0, "reconstruction regularization " + std::to_string(options.regularization) +
+                                                " must be non-negative");
+  // The neighbors by the run's backend (the kNN graph's --knn-method): knn_lists checks k.
+  GraphOptions search;
+  search.knn_method = options.knn_method;
+  search.knn_seed = options.knn_seed;
+  const KnnMethod backend = resolve(options.knn_method, X.n_global);
+  ReconstructionWeights rw;
+  double recall = 1.0;
+  {
+    const KnnLists lists = knn_lists(RowsView(X), options.k, search);
+    if (backend != KnnMethod::exact)
+      recall = knn_recall(RowsView(X), lists, options.knn_recall_sample, options.knn_seed);
+    rw = reconstruction_weights(X, lists, options.regularization);
+  }
   const int64_t nl = rw.n_local, n = rw.n_global, k = rw.k;
   const int64_t c0 = rw.row_start, c1 = rw.row_start + nl;
 
@@ -344,6 +370,8 @@ LnpGraph build_lnp_graph(const DistMatrix& X, const LnpOptions& options) {
   int worst = 0;
   MPI_Allreduce(&rw.max_nnls_iterations, &worst, 1, MPI_INT, MPI_MAX, comm);
   g.max_nnls_iterations = worst;
+  g.knn_method = backend;
+  g.knn_recall = recall;
   return g;
 }
 

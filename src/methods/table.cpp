@@ -91,6 +91,9 @@ graph::LnpOptions method_lnp_graph(const MethodInfo& method, const MethodOptions
     throw Error("method table: " + method.name + " builds no LNP graph (its row has none)", __FILE__, __LINE__, true);
   graph::LnpOptions g = *method.lnp_graph;
   if (o.knn_given) g.k = o.graph.k;
+  g.knn_method = o.graph.knn_method;  // the run's search, as method_graph's
+  g.knn_seed = o.graph.knn_seed;
+  g.knn_recall_sample = o.graph.knn_recall_sample;
   return g;
 }
 
@@ -160,7 +163,8 @@ bool uses_parameter(const MethodInfo& method, const std::string& name) {
   switch (p->scope) {
     case ParameterScope::every: return true;
     case ParameterScope::kernel: return method.projects;
-    case ParameterScope::knn_backend: return method.graph.has_value();  // the methods with a kNN graph
+    // The methods that search neighbours: a kNN graph's, or an LNP graph's (method_lnp_graph).
+    case ParameterScope::knn_backend: return method.graph.has_value() || method.lnp_graph.has_value();
     case ParameterScope::own: return lists(method.parameters, name);
   }
   return false;

@@ -69,6 +69,21 @@ TEST(MethodGraph, KnnOverridesTheLnpGraphsK) {
   EXPECT_EQ(methods::method_lnp_graph(methods::find_method("sl-lda-wls"), o).regularization, 1e-3);
 }
 
+TEST(MethodGraph, TheLnpGraphSearchesByTheRunsKnnBackend) {
+  methods::MethodOptions o;  // --knn-method and --seed, as the kNN graph takes them
+  EXPECT_EQ(methods::method_lnp_graph(methods::find_method("sl-lda"), o).knn_method, graph::KnnMethod::automatic);
+  o.graph.knn_method = graph::KnnMethod::nndescent;
+  o.graph.knn_seed = 42;
+  const graph::LnpOptions g = methods::method_lnp_graph(methods::find_method("sl-lda"), o);
+  EXPECT_EQ(g.knn_method, graph::KnnMethod::nndescent);
+  EXPECT_EQ(g.knn_seed, 42u);
+  EXPECT_EQ(g.k, 8);  // the paper's k stays
+  for (const char* m : {"sl-lda", "sl-lda-wls"})
+    for (const char* p : {"knn_method", "knn_recall_sample"})
+      EXPECT_TRUE(methods::uses_parameter(methods::find_method(m), p)) << m << " " << p;
+  EXPECT_FALSE(methods::uses_parameter(methods::find_method("lda"), "knn_method"));
+}
+
 TEST(MethodGraph, KnnWeightAndSigmaSOverrideTheMethodsGraph) {
   methods::MethodOptions o;
   o.graph.k = 11;

@@ -80,7 +80,8 @@ TEST(MethodTable, EveryRowIsCompleteAndDocumented) {
     const bool graph_parameters = lists(m.parameters, "knn") && lists(m.parameters, "weight") &&
                                   lists(m.parameters, "sigma_s");
     EXPECT_EQ(m.graph.has_value(), graph_parameters);
-    EXPECT_EQ(methods::uses_parameter(m, "knn_method"), m.graph.has_value());
+    // The backend's parameters: every method that searches neighbours (a kNN or an LNP graph).
+    EXPECT_EQ(methods::uses_parameter(m, "knn_method"), m.graph.has_value() || m.lnp_graph.has_value());
     if (m.graph) {
       EXPECT_GE(m.graph->k, 1);
       EXPECT_EQ(methods::graph_key(methods::method_graph(m, methods::MethodOptions{})), methods::graph_key(*m.graph));

@@ -12,7 +12,9 @@
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/lapack.hpp"
 #include "ssdr/driver/pipeline.hpp"
+#include "ssdr/core/mpi_util.hpp"
 #include "ssdr/graph/lnp.hpp"
+#include "ssdr/graph/nndescent.hpp"
 #include "ssdr/io/dataset.hpp"
 #include "ssdr/propagation/label_propagation.hpp"
 #include "ssdr/scatter/scatter.hpp"
@@ -86,10 +88,12 @@ struct RefWeights {
   std::vector<std::vector<double>> weight;
 };
 
-RefWeights ref_weights(const Dense& X, int k) {
+/// The weights of eq. (2) on given neighbours: nb[i] the k neighbours of sample i.
+RefWeights ref_weights_on(const Dense& X, const std::vector<std::vector<int64_t>>& lists) {
   RefWeights r;
   for (int64_t i = 0; i < X.rows; ++i) {
-    const auto nb = ref_knn(X, i, k);
+    const std::vector<int64_t>& nb = lists[static_cast<size_t>(i)];
+    const int k = static_cast<int>(nb.size());
     Dense C(k, k);
     double tr = 0;
     for (int a = 0; a < k; ++a)
@@ -105,6 +109,13 @@ RefWeights ref_weights(const Dense& X, int k) {
     r.weight.push_back(ref_simplex_qp(C));
   }
   return r;
+}
+
+/// The weights of eq. (2) on the brute-force k nearest neighbours.
+RefWeights ref_weights(const Dense& X, int k) {
+  std::vector<std::vector<int64_t>> lists;
+  for (int64_t i = 0; i < X.rows; ++i) lists.push_back(ref_knn(X, i, k));
+  return ref_weights_on(X, lists);
 }
 
 /// Table 1: W̃ = D^{-1/2} (W+Wᵀ)/2 D^{-1/2}, dense n×n.
@@ -312,6 +323,47 @@ TEST(Lnp, GraphIsSymmetricNormalizedAndEqualToTheDenseReference) {
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = i + 1; j < n; ++j) edges += R(i, j) > 0;
   EXPECT_EQ(g.edges, edges);
+}
+
+TEST(Lnp, GraphOnNnDescentListsIsTheDenseReferenceOnThoseLists) {
+  // --knn-method nndescent: the LNP graph is built on NN-descent's lists (the same on any rank
+  // count for one seed), with eq. (2)'s weights on them; automatic is exact at this size.
+  const int k = 8;
+  Problem pr = load("breast_cancer.csv", 2);
+  DistMatrix X = ref::distribute(pr.X, MPI_COMM_WORLD);
+  graph::LnpOptions go;
+  go.k = k;
+  go.knn_method = graph::KnnMethod::nndescent;
+  go.knn_seed = 5;
+  const graph::LnpGraph g = graph::build_lnp_graph(X, go);
+  graph::NNDescentOptions no;
+  no.seed = 5;
+  const graph::KnnLists lists = graph::nndescent_search(X, k, no);
+  const std::vector<int64_t> all = allgatherv(lists.index, MPI_COMM_WORLD);
+  const int64_t n = pr.X.rows;
+  ASSERT_EQ(static_cast<int64_t>(all.size()), n * k);
+  std::vector<std::vector<int64_t>> nb(static_cast<size_t>(n));
+  int64_t found = 0;  // NN-descent's recall against the brute-force lists
+  for (int64_t i = 0; i < n; ++i) {
+    nb[static_cast<size_t>(i)].assign(all.begin() + i * k, all.begin() + (i + 1) * k);
+    const std::vector<int64_t> exact = ref_knn(pr.X, i, k);
+    for (int64_t j : nb[static_cast<size_t>(i)]) found += std::count(exact.begin(), exact.end(), j);
+  }
+  EXPECT_GT(static_cast<double>(found) / static_cast<double>(n * k), 0.95);
+  EXPECT_EQ(g.knn_method, graph::KnnMethod::nndescent);
+  EXPECT_GT(g.knn_recall, 0.95);  // estimated on 1000 rows: every one of the 569
+  EXPECT_EQ(g.knn_recall, static_cast<double>(found) / static_cast<double>(n * k));
+  const Dense W = to_dense(g.W);
+  const Dense R = ref_lnp_graph(ref_weights_on(pr.X, nb), n);
+  EXPECT_LT(test::max_abs_diff(W, R), 1e-12);
+  // The exact backend (automatic at 569 rows) is the brute-force reference's graph.
+  go.knn_method = graph::KnnMethod::automatic;
+  const Dense E = to_dense(graph::build_lnp_graph(X, go).W);
+  EXPECT_LT(test::max_abs_diff(E, ref_lnp_graph(ref_weights(pr.X, k), n)), 1e-12);
+  // Lists that do not match the rows' layout are refused on every rank.
+  graph::KnnLists wrong = lists;
+  wrong.n_local += 1;
+  EXPECT_THROW(graph::reconstruction_weights(X, wrong), Error);
 }
 
 // ---- SL-LDA -------------------------------------------------------------------------------

@@ -15,6 +15,7 @@
 
 #include "ssdr/core/dense.hpp"
 #include "ssdr/core/petsc.hpp"
+#include "ssdr/graph/knn.hpp"
 
 namespace ssdr::graph {
 
@@ -40,7 +41,7 @@ std::vector<double> simplex_reconstruction_weights(const Dense& G, double regula
                                                    int* iterations = nullptr);
 
 /// Reconstruction weights of every local row of X (n×d, rows distributed) from its k
-/// nearest neighbors (graph::knn_search, self excluded), eq. (2).
+/// nearest neighbors (self excluded; found by the backend of LnpOptions::knn_method), eq. (2).
 struct ReconstructionWeights {
   int k = 0;
   int64_t n_global = 0, row_start = 0, n_local = 0;
@@ -49,19 +50,33 @@ struct ReconstructionWeights {
   int max_nnls_iterations = 0; ///< largest NNLS iteration count over the local rows
 };
 
-/// Computes the weights of eq. (2) for every local row. The neighbors' feature rows live on
-/// other ranks: each rank requests the (deduplicated) rows it needs from their owners with
-/// one MPI_Alltoallv. Memory per rank O(n_local·k·d). Collective over X.comm.
+/// Computes the weights of eq. (2) for every local row of X (n×d) from its k nearest
+/// neighbors, found exactly (graph::knn_search). The neighbors' feature rows live on other
+/// ranks: each rank requests the (deduplicated) rows it needs from their owners with one
+/// MPI_Alltoallv. Memory per rank O(n_local·k·d). Collective over X.comm.
 /// \param regularization  r/(tr(G)/k), 1e-3 by default (sllda spec; LLE's usual choice)
 /// \throws ssdr::Error (collectively) when k < 1 or k ≥ n.
 ReconstructionWeights reconstruction_weights(const DistMatrix& X, int k, double regularization = 1e-3);
+
+/// The same from given neighbor lists: `lists` holds k = lists.k neighbors (self excluded)
+/// of each local row of X in X's layout (knn_search's or nndescent_search's lists of X).
+/// Collective over X.comm. \throws ssdr::Error (collectively) when the lists do not match
+/// X's layout or regularization < 0.
+ReconstructionWeights reconstruction_weights(const DistMatrix& X, const KnnLists& lists, double regularization = 1e-3);
 
 /// The reconstruction-weight graph of SL-LDA (sllda-zhao2014 §3.1, LNP).
 struct LnpOptions {
   int k = 8;                     ///< neighbors
   double regularization = 1e-3;  ///< r = regularization · tr(G)/k
+  /// How the k neighbors are found (--knn-method, as the kNN graph's GraphOptions::
+  /// knn_method): exact, NN-descent, or automatic (exact up to kExactKnnMax rows).
+  KnnMethod knn_method = KnnMethod::automatic;
+  uint64_t knn_seed = 1;  ///< NN-descent's seed (the run's --seed)
+  /// Rows whose exact lists estimate an approximate search's recall (--knn-recall-sample,
+  /// graph::knn_recall; 0: not estimated). Unused by the exact search (recall 1).
+  int64_t knn_recall_sample = 1000;
   /// Every field as a tuple, in declaration order (what methods::LnpKey compares).
-  auto fields() const { return std::tie(k, regularization); }
+  auto fields() const { return std::tie(k, regularization, knn_method, knn_seed, knn_recall_sample); }
 };
 
 /// The normalized symmetric reconstruction graph of sllda-zhao2014 Table 1.
@@ -70,11 +85,17 @@ struct LnpGraph {
   std::vector<double> degree; ///< D_ii of (W+Wᵀ)/2 for the local rows (each ≥ 1/2)
   int64_t edges = 0;          ///< undirected edges (pairs i<j with W̃_ij > 0)
   int max_nnls_iterations = 0;
+  KnnMethod knn_method = KnnMethod::exact;  ///< the search that found the neighbors
+  /// Recall@k of the neighbor lists (graph::knn_recall on LnpOptions::knn_recall_sample rows):
+  /// 1 for the exact search, NaN when not estimated.
+  double knn_recall = 1.0;
 };
 
 /// Builds W̃ from X (n×d, rows distributed; the graph's vertices are X's rows):
-/// reconstruction_weights, then W + Wᵀ by MatTranspose + MatAXPY, halved, then scaled by
-/// D^{-1/2} on both sides (MatDiagonalScale). Collective over X.comm.
+/// reconstruction_weights on the k neighbors of options.knn_method (graph::knn_lists: the
+/// exact search, or NN-descent with options.knn_seed, whose lists are the same on any rank
+/// count; their recall estimated as the kNN graph's), then W + Wᵀ by MatTranspose + MatAXPY,
+/// halved, then scaled by D^{-1/2} on both sides (MatDiagonalScale). Collective over X.comm.
 /// \throws ssdr::Error (collectively) when k < 1, k ≥ n or regularization < 0.
 LnpGraph build_lnp_graph(const DistMatrix& X, const LnpOptions& options);
 

@@ -239,7 +239,8 @@ std::string method_names();
 ///   graph; an internal error, refused by check_method_row for the table's rows).
 graph::GraphOptions method_graph(const MethodInfo& method, const MethodOptions& o);
 /// The LNP graph a method builds: its row's `lnp_graph` (the paper's) with k from o.graph.k
-/// when o.knn_given. Local.
+/// when o.knn_given, searched by the run's kNN backend and seed (o.graph.knn_method,
+/// knn_seed). Local.
 /// \throws ssdr::Error (replicated) when the row has no LNP graph (an internal error).
 graph::LnpOptions method_lnp_graph(const MethodInfo& method, const MethodOptions& o);
 

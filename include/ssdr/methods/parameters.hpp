@@ -46,7 +46,7 @@ enum class ParameterScope {
   own,          ///< the methods that list it in MethodInfo::parameters
   every,        ///< every method: preprocessing and the length of W's columns
   kernel,       ///< every method that projects (the kernel map comes before the method)
-  knn_backend,  ///< every method with a kNN heat/binary/adaptive graph (a MethodInfo::graph)
+  knn_backend,  ///< every method that searches neighbours: a kNN graph (MethodInfo::graph) or an LNP graph (lnp_graph)
 };
 
 /// One row of the parameter table: name, symbol, help, kind and range, and how it is set and

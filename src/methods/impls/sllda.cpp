@@ -81,6 +81,8 @@ scatter::ScatterMatrices sl_scatter(const TrainingData& data, const SoftLabels& 
 void soft_label_info(const SoftLabels& s, const MethodOptions& o, nlohmann::json& info) {
   info["graph"] = "lnp";
   info["k"] = s.options.k;
+  info["knn_method"] = graph::to_string(s.g.knn_method);
+  info["knn_recall"] = std::isnan(s.g.knn_recall) ? nlohmann::json(nullptr) : nlohmann::json(s.g.knn_recall);
   info["reconstruction_regularization"] = s.options.regularization;
   info["graph_edges"] = s.g.edges;
   info["max_nnls_iterations"] = s.g.max_nnls_iterations;
