@@ -10,11 +10,14 @@ namespace ssdr::methods::baselines {
 
 /// XᵀLX in our row-sample convention, i.e. the paper's X L Xᵀ (d×d, replicated), for the
 /// sample-distributed X (n×d) and a sparse symmetric n×n L (MPIAIJ) whose row layout is
-/// X's. Y = L X is one sparse×dense product (MatMatMult with an MPIDENSE copy of X, n×d
-/// distributed like X), then the local GEMM X_localᵀ Y_local and an MPI_Allreduce of d×d;
-/// the result is symmetrized ((C + Cᵀ)/2). No n×n dense matrix; memory O(n_local·d + d²).
-/// Collective over X.comm. \throws ssdr::Error when L's local row count differs from X's.
-Dense graph_scatter(Mat L, const DistMatrix& X);
+/// X's. Y = L X by sparse×dense products (MatMatMult with an MPIDENSE copy of `block`
+/// columns of X at a time, n×block distributed like X), each followed by the local GEMM
+/// X_localᵀ Y_local for those columns of the result, then an MPI_Allreduce of d×d; the
+/// result is symmetrized ((C + Cᵀ)/2). The width changes no bit of the result (each entry
+/// is the same sum). block ≤ 0: about 32 MiB of rows per copy (the same on every rank).
+/// No n×n dense matrix; memory O(n_local·block + d²) beside X. Collective over X.comm.
+/// \throws ssdr::Error when L's local row count differs from X's.
+Dense graph_scatter(Mat L, const DistMatrix& X, int64_t block = 0);
 
 /// Covariance Σ = (1/n) Σ_i (x_i − x̄)(x_i − x̄)ᵀ (d×d, replicated) of the sample-distributed
 /// X (n×d): the mean by MPI_Allreduce, then a local DSYRK on the centered block and an
