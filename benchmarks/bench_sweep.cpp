@@ -18,6 +18,9 @@
 // symmetric matrix (median of 3), and dgemm at n = 1024 (median of 3). Every rank performs
 // the same replicated eigen-solves, so the bound is that of one core. Work outside them
 // (sparse solves, the 1-NN scans, copies) is what the ratio measures beyond the bound.
+// A second table gives each method's fit phases (the report's timings, mean per fit after
+// the first). The probe is the whole of soda's and oda's fits (20 configurations, first fits
+// included) in units of one 784×784 eigendecomposition measured in the same run.
 #include <mpi.h>
 
 #include <algorithm>
@@ -144,10 +147,13 @@ int main(int argc, char** argv) {
       std::printf("| method | fits | first fit s | per fit s | bound s | ratio | eigen-solves per fit (n x k) | GFLOP per fit |\n");
       std::printf("|---|---|---|---|---|---|---|---|\n");
     }
+    std::string phases;  // the per-phase table, printed after the main one
+    double probe_s = 0;  // the 20-configuration probe: soda's and oda's fits, first fits included
     for (const std::string& method : methods) {
       const std::vector<Setting> settings = grid(method);
       double first = 0, total = 0, bound_total = 0, flops_total = 0;
       std::map<std::pair<int64_t, int64_t>, int64_t> eig_total;
+      std::map<std::string, double> phase_total;  // the fits' own timings (max over ranks), first fit aside
       int64_t counted = 0;
       for (size_t f = 0; f < settings.size(); ++f) {
         std::vector<ssdr::driver::ParameterSetting> ps;
@@ -158,10 +164,11 @@ int main(int argc, char** argv) {
         ssdr::lapack::reset_work_counters();
         MPI_Barrier(MPI_COMM_WORLD);
         const double t0 = MPI_Wtime();
-        ssdr::driver::fit_and_evaluate(ds, roles, c, false);
+        const ssdr::driver::FitOutcome out = ssdr::driver::fit_and_evaluate(ds, roles, c, false);
         double s = MPI_Wtime() - t0;
         MPI_Allreduce(MPI_IN_PLACE, &s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
         const ssdr::lapack::WorkCounters work = ssdr::lapack::work_counters();
+        if (method == "soda" || method == "oda") probe_s += s;  // every fit, the first included
         if (f == 0) {
           first = s;
           continue;
@@ -171,6 +178,11 @@ int main(int argc, char** argv) {
           if (!eig_s.count(nk)) eig_s[nk] = eigen_seconds(nk.first, nk.second);
           bound += static_cast<double>(count) * eig_s[nk];
           eig_total[nk] += count;
+        }
+        for (const auto& [phase, seconds] : out.timings) {
+          double mx = seconds;  // the same phases on every rank (the fit is collective)
+          MPI_Allreduce(MPI_IN_PLACE, &mx, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+          phase_total[phase] += mx;
         }
         total += s;
         bound_total += bound;
@@ -190,8 +202,26 @@ int main(int argc, char** argv) {
         std::printf("| %s | %lld | %.2f | %.3f | %.3f | %.2f | %s | %.2f |\n", method.c_str(),
                     static_cast<long long>(counted + 1), first, per, bnd, per / bnd, eig.c_str(),
                     flops_total / static_cast<double>(counted) / 1e9);
+        phases += "| " + method + " |";
+        for (const auto& [phase, seconds] : phase_total) {
+          char b[96];
+          std::snprintf(b, sizeof b, " %s %.3f", phase.c_str(), seconds / static_cast<double>(counted));
+          phases += b;
+        }
+        phases += " |\n";
         std::fflush(stdout);
       }
+    }
+    if (rank == 0)
+      std::printf("\nPer fit, by phase (s, mean over the fits after the first; max over ranks):\n\n"
+                  "| method | phases |\n|---|---|\n%s", phases.c_str());
+    const bool probe = std::count(methods.begin(), methods.end(), "soda") && std::count(methods.begin(), methods.end(), "oda");
+    if (probe) {
+      // The unit: one 784×784 eigendecomposition (all vectors), measured here.
+      const double unit = eigen_seconds(784, 784);
+      if (rank == 0)
+        std::printf("\nProbe (soda and oda, 20 configurations, first fits included): %.2f s = %.0f units of a "
+                    "784 x 784 eigendecomposition (%.4f s)\n", probe_s, probe_s / unit, unit);
     }
     if (rank == 0)
       std::printf("\nRowsCache: %d entries, %.0f MiB per rank, %d hits, %d misses\n",
