@@ -411,7 +411,7 @@ class Build {
   std::vector<uint16_t> nf, of;  ///< the round's forward new and old candidates per row (exchange)
   std::vector<uint16_t> rn, ro;  ///< the round's reverse new and old candidates per row, after them
 
-  int64_t fetch_rows = 1, nfetch = 0, join_rows = 1, joins_per_fetch = 0, final_chunks = 0;
+  int64_t fetch_rows = 1, nfetch = 0, join_rows = 1, joins_per_fetch = 0, final_rows = 1, final_chunks = 0;
   int64_t w = 0;  ///< floats per fetched row: d values, the k-th distance, the squared norm
   std::vector<int64_t> join_order;
   int64_t cache_rows = 0;
@@ -538,8 +538,13 @@ void Build::plan_blocks() {
   nfetch = (nl_max + fetch_rows - 1) / fetch_rows;
   join_rows = std::min(kChunk, fetch_rows);
   joins_per_fetch = (fetch_rows + join_rows - 1) / join_rows;
-  // The final exact distances fetch at most K double rows per local row, in chunks of join_rows.
-  final_chunks = (nl_max + join_rows - 1) / join_rows;
+  // The final exact distances fetch at most K double rows per local row, in chunks of
+  // final_rows rows: join_rows, or as many rows as B_f holds K double rows for when that is
+  // more (fewer chunks fetch the same remote row fewer times: at 300 000 rows on 2 ranks
+  // with B_f = 1 GiB, 2.7 s against 3.6 s).
+  final_rows = std::min(std::max<int64_t>(1, nl_max),
+                        std::max(join_rows, static_cast<int64_t>(budget / (static_cast<double>(K) * static_cast<double>(d) * 8.0))));
+  final_chunks = (nl_max + final_rows - 1) / final_rows;
   w = d + 2;
 
   // Without the float copy, or with several fetch blocks, the joins visit the rows in a
@@ -862,7 +867,7 @@ KnnLists Build::exact_lists(int k) {
   std::vector<double> dreply, dgot;
   std::vector<double> xs(static_cast<size_t>(d)), ys(static_cast<size_t>(d));  // float rows as doubles
   for (int64_t ch = 0; ch < final_chunks; ++ch) {
-    const int64_t v0 = std::min(nl, ch * join_rows), v1 = std::min(nl, v0 + join_rows);
+    const int64_t v0 = std::min(nl, ch * final_rows), v1 = std::min(nl, v0 + final_rows);
     std::vector<int64_t> need;
     for (int64_t e = v0 * K; e < v1 * K; ++e) {
       const int64_t c = L.j[static_cast<size_t>(e)];
