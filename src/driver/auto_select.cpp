@@ -130,14 +130,11 @@ std::vector<Candidate> auto_candidates(const FitConfig& a, int classes, int64_t 
   return out;
 }
 
-namespace {
-
-/// The transductive rows of ds (labeled and unlabeled; not the unseen), in global order,
-/// balanced over ds.X.comm's ranks, as dense doubles or in the file's type (TypedRows) as ds
-/// holds them, with their labels and roles (`roles_out`); no ids. Collective over ds.X.comm.
-io::Dataset transductive_rows(const io::Dataset& ds, const std::vector<data::Role>& roles,
+io::Dataset transductive_copy(const io::Dataset& ds, const std::vector<data::Role>& roles,
                               std::vector<data::Role>& roles_out) {
   const MPI_Comm comm = ds.X.comm;
+  SSDR_CHECK_COLLECTIVE(comm, !ds.sparse && static_cast<int64_t>(roles.size()) == ds.X.n_local,
+                        "transductive_copy: expected dense or typed rows and one role per local row (internal)");
   const size_t row_bytes = io::row_bytes(ds);
   const unsigned char* from = io::row_data(ds);
   std::vector<unsigned char> rows;
@@ -158,13 +155,19 @@ io::Dataset transductive_rows(const io::Dataset& ds, const std::vector<data::Rol
   const int64_t start = n * r / P, count = n * (r + 1) / P - start;
   std::vector<unsigned char> moved(static_cast<size_t>(count) * row_bytes);
   redistribute_rows(rows.data(), first, mine, moved.data(), start, count, row_bytes, comm);
+  std::vector<unsigned char>().swap(rows);  // not beside the copy for the rest of the selection
   io::Dataset t = io::dataset_of_rows(ds, comm, n, start, count, std::move(moved));
   t.labels = redistribute_rows(labels, first, start, count, comm);
   roles_out = redistribute_rows(kept, first, start, count, comm);
   return t;
 }
 
-}  // namespace
+bool selects_on_copy(const io::Dataset& ds, const std::vector<data::Role>& roles, const FitConfig& a) {
+  int64_t unseen = 0;
+  for (data::Role x : roles) unseen += x == data::Role::unseen;
+  MPI_Allreduce(MPI_IN_PLACE, &unseen, 1, MPI_INT64_T, MPI_SUM, ds.X.comm);
+  return unseen > 0 && !ds.sparse && a.cache == nullptr && a.rows == nullptr;
+}
 
 Selection select_auto(const io::Dataset& ds, const std::vector<data::Role>& roles, const FitConfig& a,
                       uint64_t seed) {
@@ -172,12 +175,9 @@ Selection select_auto(const io::Dataset& ds, const std::vector<data::Role>& role
   // fit or score): without a sweep's caches, which are keyed on ds's own rows, it runs on a
   // copy of those rows alone, so that no fold preprocesses or embeds the unseen rows (at
   // 1.05 M rows with F = 0.2, four fifths of the data). The same folds, fits and scores.
-  int64_t unseen = 0;
-  for (data::Role x : roles) unseen += x == data::Role::unseen;
-  MPI_Allreduce(MPI_IN_PLACE, &unseen, 1, MPI_INT64_T, MPI_SUM, ds.X.comm);
-  if (unseen > 0 && !ds.sparse && a.cache == nullptr && a.rows == nullptr) {
+  if (selects_on_copy(ds, roles, a)) {
     std::vector<data::Role> t_roles;
-    const io::Dataset t = transductive_rows(ds, roles, t_roles);
+    const io::Dataset t = transductive_copy(ds, roles, t_roles);
     return select_auto(t, t_roles, a, seed);
   }
   std::vector<Candidate> candidates = auto_candidates(a, ds.classes, ds.X.cols);

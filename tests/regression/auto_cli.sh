@@ -133,6 +133,23 @@ one, two = (json.load(open(sys.argv[1] + "/u8_g%d.json" % g))["info"]["selection
 strip = lambda s: [{k: v for k, v in c.items() if k != "candidate_seconds"} for c in s["candidates"]]
 assert two["groups"] == 2 and strip(one) == strip(two) and one["chosen"] == two["chosen"]
 EOF
+# 1e. With unseen rows the data set is released during the selection and read again for the
+# fit: the chosen configuration fitted by hand on the same split gives the same accuracies.
+"$PY" - "$tmp" >"$tmp/u8_args" <<'EOF'
+import json, sys
+c = json.load(open(sys.argv[1] + "/u8_g1.json"))["info"]["selection"]["chosen"]
+print(" ".join("--%s %s" % (k.replace("_", "-"), v) for k, v in c.items()))
+EOF
+# shellcheck disable=SC2046
+"${RUN[@]}" fit --data "$tmp/u8.npy" --labels "$tmp/u8_y.npy" --labeled-per-class 3 --transductive-fraction 0.3 \
+  --seed 3 $(cat "$tmp/u8_args") --report "$tmp/u8_hand.json" -q >/dev/null 2>"$tmp/u8.err" ||
+  bad "the chosen configuration by hand: $(tail -2 "$tmp/u8.err")"
+"$PY" - "$tmp" <<'EOF' && ok "auto with unseen rows fits its choice as the method by hand" || bad "auto's fit differs from its choice by hand"
+import json, sys
+a, h = (json.load(open(sys.argv[1] + f)) for f in ("/u8_g1.json", "/u8_hand.json"))
+assert a["accuracy"] == h["accuracy"] and a["split"] == h["split"] and a["dim"] == h["dim"], (a["accuracy"], h["accuracy"])
+assert a["trace_ratio"] == h["trace_ratio"], (a["trace_ratio"], h["trace_ratio"])
+EOF
 # 2. predict with the auto model labels every row by class name.
 if "${RUN[@]}" predict --model "$tmp/a.model" --data "$own" --label-column species --output "$tmp/p.csv" -q \
     >/dev/null 2>"$tmp/p.err" && [ "$(wc -l <"$tmp/p.csv")" -eq 151 ] && grep -q ",setosa$" "$tmp/p.csv"; then

@@ -73,4 +73,22 @@ std::vector<Candidate> auto_candidates(const FitConfig& auto_config, int classes
 Selection select_auto(const io::Dataset& ds, const std::vector<data::Role>& roles, const FitConfig& auto_config,
                       uint64_t seed);
 
+/// Whether select_auto(ds, roles, auto_config, ·) selects on a copy of the transductive rows
+/// (transductive_copy): ds has unseen rows, keeps them dense or in the file's type (not
+/// sparse), and auto_config has no sweep's caches (.cache, .rows null). A caller that holds
+/// ds only for the fit after the selection may then make the copy itself, release ds while
+/// the selection runs and read it again (`ssdr fit`: the selection's memory is that of the
+/// transductive rows, not of the whole data set). roles: of ds.X's local rows. Collective
+/// over ds.X.comm (one MPI_Allreduce).
+bool selects_on_copy(const io::Dataset& ds, const std::vector<data::Role>& roles, const FitConfig& auto_config);
+
+/// The transductive rows of ds (labeled and unlabeled; not the unseen), in global order,
+/// balanced over ds.X.comm's ranks (n_t·r/P … n_t·(r+1)/P on rank r of P), as dense doubles or
+/// in the file's type as ds holds them (not sparse), with their labels; `roles_out` receives
+/// their roles (one per local row of the copy). No ids. select_auto(copy, roles_out, …) scores
+/// exactly as select_auto(ds, roles, …). Collective over ds.X.comm.
+/// \throws ssdr::Error (collective) for sparse rows or when roles has not one role per local row.
+io::Dataset transductive_copy(const io::Dataset& ds, const std::vector<data::Role>& roles,
+                              std::vector<data::Role>& roles_out);
+
 }  // namespace ssdr::driver
