@@ -302,6 +302,7 @@ LnpGraph build_lnp_graph(const DistMatrix& X, const LnpOptions& options) {
   GraphOptions search;
   search.knn_method = options.knn_method;
   search.knn_seed = options.knn_seed;
+  search.nndescent_memory_mib = options.nndescent_memory_mib;
   const KnnMethod backend = resolve(options.knn_method, X.n_global);
   ReconstructionWeights rw;
   double recall = 1.0;

@@ -333,16 +333,21 @@ class Build {
     changed += entered();
   }
 
-  /// Frees the candidate sets and the fetched rows (the build is over). Local.
+  /// Frees the candidate sets, the fetched rows, the float copy and the row cache (the build
+  /// is over; exact_lists reads the rows in double). Local.
   void release_candidates() {
     std::vector<int64_t>().swap(Nb);
     std::vector<int64_t>().swap(Ob);
     std::vector<float>().swap(fetched);
     std::vector<float>().swap(reply);
+    // exact_lists reads X in double: the float copy and the row cache are not needed.
+    std::vector<float>().swap(xf);
+    std::vector<float>().swap(cache);
+    cache_rows = 0;
   }
 
   /// The final lists: every entry's exact distance (remote rows fetched in double, in chunks
-  /// of join_rows rows), re-sorted by (dist2, index) and cut to k. Collective.
+  /// of final_rows rows), re-sorted by (dist2, index) and cut to k. Collective.
   KnnLists exact_lists(int k);
 
   /// K, the list length during the build. Local.
@@ -448,7 +453,8 @@ void Build::center_rows() {
   // would not be). Centering by any fixed vector leaves the distances unchanged; a sample
   // mean keeps the float values as small as the full mean does (S·d doubles gathered).
   mu.assign(static_cast<size_t>(d), 0.0);
-  const int64_t S = std::min<int64_t>(n, 1024);
+  // At most 2^20 doubles in all (8 MiB on every rank): fewer rows when d > 1024.
+  const int64_t S = std::min<int64_t>(n, std::max<int64_t>(1, std::min<int64_t>(1024, (int64_t{1} << 20) / std::max<int64_t>(d, 1))));
   std::vector<double> mine;
   for (int64_t i = 0; i < S; ++i) {
     const int64_t g = i * n / S;
@@ -542,8 +548,15 @@ void Build::plan_blocks() {
   // final_rows rows: join_rows, or as many rows as B_f holds K double rows for when that is
   // more (fewer chunks fetch the same remote row fewer times: at 300 000 rows on 2 ranks
   // with B_f = 1 GiB, 2.7 s against 3.6 s).
-  final_rows = std::min(std::max<int64_t>(1, nl_max),
-                        std::max(join_rows, static_cast<int64_t>(budget / (static_cast<double>(K) * static_cast<double>(d) * 8.0))));
+  {
+    // Clamped in double (B_f may be infinite), and so that one chunk's double rows, from
+    // every other rank, stay within an int count of MPI_Alltoallv.
+    const double per_row = static_cast<double>(K) * static_cast<double>(std::max<int64_t>(d, 1));
+    double rows = std::max(static_cast<double>(join_rows), budget / (per_row * 8.0));
+    rows = std::min(rows, static_cast<double>(std::numeric_limits<int>::max() / 2) / (per_row * std::max(size - 1, 1)));
+    rows = std::min(rows, static_cast<double>(std::max<int64_t>(1, nl_max)));
+    final_rows = std::max<int64_t>(1, static_cast<int64_t>(rows));
+  }
   final_chunks = (nl_max + final_rows - 1) / final_rows;
   w = d + 2;
 

@@ -83,6 +83,7 @@ graph::GraphOptions method_graph(const MethodInfo& method, const MethodOptions& 
   g.knn_method = o.graph.knn_method;  // the run's choices, not the paper's graph
   g.knn_seed = o.graph.knn_seed;
   g.knn_recall_sample = o.graph.knn_recall_sample;
+  g.nndescent_memory_mib = o.graph.nndescent_memory_mib;
   return g;
 }
 
@@ -94,6 +95,7 @@ graph::LnpOptions method_lnp_graph(const MethodInfo& method, const MethodOptions
   g.knn_method = o.graph.knn_method;  // the run's search, as method_graph's
   g.knn_seed = o.graph.knn_seed;
   g.knn_recall_sample = o.graph.knn_recall_sample;
+  g.nndescent_memory_mib = o.graph.nndescent_memory_mib;
   return g;
 }
 

@@ -89,6 +89,8 @@ template <class O>
 constexpr size_t unkeyed_members = 0;
 template <>
 constexpr size_t unkeyed_members<graph::GraphOptions> = 1;
+template <>
+constexpr size_t unkeyed_members<graph::LnpOptions> = 1;  // nndescent_memory_mib, likewise
 
 /// O::fields() lists every member of O (but its unkeyed_members), and for each of them the key
 /// built from the options with that one field changed misses the cache of the defaults' key;

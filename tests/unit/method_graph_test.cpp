@@ -84,6 +84,18 @@ TEST(MethodGraph, TheLnpGraphSearchesByTheRunsKnnBackend) {
   EXPECT_FALSE(methods::uses_parameter(methods::find_method("lda"), "knn_method"));
 }
 
+TEST(MethodGraph, EveryGraphTakesTheRunsNnDescentMemory) {
+  // --nndescent-memory reaches the kNN graph of every method that has one and SL-LDA's LNP
+  // graph (the lists do not depend on it: only the time and the memory do).
+  methods::MethodOptions o;
+  o.graph.nndescent_memory_mib = 512;
+  for (const methods::MethodInfo& m : methods::method_table()) {
+    if (m.graph) EXPECT_EQ(methods::method_graph(m, o).nndescent_memory_mib, 512) << m.name;
+    if (m.lnp_graph) EXPECT_EQ(methods::method_lnp_graph(m, o).nndescent_memory_mib, 512) << m.name;
+    if (m.graph || m.lnp_graph) EXPECT_TRUE(methods::uses_parameter(m, "nndescent_memory")) << m.name;
+  }
+}
+
 TEST(MethodGraph, KnnWeightAndSigmaSOverrideTheMethodsGraph) {
   methods::MethodOptions o;
   o.graph.k = 11;

@@ -129,7 +129,7 @@ TEST(NNDescent, GivesTheListsOfOneRankOnAnyRankCountAndFetchBudget) {
     NNDescentOptions o;
     o.seed = 3;
     o.max_iterations = rounds;
-    const KnnLists one = nndescent_search(distribute(all, MPI_COMM_SELF), 8, o);
+    const KnnLists one = nndescent_search(distribute(all, MPI_COMM_SELF), 8, o);  // the default budget
     for (double budget : {160.0 * (1 << 20), double(1 << 20)}) {
       o.fetch_budget_bytes = budget;
       const auto [index, dist2] = gathered(nndescent_search(distribute(all), 8, o), MPI_COMM_WORLD);

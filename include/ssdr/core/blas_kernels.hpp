@@ -28,8 +28,9 @@ std::string suggested_openblas_coretype();
 bool openblas_on_generic_kernels();
 
 /// When openblas_on_generic_kernels(): sets OPENBLAS_CORETYPE to the suggested kernels and
-/// replaces the process by itself (execv of the file /proc/self/exe names, with the same
-/// argv; the PID, the process name, the environment and the open files stay). Returns only when there is nothing to do or the
+/// replaces the process by itself (execv of the path it was started by, with the same argv;
+/// the PID, the process name, the environment and the open files stay); not when that path
+/// is not the running program (ld.so started by hand, valgrind, an emulator). Returns only when there is nothing to do or the
 /// exec failed (the run goes on with the generic kernels). Call it first in main, before
 /// MPI_Init (every rank decides alike: the same CPU model and environment on a node). Local.
 void reexec_with_openblas_coretype(char** argv);

@@ -75,6 +75,9 @@ struct LnpOptions {
   /// Rows whose exact lists estimate an approximate search's recall (--knn-recall-sample,
   /// graph::knn_recall; 0: not estimated). Unused by the exact search (recall 1).
   int64_t knn_recall_sample = 1000;
+  /// NN-descent's memory budget (--nndescent-memory, GraphOptions::nndescent_memory_mib):
+  /// the lists do not depend on it, so fields() leaves it out.
+  double nndescent_memory_mib = 160;
   /// Every field as a tuple, in declaration order (what methods::LnpKey compares).
   auto fields() const { return std::tie(k, regularization, knn_method, knn_seed, knn_recall_sample); }
 };
