@@ -233,7 +233,7 @@ std::string methods_markdown() {
       }
       case methods::ParameterScope::every: scope = "every method"; break;
       case methods::ParameterScope::kernel: scope = "every projecting method"; break;
-      case methods::ParameterScope::knn_backend: scope = "methods with a kNN graph"; break;
+      case methods::ParameterScope::knn_backend: scope = "methods with a kNN or LNP graph"; break;
     }
     const std::string fixed = fixed_default(p);
     const std::string def = p.kind == methods::ParameterKind::flag ? "-" : fixed.empty() ? "the method's" : fixed;
