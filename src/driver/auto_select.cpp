@@ -2,7 +2,6 @@
 #include "ssdr/driver/auto_select.hpp"
 
 #include <algorithm>
-#include <cstring>
 
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/mpi_util.hpp"

@@ -65,6 +65,13 @@ void passive_least_squares(const Dense& A, const std::vector<double>& b, const s
   for (int64_t j = 0; j < p; ++j) z[static_cast<size_t>(cols[static_cast<size_t>(j)])] = zp[static_cast<size_t>(j)];
 }
 
+/// The LNP regularization r ≥ 0, checked by each entry point before its neighbour search.
+/// \throws ssdr::Error (replicated: r is the same on every rank) otherwise.
+void require_regularization(double regularization) {
+  SSDR_REQUIRE(regularization >= 0, "reconstruction regularization " + std::to_string(regularization) +
+                                        " must be non-negative");
+}
+
 }  // namespace
 
 /// (knn_internal.hpp) Also CLR's fetch of F's rows and component labels at the neighbours.
@@ -230,15 +237,13 @@ std::vector<double> simplex_reconstruction_weights(const Dense& G, double regula
 }
 
 ReconstructionWeights reconstruction_weights(const DistMatrix& X, int k, double regularization) {
-  SSDR_REQUIRE(regularization >= 0, "reconstruction regularization " + std::to_string(regularization) +
-                                        " must be non-negative");
+  require_regularization(regularization);
   return reconstruction_weights(X, knn_search(X, k), regularization);  // knn_search checks k collectively
 }
 
 ReconstructionWeights reconstruction_weights(const DistMatrix& X, const KnnLists& knn, double regularization) {
   MPI_Comm comm = X.comm;
-  SSDR_REQUIRE(regularization >= 0, "reconstruction regularization " + std::to_string(regularization) +
-                                        " must be non-negative");
+  require_regularization(regularization);
   SSDR_CHECK_COLLECTIVE(comm,
                         knn.k >= 1 && knn.n_local == X.n_local &&
                             knn.index.size() == static_cast<size_t>(X.n_local) * static_cast<size_t>(knn.k),
@@ -296,8 +301,7 @@ ReconstructionWeights reconstruction_weights(const DistMatrix& X, const KnnLists
 
 LnpGraph build_lnp_graph(const DistMatrix& X, const LnpOptions& options) {
   MPI_Comm comm = X.comm;
-  SSDR_REQUIRE(options.regularization >= 0, "reconstruction regularization " + std::to_string(options.regularization) +
-                                                " must be non-negative");
+  require_regularization(options.regularization);  // before the neighbour search
   // The neighbors by the run's backend (the kNN graph's --knn-method): knn_lists checks k.
   GraphOptions search;
   search.knn_method = options.knn_method;

@@ -462,12 +462,7 @@ void Build::center_rows() {
     mine.resize(mine.size() + static_cast<size_t>(d));
     X.tile(g - r0, 1, mine.data() + mine.size() - static_cast<size_t>(d));
   }
-  std::vector<int> counts(static_cast<size_t>(size)), displs(static_cast<size_t>(size) + 1, 0);
-  const int count = static_cast<int>(mine.size());
-  MPI_Allgather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, comm);
-  for (int r = 0; r < size; ++r) displs[static_cast<size_t>(r) + 1] = displs[static_cast<size_t>(r)] + counts[static_cast<size_t>(r)];
-  std::vector<double> sample(static_cast<size_t>(displs[static_cast<size_t>(size)]));
-  MPI_Allgatherv(mine.data(), count, MPI_DOUBLE, sample.data(), counts.data(), displs.data(), MPI_DOUBLE, comm);
+  const std::vector<double> sample = allgatherv(mine, comm);
   for (int64_t i = 0; i < S; ++i)  // ranks hold ascending ranges: rank order is global order
     for (int64_t t = 0; t < d; ++t) mu[static_cast<size_t>(t)] += sample[static_cast<size_t>(i * d + t)];
   for (double& m : mu) m /= static_cast<double>(S);

@@ -95,16 +95,7 @@ TEST(NNDescent, GivesTheSameListsForTheSameSeedAndRankCount) {
 
 /// Every rank's lists gathered in global row order (index then dist2 per row). Collective.
 static std::pair<std::vector<int64_t>, std::vector<double>> gathered(const KnnLists& L, MPI_Comm comm) {
-  const int P = comm_size(comm);
-  std::vector<int> counts(static_cast<size_t>(P)), displs(static_cast<size_t>(P) + 1, 0);
-  const int mine = static_cast<int>(L.index.size());
-  MPI_Allgather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, comm);
-  for (int r = 0; r < P; ++r) displs[static_cast<size_t>(r) + 1] = displs[static_cast<size_t>(r)] + counts[static_cast<size_t>(r)];
-  std::vector<int64_t> index(static_cast<size_t>(displs.back()));
-  std::vector<double> dist2(index.size());
-  MPI_Allgatherv(L.index.data(), mine, MPI_INT64_T, index.data(), counts.data(), displs.data(), MPI_INT64_T, comm);
-  MPI_Allgatherv(L.dist2.data(), mine, MPI_DOUBLE, dist2.data(), counts.data(), displs.data(), MPI_DOUBLE, comm);
-  return {index, dist2};
+  return {allgatherv(L.index, comm), allgatherv(L.dist2, comm)};
 }
 
 TEST(NNDescent, GivesTheListsOfOneRankOnAnyRankCountAndFetchBudget) {
