@@ -555,27 +555,24 @@ void Build::plan_blocks() {
   final_chunks = (nl_max + final_rows - 1) / final_rows;
   w = d + 2;
 
-  // Without the float copy, or with several fetch blocks, the joins visit the rows in a
-  // locality order (locality_order, the exact search's random-projection tree with its leaves
-  // of 256 rows, here on the rank's double rows or its float copy): once the lists are near
-  // their neighbours, consecutive rows' candidates overlap, so a fetch block asks for fewer
-  // distinct remote rows and a small cache of converted rows (at most a quarter of B_f,
-  // direct-mapped by local row) serves most local gathers. A cached row holds the same float
-  // values as a fresh conversion, and the visiting order does not change the lists (step 2
-  // above). 280 000 rows on 2 ranks: 41.4 s with neither, 38.7–39.1 s
+  // The joins and the final exact distances visit the rows in a locality order
+  // (locality_order, the exact search's random-projection tree with its leaves of 256 rows,
+  // here on the rank's float copy or its rows as stored): once the lists are near their
+  // neighbours, consecutive rows' candidates overlap, so their rows are still in the cache
+  // when the next row gathers them, a fetch block asks for fewer distinct remote rows, and
+  // a small cache of converted rows (without the float copy: at most a quarter of B_f,
+  // direct-mapped by local row) serves most local gathers. A cached row holds the same
+  // float values as a fresh conversion, and the visiting order does not change the lists
+  // (step 2 above). 280 000 rows on 2 ranks, no float copy: 41.4 s with neither, 38.7–39.1 s
   // with the order alone, 33.8–36.9 s with both (a 13 300-row cache; in a run with a
   // 16 384-row one, 67 % of the local gathers came from it and the remote rows fetched per
-  // round fell by up to 45 %).
-  if (xf.empty() || nfetch > 1) {
-    // Without the float copy, from the rows as stored, in double (float rows: the order of
-    // their double copy, so the lists are too).
-    join_order = !xf.empty()   ? detail::locality_order(xf.data(), nl, d, 256)
-                 : X.single() ? detail::locality_order<float, double>(X.floats()->v.data(), nl, d, 256)
-                              : detail::locality_order(X.doubles().v.data(), nl, d, 256);
-  } else {
-    join_order.resize(static_cast<size_t>(nl));
-    std::iota(join_order.begin(), join_order.end(), int64_t{0});
-  }
+  // round fell by up to 45 %). With the float copy the rows were visited in index order
+  // before: 300 000 rows, B_f = 1 GiB, alternating: 31.2 and 32.9 s against 41.7 and 34.6 s
+  // (the same lists; the exact distances 2.0–2.3 s against 3.0–3.2 s).
+  // Float rows: the order of their double copy, so the lists are too.
+  join_order = !xf.empty()   ? detail::locality_order(xf.data(), nl, d, 256)
+               : X.single() ? detail::locality_order<float, double>(X.floats()->v.data(), nl, d, 256)
+                            : detail::locality_order(X.doubles().v.data(), nl, d, 256);
   // Clamped in double before the conversion (B_f may be any finite or infinite value ≥ 1 MiB).
   cache_rows =
       xf.empty() && nl > 0 && d > 0
@@ -877,16 +874,18 @@ KnnLists Build::exact_lists(int k) {
   for (int64_t ch = 0; ch < final_chunks; ++ch) {
     const int64_t v0 = std::min(nl, ch * final_rows), v1 = std::min(nl, v0 + final_rows);
     std::vector<int64_t> need;
-    for (int64_t e = v0 * K; e < v1 * K; ++e) {
-      const int64_t c = L.j[static_cast<size_t>(e)];
-      if (c != kNone && (c < r0 || c >= r0 + nl)) need.push_back(c);
-    }
+    for (int64_t pos = v0; pos < v1; ++pos)
+      for (int q = 0; q < K; ++q) {
+        const int64_t c = L.j[static_cast<size_t>(join_order[static_cast<size_t>(pos)] * K + q)];
+        if (c != kNone && (c < r0 || c >= r0 + nl)) need.push_back(c);
+      }
     request_rows(need);
     dreply.resize(static_cast<size_t>(static_cast<int64_t>(asked.size()) * d));
     for (size_t q = 0; q < asked.size(); ++q) X.tile(asked[q] - r0, 1, dreply.data() + static_cast<int64_t>(q) * d);
     send_replies(dreply, d, dgot);
     const std::vector<double>& got = dgot;
-    for (int64_t v = v0; v < v1; ++v) {
+    for (int64_t pos = v0; pos < v1; ++pos) {
+      const int64_t v = join_order[static_cast<size_t>(pos)];
       row.clear();
       const double* xv = drow(v, xs.data());
       for (int q = 0; q < K; ++q) {
