@@ -29,6 +29,10 @@ PY="${SSDR_PYTHON:-/usr/bin/python3}"
 
 source "$ROOT/jobs/lib/bench_build.sh"
 bench_build bench_knn
+# OpenBLAS's kernels for this CPU (env.sh): bench_knn is not ssdr, which would restart itself
+# with them; without this the exact search's sgemm ran Debian's generic kernels here (21
+# instead of 110-140 GFLOP/s per core, 2026-11-28), and so did FAISS.
+source "$ROOT/jobs/env.sh"
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
 export OMPI_MCA_rmaps_base_oversubscribe=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1

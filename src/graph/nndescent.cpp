@@ -50,7 +50,6 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <numeric>
 #include <string>
 #include <vector>
 
