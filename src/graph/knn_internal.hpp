@@ -8,6 +8,10 @@
 #include "ssdr/core/dense.hpp"
 #include "ssdr/graph/knn_lists.hpp"
 
+namespace ssdr::graph {
+struct ReconstructionWeights;  // ssdr/graph/lnp.hpp
+}
+
 namespace ssdr::graph::detail {
 
 /// Exact squared distance Σ_t (x_t − y_t)² in a fixed order: eight partial sums, lane l
@@ -67,5 +71,20 @@ double filter_slack(int64_t d);
 /// The rows `wanted` (sorted, unique global indices, none of them local) of X, fetched from
 /// their owners: row-major |wanted|×X.cols (lnp.cpp). Collective over X.comm.
 std::vector<double> fetch_rows(const DistMatrix& X, const std::vector<int64_t>& wanted);
+
+/// graph::reconstruction_weights (sllda-zhao2014 eq. (2)) with the local rows taken
+/// `chunk_rows` (≥ 1, any value on each rank) at a time: each chunk's remote neighbour rows
+/// are fetched by fetch_rows and freed after its weights. The weights are the same bits for
+/// any chunk_rows and rank count (a row's weights depend on its neighbours' rows only).
+/// Collective over X.comm (as many fetches on every rank: the most chunks of any rank).
+/// \throws ssdr::Error (collectively) as reconstruction_weights, or when chunk_rows < 1.
+ReconstructionWeights reconstruction_weights(const DistMatrix& X, const KnnLists& knn, double regularization,
+                                             int64_t chunk_rows);
+
+/// Local rows per chunk of reconstruction_weights within `memory_mib` MiB for the fetched
+/// rows and the replies: ⌊memory_mib·2²⁰ / (ranks·k·d·8)⌋, at least 1 (a chunk of c rows
+/// fetches at most c·k rows of d doubles and answers at most c·k requests of each other
+/// rank). Local; the same on every rank.
+int64_t reconstruction_chunk_rows(int k, int64_t d, int ranks, double memory_mib);
 
 }  // namespace ssdr::graph::detail

@@ -1,10 +1,11 @@
 // The local reconstruction graph of sllda-zhao2014 §2, Table 1 (LNP weights, eq. (2),
 // symmetrized and normalized).
 //
-// reconstruction_weights: knn_search gives each local row its k neighbors; the neighbors'
-// rows that live on other ranks are fetched once (requests bucketed by owner, one
-// MPI_Alltoallv for the indices and one for the rows), then every row solves its k×k QP
-// exactly through a (k+1)×k NNLS problem (Lawson–Hanson, below).
+// reconstruction_weights: knn_search gives each local row its k neighbors; the local rows go
+// in chunks sized by a memory budget: a chunk's neighbour rows that live on other ranks are
+// fetched (requests bucketed by owner, one MPI_Alltoallv for the indices and one for the
+// rows), then each of its rows solves its k×k QP exactly through a (k+1)×k NNLS problem
+// (Lawson–Hanson, below), and the fetched rows are freed before the next chunk.
 // build_lnp_graph: the non-symmetric W (row i holds x_i's weights) as MPIAIJ, W + Wᵀ by
 // MatTranspose + MatAXPY, halved, D^{-1/2}·W·D^{-1/2} by MatDiagonalScale.
 #include "ssdr/graph/lnp.hpp"
@@ -241,7 +242,28 @@ ReconstructionWeights reconstruction_weights(const DistMatrix& X, int k, double 
   return reconstruction_weights(X, knn_search(X, k), regularization);  // knn_search checks k collectively
 }
 
-ReconstructionWeights reconstruction_weights(const DistMatrix& X, const KnnLists& knn, double regularization) {
+int64_t detail::reconstruction_chunk_rows(int k, int64_t d, int ranks, double memory_mib) {
+  // A chunk of c local rows fetches at most c·k remote rows (d doubles each) and answers
+  // at most c·k requests from each of the other ranks: at most ranks·c·k·d·8 bytes.
+  const double per_row = static_cast<double>(std::max(ranks, 1)) * std::max(k, 1) *
+                         static_cast<double>(std::max<int64_t>(d, 1)) * sizeof(double);
+  const double rows = memory_mib * (1 << 20) / per_row;  // an infinite budget: one chunk
+  return rows >= 1e15 ? int64_t{1000000000000000} : std::max<int64_t>(1, static_cast<int64_t>(rows));
+}
+
+ReconstructionWeights reconstruction_weights(const DistMatrix& X, const KnnLists& knn, double regularization,
+                                             double memory_mib) {
+  SSDR_CHECK_COLLECTIVE(X.comm, memory_mib > 0,
+                        "reconstruction weights: memory budget " + std::to_string(memory_mib) +
+                            " MiB must be positive");
+  int size = 1;
+  MPI_Comm_size(X.comm, &size);
+  return detail::reconstruction_weights(X, knn, regularization,
+                                        detail::reconstruction_chunk_rows(knn.k, X.cols, size, memory_mib));
+}
+
+ReconstructionWeights detail::reconstruction_weights(const DistMatrix& X, const KnnLists& knn, double regularization,
+                                                     int64_t chunk_rows) {
   MPI_Comm comm = X.comm;
   require_regularization(regularization);
   SSDR_CHECK_COLLECTIVE(comm,
@@ -250,6 +272,8 @@ ReconstructionWeights reconstruction_weights(const DistMatrix& X, const KnnLists
                         "reconstruction weights: the neighbor lists do not match the rows' layout (" +
                             std::to_string(knn.n_local) + " rows of " + std::to_string(knn.k) + " neighbors, " +
                             std::to_string(X.n_local) + " local rows)");
+  SSDR_CHECK_COLLECTIVE(comm, chunk_rows >= 1,
+                        "reconstruction weights: chunks of " + std::to_string(chunk_rows) + " rows");
   const int k = knn.k;
   const int64_t nl = X.n_local, d = X.cols;
   ReconstructionWeights out;
@@ -260,39 +284,53 @@ ReconstructionWeights reconstruction_weights(const DistMatrix& X, const KnnLists
   out.index = knn.index;
   out.weight.assign(static_cast<size_t>(nl * k), 0.0);
 
+  // Every rank takes part in every fetch (detail::fetch_rows is collective): as many rounds
+  // as the rank with the most chunks; a rank past its last chunk, or stopped by an error,
+  // asks for nothing.
+  int64_t rounds = nl > 0 ? 1 + (nl - 1) / chunk_rows : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &rounds, 1, MPI_INT64_T, MPI_MAX, comm);
   std::vector<int64_t> wanted;
-  for (int64_t j : knn.index)
-    if (j < X.row_start || j >= X.row_start + nl) wanted.push_back(j);
-  std::sort(wanted.begin(), wanted.end());
-  wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
-  const std::vector<double> remote = detail::fetch_rows(X, wanted);
-  auto row_of = [&](int64_t j) -> const double* {
-    if (j >= X.row_start && j < X.row_start + nl) return X.row(j - X.row_start);
-    const auto it = std::lower_bound(wanted.begin(), wanted.end(), j);
-    return remote.data() + static_cast<size_t>(it - wanted.begin()) * static_cast<size_t>(d);
-  };
-
+  std::vector<double> remote;
   Dense Z(d, k), G(k, k);
   bool ok = true;
   std::string why;
-  for (int64_t i = 0; i < nl && ok; ++i) {
-    const double* xi = X.row(i);
-    for (int j = 0; j < k; ++j) {
-      const double* xj = row_of(knn.index[static_cast<size_t>(i * k + j)]);
-      double* zc = Z.col(j);
-      for (int64_t t = 0; t < d; ++t) zc[t] = xi[t] - xj[t];
+  for (int64_t round = 0; round < rounds; ++round) {
+    const int64_t i0 = std::min(nl, round * chunk_rows);
+    const int64_t i1 = ok ? i0 + std::min(chunk_rows, nl - i0) : i0;
+    // This chunk's remote neighbour rows, deduplicated; the last chunk's are freed first.
+    wanted.clear();
+    std::vector<double>().swap(remote);
+    for (int64_t e = i0 * k; e < i1 * k; ++e) {
+      const int64_t j = knn.index[static_cast<size_t>(e)];
+      if (j < X.row_start || j >= X.row_start + nl) wanted.push_back(j);
     }
-    // G = Zᵀ Z (k×k), G_jl = (x_i − x_j)ᵀ(x_i − x_l).
-    blas::syrk('U', 'T', k, d, 1.0, Z.data(), d, 0.0, G.data(), k);
-    blas::symmetrize('U', k, G.data(), k);
-    try {
-      int it = 0;
-      const std::vector<double> w = simplex_reconstruction_weights(G, regularization, &it);
-      out.max_nnls_iterations = std::max(out.max_nnls_iterations, it);
-      std::copy(w.begin(), w.end(), out.weight.begin() + i * k);
-    } catch (const Error& e) {
-      ok = false;
-      why = "reconstruction weights of sample " + std::to_string(X.row_start + i) + ": " + e.what();
+    std::sort(wanted.begin(), wanted.end());
+    wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
+    remote = detail::fetch_rows(X, wanted);
+    auto row_of = [&](int64_t j) -> const double* {
+      if (j >= X.row_start && j < X.row_start + nl) return X.row(j - X.row_start);
+      const auto it = std::lower_bound(wanted.begin(), wanted.end(), j);
+      return remote.data() + static_cast<size_t>(it - wanted.begin()) * static_cast<size_t>(d);
+    };
+    for (int64_t i = i0; i < i1 && ok; ++i) {
+      const double* xi = X.row(i);
+      for (int j = 0; j < k; ++j) {
+        const double* xj = row_of(knn.index[static_cast<size_t>(i * k + j)]);
+        double* zc = Z.col(j);
+        for (int64_t t = 0; t < d; ++t) zc[t] = xi[t] - xj[t];
+      }
+      // G = Zᵀ Z (k×k), G_jl = (x_i − x_j)ᵀ(x_i − x_l).
+      blas::syrk('U', 'T', k, d, 1.0, Z.data(), d, 0.0, G.data(), k);
+      blas::symmetrize('U', k, G.data(), k);
+      try {
+        int it = 0;
+        const std::vector<double> w = simplex_reconstruction_weights(G, regularization, &it);
+        out.max_nnls_iterations = std::max(out.max_nnls_iterations, it);
+        std::copy(w.begin(), w.end(), out.weight.begin() + i * k);
+      } catch (const Error& e) {
+        ok = false;
+        why = "reconstruction weights of sample " + std::to_string(X.row_start + i) + ": " + e.what();
+      }
     }
   }
   SSDR_CHECK_COLLECTIVE(comm, ok, why);
@@ -314,7 +352,7 @@ LnpGraph build_lnp_graph(const DistMatrix& X, const LnpOptions& options) {
     const KnnLists lists = knn_lists(RowsView(X), options.k, search);
     if (backend != KnnMethod::exact)
       recall = knn_recall(RowsView(X), lists, options.knn_recall_sample, options.knn_seed);
-    rw = reconstruction_weights(X, lists, options.regularization);
+    rw = reconstruction_weights(X, lists, options.regularization, options.nndescent_memory_mib);
   }
   const int64_t nl = rw.n_local, n = rw.n_global, k = rw.k;
   const int64_t c0 = rw.row_start, c1 = rw.row_start + nl;

@@ -5,9 +5,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <numeric>
 #include <random>
+#include <string>
 
+#include "graph/knn_internal.hpp"
 #include "reference.hpp"
 #include "ssdr/core/error.hpp"
 #include "ssdr/core/lapack.hpp"
@@ -216,6 +220,26 @@ methods::FitResult fit(const char* method, const Problem& pr, const methods::Met
   return methods::find_method(method).fit(data, o, t);
 }
 
+/// A's rows on comm, rank r holding about (r + 1)/(1 + 2 + … + P) of them: the ranks have
+/// different numbers of chunks. Local copy.
+DistMatrix distribute_unevenly(const Dense& A, MPI_Comm comm) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  const int64_t n = A.rows, total = int64_t{size} * (size + 1) / 2;
+  auto start = [&](int r) { return n * (int64_t{r} * (r + 1) / 2) / total; };
+  DistMatrix D;
+  D.comm = comm;
+  D.n_global = n;
+  D.row_start = start(rank);
+  D.n_local = start(rank + 1) - D.row_start;
+  D.cols = A.cols;
+  D.v.resize(static_cast<size_t>(D.n_local * D.cols));
+  for (int64_t i = 0; i < D.n_local; ++i)
+    for (int64_t j = 0; j < A.cols; ++j) D(i, j) = A(D.row_start + i, j);
+  return D;
+}
+
 }  // namespace
 
 // ---- NNLS and the reconstruction weights of eq. (2) -------------------------------------
@@ -282,6 +306,84 @@ TEST(Lnp, ReconstructionWeightsLieOnTheSimplexAndSolveTheQpOfEq2) {
   EXPECT_EQ(cnt[1], 0);       // same neighbors as brute force
   EXPECT_LT(red[1], 1e-12);   // same weights as the brute-force QP over all supports
   EXPECT_GT(cnt[0], 100);     // many constraints w_ij ≥ 0 are active (not an unconstrained LLE)
+}
+
+TEST(Lnp, ReconstructionWeightsAreTheSameBitsForAnyChunkOfRowsAndAnyRankCount) {
+  // The remote neighbour rows are fetched a chunk of local rows at a time; a row's weights
+  // depend on its neighbours' rows only, so every chunk size, layout and rank count gives the
+  // bits of one rank holding every row in one chunk.
+  const int k = 8;
+  Problem pr = load("wine.csv", 3);
+  const DistMatrix S = ref::distribute(pr.X, MPI_COMM_SELF);
+  const auto serial = graph::detail::reconstruction_weights(S, graph::knn_search(S, k), 1e-3, S.n_local);
+  for (const bool uneven : {false, true}) {
+    const DistMatrix X = uneven ? distribute_unevenly(pr.X, MPI_COMM_WORLD) : ref::distribute(pr.X, MPI_COMM_WORLD);
+    const graph::KnnLists lists = graph::knn_search(X, k);
+    auto expect_serial_bits = [&](const graph::ReconstructionWeights& rw, const std::string& what) {
+      ASSERT_EQ(rw.n_local, X.n_local) << what;
+      ASSERT_EQ(rw.weight.size(), static_cast<size_t>(X.n_local * k)) << what;
+      const size_t at = static_cast<size_t>(X.row_start * k);
+      EXPECT_TRUE(std::equal(rw.index.begin(), rw.index.end(), serial.index.begin() + static_cast<std::ptrdiff_t>(at)))
+          << what;
+      EXPECT_EQ(std::memcmp(rw.weight.data(), serial.weight.data() + at, rw.weight.size() * sizeof(double)), 0) << what;
+      for (size_t e = 0; e < rw.weight.size(); ++e)
+        if (rw.weight[e] != serial.weight[at + e]) {
+          ADD_FAILURE() << what << ": weight " << e << " is " << rw.weight[e] << ", serially " << serial.weight[at + e];
+          break;
+        }
+      int worst = rw.max_nnls_iterations;
+      MPI_Allreduce(MPI_IN_PLACE, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+      EXPECT_EQ(worst, serial.max_nnls_iterations) << what;
+    };
+    const std::string layout = uneven ? "uneven layout" : "even layout";
+    for (const int64_t chunk : {int64_t{1}, int64_t{2}, int64_t{7}, int64_t{50}, int64_t{1} << 40})
+      expect_serial_bits(graph::detail::reconstruction_weights(X, lists, 1e-3, chunk),
+                         layout + ", chunks of " + std::to_string(chunk) + " rows");
+    // The public entry: a budget below one row (chunks of 1), the default, an unbounded one.
+    expect_serial_bits(graph::reconstruction_weights(X, lists, 1e-3, 1e-6), layout + ", 1e-6 MiB");
+    expect_serial_bits(graph::reconstruction_weights(X, lists), layout + ", the default budget");
+    expect_serial_bits(graph::reconstruction_weights(X, lists, 1e-3, std::numeric_limits<double>::infinity()),
+                       layout + ", an infinite budget");
+    EXPECT_THROW(graph::reconstruction_weights(X, lists, 1e-3, 0.0), Error);
+    EXPECT_THROW(graph::detail::reconstruction_weights(X, lists, 1e-3, 0), Error);
+  }
+}
+
+TEST(Lnp, ReconstructionChunksKeepTheirFetchesWithinTheMemoryBudget) {
+  // 160 MiB for 2 ranks of Fashion rows (d = 784, k = 8): 2·c·8·784·8 bytes ≤ 160 MiB.
+  EXPECT_EQ(graph::detail::reconstruction_chunk_rows(8, 784, 2, 160), 1671);
+  for (const int ranks : {1, 2, 3, 64})
+    for (const double mib : {1.0, 160.0, 8192.0}) {
+      const int64_t c = graph::detail::reconstruction_chunk_rows(8, 784, ranks, mib);
+      // Within the budget, unless that holds less than one row (64 ranks, 1 MiB): then 1 row.
+      const double one_row = static_cast<double>(ranks) * 8 * 784 * 8;
+      if (one_row <= mib * (1 << 20)) EXPECT_LE(c * one_row, mib * (1 << 20));
+      else EXPECT_EQ(c, 1);
+      EXPECT_GT(static_cast<double>(ranks) * (c + 1) * 8 * 784 * 8, mib * (1 << 20));
+    }
+  EXPECT_EQ(graph::detail::reconstruction_chunk_rows(8, 784, 2, 1e-6), 1);  // at least one row
+  EXPECT_GE(graph::detail::reconstruction_chunk_rows(8, 784, 2, std::numeric_limits<double>::infinity()),
+            int64_t{1} << 40);
+}
+
+TEST(Lnp, ReconstructionWeightsFailOnEveryRankWhenOneRankFailsMidwayThroughItsChunks) {
+  // wine with its last row repeated: the last two rows are each other's neighbour at distance
+  // 0, so with r = 0 their G has a zero row and column (not positive definite). They live on
+  // the last rank, which stops there while the other ranks fetch through their chunks.
+  Problem pr = load("wine.csv", 3);
+  Dense A(pr.X.rows + 1, pr.X.cols);
+  for (int64_t j = 0; j < A.cols; ++j) {
+    for (int64_t i = 0; i < pr.X.rows; ++i) A(i, j) = pr.X(i, j);
+    A(pr.X.rows, j) = pr.X(pr.X.rows - 1, j);
+  }
+  for (const bool uneven : {false, true}) {
+    const DistMatrix X = uneven ? distribute_unevenly(A, MPI_COMM_WORLD) : ref::distribute(A, MPI_COMM_WORLD);
+    const graph::KnnLists lists = graph::knn_search(X, 8);
+    for (const int64_t chunk : {int64_t{1}, int64_t{3}, int64_t{1} << 40}) {
+      EXPECT_THROW(graph::detail::reconstruction_weights(X, lists, 0.0, chunk), Error) << chunk;
+      EXPECT_NO_THROW(graph::detail::reconstruction_weights(X, lists, 1e-3, chunk)) << chunk;  // r > 0: fine
+    }
+  }
 }
 
 TEST(Lnp, GraphIsSymmetricNormalizedAndEqualToTheDenseReference) {

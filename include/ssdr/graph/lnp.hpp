@@ -51,18 +51,27 @@ struct ReconstructionWeights {
 };
 
 /// Computes the weights of eq. (2) for every local row of X (n×d) from its k nearest
-/// neighbors, found exactly (graph::knn_search). The neighbors' feature rows live on other
-/// ranks: each rank requests the (deduplicated) rows it needs from their owners with one
-/// MPI_Alltoallv. Memory per rank O(n_local·k·d). Collective over X.comm.
+/// neighbors, found exactly (graph::knn_search), by the lists overload below with its
+/// default memory budget. Collective over X.comm.
 /// \param regularization  r/(tr(G)/k), 1e-3 by default (sllda spec; LLE's usual choice)
 /// \throws ssdr::Error (collectively) when k < 1 or k ≥ n.
 ReconstructionWeights reconstruction_weights(const DistMatrix& X, int k, double regularization = 1e-3);
 
-/// The same from given neighbor lists: `lists` holds k = lists.k neighbors (self excluded)
-/// of each local row of X in X's layout (knn_search's or nndescent_search's lists of X).
-/// Collective over X.comm. \throws ssdr::Error (collectively) when the lists do not match
-/// X's layout or regularization < 0.
-ReconstructionWeights reconstruction_weights(const DistMatrix& X, const KnnLists& lists, double regularization = 1e-3);
+/// The weights of eq. (2) (sllda-zhao2014 §2, Table 1) from given neighbor lists: `lists`
+/// holds k = lists.k neighbors (self excluded) of each local row of X (n×d, rows distributed)
+/// in X's layout (knn_search's or nndescent_search's lists of X); the result has X's layout,
+/// n_local·k weights in the lists' order. The neighbors' rows that live on other ranks are
+/// fetched in chunks of local rows (each chunk's rows deduplicated, requested from their
+/// owners with one MPI_Alltoallv, freed after the chunk): at most `memory_mib` MiB per rank
+/// for the fetched rows and the replies to the other ranks (at least one row per chunk; see
+/// detail::reconstruction_chunk_rows), so the memory beyond X and the n_local·k lists does
+/// not grow with n. build_lnp_graph passes LnpOptions::nndescent_memory_mib. The weights are
+/// the same bits for any budget and rank count. Collective over X.comm (every rank takes part
+/// in as many fetches as the rank with the most chunks).
+/// \throws ssdr::Error (collectively) when the lists do not match X's layout,
+///   regularization < 0, memory_mib ≤ 0, or a row's QP fails (G + rI not positive definite).
+ReconstructionWeights reconstruction_weights(const DistMatrix& X, const KnnLists& lists, double regularization = 1e-3,
+                                             double memory_mib = 160);
 
 /// The reconstruction-weight graph of SL-LDA (sllda-zhao2014 §3.1, LNP).
 struct LnpOptions {
@@ -75,8 +84,9 @@ struct LnpOptions {
   /// Rows whose exact lists estimate an approximate search's recall (--knn-recall-sample,
   /// graph::knn_recall; 0: not estimated). Unused by the exact search (recall 1).
   int64_t knn_recall_sample = 1000;
-  /// NN-descent's memory budget (--nndescent-memory, GraphOptions::nndescent_memory_mib):
-  /// the lists do not depend on it, so fields() leaves it out.
+  /// NN-descent's memory budget (--nndescent-memory, GraphOptions::nndescent_memory_mib),
+  /// also the budget of reconstruction_weights' fetched neighbour rows per chunk of local
+  /// rows: neither the lists nor the weights depend on it, so fields() leaves it out.
   double nndescent_memory_mib = 160;
   /// Every field as a tuple, in declaration order (what methods::LnpKey compares).
   auto fields() const { return std::tie(k, regularization, knn_method, knn_seed, knn_recall_sample); }
@@ -97,7 +107,8 @@ struct LnpGraph {
 /// Builds W̃ from X (n×d, rows distributed; the graph's vertices are X's rows):
 /// reconstruction_weights on the k neighbors of options.knn_method (graph::knn_lists: the
 /// exact search, or NN-descent with options.knn_seed, whose lists are the same on any rank
-/// count; their recall estimated as the kNN graph's), then W + Wᵀ by MatTranspose + MatAXPY,
+/// count; their recall estimated as the kNN graph's; the weights' fetches of neighbour rows
+/// within options.nndescent_memory_mib), then W + Wᵀ by MatTranspose + MatAXPY,
 /// halved, then scaled by D^{-1/2} on both sides (MatDiagonalScale). Collective over X.comm.
 /// \throws ssdr::Error (collectively) when k < 1, k ≥ n or regularization < 0.
 LnpGraph build_lnp_graph(const DistMatrix& X, const LnpOptions& options);
