@@ -14,7 +14,7 @@
 //      with new candidates; the remote rows that the block needs are fetched once (ids by
 //      MPI_Alltoallv to their owners, rows with their current k-th distances and norms back);
 //      per row the dot products of the pairs (a ∈ N, b ∈ N, a < b) and (a ∈ N, b ∈ O), read in
-//      place from the rows (join_dots, 2×4 register tiles), give their distances; a pair is
+//      place from the rows (join_dots, 4×4 or 2×4 register tiles), give their distances; a pair is
 //      proposed to a's list if it does not lose to a's k-th distance (and to b's likewise), the
 //      proposals of every kChunk rows go to the lists' owners (Alltoallv) and are applied.
 //      Each list after the round is the K best (order (distance, global index)) of its
@@ -107,54 +107,71 @@ __attribute__((always_inline)) inline void load8(V8& v, const float* p) { std::m
 
 __attribute__((always_inline)) inline float sum8(const V8& v) { return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7])); }
 
-/// The local join's dot products straight from the rows (no gathered copy, no GEMM packing:
-/// those were a third of the build at 70 000 rows on 2 ranks): G[a·nc + b] = rows[a]·rows[b]
-/// for every a < nn and b > a (entries with b ≤ a are left undefined), rows[q] pointing to d
-/// floats. Register tiles of 2 × 4 rows; the summation order is fixed by d alone, so a pair's
-/// value does not depend on the group it is computed in. The AVX2/FMA clone and the baseline
-/// clone may differ in the last bits (FMA): the build's order, not the final lists' distances,
-/// which are recomputed exactly. The "fma" clone (AVX and FMA: 8-wide float registers need
-/// no AVX2) is chosen on every x86-64 CPU that has FMA, Intel or AMD ("arch=haswell" would
-/// match Intel Haswell only). Local.
-__attribute__((target_clones("fma", "default"))) void join_dots(const float* const* rows, int64_t nn, int64_t nc,
-                                                              int64_t d, float* G) {
+/// The body of join_dots with register tiles of TA × 4 rows (below). Inlined into each
+/// target's function.
+template <int TA>
+[[gnu::always_inline]] inline void join_dots_tiles(const float* const* rows, int64_t nn, int64_t nc, int64_t d,
+                                                   float* G) {
   const int64_t d8 = d - d % 8;
-  for (int64_t a = 0; a < nn; a += 2) {
-    const bool two = a + 1 < nn;
-    const float* x0 = rows[a];
-    const float* x1 = rows[two ? a + 1 : a];
+  for (int64_t a = 0; a < nn; a += TA) {
+    const int64_t na = std::min<int64_t>(TA, nn - a);
+    const float* xs[TA];
+    for (int p = 0; p < TA; ++p) xs[p] = rows[a + std::min<int64_t>(p, na - 1)];
     for (int64_t b = a + 1; b < nc; b += 4) {
       const int64_t nb = std::min<int64_t>(4, nc - b);
       const float* ys[4];
       for (int q = 0; q < 4; ++q) ys[q] = rows[b + std::min<int64_t>(q, nb - 1)];
-      V8 s[2][4] = {};
+      V8 s[TA][4] = {};
       for (int64_t t = 0; t < d8; t += 8) {
-        V8 u0, u1;
-        load8(u0, x0 + t);
-        load8(u1, x1 + t);
+        V8 u[TA];
+        for (int p = 0; p < TA; ++p) load8(u[p], xs[p] + t);
         for (int q = 0; q < 4; ++q) {
           V8 w;
           load8(w, ys[q] + t);
-          s[0][q] += u0 * w;
-          s[1][q] += u1 * w;
+          for (int p = 0; p < TA; ++p) s[p][q] += u[p] * w;
         }
       }
-      float r[2][4];
-      for (int q = 0; q < 4; ++q) {
-        r[0][q] = sum8(s[0][q]);
-        r[1][q] = sum8(s[1][q]);
-      }
+      float r[TA][4];
+      for (int p = 0; p < TA; ++p)
+        for (int q = 0; q < 4; ++q) r[p][q] = sum8(s[p][q]);
       for (int64_t t = d8; t < d; ++t)
-        for (int q = 0; q < 4; ++q) {
-          r[0][q] += x0[t] * ys[q][t];
-          r[1][q] += x1[t] * ys[q][t];
-        }
-      for (int64_t q = 0; q < nb; ++q) {
-        G[a * nc + b + q] = r[0][q];
-        if (two) G[(a + 1) * nc + b + q] = r[1][q];
-      }
+        for (int q = 0; q < 4; ++q)
+          for (int p = 0; p < TA; ++p) r[p][q] += xs[p][t] * ys[q][t];
+      for (int64_t p = 0; p < na; ++p)
+        for (int64_t q = 0; q < nb; ++q) G[(a + p) * nc + b + q] = r[p][q];
     }
   }
+}
+
+/// join_dots with 2 × 4 tiles: 8 accumulators fit AVX's 16 vector registers. The "fma" clone
+/// (AVX and FMA: 8-wide float registers need no AVX2) is chosen on every x86-64 CPU that has
+/// FMA, Intel or AMD ("arch=haswell" would match Intel Haswell only). Local.
+__attribute__((target_clones("fma", "default"))) void join_dots_2x4(const float* const* rows, int64_t nn,
+                                                                  int64_t nc, int64_t d, float* G) {
+  join_dots_tiles<2>(rows, nn, nc, d, G);
+}
+
+/// join_dots with 4 × 4 tiles where AVX-512 gives 32 vector registers (16 accumulators): a
+/// third fewer row loads per multiply-add than 2 × 4. The same 8-wide FMA arithmetic per
+/// pair as the "fma" clone, so the same bits. Local.
+__attribute__((target("avx512f,avx512vl,fma"))) void join_dots_4x4(const float* const* rows, int64_t nn,
+                                                                  int64_t nc, int64_t d, float* G) {
+  join_dots_tiles<4>(rows, nn, nc, d, G);
+}
+
+/// The local join's dot products straight from the rows (no gathered copy, no GEMM packing:
+/// those were a third of the build at 70 000 rows on 2 ranks): G[a·nc + b] = rows[a]·rows[b]
+/// for every a < nn and b > a (entries with b ≤ a are left undefined), rows[q] pointing to d
+/// floats. Register tiles of 4 × 4 rows with AVX-512, else 2 × 4; the summation order is
+/// fixed by d alone (8 lanes, then their fixed sum), so a pair's value does not depend on the
+/// group or tile it is computed in. The FMA versions and the baseline one (no FMA) may differ
+/// in the last bits: the build's order, not the final lists' distances, which are recomputed
+/// exactly. Local.
+void join_dots(const float* const* rows, int64_t nn, int64_t nc, int64_t d, float* G) {
+  static const bool wide = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+                           __builtin_cpu_supports("fma");
+  if (wide) join_dots_4x4(rows, nn, nc, d, G);
+  else join_dots_2x4(rows, nn, nc, d, G);
 }
 
 /// The staging and receive buffers of one kind of exchange. A caller that keeps one across
