@@ -24,6 +24,12 @@ Variants: NAME=ARGS (ARGS split with shlex) run as
   mpiexec -n RANKS BUILD/ssdr predict --model M --data FILE --label-column label --output P.csv --quiet
 
   jobs/panel.sh --variant "soda=--method soda" --variant "lda=--method lda --shrinkage auto"
+
+Data sets of your own (not shipped; the same regimes, seeds and recipes), e.g. public UCI and
+face sets downloaded beforehand:
+  jobs/panel.sh --variant "auto=--method auto" --extra sonar=DIR/sonar.csv \
+      --extra vehicle=DIR/vehicle.csv:header --extra letter=DIR/letter.data:header:label=first \
+      --extra orl=DIR/ORL_32x32.mat --sets sonar,vehicle,letter,orl --out scratch/panel2
 """
 import argparse
 import datetime
@@ -129,7 +135,34 @@ def load_fashion3k():
     return feat, fields, np.array(FASHION_NAMES, dtype=object)[y]
 
 
+EXTRA = {}  # --extra NAME=PATH[:header][:label=first]: name -> (path, options)
+
+
+def load_extra(name):
+    """A user's own data set (never shipped): a .mat file with fea (or X) and gnd, as Deng
+    Cai's face sets are, or a CSV without quoting whose label is its last column (or its first
+    with label=first), with a header row to skip when `header` is given."""
+    path, opts = EXTRA[name]
+    if path.endswith(".mat"):
+        import scipy.io
+        m = scipy.io.loadmat(path)
+        X = np.asarray(m["fea"] if "fea" in m else m["X"], dtype=np.float64)
+        y = np.asarray(m["gnd"]).ravel()
+        fields = [["%.9g" % v for v in row] for row in X]
+        return [f"px{j}" for j in range(X.shape[1])], fields, np.array([f"c{v}" for v in y], dtype=object)
+    with open(path) as f:
+        rows = [line.strip().split(",") for line in f if line.strip()]
+    if "header" in opts:
+        rows = rows[1:]
+    at = 0 if "label=first" in opts else -1
+    labels = [r[at].strip() for r in rows]
+    fields = [[v.strip() for v in (r[1:] if at == 0 else r[:-1])] for r in rows]
+    return [f"f{j}" for j in range(len(fields[0]))], fields, np.array(labels, dtype=object)
+
+
 def load_set(name):
+    if name in EXTRA:
+        return load_extra(name)
     if name == "coil20":
         return load_coil20()
     if name == "fashion3k":
@@ -545,8 +578,13 @@ def main():
     ap.add_argument("--variant", action="append", type=parse_variant, default=[],
                     metavar="NAME=ARGS", help="an ssdr fit variant (repeatable)")
     ap.add_argument("--ranks", type=int, default=1, help="MPI ranks per fit/predict (1)")
-    ap.add_argument("--sets", type=csv_list(SETS), default=SETS,
-                    help="comma-separated subset of " + ",".join(SETS))
+    ap.add_argument("--sets", type=csv_list(None), default=None,
+                    help="comma-separated subset of " + ",".join(SETS) + " and the --extra names "
+                    "(default: all of them)")
+    ap.add_argument("--extra", action="append", default=[], metavar="NAME=PATH[:header][:label=first]",
+                    help="a data set of your own, not shipped (repeatable): a CSV whose label is its "
+                    "last column (first with :label=first; :header skips a header row), or a .mat "
+                    "with fea (or X) and gnd")
     ap.add_argument("--regimes", type=csv_list(REGIMES), default=REGIMES,
                     help="comma-separated subset of " + ",".join(REGIMES))
     ap.add_argument("--seeds", type=csv_list(None, int), default=SEEDS, help="e.g. 0,1,2")
@@ -561,6 +599,22 @@ def main():
     ap.add_argument("--wait-build", type=float, default=1800,
                     help="seconds to wait for a stable ssdr binary (one being linked)")
     a = ap.parse_args()
+    for text in a.extra:
+        name, _, rest = text.partition("=")
+        parts = rest.split(":")
+        if not name or any(ch in name for ch in "/ _") or name in SETS or name in EXTRA or not parts[0]:
+            ap.error(f"--extra {text!r}: expected a new NAME (no '/', ' ' or '_') =PATH")
+        if not os.path.isfile(parts[0]):
+            ap.error(f"--extra {text!r}: {parts[0]} is not a file")
+        bad = [o for o in parts[1:] if o not in ("header", "label=first")]
+        if bad:
+            ap.error(f"--extra {text!r}: unknown option {bad[0]!r} (header, label=first)")
+        EXTRA[name] = (parts[0], set(parts[1:]))
+    if a.sets is None:
+        a.sets = SETS + list(EXTRA)
+    unknown = [x for x in a.sets if x not in SETS and x not in EXTRA]
+    if unknown:
+        ap.error(f"--sets: {unknown[0]!r} is neither one of {','.join(SETS)} nor an --extra name")
     names = [n for n, _ in a.variant]
     if len(set(names)) != len(names):
         ap.error("variant names must be unique")

@@ -3,6 +3,7 @@
 # (5 labeled per class; 30 % labeled) x 3 seeds, each a CSV with class names and empty labels.
 #   jobs/panel.sh --variant "soda=--method soda" [--variant NAME=ARGS ...] [--ranks P]
 #                 [--sets iris,wine] [--regimes 5pc,30pct] [--seeds 0,1,2] [--out DIR] [--skip-sklearn]
+#                 [--extra NAME=PATH[:header][:label=first] ...]   (your own CSV or .mat data sets)
 # The build dir is $SSDR_BUILD, else build/ (see jobs/env.sh); output in scratch/panel.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
