@@ -27,8 +27,8 @@ Variants: NAME=ARGS (ARGS split with shlex) run as
 
 Data sets of your own (not shipped; the same regimes, seeds and recipes), e.g. public UCI and
 face sets downloaded beforehand:
-  jobs/panel.sh --variant "auto=--method auto" --extra sonar=DIR/sonar.csv \
-      --extra vehicle=DIR/vehicle.csv:header --extra letter=DIR/letter.data:header:label=first \
+  jobs/panel.sh --variant "auto=--method auto" --extra sonar=DIR/sonar.csv
+      --extra vehicle=DIR/vehicle.csv:header --extra letter=DIR/letter.data:header:label=first
       --extra orl=DIR/ORL_32x32.mat --sets sonar,vehicle,letter,orl --out scratch/panel2
 """
 import argparse
