@@ -686,6 +686,7 @@ class Soge final : public Method {
     info["ksp_iterations_max"] = op.iterations.empty() ? 0 : *std::max_element(op.iterations.begin(), op.iterations.end());
     info["right_hand_sides"] = op.iterations.size();
     info["solver_route"] = op.dense ? "dense" : "krylov";
+    if (!op.dense) info["cg_route"] = solvers::route_name(solvers::column_route(so));  // lockstep or ksp
     info["solver_route_crossover"] = dense::kDenseRouteMaxSamples;
     info["seconds_operators"] = t_ops;
     info["seconds_stiefel"] = t_stiefel;

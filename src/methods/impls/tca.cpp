@@ -346,6 +346,7 @@ Problem build_problem(const TrainingData& data, const graph::GraphOptions& go, d
     pb.XSX = smoothness_regularizer(g.A, Y, alpha, so, &its);
     info["cg_iterations_total"] = std::accumulate(its.begin(), its.end(), 0L);
     info["cg_iterations_max"] = its.empty() ? 0 : *std::max_element(its.begin(), its.end());
+    info["cg_route"] = solvers::route_name(solvers::column_route(so));  // lockstep, or ksp given -tca_ksp_*/-tca_pc_*
   }
   return pb;
 }
