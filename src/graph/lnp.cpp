@@ -287,7 +287,8 @@ ReconstructionWeights detail::reconstruction_weights(const DistMatrix& X, const 
   // Every rank takes part in every fetch (detail::fetch_rows is collective): as many rounds
   // as the rank with the most chunks; a rank past its last chunk, or stopped by an error,
   // asks for nothing.
-  int64_t rounds = nl > 0 ? 1 + (nl - 1) / chunk_rows : 0;
+  const int64_t chunks = nl > 0 ? 1 + (nl - 1) / chunk_rows : 0;
+  int64_t rounds = chunks;
   MPI_Allreduce(MPI_IN_PLACE, &rounds, 1, MPI_INT64_T, MPI_MAX, comm);
   std::vector<int64_t> wanted;
   std::vector<double> remote;
@@ -295,7 +296,7 @@ ReconstructionWeights detail::reconstruction_weights(const DistMatrix& X, const 
   bool ok = true;
   std::string why;
   for (int64_t round = 0; round < rounds; ++round) {
-    const int64_t i0 = std::min(nl, round * chunk_rows);
+    const int64_t i0 = round < chunks ? round * chunk_rows : nl;  // no overflow past the last chunk
     const int64_t i1 = ok ? i0 + std::min(chunk_rows, nl - i0) : i0;
     // This chunk's remote neighbour rows, deduplicated; the last chunk's are freed first.
     wanted.clear();

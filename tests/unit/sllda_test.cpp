@@ -339,6 +339,11 @@ TEST(Lnp, ReconstructionWeightsAreTheSameBitsForAnyChunkOfRowsAndAnyRankCount) {
     for (const int64_t chunk : {int64_t{1}, int64_t{2}, int64_t{7}, int64_t{50}, int64_t{1} << 40})
       expect_serial_bits(graph::detail::reconstruction_weights(X, lists, 1e-3, chunk),
                          layout + ", chunks of " + std::to_string(chunk) + " rows");
+    // Chunk sizes that differ between ranks: rank 0 fetches row by row, the others at once.
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    expect_serial_bits(graph::detail::reconstruction_weights(X, lists, 1e-3, rank == 0 ? 1 : int64_t{1} << 62),
+                       layout + ", chunks of 1 row on rank 0 only");
     // The public entry: a budget below one row (chunks of 1), the default, an unbounded one.
     expect_serial_bits(graph::reconstruction_weights(X, lists, 1e-3, 1e-6), layout + ", 1e-6 MiB");
     expect_serial_bits(graph::reconstruction_weights(X, lists), layout + ", the default budget");
