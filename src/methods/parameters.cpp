@@ -103,7 +103,7 @@ std::vector<ParameterSpec> build() {
     number("nndescent_memory", "", "MiB per rank that NN-descent may use beyond the lists: its float copy of the "
            "rank's rows when it fits (else rows are converted as the joins read them), and the other ranks' rows of "
            "one join block; the graph is the same for any value, more is faster (300 000 Fashion rows, 2 ranks: "
-           "1024 took 0.65x the time of the default 160)",
+           "1024 took 0.65x the time of the default 160); also the remote rows SL-LDA's LNP weights fetch at once",
            Kind::real, Scope::knn_backend, 1, false, 8192, false,
            [](T& t, const json& v) { t.method.graph.nndescent_memory_mib = v.get<double>(); },
            [](const C& t) { return json(t.method.graph.nndescent_memory_mib); }),
