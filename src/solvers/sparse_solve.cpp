@@ -303,8 +303,8 @@ SparseSolveResult solve_lockstep(Mat M, const DistMatrix& R, const SparseSolveOp
           if (slot[s] >= 0 && iterating[static_cast<size_t>(slot[s])])
             std::copy_n(from.col(static_cast<int64_t>(s)), n, to.col(s2++));
       }
+      W.reset();  // M·P of the old P, whose product context refers to it
       P = std::move(P2);
-      W.reset();
       slot = active;
     }
     // p = z + (β/β_old) p, z = D⁻¹r; a column frozen since the last product gets p = 0.
@@ -426,16 +426,38 @@ SparseSolveResult solve_columns(Mat M, const DistMatrix& R, const SparseSolveOpt
   SSDR_CHECK_COLLECTIVE(comm, n_local == R.n_local,
                         "solve_columns: right-hand sides have " + std::to_string(R.n_local) +
                             " local rows, the matrix " + std::to_string(n_local));
-  SparseSolveRoute route = column_route(options);
-  if (route == SparseSolveRoute::lockstep) {
-    // MatMatMult with a MATDENSE needs an AIJ matrix; P's rows are laid out as M's columns.
-    PetscBool aij = PETSC_FALSE;
-    SSDR_PETSC(PetscObjectTypeCompareAny(reinterpret_cast<PetscObject>(M), &aij, MATSEQAIJ, MATMPIAIJ, ""));
-    int ok = aij && n_local_cols == n_local ? 1 : 0;
-    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm);
-    if (!ok) route = SparseSolveRoute::ksp;
+  // MatMatMult with a MATDENSE needs an AIJ matrix; P's rows are laid out as M's columns.
+  // The choice is agreed over the ranks (a rank whose options database differed would
+  // otherwise enter the other route's collectives).
+  PetscBool aij = PETSC_FALSE;
+  SSDR_PETSC(PetscObjectTypeCompareAny(reinterpret_cast<PetscObject>(M), &aij, MATSEQAIJ, MATMPIAIJ, ""));
+  int ok = column_route(options) == SparseSolveRoute::lockstep && aij && n_local_cols == n_local ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm);
+  if (!ok) return solve_ksp(M, R, options, comm);
+  // Columns in batches whose lockstep arrays (about 5 n_local doubles per column, on the
+  // rank with the most rows) fit options.memory_mib: the columns are independent, so the
+  // batches give each column the iterations it would have had in one batch.
+  int64_t rows_max = R.n_local;
+  MPI_Allreduce(MPI_IN_PLACE, &rows_max, 1, MPI_INT64_T, MPI_MAX, comm);
+  const double per_column = 5.0 * 8.0 * static_cast<double>(std::max<int64_t>(rows_max, 1));
+  const int64_t width = static_cast<int64_t>(
+      std::max(1.0, std::min(static_cast<double>(std::max<int64_t>(R.cols, 1)),
+                             std::floor(options.memory_mib * 1048576.0 / per_column))));
+  if (R.cols <= width) return solve_lockstep(M, R, options, comm);
+  SparseSolveResult out;
+  out.route = SparseSolveRoute::lockstep;
+  out.Z = make_dist_like(R, R.cols);
+  for (int64_t j0 = 0; j0 < R.cols; j0 += width) {
+    const int64_t w = std::min(width, R.cols - j0);
+    DistMatrix Rb = make_dist_like(R, w);
+    for (int64_t i = 0; i < R.n_local; ++i)
+      for (int64_t j = 0; j < w; ++j) Rb(i, j) = R(i, j0 + j);
+    SparseSolveResult b = solve_lockstep(M, Rb, options, comm);
+    for (int64_t i = 0; i < R.n_local; ++i)
+      for (int64_t j = 0; j < w; ++j) out.Z(i, j0 + j) = b.Z(i, j);
+    out.iterations.insert(out.iterations.end(), b.iterations.begin(), b.iterations.end());
   }
-  return route == SparseSolveRoute::lockstep ? solve_lockstep(M, R, options, comm) : solve_ksp(M, R, options, comm);
+  return out;
 }
 
 }  // namespace ssdr::solvers

@@ -34,8 +34,9 @@ std::vector<double> label_weights(const std::vector<int>& labels, double mu);
 /// H_c Q R for the n×r right-hand sides R (rows distributed as S's rows), by (R1): K₀⁻¹ with
 /// K₀ = L + U + αI for the r columns of R plus the column U1 (w), by the route of
 /// -<so.prefix>route (dense_route.hpp): up to n = 2000 (auto) one Cholesky of the gathered
-/// K₀ on every rank (n² doubles per rank; the same bits on every rank count), else one KSP
-/// (`graph::diagonal_plus_scaled`, options prefix so.prefix, CG by default). u = U's local
+/// K₀ on every rank (n² doubles per rank; the same bits on every rank count), else
+/// solvers::solve_columns (`graph::diagonal_plus_scaled`, options prefix so.prefix: lockstep
+/// CG, or one KSP). u = U's local
 /// diagonal (label_weights). Returns n×r with R's layout; `iterations` (optional) gets the
 /// KSP iterations per column (r + 1 entries, w last; zeros on the dense route);
 /// `dense_used` (optional) whether the dense route was taken.

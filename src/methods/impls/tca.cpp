@@ -37,7 +37,7 @@
 // it is solved at every α). Up to n_t = kDenseRouteMaxSamples (2000, measured: docs/
 // fitting.md) every rank gathers the graph and Y and solves it densely (dposv; the same
 // bits on every rank and rank count); beyond, d_1 CG solves with I + αL on the distributed
-// graph (one KSP, options prefix "tca_", preconditioner reused), right-hand sides αLY by
+// graph (solvers::solve_columns: lockstep CG, or one KSP with any -tca_ksp_*/-tca_pc_* option), right-hand sides αLY by
 // sparse products. -tca_route auto|dense|krylov chooses; info["solver_route"] records the
 // route taken, with n_t and the crossover. M_l, D_l, W^r,
 // W^e are never formed either: they act on labeled rows through the c class sums (15).

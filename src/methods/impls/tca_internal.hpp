@@ -36,7 +36,7 @@ DistMatrix apply_Dl(const DistMatrix& Y, const std::vector<int>& labels, int cla
 /// The smoothness regularizer of eq. (12) in matrix form: Yᵀ S Y (r×r, replicated) with
 /// S = (I + αL)⁻¹ αL, eq. (10), L = D − A the Laplacian of the graph A (n×n MPIAIJ) and Y
 /// (n×r) distributed with A's row layout (paper: X S Xᵀ with X = Yᵀ). S is never formed:
-/// Z = (I+αL)⁻¹(αLY) by r solves through one KSP (`solve.prefix`, CG by default), then
+/// Z = (I+αL)⁻¹(αLY) by solvers::solve_columns (`solve.prefix`: lockstep CG, or one KSP), then
 /// YᵀZ (local GEMM + MPI_Allreduce), symmetrized. Solving for αLY rather than forming
 /// YᵀY − Yᵀ(I+αL)⁻¹Y avoids cancellation when αL is small (the LPP limit (13)).
 /// Collective over A's communicator; `iterations` (optional) gets the KSP iterations.
