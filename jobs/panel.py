@@ -28,7 +28,7 @@ Variants: NAME=ARGS (ARGS split with shlex) run as
 Data sets of your own (not shipped; the same regimes, seeds and recipes), e.g. public UCI and
 face sets downloaded beforehand:
   jobs/panel.sh --variant "auto=--method auto" --extra sonar=DIR/sonar.csv
-      --extra vehicle=DIR/vehicle.csv:header --extra letter=DIR/letter.data:header:label=first
+      --extra vehicle=DIR/vehicle.csv:header --extra letter=DIR/letter.csv:header:label=first
       --extra orl=DIR/ORL_32x32.mat --sets sonar,vehicle,letter,orl --out scratch/panel2
 """
 import argparse
@@ -204,6 +204,19 @@ def panel_files(out, sets, regimes, seeds):
         truth_path = os.path.join(data_dir, f"{name}.truth.csv")
         wanted = [(r, s, os.path.join(data_dir, f"{name}_{r}_s{s}.csv"))
                   for r in regimes for s in seeds]
+        if name in EXTRA:
+            # An --extra set's files are reused only for the same source file and options:
+            # a stamp beside them names both (the source by its SHA-1), else they are rewritten.
+            path, opts = EXTRA[name]
+            stamp = json.dumps({"sha1": sha1(path), "options": sorted(opts)})
+            stamp_path = os.path.join(data_dir, f"{name}.source.json")
+            old = open(stamp_path).read() if os.path.exists(stamp_path) else None
+            if old != stamp:
+                for p in [truth_path] + [w[2] for w in wanted] + \
+                        [os.path.join(data_dir, f) for f in os.listdir(data_dir) if f.startswith(name + "_")]:
+                    if os.path.exists(p):
+                        os.remove(p)
+                _write_atomic(stamp_path, [stamp])
         loaded = None
         if not os.path.exists(truth_path) or not all(os.path.exists(p) for _, _, p in wanted):
             log(f"panel: writing {name} files")
@@ -684,6 +697,8 @@ def main():
             "sklearn": sklearn.__version__, "tolerance": TOL,
             "fashion_subset": {"rows": FASHION_ROWS, "seed": FASHION_SEED,
                                "source": "train-images-idx3-ubyte.gz"},
+            "extra": {n: {"path": os.path.abspath(p), "options": sorted(o), "sha1": sha1(p)}
+                      for n, (p, o) in EXTRA.items() if n in a.sets},
             "command": shlex.join(sys.argv)}
     md = markdown(cells, summary, a.variant, meta)
     print(md)
