@@ -63,6 +63,20 @@ KnnLists exact_knn(const RowsView& X, int k);
 template <class S, class Real = S>
 std::vector<int64_t> locality_order(const S* xf, int64_t n, int64_t d, int64_t leaf);
 
+/// NN-descent's local-join dot products (nndescent.cpp's join_dots, which calls one of these):
+/// G[a·nc + b] = rows[a]·rows[b] in float for every a < nn and b > a, b < nc; rows[q]
+/// (q < nc) points to d floats, G is nn×nc row-major, its entries with b ≤ a are left
+/// undefined. Each pair's sum has a fixed order that depends on d alone: eight lanes (lane l
+/// takes t ≡ l (mod 8), t < d − d mod 8, by multiply-adds), combined as
+/// ((s0+s1)+(s2+s3))+((s4+s5)+(s6+s7)), then the tail t ≥ d − d mod 8 added in increasing t.
+/// join_dots_2x4 computes 2 × 4 tiles of pairs (target_clones: an "fma" clone on CPUs with
+/// FMA, else the baseline, which may differ in the last bits); join_dots_4x4 computes 4 × 4
+/// tiles with AVX-512 and gives the bits of the "fma" clone. Call join_dots_4x4 only when
+/// join_dots_has_4x4() (AVX-512F, AVX-512VL and FMA; else it faults). Local.
+void join_dots_2x4(const float* const* rows, int64_t nn, int64_t nc, int64_t d, float* G);
+void join_dots_4x4(const float* const* rows, int64_t nn, int64_t nc, int64_t d, float* G);
+bool join_dots_has_4x4();
+
 /// Filter slack coefficient c of the exact search: |approx − exact| ≤ c·(‖x−μ‖² + ‖y−μ‖²)
 /// (plus an absolute underflow term), for the GEMM in `Real` over d features.
 template <class Real>

@@ -143,35 +143,47 @@ template <int TA>
   }
 }
 
-/// join_dots with 2 × 4 tiles: 8 accumulators fit AVX's 16 vector registers. The "fma" clone
-/// (AVX and FMA: 8-wide float registers need no AVX2) is chosen on every x86-64 CPU that has
-/// FMA, Intel or AMD ("arch=haswell" would match Intel Haswell only). Local.
+}  // namespace
+
+namespace detail {
+
+/// 2 × 4 tiles: 8 accumulators fit AVX's 16 vector registers. The "fma" clone (AVX and FMA:
+/// 8-wide float registers need no AVX2) is chosen on every x86-64 CPU that has FMA, Intel or
+/// AMD ("arch=haswell" would match Intel Haswell only).
 __attribute__((target_clones("fma", "default"))) void join_dots_2x4(const float* const* rows, int64_t nn,
                                                                   int64_t nc, int64_t d, float* G) {
   join_dots_tiles<2>(rows, nn, nc, d, G);
 }
 
-/// join_dots with 4 × 4 tiles where AVX-512 gives 32 vector registers (16 accumulators): a
-/// third fewer row loads per multiply-add than 2 × 4. The same 8-wide FMA arithmetic per
-/// pair as the "fma" clone, so the same bits. Local.
+/// 4 × 4 tiles where AVX-512 gives 32 vector registers (16 accumulators): a third fewer row
+/// loads per multiply-add than 2 × 4. The same 8-wide FMA arithmetic per pair (and the same
+/// tail) as the "fma" clone of join_dots_2x4, so the same bits (tested).
 __attribute__((target("avx512f,avx512vl,fma"))) void join_dots_4x4(const float* const* rows, int64_t nn,
                                                                   int64_t nc, int64_t d, float* G) {
   join_dots_tiles<4>(rows, nn, nc, d, G);
 }
 
+bool join_dots_has_4x4() {
+  static const bool wide = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+                           __builtin_cpu_supports("fma");
+  return wide;
+}
+
+}  // namespace detail
+
+namespace {
+
 /// The local join's dot products straight from the rows (no gathered copy, no GEMM packing:
 /// those were a third of the build at 70 000 rows on 2 ranks): G[a·nc + b] = rows[a]·rows[b]
 /// for every a < nn and b > a (entries with b ≤ a are left undefined), rows[q] pointing to d
-/// floats. Register tiles of 4 × 4 rows with AVX-512, else 2 × 4; the summation order is
-/// fixed by d alone (8 lanes, then their fixed sum), so a pair's value does not depend on the
-/// group or tile it is computed in. The FMA versions and the baseline one (no FMA) may differ
-/// in the last bits: the build's order, not the final lists' distances, which are recomputed
-/// exactly. Local.
+/// floats. Register tiles of 4 × 4 rows with AVX-512, else 2 × 4 (detail::join_dots_4x4,
+/// join_dots_2x4); the summation order is fixed by d alone (8 lanes, then their fixed sum),
+/// so a pair's value does not depend on the group or tile it is computed in. The FMA versions
+/// and the baseline one (no FMA) may differ in the last bits: the build's order, not the
+/// final lists' distances, which are recomputed exactly. Local.
 void join_dots(const float* const* rows, int64_t nn, int64_t nc, int64_t d, float* G) {
-  static const bool wide = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-                           __builtin_cpu_supports("fma");
-  if (wide) join_dots_4x4(rows, nn, nc, d, G);
-  else join_dots_2x4(rows, nn, nc, d, G);
+  if (detail::join_dots_has_4x4()) detail::join_dots_4x4(rows, nn, nc, d, G);
+  else detail::join_dots_2x4(rows, nn, nc, d, G);
 }
 
 /// The staging and receive buffers of one kind of exchange. A caller that keeps one across
@@ -585,7 +597,8 @@ void Build::plan_blocks() {
   // round fell by up to 45 %). With the float copy the rows were visited in index order
   // before: 300 000 rows, B_f = 1 GiB, alternating: 31.2 and 32.9 s against 41.7 and 34.6 s
   // (the same lists; the exact distances 2.0–2.3 s against 3.0–3.2 s).
-  // Float rows: the order of their double copy, so the lists are too.
+  // With the float copy, the order of that copy, else of the rows as stored: the order never
+  // changes the lists (step 2 above).
   join_order = !xf.empty()   ? detail::locality_order(xf.data(), nl, d, 256)
                : X.single() ? detail::locality_order<float, double>(X.floats()->v.data(), nl, d, 256)
                             : detail::locality_order(X.doubles().v.data(), nl, d, 256);

@@ -3,7 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <fstream>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -13,6 +16,7 @@
 #include "ssdr/graph/knn.hpp"
 #include "ssdr/graph/nndescent.hpp"
 #include "ssdr/io/dataset.hpp"
+#include "graph/knn_internal.hpp"
 #include "support.hpp"
 
 using namespace ssdr;
@@ -186,4 +190,69 @@ TEST(NNDescent, ReachesTheRecallWithoutAFloatCopyAndWithSmallFetchBlocks) {
   EXPECT_GE(knn_recall(X, L, X.n_global, 1), 0.95);
   o.fetch_budget_bytes = (1 << 20) - 1;
   EXPECT_THROW(nndescent_search(X, 8, o), Error);
+}
+
+TEST(NNDescent, JoinDotsGiveTheSameBitsWithFourByFourAndTwoByFourTiles) {
+  // detail::join_dots_4x4 (AVX-512) against join_dots_2x4, whose "fma" clone is the one
+  // chosen on any CPU that has the 4x4 kernel (AVX-512F implies FMA here: the check includes
+  // it): every pair b > a, bitwise. d covers no tail (8), tail only (1, 7), both (9, 61, 784);
+  // nn covers partial 4-row and 2-row tiles (nn % 4 ≠ 0) and nc − b < 4 covers partial
+  // column tiles. The rows are reached through shuffled pointers into one pool (unaligned
+  // for d % 8 ≠ 0), as the join's gathered rows are.
+  //
+  // Each value is also checked against Σ_t x_t·y_t in double. The float sum takes each term
+  // through at most m roundings: for d < 8 the tail alone (one multiply-add, or a product and
+  // an addition, per later term: m ≤ d, the first addition to 0 being exact); for d ≥ 8 at
+  // most d8/8 in its lane (d8 = d − d mod 8), 3 in the fixed sum of the 8 lanes and d mod 8
+  // in the tail, plus 1 for a product rounded before its addition: m ≤ d8/8 + 4 + d mod 8 ≤ d
+  // since d8 ≥ 8. Without underflow (the values are multiples of 2⁻²³ in [−1, 1): products
+  // ≥ 2⁻⁴⁶ or 0) the standard bound (Higham, Accuracy and Stability, §3.1) gives
+  // |G − x·y| ≤ γ_d·Σ|x_t y_t|, γ_d = d·u/(1 − d·u), u = 2⁻²⁴. The double reference's
+  // products are exact (24 + 24 bits ≤ 53) and its sums err by at most γ'_d·Σ|x_t y_t|
+  // (u' = 2⁻⁵³), the computed Σ|x_t y_t| by the same factor: (γ_d + 2γ'_d)·Σ|x_t y_t| covers
+  // both (2γ_dγ'_d + 2γ'_d² ≤ γ'_d).
+  if (!detail::join_dots_has_4x4()) GTEST_SKIP() << "the CPU lacks AVX-512F/VL or FMA: no 4x4 kernel";
+  std::mt19937_64 rng(20261128);
+  // Exact floats in [−1, 1): a multiple of 2⁻²³ from the generator's top 24 bits.
+  auto value = [&rng] { return static_cast<float>(static_cast<int32_t>(rng() >> 40) - (1 << 23)) * 0x1p-23f; };
+  int64_t checked = 0, different = 0, outside = 0;
+  for (const int64_t d : {1, 7, 8, 9, 61, 784}) {
+    const double u = 0x1p-24, ud = 0x1p-53;
+    const double gamma = d * u / (1 - d * u), gamma_d = d * ud / (1 - d * ud);
+    for (const int64_t nn : {1, 2, 3, 5, 8, 13})
+      for (int64_t nc = nn; nc <= nn + 11; ++nc) {
+        std::vector<float> pool(static_cast<size_t>(nc * d));
+        for (float& x : pool) x = value();
+        std::vector<int64_t> perm(static_cast<size_t>(nc));
+        for (int64_t q = 0; q < nc; ++q) perm[static_cast<size_t>(q)] = q;
+        std::shuffle(perm.begin(), perm.end(), rng);
+        std::vector<const float*> rows(static_cast<size_t>(nc));
+        for (int64_t q = 0; q < nc; ++q) rows[static_cast<size_t>(q)] = pool.data() + perm[static_cast<size_t>(q)] * d;
+        std::vector<float> G2(static_cast<size_t>(nn * nc), std::nanf("")), G4 = G2;
+        detail::join_dots_2x4(rows.data(), nn, nc, d, G2.data());
+        detail::join_dots_4x4(rows.data(), nn, nc, d, G4.data());
+        for (int64_t a = 0; a < nn; ++a)
+          for (int64_t b = a + 1; b < nc; ++b) {
+            const float g2 = G2[static_cast<size_t>(a * nc + b)], g4 = G4[static_cast<size_t>(a * nc + b)];
+            ++checked;
+            if (std::memcmp(&g2, &g4, sizeof g2) != 0 && ++different <= 5)
+              ADD_FAILURE() << "d " << d << ", nn " << nn << ", nc " << nc << ", pair (" << a << ", " << b
+                            << "): 2x4 " << g2 << ", 4x4 " << g4;
+            const float* x = rows[static_cast<size_t>(a)];
+            const float* y = rows[static_cast<size_t>(b)];
+            double dot = 0, abs = 0;
+            for (int64_t t = 0; t < d; ++t) {
+              dot += static_cast<double>(x[t]) * y[t];
+              abs += std::fabs(static_cast<double>(x[t]) * y[t]);
+            }
+            const double tol = (gamma + 2 * gamma_d) * abs;
+            for (const float g : {g2, g4})
+              if (!(std::fabs(g - dot) <= tol) && ++outside <= 5)
+                ADD_FAILURE() << "d " << d << ", nn " << nn << ", nc " << nc << ", pair (" << a << ", " << b
+                              << "): " << g << " against " << dot << " (tolerance " << tol << ")";
+          }
+      }
+  }
+  EXPECT_EQ(different, 0) << "of " << checked << " pairs";
+  EXPECT_EQ(outside, 0) << "of " << 2 * checked << " values";
 }
