@@ -229,6 +229,27 @@ SparseSolveResult solve_lockstep(Mat M, const DistMatrix& R, const SparseSolveOp
     for (int64_t j = 0; j < r; ++j) res[static_cast<size_t>(j * n + i)] = R(i, j);
   auto rcol = [&](int64_t j) { return res.data() + j * n; };
   auto xcol = [&](int64_t j) { return x.data() + j * n; };
+  // Each column scaled by a power of two that brings its largest entry into [1, 2) (on every
+  // rank: the largest over the ranks), x scaled back at the end. CG's steps are homogeneous
+  // (a = β/pᵀMp does not change, p, x and r scale), and a power of two scales every rounding
+  // exactly, so the iterates are the unscaled ones' bits times the factor; what the scaling
+  // removes is the under- or overflow of ‖D⁻¹r‖² for entries near 1e±155 (VecNorm's dnrm2
+  // scales too).
+  std::vector<int> shift(static_cast<size_t>(r), 0);
+  {
+    std::vector<double> big(static_cast<size_t>(r), 0.0);
+    for (int64_t j = 0; j < r; ++j)
+      for (int64_t i = 0; i < n; ++i) big[static_cast<size_t>(j)] = std::max(big[static_cast<size_t>(j)], std::abs(rcol(j)[i]));
+    MPI_Allreduce(MPI_IN_PLACE, big.data(), static_cast<int>(r), MPI_DOUBLE, MPI_MAX, comm);
+    for (int64_t j = 0; j < r; ++j) {
+      const double b = big[static_cast<size_t>(j)];
+      if (!(b > 0) || !std::isfinite(b)) continue;  // a zero column stops at once; NaN/inf is reported below
+      int e = 0;
+      std::frexp(b, &e);  // b = f·2^e, f in [0.5, 1)
+      shift[static_cast<size_t>(j)] = 1 - e;
+      for (int64_t i = 0; i < n; ++i) rcol(j)[i] = std::ldexp(rcol(j)[i], 1 - e);
+    }
+  }
 
   std::vector<double> sums;  // ‖D⁻¹r_j‖², then r_jᵀD⁻¹r_j, of the columns iterating
   std::vector<double> rnorm0(static_cast<size_t>(r)), ttol(static_cast<size_t>(r)), beta(static_cast<size_t>(r)),
@@ -403,7 +424,7 @@ SparseSolveResult solve_lockstep(Mat M, const DistMatrix& R, const SparseSolveOp
   res.shrink_to_fit();
   out.Z = make_dist_like(R, r);
   for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < r; ++j) out.Z(i, j) = x[static_cast<size_t>(j * n + i)];
+    for (int64_t j = 0; j < r; ++j) out.Z(i, j) = std::ldexp(x[static_cast<size_t>(j * n + i)], -shift[static_cast<size_t>(j)]);
   return out;
 }
 

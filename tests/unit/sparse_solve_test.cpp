@@ -222,6 +222,36 @@ TEST(SparseSolve, LockstepRouteInBatchesWithinItsMemoryGivesEachColumnItsOwnIter
   EXPECT_EQ(b.iterations[0], 0);  // the zero column
 }
 
+TEST(SparseSolve, LockstepRouteSolvesColumnsNear1e155AsTheirUnscaledSelves) {
+  // Columns 2^±520 times another column: ‖D⁻¹b‖² alone would underflow to 0 (a "converged"
+  // zero solution) or overflow to inf. The route scales each column by a power of two, which
+  // every step of CG carries exactly, so the solutions are the unscaled column's bits times
+  // 2^±520 and the iterations the same.
+  const int64_t n = 150;
+  const System sys = make_system(n, kAlpha);
+  const Owned<Mat> M = to_aij(sys.M, MPI_COMM_WORLD);
+  const Dense B0 = right_hand_sides(n);
+  const int64_t j0 = B0.cols - 1;  // a column that iterates
+  Dense B(n, 3);
+  for (int64_t i = 0; i < n; ++i) {
+    B(i, 0) = B0(i, j0);
+    B(i, 1) = std::ldexp(B0(i, j0), -520);
+    B(i, 2) = std::ldexp(B0(i, j0), 520);
+  }
+  solvers::SparseSolveOptions o;
+  o.prefix = "sparse_test_";
+  const solvers::SparseSolveResult z = solvers::solve_columns(M, ref::distribute(B, MPI_COMM_WORLD), o);
+  ASSERT_EQ(z.route, solvers::SparseSolveRoute::lockstep);
+  EXPECT_GT(z.iterations[0], 1);
+  EXPECT_EQ(z.iterations[1], z.iterations[0]);
+  EXPECT_EQ(z.iterations[2], z.iterations[0]);
+  const Dense Z = allgather(z.Z);
+  for (int64_t i = 0; i < n; ++i) {
+    EXPECT_EQ(Z(i, 1), std::ldexp(Z(i, 0), -520)) << "row " << i;
+    EXPECT_EQ(Z(i, 2), std::ldexp(Z(i, 0), 520)) << "row " << i;
+  }
+}
+
 TEST(SparseSolve, UserOptionsForThePrefixOrAnotherKspTypeSelectTheKspRoute) {
   const int64_t n = 120;
   const System sys = make_system(n, kAlpha);
