@@ -98,7 +98,8 @@ ReconstructionWeights reconstruction_weights(const DistMatrix& X, const KnnLists
 /// Local rows per chunk of reconstruction_weights within `memory_mib` MiB for the fetched
 /// rows and the replies: ⌊memory_mib·2²⁰ / (ranks·k·d·8)⌋, at least 1 (a chunk of c rows
 /// fetches at most c·k rows of d doubles and answers at most c·k requests of each other
-/// rank). Local; the same on every rank.
+/// rank), and at most as many rows as keep (ranks − 1)·c·k·d within half of MPI's int
+/// counts (the whole bound when memory_mib is infinite). Local; the same on every rank.
 int64_t reconstruction_chunk_rows(int k, int64_t d, int ranks, double memory_mib);
 
 }  // namespace ssdr::graph::detail

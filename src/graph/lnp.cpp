@@ -247,8 +247,12 @@ int64_t detail::reconstruction_chunk_rows(int k, int64_t d, int ranks, double me
   // at most c·k requests from each of the other ranks: at most ranks·c·k·d·8 bytes.
   const double per_row = static_cast<double>(std::max(ranks, 1)) * std::max(k, 1) *
                          static_cast<double>(std::max<int64_t>(d, 1)) * sizeof(double);
-  const double rows = memory_mib * (1 << 20) / per_row;  // an infinite budget: one chunk
-  return rows >= 1e15 ? int64_t{1000000000000000} : std::max<int64_t>(1, static_cast<int64_t>(rows));
+  // At most as many rows as keep one exchange's element counts (c·k·d per rank pair, and
+  // (ranks − 1)·c·k·d in all) within MPI's int counts; an infinite budget gives that cap.
+  const double cap = static_cast<double>(std::numeric_limits<int>::max() / 2) /
+                     (static_cast<double>(std::max(ranks - 1, 1)) * std::max(k, 1) * static_cast<double>(std::max<int64_t>(d, 1)));
+  const double rows = std::min(memory_mib * (1 << 20) / per_row, cap);
+  return std::max<int64_t>(1, static_cast<int64_t>(rows));
 }
 
 ReconstructionWeights reconstruction_weights(const DistMatrix& X, const KnnLists& knn, double regularization,

@@ -367,8 +367,14 @@ TEST(Lnp, ReconstructionChunksKeepTheirFetchesWithinTheMemoryBudget) {
       EXPECT_GT(static_cast<double>(ranks) * (c + 1) * 8 * 784 * 8, mib * (1 << 20));
     }
   EXPECT_EQ(graph::detail::reconstruction_chunk_rows(8, 784, 2, 1e-6), 1);  // at least one row
-  EXPECT_GE(graph::detail::reconstruction_chunk_rows(8, 784, 2, std::numeric_limits<double>::infinity()),
-            int64_t{1} << 40);
+  // An infinite budget: as many rows as keep one exchange's counts, (ranks − 1)·c·k·d
+  // doubles, within half of MPI's int range.
+  for (const int ranks : {1, 2, 64}) {
+    const int64_t c = graph::detail::reconstruction_chunk_rows(8, 784, ranks, std::numeric_limits<double>::infinity());
+    const int64_t per = int64_t{std::max(ranks - 1, 1)} * 8 * 784;
+    EXPECT_LE(c * per, std::numeric_limits<int>::max() / 2);
+    EXPECT_GT((c + 1) * per, std::numeric_limits<int>::max() / 2);
+  }
 }
 
 TEST(Lnp, ReconstructionWeightsFailOnEveryRankWhenOneRankFailsMidwayThroughItsChunks) {
