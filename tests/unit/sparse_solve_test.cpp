@@ -106,6 +106,18 @@ Dense right_hand_sides(int64_t n) {
   return B;
 }
 
+/// The system of make_system(n, kAlpha) as an AIJ matrix on MPI_COMM_WORLD, with
+/// right_hand_sides(n) gathered (B) and distributed (R).
+struct Problem {
+  explicit Problem(int64_t n)
+      : sys(make_system(n, kAlpha)), M(to_aij(sys.M, MPI_COMM_WORLD)), B(right_hand_sides(n)),
+        R(ref::distribute(B, MPI_COMM_WORLD)) {}
+  System sys;
+  Owned<Mat> M;
+  Dense B;
+  DistMatrix R;
+};
+
 Dense dense_solve(Dense M, Dense B) {
   lapack::posv(M.rows, B.cols, M.data(), M.rows, B.data(), B.rows);
   return B;
@@ -143,10 +155,8 @@ double error_bound(double rtol, double alpha, double max_degree, int64_t n, doub
 
 TEST(SparseSolve, LockstepRouteAgreesWithTheDenseSolutionAndTheKspRoute) {
   const int64_t n = 300;
-  const System sys = make_system(n, kAlpha);
-  const Owned<Mat> M = to_aij(sys.M, MPI_COMM_WORLD);
-  const Dense B = right_hand_sides(n);
-  const DistMatrix R = ref::distribute(B, MPI_COMM_WORLD);
+  const Problem problem(n);
+  const auto& [sys, M, B, R] = problem;
   const Dense ref = dense_solve(sys.M, B);
 
   solvers::SparseSolveOptions lock;
@@ -201,10 +211,8 @@ TEST(SparseSolve, LockstepRouteInBatchesWithinItsMemoryGivesEachColumnItsOwnIter
   // rounding may differ, so the iterations agree within the last one (as in the test
   // above) and the solutions within the error bound of each.
   const int64_t n = 200;
-  const System sys = make_system(n, kAlpha);
-  const Owned<Mat> M = to_aij(sys.M, MPI_COMM_WORLD);
-  const Dense B = right_hand_sides(n);
-  const DistMatrix R = ref::distribute(B, MPI_COMM_WORLD);
+  const Problem problem(n);
+  const auto& [sys, M, B, R] = problem;
   const Dense ref = dense_solve(sys.M, B);
   solvers::SparseSolveOptions one, batched;
   one.prefix = batched.prefix = "sparse_test_";
@@ -254,10 +262,8 @@ TEST(SparseSolve, LockstepRouteSolvesColumnsNear1e155AsTheirUnscaledSelves) {
 
 TEST(SparseSolve, UserOptionsForThePrefixOrAnotherKspTypeSelectTheKspRoute) {
   const int64_t n = 120;
-  const System sys = make_system(n, kAlpha);
-  const Owned<Mat> M = to_aij(sys.M, MPI_COMM_WORLD);
-  const Dense B = right_hand_sides(n);
-  const DistMatrix R = ref::distribute(B, MPI_COMM_WORLD);
+  const Problem problem(n);
+  const auto& [sys, M, B, R] = problem;
   solvers::SparseSolveOptions o;
   o.prefix = "sparse_test_";
   EXPECT_EQ(solvers::column_route(o), solvers::SparseSolveRoute::lockstep);
