@@ -1,7 +1,7 @@
 // kNN graph stage benchmark (Google Benchmark under MPI).
 //
 //   mpiexec -n P bench_knn [--sizes=20000,70000] [--data=DIR] [--approx-sizes=280000]
-//                          [--approx-data=DIR2] [--k=8] [--rho=R] [--delta=D]
+//                          [--approx-data=DIR2] [--k=8] [--rho=R] [--delta=D] [--shared-group=G]
 //                          [--fetch-budget-mib=B] [--verbose]
 //                          [benchmark flags]   (--verbose: the searches' progress lines)
 //
@@ -43,7 +43,7 @@ namespace {
 int g_rank = 0, g_size = 1;
 std::string g_data = "/usr/share/datasets/fashion-mnist";
 int g_k = 8;
-ssdr::graph::NNDescentOptions g_nnd;  ///< --rho=, --delta=, --fetch-budget-mib= (B_f) override the defaults
+ssdr::graph::NNDescentOptions g_nnd;  ///< --rho=, --delta=, --fetch-budget-mib= (B_f), --shared-group= override the defaults
 
 uint32_t be32(const unsigned char* b) {
   return (uint32_t(b[0]) << 24) | (uint32_t(b[1]) << 16) | (uint32_t(b[2]) << 8) | b[3];
@@ -237,6 +237,8 @@ int main(int argc, char** argv) {
       g_nnd.delta = std::stod(s.substr(8));
     } else if (s.rfind("--fetch-budget-mib=", 0) == 0) {
       g_nnd.fetch_budget_bytes = std::stod(s.substr(19)) * (1 << 20);
+    } else if (s.rfind("--shared-group=", 0) == 0) {
+      g_nnd.shared_group = std::stoi(s.substr(15));  // 1: no rank reads another's rows in place
     } else if (s.rfind("--k=", 0) == 0) {
       g_k = std::stoi(s.substr(4));
     } else if (s == "--verbose") {

@@ -107,7 +107,10 @@ TEST(NNDescent, GivesTheListsOfOneRankOnAnyRankCountAndFetchBudget) {
   // The distributed build must give exactly those lists, bit for bit (the same pairs are
   // computed in the same float arithmetic, and a round's lists do not depend on the order
   // its proposals are applied in), with the default budget (one fetch block, the float copy)
-  // and with the smallest (no float copy, a row cache, fetch blocks of 256 rows on 2+ ranks).
+  // and with the smallest (no float copy, a row cache, fetch blocks of 256 rows on 2+ ranks);
+  // with the ranks reading each other's rows in one shared-memory window (the default on one
+  // machine), with none sharing (every row fetched, as across nodes), and in groups of two
+  // (on 3 and 4 ranks, both at once).
   // 2 000 Fashion-MNIST images (d = 784; about a dozen rounds) when installed, else digits.
   // The values are divided by 3 (not exactly representable: sums over the ranks' blocks
   // differ in their last bits from one sum in order), and the first 300 rows appear twice
@@ -125,11 +128,14 @@ TEST(NNDescent, GivesTheListsOfOneRankOnAnyRankCountAndFetchBudget) {
     o.seed = 3;
     o.max_iterations = rounds;
     const KnnLists one = nndescent_search(distribute(all, MPI_COMM_SELF), 8, o);  // the default budget
-    for (double budget : {160.0 * (1 << 20), double(1 << 20)}) {
+    const std::pair<double, int> variants[] = {
+        {160.0 * (1 << 20), 0}, {double(1 << 20), 0}, {160.0 * (1 << 20), 1}, {160.0 * (1 << 20), 2}};
+    for (const auto& [budget, group] : variants) {
       o.fetch_budget_bytes = budget;
+      o.shared_group = group;
       const auto [index, dist2] = gathered(nndescent_search(distribute(all), 8, o), MPI_COMM_WORLD);
-      EXPECT_EQ(index, one.index) << rounds << " rounds, fetch budget " << budget << " bytes";
-      EXPECT_EQ(dist2, one.dist2) << rounds << " rounds, fetch budget " << budget << " bytes";
+      EXPECT_EQ(index, one.index) << rounds << " rounds, fetch budget " << budget << " bytes, shared group " << group;
+      EXPECT_EQ(dist2, one.dist2) << rounds << " rounds, fetch budget " << budget << " bytes, shared group " << group;
     }
   }
 }
