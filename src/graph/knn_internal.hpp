@@ -77,6 +77,10 @@ void join_dots_2x4(const float* const* rows, int64_t nn, int64_t nc, int64_t d, 
 void join_dots_4x4(const float* const* rows, int64_t nn, int64_t nc, int64_t d, float* G);
 bool join_dots_has_4x4();
 
+/// How many other ranks' float rows the last nndescent_search on this rank read in place (its
+/// shared-memory window; 0: none, every remote row fetched). For tests. Local.
+int nndescent_last_shared_ranks();
+
 /// Filter slack coefficient c of the exact search: |approx − exact| ≤ c·(‖x−μ‖² + ‖y−μ‖²)
 /// (plus an absolute underflow term), for the GEMM in `Real` over d features.
 template <class Real>

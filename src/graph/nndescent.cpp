@@ -32,8 +32,7 @@
 // distances of the initial entries). Build distances are single-precision GEMM values on the
 // centered rows (the search only needs their order); at the end every entry's distance is
 // recomputed exactly in double as Σ_t (x_t − y_t)² in index order (knn_search's bits, the same
-// from both ends of an edge; the node's double rows in a shared window when they fit B_f) and
-// the lists are re-sorted by (dist2, global index) and cut to k.
+// from both ends of an edge) and the lists are re-sorted by (dist2, global index) and cut to k.
 // Each phase is a method of the class Build below: initialization (its constructor),
 // exchange (step 1), local_join and update (step 2, per join chunk), exact_lists (the end);
 // nndescent_search checks the options and runs the rounds.
@@ -167,6 +166,12 @@ __attribute__((target("avx512f,avx512vl,fma"))) void join_dots_4x4(const float* 
                                                                   int64_t nc, int64_t d, float* G) {
   join_dots_tiles<4>(rows, nn, nc, d, G);
 }
+
+namespace {
+int g_last_shared_ranks = 0;  ///< set by each Build (share_rows), read by tests
+}  // namespace
+
+int nndescent_last_shared_ranks() { return g_last_shared_ranks; }
 
 bool join_dots_has_4x4() {
   static const bool wide = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
@@ -327,30 +332,34 @@ class SharedSegments {
     if (std::uncaught_exceptions() == 0) close();
   }
 
-  /// Opens the window when `node` (null: no other rank on this node) has two or more ranks,
-  /// one of them has something to share (`share`), and /dev/shm (Open MPI's backing
-  /// directory) has 1.25 times the node's bytes free (a full tmpfs faults, SIGBUS, instead of
-  /// failing). This rank's segment has `bytes` bytes. Returns it, or null when not opened.
-  /// `comm_rank` and `comm_size` are this rank's in the build's communicator, whose ranks
-  /// segment() and shares() take.
-  char* open(MPI_Comm node, int comm_rank, int comm_size, int64_t bytes, bool share) {
+  /// Opens the window over `node` (null: this rank is alone in it) when it has two or more
+  /// ranks, one of them has something to share (`share`), and /dev/shm (Open MPI's backing
+  /// directory) has 1.25 times the bytes of every window the machine opens at once free (a
+  /// full tmpfs faults, SIGBUS, instead of failing): `whole` holds all the ranks of the
+  /// machine (node may be one of its groups), and every rank of `whole` calls open at once.
+  /// This rank's segment has `bytes` bytes. Returns it (null for 0 bytes), or null when not
+  /// opened: is_open() tells. `comm_rank` and `comm_size` are this rank's in the build's
+  /// communicator, whose ranks segment() and shares() take.
+  char* open(MPI_Comm node, MPI_Comm whole, int comm_rank, int comm_size, int64_t bytes, bool share) {
     seg.assign(static_cast<size_t>(comm_size), nullptr);
     flag.assign(static_cast<size_t>(comm_size), 0);
-    if (node == MPI_COMM_NULL) return nullptr;
+    if (whole == MPI_COMM_NULL) return nullptr;  // alone on the machine (node is null too)
     bytes = (bytes + 63) / 64 * 64;  // every segment aligned for any type, should they be contiguous
-    int nsize = 1, nrank = 0;
-    MPI_Comm_size(node, &nsize);
-    MPI_Comm_rank(node, &nrank);
-    int64_t sums[2] = {bytes, share ? 1 : 0};
-    MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_INT64_T, MPI_SUM, node);
-    int ok = nsize > 1 && sums[1] > 0 ? 1 : 0;
-    if (ok && nrank == 0) {
+    int nsize = 1;
+    if (node != MPI_COMM_NULL) MPI_Comm_size(node, &nsize);
+    int64_t group[2] = {bytes, share ? 1 : 0};
+    if (node != MPI_COMM_NULL) MPI_Allreduce(MPI_IN_PLACE, group, 2, MPI_INT64_T, MPI_SUM, node);
+    int64_t total = nsize > 1 && group[1] > 0 ? bytes : 0;  // what this rank adds to /dev/shm
+    MPI_Allreduce(MPI_IN_PLACE, &total, 1, MPI_INT64_T, MPI_SUM, whole);
+    int room = 1, wrank = 0;
+    MPI_Comm_rank(whole, &wrank);
+    if (wrank == 0 && total > 0) {
       struct statvfs fs {};
-      ok = statvfs("/dev/shm", &fs) == 0 &&
-           static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize) >= 1.25 * static_cast<double>(sums[0]);
+      room = statvfs("/dev/shm", &fs) == 0 &&
+             static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize) >= 1.25 * static_cast<double>(total);
     }
-    MPI_Bcast(&ok, 1, MPI_INT, 0, node);
-    if (!ok) return nullptr;
+    MPI_Bcast(&room, 1, MPI_INT, 0, whole);
+    if (!room || nsize < 2 || group[1] == 0) return nullptr;
     comm = node;
     MPI_Info info;
     MPI_Info_create(&info);
@@ -470,8 +479,8 @@ class Build {
     // collective too: skipped when unwinding from an error on this rank alone.
     if (std::uncaught_exceptions() == 0) {
       rows_window.close();
-      exact_window.close();
       if (node_comm != MPI_COMM_NULL) MPI_Comm_free(&node_comm);
+      if (node_whole != MPI_COMM_NULL) MPI_Comm_free(&node_whole);
     }
   }
   Build(const Build&) = delete;
@@ -481,6 +490,8 @@ class Build {
     // The shared float rows are freed (collective over the node: its ranks all call this).
     L.shared_worst = nullptr;
     std::fill(peer_rows.begin(), peer_rows.end(), nullptr);
+    std::fill(peer_nrm.begin(), peer_nrm.end(), nullptr);
+    std::fill(peer_worst.begin(), peer_worst.end(), nullptr);
     rows_window.close();
     std::vector<int64_t>().swap(Nb);
     std::vector<int64_t>().swap(Ob);
@@ -561,7 +572,8 @@ class Build {
   // shared-memory window, each rank's segment [norms, k-th distances, float rows]; per rank
   // of comm, pointers into its segment (null: not sharing, or no float copy to share).
   MPI_Comm node_comm = MPI_COMM_NULL;  ///< this node's ranks (or group), null when alone
-  SharedSegments rows_window, exact_window;  ///< the build's float rows; exact_lists' double rows
+  MPI_Comm node_whole = MPI_COMM_NULL;  ///< all the ranks of this machine (node_comm's before shared_group splits them), null when alone
+  SharedSegments rows_window;          ///< the build's float rows, norms and k-th distances
   std::vector<const float*> peer_rows, peer_nrm, peer_worst;
   Lists L;
 
@@ -665,24 +677,21 @@ void Build::center_rows() {
   }
 }
 
-/// Initialization, part 1a: node_comm, the ranks of this node (MPI_COMM_TYPE_SHARED), or of
-/// its groups of options.shared_group consecutive ranks; null when this rank is alone in it.
-/// Collective.
+/// Initialization, part 1a: node_whole, the ranks of this machine (MPI_COMM_TYPE_SHARED), and
+/// node_comm, the same ranks or their groups of options.shared_group consecutive ones; each
+/// null when this rank is alone in it. Collective.
 void Build::split_node() {
-  MPI_Comm node = MPI_COMM_NULL;
-  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
-  if (options.shared_group >= 1) {
-    int nr = 0;
-    MPI_Comm_rank(node, &nr);
-    MPI_Comm group = MPI_COMM_NULL;
-    MPI_Comm_split(node, nr / options.shared_group, nr, &group);
-    MPI_Comm_free(&node);
-    node = group;
+  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node_whole);
+  int nr = 0, nsize = 1;
+  MPI_Comm_rank(node_whole, &nr);
+  MPI_Comm_size(node_whole, &nsize);
+  if (nsize == 1) {
+    MPI_Comm_free(&node_whole);  // alone on this machine: nothing to share
+    return;
   }
-  int nsize = 1;
-  MPI_Comm_size(node, &nsize);
-  if (nsize == 1) MPI_Comm_free(&node);
-  node_comm = node;
+  MPI_Comm_split(node_whole, options.shared_group >= 1 ? nr / options.shared_group : 0, nr, &node_comm);
+  MPI_Comm_size(node_comm, &nsize);
+  if (nsize == 1) MPI_Comm_free(&node_comm);
 }
 
 /// Initialization, part 1b: the ranks of node_comm open rows_window, each rank a segment of
@@ -697,8 +706,9 @@ float* Build::share_rows(bool keep) {
   peer_rows.assign(static_cast<size_t>(size), nullptr);
   peer_nrm.assign(static_cast<size_t>(size), nullptr);
   peer_worst.assign(static_cast<size_t>(size), nullptr);
+  detail::g_last_shared_ranks = 0;
   const int64_t floats = 2 * nl + (keep ? nl * d : 0);
-  float* base = reinterpret_cast<float*>(rows_window.open(node_comm, rank, size, floats * 4, keep));
+  float* base = reinterpret_cast<float*>(rows_window.open(node_comm, node_whole, rank, size, floats * 4, keep && nl > 0));
   if (!rows_window.is_open()) return nullptr;
   for (int r = 0; r < size; ++r) {
     const float* seg = reinterpret_cast<const float*>(rows_window.segment(r));
@@ -706,7 +716,10 @@ float* Build::share_rows(bool keep) {
     const int64_t nr = ends[static_cast<size_t>(r)] - starts[static_cast<size_t>(r)];
     peer_nrm[static_cast<size_t>(r)] = seg;
     peer_worst[static_cast<size_t>(r)] = seg + nr;
-    if (rows_window.shares(r)) peer_rows[static_cast<size_t>(r)] = seg + 2 * nr;
+    if (rows_window.shares(r)) {
+      peer_rows[static_cast<size_t>(r)] = seg + 2 * nr;
+      ++detail::g_last_shared_ranks;
+    }
   }
   return keep && base ? base + 2 * nl : nullptr;
 }
@@ -1097,20 +1110,6 @@ KnnLists Build::exact_lists(int k) {
   out.dist2.assign(static_cast<size_t>(nl * k), std::numeric_limits<double>::infinity());
   std::vector<std::pair<double, int64_t>> row;
   std::vector<double> dreply, dgot;
-  // The node's ranks read each other's double rows in place (a shared window, as the build's
-  // float rows) when this block fits B_f, as the rows it would fetch must; 100 000 rows on 2
-  // ranks: 0.7 s with the fetch.
-  const bool share = static_cast<double>(nl) * static_cast<double>(d) * sizeof(double) <= budget;
-  // (A rank's segment may be empty, its base null, while the window is open: every rank of
-  // the node publishes.)
-  double* mine = reinterpret_cast<double*>(exact_window.open(node_comm, rank, size, share ? nl * d * 8 : 0, share));
-  if (mine && share)
-    for (int64_t i = 0; i < nl; ++i) X.tile(i, 1, mine + i * d);
-  exact_window.publish();
-  // Rank r's double rows in place, or null (fetched).
-  auto peer = [&](int r) {
-    return r != rank && exact_window.shares(r) ? reinterpret_cast<const double*>(exact_window.segment(r)) : nullptr;
-  };
   std::vector<double> xs(static_cast<size_t>(d)), ys(static_cast<size_t>(d));  // float rows as doubles
   for (int64_t ch = 0; ch < final_chunks; ++ch) {
     const int64_t v0 = std::min(nl, ch * final_rows), v1 = std::min(nl, v0 + final_rows);
@@ -1118,7 +1117,7 @@ KnnLists Build::exact_lists(int k) {
     for (int64_t pos = v0; pos < v1; ++pos)
       for (int q = 0; q < K; ++q) {
         const int64_t c = L.j[static_cast<size_t>(join_order[static_cast<size_t>(pos)] * K + q)];
-        if (c != kNone && (c < r0 || c >= r0 + nl) && !peer(owner(c))) need.push_back(c);
+        if (c != kNone && (c < r0 || c >= r0 + nl)) need.push_back(c);
       }
     request_rows(need);
     dreply.resize(static_cast<size_t>(static_cast<int64_t>(asked.size()) * d));
@@ -1134,7 +1133,6 @@ KnnLists Build::exact_lists(int k) {
         if (c == kNone) continue;
         const double* y;
         if (c >= r0 && c < r0 + nl) y = drow(c - r0, ys.data());
-        else if (const int r = owner(c); peer(r)) y = peer(r) + (c - starts[static_cast<size_t>(r)]) * d;
         else y = got.data() + (std::lower_bound(need.begin(), need.end(), c) - need.begin()) * d;
         row.emplace_back(exact_dist2(xv, y, d), c);
       }
@@ -1146,7 +1144,6 @@ KnnLists Build::exact_lists(int k) {
       }
     }
   }
-  exact_window.close();
   return out;
 }
 
@@ -1162,6 +1159,9 @@ KnnLists nndescent_search(const RowsView& X, int k, const NNDescentOptions& opti
                         "--nndescent-delta " + std::to_string(options.delta) + " must lie in [0, 1)");
   SSDR_CHECK_COLLECTIVE(comm, options.max_iterations >= 1,
                         "--nndescent-iterations " + std::to_string(options.max_iterations) + " must be at least 1");
+  SSDR_CHECK_COLLECTIVE(comm, options.shared_group >= 0,
+                        "NN-descent shared_group " + std::to_string(options.shared_group) +
+                            " must be 0 (the node's ranks share rows) or a group size >= 1");
   SSDR_CHECK_COLLECTIVE(comm, options.fetch_budget_bytes >= double(1 << 20),
                         "NN-descent fetch budget " + std::to_string(options.fetch_budget_bytes) +
                             " bytes must be at least 1 MiB");

@@ -136,8 +136,55 @@ TEST(NNDescent, GivesTheListsOfOneRankOnAnyRankCountAndFetchBudget) {
       const auto [index, dist2] = gathered(nndescent_search(distribute(all), 8, o), MPI_COMM_WORLD);
       EXPECT_EQ(index, one.index) << rounds << " rounds, fetch budget " << budget << " bytes, shared group " << group;
       EXPECT_EQ(dist2, one.dist2) << rounds << " rounds, fetch budget " << budget << " bytes, shared group " << group;
+      if (budget > double(1 << 20)) {
+        // Every rank keeps its float copy at 160 MiB: it reads the rows of every other rank of
+        // its group (all ranks run on this one machine) in place.
+        int size = 1, rank = 0;
+        MPI_Comm_size(MPI_COMM_WORLD, &size);
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        const int g = group == 0 ? size : group;
+        const int peers = std::min(size, (rank / g + 1) * g) - (rank / g) * g - 1;
+        EXPECT_EQ(detail::nndescent_last_shared_ranks(), peers) << "shared group " << group;
+      }
     }
   }
+}
+
+TEST(NNDescent, GivesTheListsOfOneRankWhenSomeRanksHoldNoRowsOrNoFloatCopy) {
+  // Uneven layouts (distribute splits evenly): on 3 and 4 ranks rank 0 holds no rows, rank 1
+  // 300 rows (their float copy, 300 × 784 floats, fits B_f = 1 MiB: shared), the other ranks
+  // the rest (no float copy: rows fetched from the window's other ranks, or converted), so one
+  // machine's window mixes a rank that shares its rows, ranks that share none and a rank with
+  // an empty segment; on 2 ranks, rank 0 the 300 rows and rank 1 the rest. The lists must be
+  // the serial ones, bit for bit. Fashion-MNIST when installed (digits, d = 64, would let
+  // every rank keep its copy).
+  if (!std::ifstream(kFashionTest).good()) GTEST_SKIP() << kFashionTest << " not installed";
+  const Dense all = allgather(fashion_subset(2000));
+  int size = 1, rank = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  NNDescentOptions o;
+  o.seed = 5;
+  o.fetch_budget_bytes = double(1 << 20);
+  const KnnLists one = nndescent_search(distribute(all, MPI_COMM_SELF), 8, o);
+  const int sharer = size == 2 ? 0 : 1;  // the rank of 300 rows
+  std::vector<int64_t> counts(static_cast<size_t>(size), 0);
+  if (size == 1) {
+    counts[0] = all.rows;
+  } else {
+    counts[static_cast<size_t>(sharer)] = 300;
+    const int first = sharer + 1, rest = size - first;
+    for (int r = first; r < size; ++r)
+      counts[static_cast<size_t>(r)] = (all.rows - 300) / rest + (r - first < (all.rows - 300) % rest ? 1 : 0);
+  }
+  DistMatrix X = make_dist_local(MPI_COMM_WORLD, counts[static_cast<size_t>(rank)], all.cols);
+  for (int64_t i = 0; i < X.n_local; ++i)
+    for (int64_t t = 0; t < all.cols; ++t) X(i, t) = all(X.row_start + i, t);
+  const auto [index, dist2] = gathered(nndescent_search(X, 8, o), MPI_COMM_WORLD);
+  EXPECT_EQ(index, one.index);
+  EXPECT_EQ(dist2, one.dist2);
+  // Only the 300-row rank shares its rows: every other rank reads them in place.
+  if (size > 1) EXPECT_EQ(detail::nndescent_last_shared_ranks(), rank == sharer ? 0 : 1);
 }
 
 TEST(NNDescent, TakesItsMemoryFromTheGraphOptionsAndGivesTheSameGraphForAnyValue) {
@@ -168,6 +215,9 @@ TEST(NNDescent, RejectsBadKAndOptionsOnEveryRank) {
   EXPECT_THROW(nndescent_search(X, 5, o), Error);
   o = NNDescentOptions{};
   o.max_iterations = 0;
+  EXPECT_THROW(nndescent_search(X, 5, o), Error);
+  o = NNDescentOptions{};
+  o.shared_group = -1;
   EXPECT_THROW(nndescent_search(X, 5, o), Error);
 }
 

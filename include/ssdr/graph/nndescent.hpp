@@ -36,8 +36,8 @@ struct NNDescentOptions {
 /// edge see the same bits, as knn_search gives). Each rank owns its rows' lists; candidate
 /// pairs travel with MPI_Alltoallv; the local joins run in blocks of local rows, the remote
 /// rows a block needs fetched once (as floats), the dot products read in place from the rows;
-/// the ranks of one node read each other's float rows (and, for the final exact distances,
-/// double rows) in place from an MPI-3 shared-memory window instead (options.shared_group).
+/// the ranks of one node read each other's float rows in place from an MPI-3 shared-memory
+/// window instead (options.shared_group).
 /// The same lists for the same seed on any rank count and any B_f (the file's header says
 /// why; ties by global index). Float rows (--precision single) give the
 /// lists of their double copy. Collective over X.comm. Memory per rank:
@@ -46,11 +46,9 @@ struct NNDescentOptions {
 /// (in the node's shared window when shared, the same bytes), and the remote rows of one
 /// local-join block with their reply (at most 2·B_f: all local
 /// rows form one block when the other ranks' rows fit, else blocks of at least 256 rows
-/// sized to B_f); for the exact distances, a double copy of the rank's rows in the window
-/// when it is at most B_f (else the fetched rows, at most B_f). Fashion-MNIST 10⁶ rows on 2
-/// ranks: 1.2× the rank's share of X in all.
+/// sized to B_f). Fashion-MNIST 10⁶ rows on 2 ranks: 1.2× the rank's share of X in all.
 /// \throws ssdr::Error (collectively) when k < 1, k ≥ n, or an option is out of range
-///   (naming it: ρ ∉ (0, 1], δ ∉ [0, 1), iterations < 1, B_f < 1 MiB).
+///   (naming it: ρ ∉ (0, 1], δ ∉ [0, 1), iterations < 1, B_f < 1 MiB, shared_group < 0).
 KnnLists nndescent_search(const RowsView& X, int k, const NNDescentOptions& options);
 
 }  // namespace ssdr::graph
