@@ -472,8 +472,8 @@ class Build {
     changed += entered();
   }
 
-  /// Frees the candidate sets, the fetched rows, the float copy and the row cache (the build
-  /// is over; exact_lists reads the rows in double). Local.
+  /// Frees the shared window and the node's communicators (collective over the node's ranks;
+  /// skipped when unwinding from an error).
   ~Build() {
     // The windows first (members are destroyed after this body); MPI_Comm_free is
     // collective too: skipped when unwinding from an error on this rank alone.
@@ -486,6 +486,9 @@ class Build {
   Build(const Build&) = delete;
   Build& operator=(const Build&) = delete;
 
+  /// Frees the candidate sets, the fetched rows, the float copy, the shared window and the
+  /// row cache (the build is over; exact_lists reads the rows in double). Collective over the
+  /// node's ranks (the window).
   void release_candidates() {
     // The shared float rows are freed (collective over the node: its ranks all call this).
     L.shared_worst = nullptr;
@@ -699,7 +702,7 @@ void Build::split_node() {
 /// Lists::insert), and its float rows when it keeps a float copy. The other ranks of the node
 /// then read those rows in place instead of fetching them every round (at 100 000 rows on 2
 /// ranks the fetch copied the other rank's 157 MB of rows twice per round and faulted their
-/// pages in: 7.1–7.2 s against 5.3 s). Not on one rank, nor when no rank of the node keeps a
+/// pages in: 6.3–6.4 s against 7.1–8.2 s, alternating). Not on one rank, nor when no rank of the node keeps a
 /// float copy, nor without room in /dev/shm (SharedSegments::open). Returns this rank's rows
 /// in the window (keep), else null. Collective.
 float* Build::share_rows(bool keep) {
