@@ -14,7 +14,8 @@ export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 SCOTCH_PTHREAD_NUMBER=1 GTEST_CO
 #   2026-11-28). `ssdr` restarts itself with the same choice (src/core/blas_kernels.cpp);
 #   this covers the tests, the benchmarks and other programs.
 if [ -z "${OPENBLAS_CORETYPE+set}" ] && [ -r /proc/cpuinfo ]; then
-  _ssdr_flags=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2) "
+  # (|| true: a CPU without a "flags" line, not x86, must not stop a `set -eo pipefail` caller)
+  _ssdr_flags=" $({ grep -m1 '^flags' /proc/cpuinfo || true; } | cut -d: -f2) "
   _ssdr_has() { for f in "$@"; do [[ $_ssdr_flags == *" $f "* ]] || return 1; done; }
   if _ssdr_has avx512f avx512cd avx512bw avx512dq avx512vl; then export OPENBLAS_CORETYPE=SkylakeX
   elif _ssdr_has avx2 fma; then export OPENBLAS_CORETYPE=Haswell
