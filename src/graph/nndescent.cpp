@@ -714,15 +714,15 @@ float* Build::share_rows(bool keep) {
   float* base = reinterpret_cast<float*>(rows_window.open(node_comm, node_whole, rank, size, floats * 4, keep && nl > 0));
   if (!rows_window.is_open()) return nullptr;
   for (int r = 0; r < size; ++r) {
+    // Only the rows of sharing ranks are read in place (gather), with their norms and k-th
+    // distances; the others' are fetched with their rows.
+    if (r == rank || !rows_window.shares(r)) continue;
     const float* seg = reinterpret_cast<const float*>(rows_window.segment(r));
-    if (!seg || r == rank) continue;
     const int64_t nr = ends[static_cast<size_t>(r)] - starts[static_cast<size_t>(r)];
     peer_nrm[static_cast<size_t>(r)] = seg;
     peer_worst[static_cast<size_t>(r)] = seg + nr;
-    if (rows_window.shares(r)) {
-      peer_rows[static_cast<size_t>(r)] = seg + 2 * nr;
-      ++detail::g_last_shared_ranks;
-    }
+    peer_rows[static_cast<size_t>(r)] = seg + 2 * nr;
+    ++detail::g_last_shared_ranks;
   }
   return keep && base ? base + 2 * nl : nullptr;
 }
