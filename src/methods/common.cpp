@@ -70,6 +70,11 @@ ListsKey lists_key(const graph::GraphOptions& g, int need, int64_t n) {
 
 LnpKey lnp_key(const graph::LnpOptions& g, const std::string& features) { return LnpKey{g, features}; }
 
+QuadratureKey quadrature_key(const GraphKey& graph, const std::string& features, const std::string& block,
+                             int64_t width) {
+  return QuadratureKey{graph, features, block, width};
+}
+
 PropagationKey propagation_key(const std::variant<GraphKey, LnpKey>& graph, const propagation::PropagationOptions& p) {
   return PropagationKey{graph, p};
 }
@@ -91,10 +96,35 @@ TraceRatioStartKey trace_ratio_start_key(const ScatterKey& scatter, double mu, c
 
 ScatterKey labeled_scatter_key(const TrainingData& data) { return scatter_key(std::nullopt, data.features); }
 
-graph::Graph knn_graph(const TrainingData& data, const graph::GraphOptions& requested, Timings& t) {
+namespace {
+
+/// The options knn_graph builds `requested` with: CLR's rank constraint asks for one
+/// connected component per class (soge-liu2017 §5.2).
+graph::GraphOptions resolved_graph_options(const TrainingData& data, const graph::GraphOptions& requested) {
   graph::GraphOptions options = requested;
-  // CLR's rank constraint asks for one connected component per class (soge-liu2017 §5.2).
   if (options.weight == graph::EdgeWeight::clr && options.components == 0) options.components = data.classes;
+  return options;
+}
+
+}  // namespace
+
+GraphKey resolved_graph_key(const TrainingData& data, const graph::GraphOptions& requested) {
+  return graph_key(resolved_graph_options(data, requested));
+}
+
+std::shared_ptr<solvers::BlockLanczos> block_lanczos(const TrainingData& data, const QuadratureKey& key,
+                                                     const std::function<std::shared_ptr<solvers::BlockLanczos>()>& make) {
+  if (data.cache) {
+    auto it = data.cache->quadratures.find(key);
+    if (it != data.cache->quadratures.end()) return it->second;
+  }
+  std::shared_ptr<solvers::BlockLanczos> lz = make();
+  if (data.cache) data.cache->quadratures.emplace(key, lz);
+  return lz;
+}
+
+graph::Graph knn_graph(const TrainingData& data, const graph::GraphOptions& requested, Timings& t) {
+  const graph::GraphOptions options = resolved_graph_options(data, requested);
   const GraphKey key = graph_key(options);
   if (data.cache) {
     auto it = data.cache->graphs.find(key);

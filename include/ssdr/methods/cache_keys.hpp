@@ -108,4 +108,23 @@ struct TraceRatioStartKey {
 /// The TraceRatioStartKey of the scatter set `scatter` with μ and the SLEPc `prefix`. Local.
 TraceRatioStartKey trace_ratio_start_key(const ScatterKey& scatter, double mu, const std::string& prefix);
 
+/// The key of a block Lanczos recurrence (solvers::BlockLanczos) on a graph's Laplacian: the
+/// graph's key, what the rows hold (TrainingData::features) and which block of them started it
+/// (a name such as "tca_pca", and its width). Built by quadrature_key.
+struct QuadratureKey {
+  GraphKey graph;
+  std::string features;
+  std::string block;
+  int64_t width = 0;
+  /// The fields as a tuple. Local.
+  auto fields() const { return std::tie(graph, features, block, width); }
+  /// Field-by-field order. Local.
+  bool operator<(const QuadratureKey& o) const { return fields() < o.fields(); }
+  bool operator==(const QuadratureKey& o) const { return fields() == o.fields(); }
+};
+/// The QuadratureKey of the block `block` (`width` columns) of rows holding `features`, on the
+/// graph keyed `graph`. Local.
+QuadratureKey quadrature_key(const GraphKey& graph, const std::string& features, const std::string& block,
+                             int64_t width);
+
 }  // namespace ssdr::methods

@@ -3,7 +3,9 @@
 /// Building blocks the methods share (so every method composes the same stages).
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -15,6 +17,7 @@
 #include "ssdr/propagation/label_propagation.hpp"
 #include "ssdr/scatter/scatter.hpp"
 #include "ssdr/scatter/shrinkage.hpp"
+#include "ssdr/solvers/block_lanczos.hpp"
 #include "ssdr/solvers/trace_ratio.hpp"
 
 namespace ssdr::methods {
@@ -84,6 +87,17 @@ ScatterKey labeled_scatter_key(const TrainingData& data);
 /// for data.classes connected components. Collective over data.X.comm.
 /// \throws ssdr::Error (collectively) as graph::build_knn_graph.
 graph::Graph knn_graph(const TrainingData& data, const graph::GraphOptions& g, Timings& t);
+
+/// The key knn_graph(data, g, t) keeps its graph under (g with CLR's components resolved).
+/// Local.
+GraphKey resolved_graph_key(const TrainingData& data, const graph::GraphOptions& g);
+
+/// The block Lanczos recurrence keyed `key`: the sweep's (data.cache), where a later fit
+/// grows the one an earlier fit started, or a new one from `make` (kept in the cache when
+/// there is one). Collective over data.X.comm when `make` runs (every rank of a sweep holds
+/// the same cache entries, so all of them take the same branch).
+std::shared_ptr<solvers::BlockLanczos> block_lanczos(const TrainingData& data, const QuadratureKey& key,
+                                                     const std::function<std::shared_ptr<solvers::BlockLanczos>()>& make);
 
 /// Graph `g` plus label propagation with the outlier class (o.propagation), both cached,
 /// timed as "knn_graph" and "propagation". Collective over data.X.comm. `key` is the

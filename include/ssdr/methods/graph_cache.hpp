@@ -5,9 +5,11 @@
 /// (which implements the lookups); a method sees it only as an incomplete type through
 /// TrainingData::cache and asks methods/common.hpp's functions for what it needs.
 #include <map>
+#include <memory>
 
 #include "ssdr/methods/cache_keys.hpp"
 #include "ssdr/scatter/scatter.hpp"
+#include "ssdr/solvers/block_lanczos.hpp"
 #include "ssdr/solvers/trace_ratio.hpp"
 
 namespace ssdr::methods {
@@ -28,6 +30,9 @@ struct GraphCache {
   std::map<ScatterKey, scatter::ScatterMatrices> scatters;
   /// The trace ratio's first iteration (m-independent) per scatter set, μ and prefix.
   std::map<TraceRatioStartKey, solvers::TraceRatioStart> trace_ratio_starts;
+  /// Block Lanczos recurrences (TCA's X S Xᵀ at every α): grown by the fits that need more
+  /// steps, which changes no form an earlier fit took (solvers::BlockLanczos).
+  std::map<QuadratureKey, std::shared_ptr<solvers::BlockLanczos>> quadratures;
   /// σ₀ = kernels::mean_pairwise_distance of the samples (input space), 0 until computed:
   /// an RBF sweep over sigma_scale computes the O(n²d) mean once.
   double sigma0 = 0;

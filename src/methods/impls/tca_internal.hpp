@@ -6,11 +6,14 @@
 #include <petscmat.h>
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "methods/dense_route.hpp"
 #include "ssdr/core/dense.hpp"
+#include "ssdr/solvers/block_lanczos.hpp"
 #include "ssdr/solvers/sparse_solve.hpp"
 
 namespace ssdr::methods::tca {
@@ -43,6 +46,25 @@ DistMatrix apply_Dl(const DistMatrix& Y, const std::vector<int>& labels, int cla
 /// \throws ssdr::Error (collectively) when α ≤ 0, layouts differ or a solve diverges.
 Dense smoothness_regularizer(Mat A, const DistMatrix& Y, double alpha,
                              const solvers::SparseSolveOptions& solve, std::vector<int>* iterations);
+
+/// The block Lanczos recurrence for smoothness_regularizer_lanczos: H = L = D − A (D the
+/// degrees of A) from Y (n×r, A's row layout), options prefix "tca_". Collective over A's
+/// communicator. \throws ssdr::Error (collectively) when the layouts differ.
+std::shared_ptr<solvers::BlockLanczos> smoothness_lanczos(Mat A, const DistMatrix& Y);
+
+/// Whether the Krylov route computes X S Xᵀ by block Lanczos (else by CG column by column):
+/// no -tca_ksp_* or -tca_pc_* option given (those ask for PETSc's KSP), r ≤ kLanczosMaxWidth
+/// (the replicated r×r work per step grows as r³) and the recurrence's 6 n_local×r doubles
+/// within `memory_mib` on the rank with the most rows. Collective over Y.comm.
+constexpr int64_t kLanczosMaxWidth = 1024;
+bool lanczos_route(const DistMatrix& Y, const solvers::SparseSolveOptions& solve);
+
+/// smoothness_regularizer from a block Lanczos recurrence on L from Y (the smoothed form of
+/// solvers::BlockLanczos at σ = 1, τ = α: Yᵀ(I + αL)⁻¹αLY, its error at most
+/// rtol = 10⁻¹³ of its Frobenius norm by the quadrature's bound). The same recurrence serves
+/// every α (a sweep's cache keeps it). std::nullopt when the recurrence broke down
+/// (`lanczos.why()` says why); the caller then solves by CG. Collective.
+std::optional<solvers::QuadratureResult> smoothness_regularizer_lanczos(solvers::BlockLanczos& lanczos, double alpha);
 
 /// How X S Xᵀ of eq. (12) is computed, by the n_t×n_t system (I + αL) Z = αLY (n_t the
 /// transductive samples, Y n_t×d1): `krylov`, d1 CG solves on the distributed sparse graph

@@ -1,0 +1,196 @@
+// solvers::BlockLanczos: block Gauss quadrature of Yᵀ(σI + τH)⁻¹Y and Yᵀ(σI + τH)⁻¹τHY on a
+// kNN graph's Laplacian, against dense references (the graph gathered, LAPACK's dposv).
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "methods/dense_route.hpp"
+#include "methods/impls/tca_internal.hpp"
+#include "reference.hpp"
+#include "ssdr/core/error.hpp"
+#include "ssdr/core/lapack.hpp"
+#include "ssdr/graph/knn.hpp"
+#include "ssdr/graph/laplacian.hpp"
+#include "ssdr/solvers/block_lanczos.hpp"
+#include "support.hpp"
+
+using namespace ssdr;
+
+namespace {
+
+using solvers::BlockLanczos;
+using solvers::QuadratureForm;
+
+/// The graph's Laplacian H = D − A (n×n, every rank) and its largest degree.
+Dense dense_laplacian(Mat A, const DistMatrix& like, double* dmax) {
+  Dense L = methods::dense::gather_graph(A, like, "test");
+  const std::vector<double> D = methods::dense::column_sums(L);
+  *dmax = *std::max_element(D.begin(), D.end());
+  for (double& v : L.v) v = -v;
+  for (int64_t i = 0; i < L.rows; ++i) L(i, i) += D[static_cast<size_t>(i)];
+  return L;
+}
+
+/// Yᵀ(σI + τH)⁻¹Y or Yᵀ(σI + τH)⁻¹τHY by dposv on the dense H.
+Dense dense_form(const Dense& H, const Dense& Y, QuadratureForm which, double sigma, double tau) {
+  const int64_t n = H.rows, r = Y.cols;
+  Dense M(n, n);
+  for (size_t i = 0; i < M.v.size(); ++i) M.v[i] = tau * H.v[i];
+  for (int64_t i = 0; i < n; ++i) M(i, i) += sigma;
+  Dense R = which == QuadratureForm::resolvent ? Y : test::mul(H, Y);
+  if (which == QuadratureForm::smoothed)
+    for (double& v : R.v) v *= tau;
+  lapack::posv(n, r, M.data(), n, R.data(), n);
+  Dense F = test::mul(Y, R, 'T', 'N');
+  for (int64_t j = 0; j < r; ++j)
+    for (int64_t i = 0; i < j; ++i) F(i, j) = F(j, i) = 0.5 * (F(i, j) + F(j, i));
+  return F;
+}
+
+double frobenius(const Dense& A) {
+  double s = 0;
+  for (double v : A.v) s += v * v;
+  return std::sqrt(s);
+}
+
+/// The digits' r leading principal components (replicated, and distributed) on the graph `go`.
+struct Block {
+  Dense Y;
+  DistMatrix Yd;
+  graph::Graph g;
+};
+/// TCA's graph (tca-liu2008 eq. (4)): k = 5, heat weights with t the mean squared edge length.
+graph::GraphOptions tca_graph() {
+  graph::GraphOptions g;
+  g.k = 5;
+  g.weight = graph::EdgeWeight::heat;
+  g.sigma_rule = graph::SigmaRule::mean_edge_dist2;
+  return g;
+}
+
+Block digits_block(int64_t r, const graph::GraphOptions& go = tca_graph()) {
+  const test::Problem pr = test::load_problem("digits.csv", 5, true);
+  Block b;
+  b.g = graph::build_knn_graph(ref::distribute(pr.X, MPI_COMM_WORLD), go);
+  // The r leading principal components of the centered rows (TCA's Y = XP, Step 4).
+  const DistMatrix Xd = ref::distribute(pr.X, MPI_COMM_WORLD);
+  const Dense P = methods::tca::pca_basis(Xd, r);
+  b.Y = test::mul(pr.X, P);
+  b.Yd = ref::distribute(b.Y, MPI_COMM_WORLD);
+  return b;
+}
+
+}  // namespace
+
+TEST(BlockLanczos, GivesTheDenseResolventAndSmoothedFormsAtEveryShift) {
+  // Digits: n = 1797, a block of r = 12 columns, on TCA's graph and on SODA's default one
+  // (k = 8, s = 10⁻³/k: weights so narrow that H is tiny and W's columns differ by orders of
+  // magnitude, which takes the shifted Cholesky QR). Shifts from TCA's σ = 1 with
+  // α = 10⁻³ … 10³ to a small σ (the resolvent's hard case).
+  //
+  // Error analysis, in ‖·‖_F relative to s = ‖Y‖_F²/σ (the largest a form can be: both
+  // resolvents are at most 1/σ on H's spectrum, the smoothed one at most 1):
+  //  - the stopping rule leaves at most rtol·‖F‖ ≤ rtol·s (the quadrature's bound, file
+  //    comment of block_lanczos.hpp);
+  //  - the dense reference: dposv is backward stable, ‖ΔZ‖ ≤ c·n·ε·κ·‖Z‖ with
+  //    κ = (σ + τλ_max)/σ ≤ 1 + 2τD_max/σ (Gershgorin), and YᵀZ adds n·ε;
+  //  - the recurrence in floating point is the exact recurrence of a matrix within
+  //    k·ε·‖H‖ of H (Paige; its block form, Golub–Meurant ch. 7), so its quadrature is off by
+  //    at most that perturbation times ‖(σI + τH)⁻¹‖² τ‖Y‖² ≤ k·ε·κ·s, k ≤ 2n/r + 20.
+  // Together (rtol + (2n + k + n)·ε·κ)·s, doubled for the constants.
+  for (const graph::GraphOptions& go : {tca_graph(), graph::GraphOptions{}}) {
+  Block b = digits_block(12, go);
+  double dmax = 0;
+  const Dense H = dense_laplacian(b.g.A, b.Yd, &dmax);
+  const std::vector<double> h = graph::degrees(b.g.A);
+  BlockLanczos lz(b.g.A, h, b.Yd);
+  ASSERT_TRUE(lz.why().empty()) << lz.why();
+  const double eps = std::numeric_limits<double>::epsilon(), n = static_cast<double>(H.rows);
+  struct Shift {
+    double sigma, tau;
+  };
+  for (const Shift s : {Shift{1, 1e-3}, Shift{1, 1}, Shift{1, 10}, Shift{1, 1e3}, Shift{1e-2, 1}})
+    for (QuadratureForm which : {QuadratureForm::smoothed, QuadratureForm::resolvent}) {
+      const std::optional<solvers::QuadratureResult> q = lz.form(which, s.sigma, s.tau);
+      const std::string what = std::string(which == QuadratureForm::smoothed ? "smoothed" : "resolvent") +
+                               " sigma " + std::to_string(s.sigma) + " tau " + std::to_string(s.tau);
+      ASSERT_TRUE(q.has_value()) << what << ": " << lz.why();
+      const Dense ref = dense_form(H, b.Y, which, s.sigma, s.tau);
+      const double kappa = 1 + 2 * s.tau * dmax / s.sigma;
+      const double scale = frobenius(test::mul(b.Y, b.Y, 'T', 'N')) / (which == QuadratureForm::resolvent ? s.sigma : 1.0);
+      const double k = 2 * n / 12 + 20;
+      const double tol = 2 * (1e-13 + (3 * n + k) * eps * kappa) * scale;
+      EXPECT_LT(test::max_abs_diff(q->form, ref), tol) << what;
+      EXPECT_GT(frobenius(ref), 1e-6 * scale) << what;  // a form that is not negligible
+      EXPECT_LE(q->bound, 1e-13 * frobenius(q->form)) << what;
+      EXPECT_GE(q->steps, 1) << what;
+      // Replicated: the same bits on every rank.
+      Dense lo = q->form, hi = q->form;
+      MPI_Allreduce(MPI_IN_PLACE, lo.data(), static_cast<int>(lo.v.size()), MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+      MPI_Allreduce(MPI_IN_PLACE, hi.data(), static_cast<int>(hi.v.size()), MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+      EXPECT_EQ(lo.v, hi.v) << what;
+    }
+  // The harder shifts needed more steps than the easiest one.
+  EXPECT_GT(lz.form(QuadratureForm::smoothed, 1, 1e3)->steps, lz.form(QuadratureForm::smoothed, 1, 1e-3)->steps);
+  }
+}
+
+TEST(BlockLanczos, AFormDoesNotDependOnTheShiftsAskedBefore) {
+  // A sweep grows one recurrence: α = 0.25 asked after α = 1000 (many more steps run) gives
+  // the bits a fresh recurrence gives it, at the same step.
+  Block b = digits_block(10);
+  const std::vector<double> h = graph::degrees(b.g.A);
+  BlockLanczos grown(b.g.A, h, b.Yd), fresh(b.g.A, h, b.Yd);
+  const auto hard = grown.form(QuadratureForm::smoothed, 1.0, 1e3);
+  const auto easy = grown.form(QuadratureForm::smoothed, 1.0, 0.25);
+  const auto alone = fresh.form(QuadratureForm::smoothed, 1.0, 0.25);
+  ASSERT_TRUE(hard && easy && alone);
+  EXPECT_GT(hard->steps, alone->steps);
+  EXPECT_EQ(easy->new_steps, 0);  // nothing grown for the easy shift
+  EXPECT_EQ(alone->new_steps, alone->steps);
+  EXPECT_EQ(easy->steps, alone->steps);
+  ASSERT_EQ(easy->form.v.size(), alone->form.v.size());
+  EXPECT_EQ(0, std::memcmp(easy->form.data(), alone->form.data(), easy->form.v.size() * sizeof(double)));
+}
+
+TEST(BlockLanczos, ARankDeficientBlockGivesNoFormAndSaysWhy) {
+  Block b = digits_block(6);
+  for (int64_t i = 0; i < b.Yd.n_local; ++i) b.Yd(i, 5) = 2.0 * b.Yd(i, 1);  // column 5 = 2 × column 1
+  BlockLanczos lz(b.g.A, graph::degrees(b.g.A), b.Yd);
+  EXPECT_FALSE(lz.why().empty());
+  EXPECT_FALSE(lz.form(QuadratureForm::smoothed, 1.0, 1.0).has_value());
+}
+
+TEST(BlockLanczos, RefusesANonPositiveShiftAndAWrongLayout) {
+  Block b = digits_block(4);
+  BlockLanczos lz(b.g.A, graph::degrees(b.g.A), b.Yd);
+  EXPECT_THROW(lz.form(QuadratureForm::resolvent, 0.0, 1.0), ssdr::Error);
+  EXPECT_THROW(lz.form(QuadratureForm::resolvent, 1.0, -1.0), ssdr::Error);
+  EXPECT_THROW(lz.form(QuadratureForm::resolvent, 1.0, std::nan("")), ssdr::Error);
+  std::vector<double> short_h = graph::degrees(b.g.A);
+  short_h.pop_back();  // on every rank that has rows; the check is collective
+  EXPECT_THROW(BlockLanczos(b.g.A, short_h, b.Yd), ssdr::Error);
+}
+
+TEST(BlockLanczos, AnExhaustedKrylovSpaceStillGivesTheExactForm) {
+  // iris: n = 150, a block of 4 columns: at τ = 10⁶ the form needs nearly the whole space
+  // (κ ≈ 10⁷), so the recurrence reaches n/r = 38 steps, where W is rank deficient.
+  const test::Problem pr = test::load_problem("iris.csv", 3, true);
+  const DistMatrix X = ref::distribute(pr.X, MPI_COMM_WORLD);
+  graph::Graph g = graph::build_knn_graph(X, tca_graph());
+  double dmax = 0;
+  const Dense H = dense_laplacian(g.A, X, &dmax);
+  BlockLanczos lz(g.A, graph::degrees(g.A), X);
+  const double sigma = 1, tau = 1e6;
+  const auto q = lz.form(QuadratureForm::smoothed, sigma, tau);
+  ASSERT_TRUE(q.has_value()) << lz.why();
+  const Dense ref = dense_form(H, pr.X, QuadratureForm::smoothed, sigma, tau);
+  const double eps = std::numeric_limits<double>::epsilon(), n = static_cast<double>(H.rows);
+  const double kappa = 1 + 2 * tau * dmax / sigma, k = 2 * n / 4 + 20;
+  const double tol = 2 * (1e-13 + (3 * n + k) * eps * kappa) * frobenius(test::mul(pr.X, pr.X, 'T', 'N'));
+  EXPECT_LT(test::max_abs_diff(q->form, ref), tol);
+}
