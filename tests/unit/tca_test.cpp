@@ -649,3 +649,40 @@ void expect_same_on_one_rank(const std::string& method) {
 
 TEST(Tca, GivesTheSameEmbeddingAndAccuracyOnOneRankAsOnAllRanks) { expect_same_on_one_rank("tca"); }
 TEST(Otca, GivesTheSameEmbeddingAndAccuracyOnOneRankAsOnAllRanks) { expect_same_on_one_rank("otca"); }
+
+TEST(TcaSweep, OneLanczosRecurrenceServesEveryAlphaAndAgreesWithTheCgOfASingleFit) {
+  // digits with -tca_route krylov (n_t = 1797, PCA to d1 = 50): the fits of a sweep (a
+  // cache) take X S Xᵀ from one block Lanczos recurrence, grown for the harder α and reused
+  // for the easier ones (and by OTCA, on the same graph and PCA width); single fits solve by
+  // CG. Both meet their tolerance (the quadrature's bound 10⁻¹³, CG's residual 10⁻¹²), so
+  // the embeddings agree within TcaRoute's 10⁻⁶ of the largest entry and the accuracies are
+  // the same.
+  ScopedOption o("-tca_route", "krylov");
+  Problem pr = load("digits.csv", 5);
+  DistMatrix X = ref::distribute(pr.X, MPI_COMM_WORLD);
+  driver::RowsCache rows;
+  driver::GraphCaches graphs;
+  std::vector<int64_t> new_steps;
+  for (const char* method : {"tca", "otca"})
+    for (double alpha : {0.25, 4.0, 1.0}) {
+      driver::FitConfig alone = driver::make_fit_config(method, {{"alpha", alpha, "alpha"}}, 0, 1, 0);
+      driver::FitConfig swept = alone;
+      swept.rows = &rows;
+      swept.cache = &graphs;
+      const driver::FitOutcome a = test::fit_problem(pr, X, alone);
+      const driver::FitOutcome s = test::fit_problem(pr, X, swept);
+      const std::string what = std::string(method) + " alpha " + std::to_string(alpha);
+      EXPECT_EQ(a.info.at("krylov_method").get<std::string>(), "cg") << what;
+      ASSERT_EQ(s.info.at("krylov_method").get<std::string>(), "block_lanczos") << what;
+      new_steps.push_back(s.info.at("lanczos_new_steps").get<int64_t>());
+      const Dense Ya = allgather(a.embedding), Ys = allgather(s.embedding);
+      EXPECT_LT(test::max_diff_up_to_column_sign(Ya, Ys), 1e-6 * max_abs(Ya)) << what;
+      EXPECT_EQ(a.accuracy.unlabeled, s.accuracy.unlabeled) << what;
+    }
+  // α = 0.25 starts the recurrence, α = 4 grows it, α = 1 and OTCA's three reuse it.
+  EXPECT_EQ(new_steps, (std::vector<int64_t>{new_steps[0], new_steps[1], 0, 0, 0, 0}));
+  EXPECT_GT(new_steps[0], 0);
+  EXPECT_GT(new_steps[1], 0);
+  ASSERT_EQ(graphs.by_rows.size(), 1u);
+  EXPECT_EQ(graphs.by_rows.begin()->second.quadratures.size(), 1u);
+}

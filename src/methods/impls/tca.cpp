@@ -36,10 +36,12 @@
 // Yᵀ S Y = Yᵀ (I+αL)⁻¹ (αL Y), an n_t×n_t system with d_1 right-hand sides (α-dependent:
 // it is solved at every α). Up to n_t = kDenseRouteMaxSamples (2000, measured: docs/
 // fitting.md) every rank gathers the graph and Y and solves it densely (dposv; the same
-// bits on every rank and rank count); beyond, d_1 CG solves with I + αL on the distributed
+// bits on every rank and rank count); beyond, inside a sweep, one block Lanczos recurrence
+// on L from Y serves every α (solvers::BlockLanczos, kept in the sweep's cache: the smoothed
+// form at σ = 1, τ = α), and a single fit makes d_1 CG solves with I + αL on the distributed
 // graph (solvers::solve_columns: lockstep CG, or one KSP with any -tca_ksp_*/-tca_pc_* option), right-hand sides αLY by
 // sparse products. -tca_route auto|dense|krylov chooses; info["solver_route"] records the
-// route taken, with n_t and the crossover. M_l, D_l, W^r,
+// route taken, with n_t and the crossover; info["krylov_method"] block_lanczos or cg. M_l, D_l, W^r,
 // W^e are never formed either: they act on labeled rows through the c class sums (15).
 #include <limits>
 #include <petscmat.h>
@@ -361,15 +363,16 @@ Problem build_problem(const TrainingData& data, const graph::GraphOptions& go, d
   } else {
     solvers::SparseSolveOptions so;
     so.prefix = "tca_";  // -tca_ksp_type, -tca_pc_type, ... (TCA and OTCA alike)
-    // Block Lanczos on L from Y: one recurrence for every α of a sweep (kept in its cache
-    // under the graph, the rows and the PCA width), and the same route for a single fit, so
-    // `ssdr fit` at a sweep's best α gives the sweep's bits. CG when the user configured the
-    // KSP (-tca_ksp_*), the block is too wide, or the recurrence breaks down.
-    // Fashion-MNIST (n_t = 13 800, 200 columns, 2 ranks): a single fit's solve takes 1.5 s
-    // at α = 0.25 and 3.5 s at α = 16 (15 and 41 steps) where CG took about 1 and 2.3 s;
-    // a sweep over α = 0.25, 1, 4, 16 takes 1.5 s then 0.8–1.2 s per α against CG's 1–4.4 s.
+    // In a sweep (data.cache): block Lanczos on L from Y, one recurrence for every α (kept
+    // in the cache under the graph, the rows and the PCA width). A single fit, or when the
+    // user configured the KSP (-tca_ksp_*), the block is too wide or the recurrence breaks
+    // down: CG on the columns in lockstep, faster for one α. Fashion-MNIST (n_t = 13 800,
+    // 200 columns, 2 ranks): one fit's solve at α = 16 takes 4.6 s by Lanczos (41 steps)
+    // against 2.3 s by CG, while a sweep over α = 0.25, 1, 4, 16 takes 1.7 s then 1.0–1.3 s
+    // per α against CG's 0.9 s then 2.3 s. The two routes agree within CG's tolerance
+    // (the sweep's and a single fit's accuracies there are the same), not bit for bit.
     std::optional<solvers::QuadratureResult> q;
-    if (lanczos_route(Y, so)) {
+    if (data.cache != nullptr && lanczos_route(Y, so)) {
       const QuadratureKey key = quadrature_key(resolved_graph_key(data, go), data.features,
                                                use_pca ? "tca_pca" : "tca_rows", pb.d1);
       std::shared_ptr<solvers::BlockLanczos> lz = block_lanczos(data, key, [&] { return smoothness_lanczos(g.A, Y); });

@@ -52,8 +52,8 @@ Dense smoothness_regularizer(Mat A, const DistMatrix& Y, double alpha,
 /// communicator. \throws ssdr::Error (collectively) when the layouts differ.
 std::shared_ptr<solvers::BlockLanczos> smoothness_lanczos(Mat A, const DistMatrix& Y);
 
-/// Whether the Krylov route computes X S Xᵀ by block Lanczos (else by CG column by column):
-/// no -tca_ksp_* or -tca_pc_* option given (those ask for PETSc's KSP), r ≤ kLanczosMaxWidth
+/// Whether the Krylov route of a sweep's fit (one with a cache) computes X S Xᵀ by block
+/// Lanczos (else by CG column by column): no -tca_ksp_* or -tca_pc_* option given (those ask for PETSc's KSP), r ≤ kLanczosMaxWidth
 /// (the replicated r×r work per step grows as r³) and the recurrence's 6 n_local×r doubles
 /// within `memory_mib` on the rank with the most rows. Collective over Y.comm.
 constexpr int64_t kLanczosMaxWidth = 1024;
