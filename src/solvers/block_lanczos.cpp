@@ -89,6 +89,17 @@ BlockLanczos::BlockLanczos(Mat A, std::vector<double> h, const DistMatrix& Y, Bl
   Qcur_.assign(static_cast<size_t>(n_ * r_), 0.0);
   for (int64_t i = 0; i < n_; ++i)
     for (int64_t j = 0; j < r_; ++j) Qcur_[static_cast<size_t>(i + j * n_)] = Y(i, j);
+  if (options_.unit_columns && r_ > 0) {
+    col_norm_.assign(static_cast<size_t>(r_), 0.0);
+    for (int64_t j = 0; j < r_; ++j)
+      for (int64_t i = 0; i < n_; ++i) col_norm_[static_cast<size_t>(j)] += Y(i, j) * Y(i, j);
+    MPI_Allreduce(MPI_IN_PLACE, col_norm_.data(), static_cast<int>(r_), MPI_DOUBLE, MPI_SUM, comm_);
+    for (int64_t j = 0; j < r_; ++j) {
+      double& c = col_norm_[static_cast<size_t>(j)];
+      c = c > 0 ? std::sqrt(c) : 1.0;  // a zero column stays zero (and breaks the QR below)
+      for (int64_t i = 0; i < n_; ++i) Qcur_[static_cast<size_t>(i + j * n_)] /= c;
+    }
+  }
   if (r_ == 0) {
     why_ = "the block has no columns";
     return;
@@ -385,6 +396,9 @@ std::optional<QuadratureResult> BlockLanczos::form(QuadratureForm which, double 
     last_bound = bound;
     if (exact || bound <= options_.rtol * last_norm) {
       out.form = std::move(*F);
+      if (!col_norm_.empty())
+        for (int64_t j = 0; j < r_; ++j)
+          for (int64_t i = 0; i < r_; ++i) out.form(i, j) *= col_norm_[static_cast<size_t>(i)] * col_norm_[static_cast<size_t>(j)];
       out.steps = k;
       out.new_steps = steps() - before;
       out.bound = bound;

@@ -519,3 +519,30 @@ TEST(Soge, GivesTheSameEmbeddingAndAccuracyOnOneRankAsOnAllRanks) {
   EXPECT_LT(test::max_abs_diff(Gd, Gs), 1e-7 * max_abs(Gs));
   EXPECT_GT(dist.accuracy.unlabeled, 0.6);  // SOGE on iris with 3 labels per class: 0.69 (adaptive graph)
 }
+
+TEST(SogeRewrites, OneLanczosRecurrenceGivesTheOperatorsOfEq11And12AtEveryAlpha) {
+  // The sweep's route: one block Lanczos recurrence from [X_c, UY] on L + U serves every α
+  // (grown for the hardest), with one CG solve for K₀⁻¹1. Its forms are within 10⁻¹³ of
+  // their norm (the quadrature's bound) and the CG meets tight()'s tolerance, so A and B
+  // agree with the dense formulas within OperatorsEqualTheDenseFormulasOfEq11And12's 10⁻⁹.
+  Problem pr = digits_600();
+  DistMatrix X = ref::distribute(pr.X, MPI_COMM_WORLD);
+  auto g = graph::build_knn_graph(X, graph::GraphOptions{});
+  const std::vector<int> labels = local_part(pr.semi, X);
+  auto lz = sg::operators_lanczos_start(sg::center(X), g.A, labels, pr.classes, kMu);
+  int grown = 0;
+  for (double alpha : {1.0, 1e-3, 1e2, 1e6}) {
+    DenseModel m = dense_model(pr, alpha);
+    int steps = 0, new_steps = 0;
+    auto op = sg::operators_lanczos(*lz, sg::center(X), g.A, labels, pr.classes, alpha, kMu, tight(), &steps, &new_steps);
+    ASSERT_TRUE(op.has_value()) << "alpha " << alpha << ": " << lz->why();
+    grown += new_steps;
+    EXPECT_EQ(op->iterations.size(), 1u);  // the one solve K₀⁻¹1
+    const Dense A2 = dense_A_rewrite(m, alpha), B = dense_B(m, alpha, pr.semi);
+    EXPECT_LT(test::max_abs_diff(op->A, A2), 1e-9 * max_abs(A2)) << "alpha " << alpha;
+    EXPECT_LT(test::max_abs_diff(op->B, B), 1e-9 * max_abs(B)) << "alpha " << alpha;
+    EXPECT_GE(steps, 1);
+  }
+  EXPECT_EQ(grown, lz->steps());  // every step run once, by the α that first needed it
+}
+

@@ -49,6 +49,10 @@ struct BlockLanczosOptions {
   int max_steps = 0;
   /// Name in the progress line and in errors ("tca_" for TCA's).
   std::string prefix;
+  /// Start from Y with unit columns (Y = Ŷ·diag(‖y_j‖)) and scale the forms back, so the
+  /// stopping rule weighs every pair of columns alike when their lengths differ by orders of
+  /// magnitude (SOGE's block [X_c, UY, 1]); `bound` is then that of the unit-column form.
+  bool unit_columns = false;
 };
 
 /// One form and how it was obtained.
@@ -107,6 +111,7 @@ class BlockLanczos {
   Owned<Mat> P_, AP_;  // the product's dense input (Q_j) and output (A Q_j)
   bool in_place_ = false;  // P_ and AP_ read and write Q_j and W in place (their stride is n_local)
   std::vector<double> h_;
+  std::vector<double> col_norm_;  // ‖y_j‖ with unit_columns, else empty
   int64_t n_ = 0, r_ = 0, n_global_ = 0;
   bool exhausted_ = false;  // the last step's W was at rounding level: T_k is exact
   int max_steps_ = 0;

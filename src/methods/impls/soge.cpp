@@ -427,6 +427,99 @@ Operators operators(const DistMatrix& Xc, Mat S, const std::vector<int>& labels,
   return op;
 }
 
+std::shared_ptr<solvers::BlockLanczos> operators_lanczos_start(const DistMatrix& Xc, Mat S,
+                                                               const std::vector<int>& labels, int classes, double mu) {
+  const int64_t d = Xc.cols, c = classes;
+  SSDR_CHECK_COLLECTIVE(Xc.comm, static_cast<int64_t>(labels.size()) == Xc.n_local,
+                        "soge: one label per local row expected");
+  const std::vector<double> u = label_weights(labels, mu);
+  std::vector<double> h = graph::degrees(S);
+  SSDR_CHECK_COLLECTIVE(Xc.comm, h.size() == u.size(), "soge: label weights and graph have different local rows");
+  for (size_t i = 0; i < h.size(); ++i) h[i] += u[i];  // H = L + U = diag(D + u) − S
+  DistMatrix V = make_dist_like(Xc, d + c);
+  for (int64_t i = 0; i < Xc.n_local; ++i) {
+    std::copy(Xc.row(i), Xc.row(i) + d, V.row(i));
+    const int k = labels[static_cast<size_t>(i)];
+    SSDR_CHECK(k < classes, "soge: label " + std::to_string(k) + " >= number of classes");
+    if (k >= 0) V(i, d + k) = mu;
+  }
+  solvers::BlockLanczosOptions o;
+  o.prefix = "soge_";
+  o.unit_columns = true;  // UY's columns (μ·√l_k) against X_c's
+  return std::make_shared<solvers::BlockLanczos>(S, std::move(h), V, o);
+}
+
+std::optional<Operators> operators_lanczos(solvers::BlockLanczos& lanczos, const DistMatrix& Xc, Mat S,
+                                           const std::vector<int>& labels, int classes, double alpha, double mu,
+                                           const solvers::SparseSolveOptions& so, int* steps, int* new_steps) {
+  const int64_t d = Xc.cols, c = classes;
+  SSDR_CHECK(lanczos.width() == d + c, "soge: the recurrence's block is not [X_c, UY]");
+  const int before = lanczos.steps();
+  const auto fr = lanczos.form(solvers::QuadratureForm::resolvent, alpha, 1.0);
+  if (!fr) return std::nullopt;
+  const auto fs = lanczos.form(solvers::QuadratureForm::smoothed, alpha, 1.0);
+  if (!fs) return std::nullopt;
+  if (steps) *steps = std::max(fr->steps, fs->steps);
+  if (new_steps) *new_steps = lanczos.steps() - before;
+  // z = K₀⁻¹1 (one CG solve): 1ᵀK₀⁻¹v = zᵀv for the terms of (R1) that test with 1. (1 is
+  // not in the block: H1 = U1 ∈ span(UY) would make the next block rank deficient.)
+  const std::vector<double> u = label_weights(labels, mu);
+  const std::vector<double> deg = graph::degrees(S);
+  std::vector<double> a(deg.size()), minus_one(deg.size(), -1.0);
+  for (size_t i = 0; i < deg.size(); ++i) a[i] = deg[i] + u[i] + alpha;
+  Owned<Mat> K0 = graph::diagonal_plus_scaled(S, a, minus_one);
+  DistMatrix ones = make_dist_like(Xc, 1);
+  std::fill(ones.v.begin(), ones.v.end(), 1.0);
+  const solvers::SparseSolveResult zr = solvers::solve_columns(K0, ones, so);
+  // Hz = (D + u)∘z − Sz; then (Hz)ᵀX_c = 1ᵀK₀⁻¹HX_c, zᵀUY and zᵀu = 1ᵀw.
+  std::vector<double> Hz(static_cast<size_t>(Xc.n_local));
+  {
+    Owned<Vec> x, y;
+    SSDR_PETSC(MatCreateVecs(S, x.out(), y.out()));
+    PetscScalar* px = nullptr;
+    SSDR_PETSC(VecGetArray(x, &px));
+    for (int64_t i = 0; i < Xc.n_local; ++i) px[i] = zr.Z(i, 0);
+    SSDR_PETSC(VecRestoreArray(x, &px));
+    SSDR_PETSC(MatMult(S, x, y));
+    const PetscScalar* py = nullptr;
+    SSDR_PETSC(VecGetArrayRead(y, &py));
+    for (int64_t i = 0; i < Xc.n_local; ++i) {
+      const size_t li = static_cast<size_t>(i);
+      Hz[li] = (deg[li] + u[li]) * zr.Z(i, 0) - py[i];
+    }
+    SSDR_PETSC(VecRestoreArrayRead(y, &py));
+  }
+  Dense t(1, d + c + 1);  // (Hz)ᵀX_c, zᵀUY, zᵀu
+  for (int64_t i = 0; i < Xc.n_local; ++i) {
+    const size_t li = static_cast<size_t>(i);
+    for (int64_t j = 0; j < d; ++j) t(0, j) += Hz[li] * Xc(i, j);
+    const int k = labels[li];
+    if (k >= 0) t(0, d + k) += mu * zr.Z(i, 0);
+    t(0, d + c) += u[li] * zr.Z(i, 0);
+  }
+  allreduce_sum(t, Xc.comm);
+  broadcast(t, Xc.comm);  // every rank the same bits (its sum order may differ)
+  const double one_w = t(0, d + c);
+  SSDR_REQUIRE(one_w > 0, "soge: 1'K0^-1 U 1 = " + std::to_string(one_w) +
+                              " is not positive (no labeled sample, or mu <= 0)");
+  // X_cᵀw with w = K₀⁻¹U1 = Σ_k K₀⁻¹(UY)_k.
+  std::vector<double> xw(static_cast<size_t>(d), 0.0);
+  for (int64_t k = 0; k < c; ++k)
+    for (int64_t i = 0; i < d; ++i) xw[static_cast<size_t>(i)] += fr->form(i, d + k);
+  Operators op;
+  op.iterations = zr.iterations;
+  op.A = Dense(d, d);
+  op.B = Dense(d, c);
+  for (int64_t j = 0; j < d; ++j)
+    for (int64_t i = 0; i < d; ++i) op.A(i, j) = alpha * (fs->form(i, j) - xw[static_cast<size_t>(i)] * t(0, j) / one_w);
+  for (int64_t i = 0; i < d; ++i)
+    for (int64_t j = 0; j < i; ++j) op.A(i, j) = op.A(j, i) = 0.5 * (op.A(i, j) + op.A(j, i));
+  for (int64_t k = 0; k < c; ++k)
+    for (int64_t i = 0; i < d; ++i)
+      op.B(i, k) = alpha * (fr->form(i, d + k) - xw[static_cast<size_t>(i)] * t(0, d + k) / one_w);
+  return op;
+}
+
 double objective13(const Dense& A, const Dense& B, double lambda_max, const Dense& W) {
   const Dense AW = mul(A, W);
   return lambda_max * static_cast<double>(W.cols) - inner(W, AW) + 2.0 * inner(W, B);
@@ -632,10 +725,43 @@ class Soge final : public Method {
     so.prefix = "soge_";
     so.ksp_type = "cg";
     soge::Operators op;
+    nlohmann::json lanczos_info = nlohmann::json::object();
     double t_ops = 0, t_stiefel = 0;
     {
       Phase phase("scatter", &t);  // the operators A, B of eq. (11)–(12)
-      op = soge::operators(soge::center(data.X.doubles()), g.A, data.labels, c, alpha, mu, so);
+      // In a sweep (data.cache) on the Krylov route: one block Lanczos recurrence on L + U
+      // serves every α (kept in the cache under the graph, the rows and μ); CG per α
+      // otherwise (a single fit, -soge_ksp_* given, or a broken-down recurrence).
+      std::optional<soge::Operators> lz_op;
+      const bool krylov = !dense::dense_route(dense::route_option(so.prefix), data.X.n_global, so.prefix);
+      const int64_t width = d + c;
+      if (data.cache != nullptr && krylov && solvers::column_route(so) == solvers::SparseSolveRoute::lockstep &&
+          width <= 1024) {
+        int64_t rows_max = data.X.n_local;
+        MPI_Allreduce(MPI_IN_PLACE, &rows_max, 1, MPI_INT64_T, MPI_MAX, data.X.comm);
+        if (6.0 * 8.0 * static_cast<double>(rows_max) * static_cast<double>(width) <= so.memory_mib * 1048576.0) {
+          char block[64];
+          std::snprintf(block, sizeof block, "soge mu %a", mu);
+          const QuadratureKey key = quadrature_key(resolved_graph_key(data, go), data.features, block, width);
+          std::shared_ptr<solvers::BlockLanczos> lz = block_lanczos(data, key, [&] {
+            return soge::operators_lanczos_start(soge::center(data.X.doubles()), g.A, data.labels, c, mu);
+          });
+          int steps = 0, new_steps = 0;
+          lz_op = soge::operators_lanczos(*lz, soge::center(data.X.doubles()), g.A, data.labels, c, alpha, mu, so,
+                                          &steps, &new_steps);
+          if (lz_op) {
+            lanczos_info["krylov_method"] = "block_lanczos";
+            lanczos_info["lanczos_steps"] = steps;
+            lanczos_info["lanczos_new_steps"] = new_steps;
+          } else {
+            lanczos_info["lanczos_breakdown"] = lz->why();
+          }
+        }
+      }
+      if (lz_op)
+        op = std::move(*lz_op);
+      else
+        op = soge::operators(soge::center(data.X.doubles()), g.A, data.labels, c, alpha, mu, so);
       if (padded > 0) {
         Dense A(d + padded, d + padded), B(d + padded, op.B.cols);
         for (int64_t j = 0; j < d; ++j) std::copy_n(op.A.col(j), d, A.col(j));
@@ -687,6 +813,8 @@ class Soge final : public Method {
     info["right_hand_sides"] = op.iterations.size();
     info["solver_route"] = op.dense ? "dense" : "krylov";
     if (!op.dense) info["cg_route"] = solvers::route_name(solvers::column_route(so));  // lockstep or ksp
+    if (!op.dense) info["krylov_method"] = "cg";
+    for (const auto& [k, v] : lanczos_info.items()) info[k] = v;
     info["solver_route_crossover"] = dense::kDenseRouteMaxSamples;
     info["seconds_operators"] = t_ops;
     info["seconds_stiefel"] = t_stiefel;

@@ -16,10 +16,13 @@
 /// which has no cancellation at large α. X_c Q = X_c H_c Q, so (R1) serves both A and B.
 #include <petscmat.h>
 
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "ssdr/core/dense.hpp"
+#include "ssdr/solvers/block_lanczos.hpp"
 #include "ssdr/solvers/sparse_solve.hpp"
 
 namespace ssdr::methods::soge {
@@ -61,6 +64,29 @@ struct Operators {
 /// Collective over Xc.comm. \throws ssdr::Error as centered_q.
 Operators operators(const DistMatrix& Xc, Mat S, const std::vector<int>& labels, int classes,
                     double alpha, double mu, const solvers::SparseSolveOptions& so);
+
+/// The block Lanczos recurrence operators_lanczos reads: H = L + U = diag(D + u) − S from the
+/// block V = [X_c, UY] (n × (d + c), started from unit columns; UY: μ at each labeled
+/// sample's class). Collective over Xc.comm. \throws ssdr::Error (collectively) when
+/// layouts differ. A rank-deficient block (a class without labeled samples) leaves the
+/// recurrence broken (operators_lanczos gives std::nullopt).
+std::shared_ptr<solvers::BlockLanczos> operators_lanczos_start(const DistMatrix& Xc, Mat S,
+                                                               const std::vector<int>& labels, int classes, double mu);
+
+/// The operators of `operators` at α from the recurrence of operators_lanczos_start: with
+/// K₀ = αI + H, the resolvent form VᵀK₀⁻¹V and the smoothed form VᵀK₀⁻¹HV (σ = α, τ = 1;
+/// each within 10⁻¹³ of its Frobenius norm by the quadrature's bound), and z = K₀⁻¹1 by one CG
+/// solve (options `so`), give A = α(X_cᵀK₀⁻¹HX_c − (X_cᵀw)((Hz)ᵀX_c)/(zᵀu)) and
+/// B = α(X_cᵀK₀⁻¹UY − (X_cᵀw)(zᵀUY)/(zᵀu)) with w = K₀⁻¹U1 = K₀⁻¹UY·1: (R1)–(R2) with one
+/// solve instead of d + c + 1. (1 is not in the block: H1 = U1 lies in span(UY), which would
+/// make the recurrence's next block rank deficient.) A is symmetrized; every rank holds the
+/// same bits. std::nullopt when the recurrence broke down. `steps`, `new_steps` (optional)
+/// get the steps the forms used and the steps this call ran. Collective.
+/// \throws ssdr::Error (collectively) when 1ᵀw ≤ 0 or the solve fails.
+std::optional<Operators> operators_lanczos(solvers::BlockLanczos& lanczos, const DistMatrix& Xc, Mat S,
+                                           const std::vector<int>& labels, int classes, double alpha, double mu,
+                                           const solvers::SparseSolveOptions& so, int* steps = nullptr,
+                                           int* new_steps = nullptr);
 
 /// Algorithm 1 on the Stiefel manifold for eq. (13).
 struct StiefelOptions {
