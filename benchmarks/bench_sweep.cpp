@@ -13,7 +13,8 @@
 // embedding of all n samples and the 1-NN accuracies).
 //
 // The bound of a fit is the dense work it asks of LAPACK and BLAS (lapack::work_counters:
-// every eigen-solve by order n and vectors k, and the dgemm/dsyrk flops), priced at this
+// every eigen-solve by order n and vectors k, and the dgemm/dsyrk flops and those of the
+// triangular solves and Cholesky factorizations, dtrsm/dpotrf/dposv), priced at this
 // machine's rates measured in the same run: each (n, k) eigen-solve timed on a random
 // symmetric matrix (median of 3), and dgemm at n = 1024 (median of 3). Every rank performs
 // the same replicated eigen-solves, so the bound is that of one core. Work outside them
@@ -173,7 +174,7 @@ int main(int argc, char** argv) {
           first = s;
           continue;
         }
-        double bound = (work.gemm_flops + work.syrk_flops) / rate;
+        double bound = (work.gemm_flops + work.syrk_flops + work.solve_flops) / rate;
         for (const auto& [nk, count] : work.eigen) {
           if (!eig_s.count(nk)) eig_s[nk] = eigen_seconds(nk.first, nk.second);
           bound += static_cast<double>(count) * eig_s[nk];
@@ -186,7 +187,7 @@ int main(int argc, char** argv) {
         }
         total += s;
         bound_total += bound;
-        flops_total += work.gemm_flops + work.syrk_flops;
+        flops_total += work.gemm_flops + work.syrk_flops + work.solve_flops;
         ++counted;
       }
       if (rank == 0 && counted > 0) {

@@ -130,6 +130,8 @@ void syrk(char uplo, char trans, int64_t n, int64_t k, double alpha, const doubl
 void trsm(char side, char uplo, char transa, char diag, int64_t m, int64_t n, double alpha,
           const double* a, int64_t lda, double* b, int64_t ldb) {
   if (m == 0 || n == 0) return;
+  const double dm = static_cast<double>(m), dn = static_cast<double>(n);
+  lapack::work_counters().solve_flops += side == 'L' || side == 'l' ? dm * dm * dn : dm * dn * dn;
   const char* r = "dtrsm";
   const PetscBLASInt M = blas_int(m, r, "m"), N = blas_int(n, r, "n"), LDA = blas_int(lda, r, "lda"),
                      LDB = blas_int(ldb, r, "ldb");
@@ -272,6 +274,7 @@ void full_qr(int64_t m, int64_t k, double* a, int64_t lda) {
 }
 
 bool potrf(int64_t n, double* a, int64_t lda) {
+  work_counters().solve_flops += static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) / 3.0;
   const PetscBLASInt N = blas_int(n, "dpotrf", "n"), LDA = blas_int(lda, "dpotrf", "lda");
   PetscBLASInt info = 0;
   LAPACKpotrf_("L", &N, a, &LDA, &info);
@@ -279,6 +282,8 @@ bool potrf(int64_t n, double* a, int64_t lda) {
 }
 
 void posv(int64_t n, int64_t nrhs, double* a, int64_t lda, double* b, int64_t ldb) {
+  const double dn = static_cast<double>(n);
+  work_counters().solve_flops += dn * dn * dn / 3.0 + 2.0 * dn * dn * static_cast<double>(nrhs);
   const char* r = "dposv";
   const PetscBLASInt N = blas_int(n, r, "n"), NR = blas_int(nrhs, r, "nrhs"), LDA = blas_int(lda, r, "lda"),
                      LDB = blas_int(ldb, r, "ldb");

@@ -60,6 +60,20 @@ double frobenius(const Dense& S) {
   return std::sqrt(s);
 }
 
+/// Sums x over the ranks with the same bits on every rank: a reduction to rank 0, then a
+/// broadcast (MPI_Allreduce need not give every rank the same rounding, and every decision
+/// of the recurrence is taken on the sums, so they must agree).
+void sum_replicated(double* x, int64_t count, MPI_Comm comm) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  const int c = static_cast<int>(count);
+  if (rank == 0)
+    MPI_Reduce(MPI_IN_PLACE, x, c, MPI_DOUBLE, MPI_SUM, 0, comm);
+  else
+    MPI_Reduce(x, nullptr, c, MPI_DOUBLE, MPI_SUM, 0, comm);
+  MPI_Bcast(x, c, MPI_DOUBLE, 0, comm);
+}
+
 /// σI + τA.
 Dense shifted(const Dense& A, double sigma, double tau) {
   Dense D(A.rows, A.cols);
@@ -93,7 +107,7 @@ BlockLanczos::BlockLanczos(Mat A, std::vector<double> h, const DistMatrix& Y, Bl
     col_norm_.assign(static_cast<size_t>(r_), 0.0);
     for (int64_t j = 0; j < r_; ++j)
       for (int64_t i = 0; i < n_; ++i) col_norm_[static_cast<size_t>(j)] += Y(i, j) * Y(i, j);
-    MPI_Allreduce(MPI_IN_PLACE, col_norm_.data(), static_cast<int>(r_), MPI_DOUBLE, MPI_SUM, comm_);
+    sum_replicated(col_norm_.data(), static_cast<int64_t>(r_), comm_);
     for (int64_t j = 0; j < r_; ++j) {
       double& c = col_norm_[static_cast<size_t>(j)];
       c = c > 0 ? std::sqrt(c) : 1.0;  // a zero column stays zero (and breaks the QR below)
@@ -102,9 +116,13 @@ BlockLanczos::BlockLanczos(Mat A, std::vector<double> h, const DistMatrix& Y, Bl
   }
   if (r_ == 0) {
     why_ = "the block has no columns";
+    stopped_ = true;
     return;
   }
-  if (!cholqr(Qcur_, nullptr, R0_)) why_ = "the starting block is rank deficient (Cholesky QR failed)";
+  if (!cholqr(Qcur_, nullptr, R0_)) {
+    why_ = "the starting block is rank deficient (Cholesky QR failed)";
+    stopped_ = true;
+  }
   SSDR_PETSC(MatCreateDense(comm_, n_, PETSC_DECIDE, n_global, static_cast<PetscInt>(r_), nullptr, P_.out()));
 }
 
@@ -115,7 +133,8 @@ bool BlockLanczos::cholqr(std::vector<double>& W, const Dense* given, Dense& R) 
   // 2015). When the first pass fails (κ(W) beyond about 1/√ε), shifted CholeskyQR3 (Fukaya
   // et al., SIAM J. Sci. Comput. 2020): a first pass on WᵀW + sI with s = 11(nr + r(r+1))ε·
   // tr(WᵀW), which brings κ below 1/√ε for any κ(W) < 1/ε, then CholeskyQR2. The sums WᵀW are
-  // one MPI_Allreduce each, so R (and every decision) is the same on every rank.
+  // one replicated reduction each (sum_replicated), so R (and every decision) is the same on
+  // every rank.
   const double eps = std::numeric_limits<double>::epsilon();
   Dense total;
   int passes = 2;
@@ -125,7 +144,7 @@ bool BlockLanczos::cholqr(std::vector<double>& W, const Dense* given, Dense& R) 
       G = *given;
     } else {
       if (n_ > 0) blas::syrk('L', 'T', r_, n_, 1.0, W.data(), n_, 0.0, G.data(), r_);
-      MPI_Allreduce(MPI_IN_PLACE, G.data(), static_cast<int>(G.v.size()), MPI_DOUBLE, MPI_SUM, comm_);
+      sum_replicated(G.data(), static_cast<int64_t>(G.v.size()), comm_);
     }
     Dense C = G;
     int ok = cholesky(C) ? 1 : 0;
@@ -173,9 +192,10 @@ bool BlockLanczos::cholqr(std::vector<double>& W, const Dense* given, Dense& R) 
 }
 
 bool BlockLanczos::step() {
-  if (!why_.empty()) return false;
+  if (stopped_) return false;
   if (steps() >= max_steps_) {
     why_ = "no convergence in " + std::to_string(max_steps_) + " steps";
+    stopped_ = true;
     return false;
   }
   // W = H Q_j = h∘Q_j − A Q_j: one sparse × dense product (PETSc moves the ghost rows),
@@ -236,7 +256,7 @@ bool BlockLanczos::step() {
     blas::gemm('N', 'T', n_, r_, r_, -1.0, Qprev_.data(), ld, B_.back().data(), r_, 1.0, W.data(), ld);
   Dense Aj(r_, r_);  // Q_jᵀ W
   if (n_ > 0) blas::gemm('T', 'N', r_, r_, n_, 1.0, Qcur_.data(), ld, W.data(), ld, 0.0, Aj.data(), r_);
-  MPI_Allreduce(MPI_IN_PLACE, Aj.data(), static_cast<int>(Aj.v.size()), MPI_DOUBLE, MPI_SUM, comm_);
+  sum_replicated(Aj.data(), static_cast<int64_t>(Aj.v.size()), comm_);
   symmetrize(Aj);
   if (n_ > 0)  // W −= Q_j A_j
     blas::gemm('N', 'N', n_, r_, r_, -1.0, Qcur_.data(), ld, Aj.data(), r_, 1.0, W.data(), ld);
@@ -247,31 +267,35 @@ bool BlockLanczos::step() {
     // neighbouring blocks. It costs 4n_local·r² flops a step (about a third more).
     Dense C(r_, r_);
     if (n_ > 0) blas::gemm('T', 'N', r_, r_, n_, 1.0, Qcur_.data(), ld, W.data(), ld, 0.0, C.data(), r_);
-    MPI_Allreduce(MPI_IN_PLACE, C.data(), static_cast<int>(C.v.size()), MPI_DOUBLE, MPI_SUM, comm_);
+    sum_replicated(C.data(), static_cast<int64_t>(C.v.size()), comm_);
     if (n_ > 0) blas::gemm('N', 'N', n_, r_, r_, -1.0, Qcur_.data(), ld, C.data(), r_, 1.0, W.data(), ld);
     if (!Qprev_.empty()) {
       if (n_ > 0) blas::gemm('T', 'N', r_, r_, n_, 1.0, Qprev_.data(), ld, W.data(), ld, 0.0, C.data(), r_);
-      MPI_Allreduce(MPI_IN_PLACE, C.data(), static_cast<int>(C.v.size()), MPI_DOUBLE, MPI_SUM, comm_);
+      sum_replicated(C.data(), static_cast<int64_t>(C.v.size()), comm_);
       if (n_ > 0) blas::gemm('N', 'N', n_, r_, r_, -1.0, Qprev_.data(), ld, C.data(), r_, 1.0, W.data(), ld);
     }
   }
   Dense G(r_, r_);  // WᵀW
   if (n_ > 0) blas::syrk('L', 'T', r_, n_, 1.0, W.data(), ld, 0.0, G.data(), r_);
-  MPI_Allreduce(MPI_IN_PLACE, G.data(), static_cast<int>(G.v.size()), MPI_DOUBLE, MPI_SUM, comm_);
+  sum_replicated(G.data(), static_cast<int64_t>(G.v.size()), comm_);
   for (int64_t j = 0; j < r_; ++j)
     for (int64_t i = 0; i < j; ++i) G(i, j) = G(j, i);
   // W at the rounding level of H Q_j = Q_{j−1}B_{j−1}ᵀ + Q_jA_j + W: the block Krylov space
-  // is invariant (exhausted), the quadrature exact; a QR would only normalize noise.
+  // is invariant (exhausted), the quadrature exact up to rounding; a QR would only normalize
+  // noise.
   double w2 = 0, hq2 = 0;
   for (int64_t i = 0; i < r_; ++i) w2 += G(i, i);
   for (double v : Aj.v) hq2 += v * v;
   if (!B_.empty())
     for (double v : B_.back().v) hq2 += v * v;
-  const bool invariant = !(w2 > 1e-20 * (hq2 + w2));
+  // (1000ε)²: rounding in forming W is a few ε‖H Q_j‖ per entry summed over the block.
+  const double eps = std::numeric_limits<double>::epsilon();
+  const bool invariant = !(w2 > 1e6 * eps * eps * (hq2 + w2));
   A_.push_back(std::move(Aj));
   gram_.push_back(G);
   if (invariant) {
     exhausted_ = true;
+    stopped_ = true;
     why_ = "the block Krylov space is invariant after " + std::to_string(steps()) + " steps";
     return false;
   }
@@ -279,7 +303,9 @@ bool BlockLanczos::step() {
   if (!cholqr(W, &G, B)) {
     // W_j is (numerically) rank deficient: the block Krylov space is exhausted or about to
     // lose a direction. The steps so far stand (their residual reads W_jᵀW_j, kept above).
-    why_ = "the block Krylov space is exhausted after " + std::to_string(steps()) + " steps (Cholesky QR of W failed)";
+    why_ = "the block is rank deficient after " + std::to_string(steps()) +
+           " steps (Cholesky QR of W failed: the block Krylov space is nearly exhausted or lost a direction)";
+    stopped_ = true;
     return false;
   }
   B_.push_back(std::move(B));
@@ -329,6 +355,8 @@ std::optional<QuadratureResult> BlockLanczos::form(QuadratureForm which, double 
                "block Lanczos: needs sigma > 0 and tau >= 0 (got " + std::to_string(sigma) + ", " +
                    std::to_string(tau) + ")");
   if (R0_.v.empty()) return std::nullopt;  // rank-deficient start (why_ says so)
+  // A failure at this shift is reported in why_ but does not stop the recurrence: another
+  // shift may still grow it.
   QuadratureResult out;
   const int before = steps();
   // ‖form_k‖_F is at most U (0 ⪯ τx/(σ+τx) < 1 and 0 < 1/(σ+τx) ≤ 1/σ on H's spectrum, where

@@ -176,9 +176,9 @@ TEST(BlockLanczos, RefusesANonPositiveShiftAndAWrongLayout) {
   EXPECT_THROW(BlockLanczos(b.g.A, short_h, b.Yd), ssdr::Error);
 }
 
-TEST(BlockLanczos, AnExhaustedKrylovSpaceStillGivesTheExactForm) {
-  // iris: n = 150, a block of 4 columns: at τ = 10⁶ the form needs nearly the whole space
-  // (κ ≈ 10⁷), so the recurrence reaches n/r = 38 steps, where W is rank deficient.
+TEST(BlockLanczos, AFormThatNeedsTheWholeSpaceStillMeetsItsBound) {
+  // iris: n = 150, a block of 4 columns: at τ = 10⁶ the form needs the whole space
+  // (κ ≈ 10⁷): the recurrence runs n/r = 38 steps.
   const test::Problem pr = test::load_problem("iris.csv", 3, true);
   const DistMatrix X = ref::distribute(pr.X, MPI_COMM_WORLD);
   graph::Graph g = graph::build_knn_graph(X, tca_graph());
@@ -188,9 +188,49 @@ TEST(BlockLanczos, AnExhaustedKrylovSpaceStillGivesTheExactForm) {
   const double sigma = 1, tau = 1e6;
   const auto q = lz.form(QuadratureForm::smoothed, sigma, tau);
   ASSERT_TRUE(q.has_value()) << lz.why();
+  EXPECT_GE(q->steps, 150 / 4);  // the whole space: n/r steps
   const Dense ref = dense_form(H, pr.X, QuadratureForm::smoothed, sigma, tau);
   const double eps = std::numeric_limits<double>::epsilon(), n = static_cast<double>(H.rows);
   const double kappa = 1 + 2 * tau * dmax / sigma, k = 2 * n / 4 + 20;
   const double tol = 2 * (1e-13 + (3 * n + k) * eps * kappa) * frobenius(test::mul(pr.X, pr.X, 'T', 'N'));
   EXPECT_LT(test::max_abs_diff(q->form, ref), tol);
+}
+
+TEST(BlockLanczos, ABlockSpanningAnInvariantSubspaceGivesTheExactFormAfterOneStep) {
+  // Y = 4 eigenvectors of H (iris, n = 150): H Y = Y Λ, so W = H Q₁ − Q₁A₁ is at rounding
+  // level after the first step and the recurrence stops there as invariant; the form is
+  // then exact: Yᵀ(σI + τH)⁻¹τHY = diag(τλ/(σ + τλ)) for orthonormal Y. Error: the
+  // eigenvectors' residual ‖HY − YΛ‖ ≤ c·n·ε·‖H‖ (dsyev is backward stable) against the
+  // form's κ = 1 + 2τD_max/σ, as in GivesTheDenseResolventAndSmoothedFormsAtEveryShift.
+  const test::Problem pr = test::load_problem("iris.csv", 3, true);
+  const DistMatrix X = ref::distribute(pr.X, MPI_COMM_WORLD);
+  graph::Graph g = graph::build_knn_graph(X, tca_graph());
+  double dmax = 0;
+  const Dense H = dense_laplacian(g.A, X, &dmax);
+  Dense V = H;
+  std::vector<double> lambda(static_cast<size_t>(H.rows));
+  lapack::syev(V.rows, V.data(), V.rows, lambda.data());
+  Dense Y(H.rows, 4);
+  for (int64_t j = 0; j < 4; ++j) std::copy_n(V.col(40 + 20 * j), H.rows, Y.col(j));  // interior eigenvectors
+  const DistMatrix Yd = ref::distribute(Y, MPI_COMM_WORLD);
+  BlockLanczos lz(g.A, graph::degrees(g.A), Yd);
+  const double sigma = 1, tau = 3;
+  const auto q = lz.form(QuadratureForm::smoothed, sigma, tau);
+  ASSERT_TRUE(q.has_value()) << lz.why();
+  EXPECT_EQ(q->steps, 1);
+  EXPECT_NE(lz.why().find("invariant"), std::string::npos) << lz.why();
+  EXPECT_FALSE(lz.can_grow());
+  const double eps = std::numeric_limits<double>::epsilon(), n = static_cast<double>(H.rows);
+  const double kappa = 1 + 2 * tau * dmax / sigma;
+  for (int64_t j = 0; j < 4; ++j)
+    for (int64_t i = 0; i < 4; ++i) {
+      const double lam = lambda[static_cast<size_t>(40 + 20 * j)];
+      const double expected = i == j ? tau * lam / (sigma + tau * lam) : 0.0;
+      EXPECT_NEAR(q->form(i, j), expected, 2 * (3 * n) * eps * kappa * dmax) << i << "," << j;
+    }
+  // Another shift reads the same single step.
+  const auto q2 = lz.form(QuadratureForm::resolvent, 0.5, 2.0);
+  ASSERT_TRUE(q2.has_value()) << lz.why();
+  EXPECT_EQ(q2->steps, 1);
+  EXPECT_NEAR(q2->form(0, 0), 1.0 / (0.5 + 2.0 * lambda[40]), 2 * (3 * n) * eps * (1 + 4 * dmax / 0.5) * dmax / 0.5);
 }

@@ -530,19 +530,22 @@ TEST(SogeRewrites, OneLanczosRecurrenceGivesTheOperatorsOfEq11And12AtEveryAlpha)
   auto g = graph::build_knn_graph(X, graph::GraphOptions{});
   const std::vector<int> labels = local_part(pr.semi, X);
   auto lz = sg::operators_lanczos_start(sg::center(X), g.A, labels, pr.classes, kMu);
-  int grown = 0;
-  for (double alpha : {1.0, 1e-3, 1e2, 1e6}) {
+  std::vector<int> grown;
+  for (double alpha : {1.0, 1e-3, 1e2, 1e6, 1.0}) {
     DenseModel m = dense_model(pr, alpha);
     int steps = 0, new_steps = 0;
     auto op = sg::operators_lanczos(*lz, sg::center(X), g.A, labels, pr.classes, alpha, kMu, tight(), &steps, &new_steps);
     ASSERT_TRUE(op.has_value()) << "alpha " << alpha << ": " << lz->why();
-    grown += new_steps;
+    grown.push_back(new_steps);
     EXPECT_EQ(op->iterations.size(), 1u);  // the one solve K₀⁻¹1
     const Dense A2 = dense_A_rewrite(m, alpha), B = dense_B(m, alpha, pr.semi);
     EXPECT_LT(test::max_abs_diff(op->A, A2), 1e-9 * max_abs(A2)) << "alpha " << alpha;
     EXPECT_LT(test::max_abs_diff(op->B, B), 1e-9 * max_abs(B)) << "alpha " << alpha;
     EXPECT_GE(steps, 1);
   }
-  EXPECT_EQ(grown, lz->steps());  // every step run once, by the α that first needed it
+  // α = 1 starts the recurrence, 10⁻³ (the hardest) grows it; the others read it.
+  EXPECT_GT(grown[0], 0);
+  EXPECT_GT(grown[1], 0);
+  EXPECT_EQ(grown[2] + grown[3] + grown[4], 0);
 }
 

@@ -37,13 +37,16 @@ void symmetrize(char uplo, int64_t n, double* c, int64_t ldc);
 namespace ssdr::lapack {
 
 /// What this process asked of BLAS and LAPACK since the last reset: dense eigen-solves by
-/// (order n, eigenvectors k), and the floating-point operations of dgemm (2mnk) and dsyrk
-/// (n²k). Benchmarks read them to state a computation's bound (jobs/bench_sweep.sh); the
+/// (order n, eigenvectors k), and the floating-point operations of dgemm (2mnk), dsyrk
+/// (n²k), dtrsm, dpotrf and dposv. Benchmarks read them to state a computation's bound (jobs/bench_sweep.sh); the
 /// counting costs one map update per eigen-solve. Local (per process).
 struct WorkCounters {
   std::map<std::pair<int64_t, int64_t>, int64_t> eigen;  ///< (n, k) → calls (dsyevr, dsyevd: k = n)
   double gemm_flops = 0;
   double syrk_flops = 0;
+  /// Triangular solves and Cholesky factorizations: dtrsm (m²n on the left, mn² on the
+  /// right), dpotrf (n³/3), dposv (n³/3 + 2n²·nrhs).
+  double solve_flops = 0;
 };
 /// The counters of this process (reset_work_counters zeroes them). Local.
 WorkCounters& work_counters();

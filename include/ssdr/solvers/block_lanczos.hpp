@@ -98,11 +98,14 @@ class BlockLanczos {
   int steps() const { return static_cast<int>(A_.size()); }
   /// Width r of the block. Local.
   int64_t width() const { return r_; }
-  /// Whether the recurrence cannot be grown further, and why (empty: it can). Local.
+  /// Why the last form() gave std::nullopt, or why the recurrence cannot be grown (a
+  /// rank-deficient start or block, max_steps); empty when neither happened. Local.
   const std::string& why() const { return why_; }
+  /// Whether the recurrence can still be grown. Local (the same on every rank).
+  bool can_grow() const { return !stopped_; }
 
  private:
-  bool step();  // collective; false (and why_ set) when the recurrence cannot be grown
+  bool step();  // collective; false (stopped_, why_ set) when the recurrence cannot be grown
   bool cholqr(std::vector<double>& W, const Dense* gram, Dense& R);  // collective
   std::optional<Dense> schur_form(QuadratureForm which, double sigma, double tau, int k) const;
 
@@ -114,6 +117,7 @@ class BlockLanczos {
   std::vector<double> col_norm_;  // ‖y_j‖ with unit_columns, else empty
   int64_t n_ = 0, r_ = 0, n_global_ = 0;
   bool exhausted_ = false;  // the last step's W was at rounding level: T_k is exact
+  bool stopped_ = false;    // the recurrence cannot be grown (why_ says why)
   int max_steps_ = 0;
   BlockLanczosOptions options_;
   std::vector<double> Qprev_, Qcur_;  // column-major n_local×r

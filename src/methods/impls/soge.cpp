@@ -436,11 +436,12 @@ std::shared_ptr<solvers::BlockLanczos> operators_lanczos_start(const DistMatrix&
   std::vector<double> h = graph::degrees(S);
   SSDR_CHECK_COLLECTIVE(Xc.comm, h.size() == u.size(), "soge: label weights and graph have different local rows");
   for (size_t i = 0; i < h.size(); ++i) h[i] += u[i];  // H = L + U = diag(D + u) − S
+  SSDR_CHECK_COLLECTIVE(Xc.comm, std::all_of(labels.begin(), labels.end(), [&](int k) { return k < classes; }),
+                        "soge: a label is >= the number of classes " + std::to_string(classes));
   DistMatrix V = make_dist_like(Xc, d + c);
   for (int64_t i = 0; i < Xc.n_local; ++i) {
     std::copy(Xc.row(i), Xc.row(i) + d, V.row(i));
     const int k = labels[static_cast<size_t>(i)];
-    SSDR_CHECK(k < classes, "soge: label " + std::to_string(k) + " >= number of classes");
     if (k >= 0) V(i, d + k) = mu;
   }
   solvers::BlockLanczosOptions o;
@@ -461,8 +462,14 @@ std::optional<Operators> operators_lanczos(solvers::BlockLanczos& lanczos, const
   if (!fs) return std::nullopt;
   if (steps) *steps = std::max(fr->steps, fs->steps);
   if (new_steps) *new_steps = lanczos.steps() - before;
-  // z = K₀⁻¹1 (one CG solve): 1ᵀK₀⁻¹v = zᵀv for the terms of (R1) that test with 1. (1 is
-  // not in the block: H1 = U1 ∈ span(UY) would make the next block rank deficient.)
+  // X_cᵀw with w = K₀⁻¹U1 = Σ_k K₀⁻¹(UY)_k. It is also 1ᵀK₀⁻¹HX_c: H1 = U1 and H commutes
+  // with K₀⁻¹, so (K₀⁻¹1)ᵀH = (K₀⁻¹U1)ᵀ = wᵀ; A's correction is the symmetric xw·xwᵀ/1ᵀw.
+  std::vector<double> xw(static_cast<size_t>(d), 0.0);
+  for (int64_t k = 0; k < c; ++k)
+    for (int64_t i = 0; i < d; ++i) xw[static_cast<size_t>(i)] += fr->form(i, d + k);
+  // z = K₀⁻¹1 (one CG solve) for 1ᵀK₀⁻¹UY = zᵀUY and 1ᵀw = zᵀU1. (1 is not in the block: H1
+  // = U1 lies in span(UY), which would make the recurrence's next block rank deficient; and
+  // z = (1 − w)/α would cancel as α → 0, where w → 1.)
   const std::vector<double> u = label_weights(labels, mu);
   const std::vector<double> deg = graph::degrees(S);
   std::vector<double> a(deg.size()), minus_one(deg.size(), -1.0);
@@ -471,52 +478,28 @@ std::optional<Operators> operators_lanczos(solvers::BlockLanczos& lanczos, const
   DistMatrix ones = make_dist_like(Xc, 1);
   std::fill(ones.v.begin(), ones.v.end(), 1.0);
   const solvers::SparseSolveResult zr = solvers::solve_columns(K0, ones, so);
-  // Hz = (D + u)∘z − Sz; then (Hz)ᵀX_c = 1ᵀK₀⁻¹HX_c, zᵀUY and zᵀu = 1ᵀw.
-  std::vector<double> Hz(static_cast<size_t>(Xc.n_local));
-  {
-    Owned<Vec> x, y;
-    SSDR_PETSC(MatCreateVecs(S, x.out(), y.out()));
-    PetscScalar* px = nullptr;
-    SSDR_PETSC(VecGetArray(x, &px));
-    for (int64_t i = 0; i < Xc.n_local; ++i) px[i] = zr.Z(i, 0);
-    SSDR_PETSC(VecRestoreArray(x, &px));
-    SSDR_PETSC(MatMult(S, x, y));
-    const PetscScalar* py = nullptr;
-    SSDR_PETSC(VecGetArrayRead(y, &py));
-    for (int64_t i = 0; i < Xc.n_local; ++i) {
-      const size_t li = static_cast<size_t>(i);
-      Hz[li] = (deg[li] + u[li]) * zr.Z(i, 0) - py[i];
-    }
-    SSDR_PETSC(VecRestoreArrayRead(y, &py));
-  }
-  Dense t(1, d + c + 1);  // (Hz)ᵀX_c, zᵀUY, zᵀu
+  Dense t(1, c + 1);  // zᵀUY, zᵀu
   for (int64_t i = 0; i < Xc.n_local; ++i) {
     const size_t li = static_cast<size_t>(i);
-    for (int64_t j = 0; j < d; ++j) t(0, j) += Hz[li] * Xc(i, j);
     const int k = labels[li];
-    if (k >= 0) t(0, d + k) += mu * zr.Z(i, 0);
-    t(0, d + c) += u[li] * zr.Z(i, 0);
+    if (k >= 0) t(0, k) += mu * zr.Z(i, 0);
+    t(0, c) += u[li] * zr.Z(i, 0);
   }
   allreduce_sum(t, Xc.comm);
   broadcast(t, Xc.comm);  // every rank the same bits (its sum order may differ)
-  const double one_w = t(0, d + c);
+  const double one_w = t(0, c);
   SSDR_REQUIRE(one_w > 0, "soge: 1'K0^-1 U 1 = " + std::to_string(one_w) +
                               " is not positive (no labeled sample, or mu <= 0)");
-  // X_cᵀw with w = K₀⁻¹U1 = Σ_k K₀⁻¹(UY)_k.
-  std::vector<double> xw(static_cast<size_t>(d), 0.0);
-  for (int64_t k = 0; k < c; ++k)
-    for (int64_t i = 0; i < d; ++i) xw[static_cast<size_t>(i)] += fr->form(i, d + k);
   Operators op;
   op.iterations = zr.iterations;
   op.A = Dense(d, d);
   op.B = Dense(d, c);
   for (int64_t j = 0; j < d; ++j)
-    for (int64_t i = 0; i < d; ++i) op.A(i, j) = alpha * (fs->form(i, j) - xw[static_cast<size_t>(i)] * t(0, j) / one_w);
-  for (int64_t i = 0; i < d; ++i)
-    for (int64_t j = 0; j < i; ++j) op.A(i, j) = op.A(j, i) = 0.5 * (op.A(i, j) + op.A(j, i));
+    for (int64_t i = 0; i < d; ++i)
+      op.A(i, j) = alpha * (fs->form(i, j) - xw[static_cast<size_t>(i)] * xw[static_cast<size_t>(j)] / one_w);
   for (int64_t k = 0; k < c; ++k)
     for (int64_t i = 0; i < d; ++i)
-      op.B(i, k) = alpha * (fr->form(i, d + k) - xw[static_cast<size_t>(i)] * t(0, d + k) / one_w);
+      op.B(i, k) = alpha * (fr->form(i, d + k) - xw[static_cast<size_t>(i)] * t(0, k) / one_w);
   return op;
 }
 

@@ -76,12 +76,13 @@ std::shared_ptr<solvers::BlockLanczos> operators_lanczos_start(const DistMatrix&
 /// The operators of `operators` at α from the recurrence of operators_lanczos_start: with
 /// K₀ = αI + H, the resolvent form VᵀK₀⁻¹V and the smoothed form VᵀK₀⁻¹HV (σ = α, τ = 1;
 /// each within 10⁻¹³ of its Frobenius norm by the quadrature's bound), and z = K₀⁻¹1 by one CG
-/// solve (options `so`), give A = α(X_cᵀK₀⁻¹HX_c − (X_cᵀw)((Hz)ᵀX_c)/(zᵀu)) and
-/// B = α(X_cᵀK₀⁻¹UY − (X_cᵀw)(zᵀUY)/(zᵀu)) with w = K₀⁻¹U1 = K₀⁻¹UY·1: (R1)–(R2) with one
-/// solve instead of d + c + 1. (1 is not in the block: H1 = U1 lies in span(UY), which would
-/// make the recurrence's next block rank deficient.) A is symmetrized; every rank holds the
-/// same bits. std::nullopt when the recurrence broke down. `steps`, `new_steps` (optional)
-/// get the steps the forms used and the steps this call ran. Collective.
+/// solve (options `so`), give A = α(X_cᵀK₀⁻¹HX_c − (X_cᵀw)(X_cᵀw)ᵀ/(zᵀu)) and
+/// B = α(X_cᵀK₀⁻¹UY − (X_cᵀw)(zᵀUY)/(zᵀu)) with w = K₀⁻¹U1 = K₀⁻¹UY·1 (1ᵀK₀⁻¹HX_c =
+/// (X_cᵀw)ᵀ since H1 = U1): (R1)–(R2) with one solve instead of d + c + 1. (1 is not in the
+/// block: H1 = U1 lies in span(UY), which would make the recurrence's next block rank
+/// deficient.) A is symmetric; every rank holds the same bits. std::nullopt when the
+/// recurrence broke down. `steps`, `new_steps` (optional) get the steps the forms used and
+/// the steps this call ran. Collective.
 /// \throws ssdr::Error (collectively) when 1ᵀw ≤ 0 or the solve fails.
 std::optional<Operators> operators_lanczos(solvers::BlockLanczos& lanczos, const DistMatrix& Xc, Mat S,
                                            const std::vector<int>& labels, int classes, double alpha, double mu,

@@ -197,6 +197,9 @@ Dense smoothness_regularizer(Mat A, const DistMatrix& Y, double alpha,
 std::shared_ptr<solvers::BlockLanczos> smoothness_lanczos(Mat A, const DistMatrix& Y) {
   solvers::BlockLanczosOptions o;
   o.prefix = "tca_";
+  // Unit columns: Y's principal components have lengths √λ_j spread over orders of
+  // magnitude, and the stopping rule is relative to the whole form's norm (CG's is per column).
+  o.unit_columns = true;
   return std::make_shared<solvers::BlockLanczos>(A, graph::degrees(A), Y, o);
 }
 
