@@ -119,7 +119,18 @@ std::shared_ptr<solvers::BlockLanczos> block_lanczos(const TrainingData& data, c
     if (it != data.cache->quadratures.end()) return it->second;
   }
   std::shared_ptr<solvers::BlockLanczos> lz = make();
-  if (data.cache) data.cache->quadratures.emplace(key, lz);
+  if (data.cache) {
+    // At most kMaxQuadratures recurrences per cache (each up to the solver's memory budget,
+    // 6 n_local×r doubles): a grid over the graph or μ evicts the oldest. Every rank holds
+    // the same entries in the same order, so every rank evicts the same one.
+    GraphCache& c = *data.cache;
+    c.quadratures.emplace(key, lz);
+    c.quadrature_order.push_back(key);
+    while (c.quadrature_order.size() > GraphCache::kMaxQuadratures) {
+      c.quadratures.erase(c.quadrature_order.front());
+      c.quadrature_order.erase(c.quadrature_order.begin());
+    }
+  }
   return lz;
 }
 

@@ -685,4 +685,17 @@ TEST(TcaSweep, OneLanczosRecurrenceServesEveryAlphaAndAgreesWithTheCgOfASingleFi
   EXPECT_GT(new_steps[1], 0);
   ASSERT_EQ(graphs.by_rows.size(), 1u);
   EXPECT_EQ(graphs.by_rows.begin()->second.quadratures.size(), 1u);
+  // Two more graphs (k = 6, 7): a recurrence each, and the oldest is dropped beyond two.
+  for (int k : {6, 7}) {
+    driver::FitConfig swept = driver::make_fit_config("tca", {{"alpha", 1.0, "alpha"}, {"knn", k, "knn"}}, 0, 1, 0);
+    swept.rows = &rows;
+    swept.cache = &graphs;
+    const driver::FitOutcome s = test::fit_problem(pr, X, swept);
+    EXPECT_EQ(s.info.at("krylov_method").get<std::string>(), "block_lanczos") << "knn " << k;
+  }
+  const methods::GraphCache& gc = graphs.by_rows.begin()->second;
+  EXPECT_EQ(gc.quadratures.size(), methods::GraphCache::kMaxQuadratures);
+  ASSERT_EQ(gc.quadrature_order.size(), methods::GraphCache::kMaxQuadratures);
+  EXPECT_EQ(gc.quadrature_order.back().graph.options.k, 7);
+  EXPECT_EQ(gc.quadrature_order.front().graph.options.k, 6);
 }

@@ -6,6 +6,7 @@
 /// TrainingData::cache and asks methods/common.hpp's functions for what it needs.
 #include <map>
 #include <memory>
+#include <vector>
 
 #include "ssdr/methods/cache_keys.hpp"
 #include "ssdr/scatter/scatter.hpp"
@@ -33,6 +34,9 @@ struct GraphCache {
   /// Block Lanczos recurrences (TCA's X S Xᵀ at every α): grown by the fits that need more
   /// steps, which changes no form an earlier fit took (solvers::BlockLanczos).
   std::map<QuadratureKey, std::shared_ptr<solvers::BlockLanczos>> quadratures;
+  /// The quadratures' keys, oldest first: beyond kMaxQuadratures the oldest is dropped.
+  std::vector<QuadratureKey> quadrature_order;
+  static constexpr size_t kMaxQuadratures = 2;
   /// σ₀ = kernels::mean_pairwise_distance of the samples (input space), 0 until computed:
   /// an RBF sweep over sigma_scale computes the O(n²d) mean once.
   double sigma0 = 0;
