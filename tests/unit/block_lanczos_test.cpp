@@ -35,20 +35,34 @@ Dense dense_laplacian(Mat A, const DistMatrix& like, double* dmax) {
   return L;
 }
 
-/// Yᵀ(σI + τH)⁻¹Y or Yᵀ(σI + τH)⁻¹τHY by dposv on the dense H.
-Dense dense_form(const Dense& H, const Dense& Y, QuadratureForm which, double sigma, double tau) {
+/// Yᵀ(σI + τH)⁻¹Y and Yᵀ(σI + τH)⁻¹τHY by one dposv on the dense H (2r right-hand sides).
+struct DenseForms {
+  Dense resolvent, smoothed;
+  const Dense& operator[](QuadratureForm which) const {
+    return which == QuadratureForm::resolvent ? resolvent : smoothed;
+  }
+};
+DenseForms dense_forms(const Dense& H, const Dense& Y, double sigma, double tau) {
   const int64_t n = H.rows, r = Y.cols;
   Dense M(n, n);
   for (size_t i = 0; i < M.v.size(); ++i) M.v[i] = tau * H.v[i];
   for (int64_t i = 0; i < n; ++i) M(i, i) += sigma;
-  Dense R = which == QuadratureForm::resolvent ? Y : test::mul(H, Y);
-  if (which == QuadratureForm::smoothed)
-    for (double& v : R.v) v *= tau;
-  lapack::posv(n, r, M.data(), n, R.data(), n);
-  Dense F = test::mul(Y, R, 'T', 'N');
+  const Dense HY = test::mul(H, Y);
+  Dense R(n, 2 * r);  // [Y, τHY]
   for (int64_t j = 0; j < r; ++j)
-    for (int64_t i = 0; i < j; ++i) F(i, j) = F(j, i) = 0.5 * (F(i, j) + F(j, i));
-  return F;
+    for (int64_t i = 0; i < n; ++i) {
+      R(i, j) = Y(i, j);
+      R(i, r + j) = tau * HY(i, j);
+    }
+  lapack::posv(n, 2 * r, M.data(), n, R.data(), n);
+  const Dense YZ = test::mul(Y, R, 'T', 'N');  // r×2r
+  DenseForms out{Dense(r, r), Dense(r, r)};
+  for (int64_t j = 0; j < r; ++j)
+    for (int64_t i = 0; i < r; ++i) {
+      out.resolvent(i, j) = 0.5 * (YZ(i, j) + YZ(j, i));
+      out.smoothed(i, j) = 0.5 * (YZ(i, r + j) + YZ(j, r + i));
+    }
+  return out;
 }
 
 double frobenius(const Dense& A) {
@@ -113,13 +127,14 @@ TEST(BlockLanczos, GivesTheDenseResolventAndSmoothedFormsAtEveryShift) {
   struct Shift {
     double sigma, tau;
   };
-  for (const Shift s : {Shift{1, 1e-3}, Shift{1, 1}, Shift{1, 10}, Shift{1, 1e3}, Shift{1e-2, 1}})
+  for (const Shift s : {Shift{1, 1e-3}, Shift{1, 1}, Shift{1, 10}, Shift{1, 1e3}, Shift{1e-2, 1}}) {
+    const DenseForms refs = dense_forms(H, b.Y, s.sigma, s.tau);
     for (QuadratureForm which : {QuadratureForm::smoothed, QuadratureForm::resolvent}) {
       const std::optional<solvers::QuadratureResult> q = lz.form(which, s.sigma, s.tau);
       const std::string what = std::string(which == QuadratureForm::smoothed ? "smoothed" : "resolvent") +
                                " sigma " + std::to_string(s.sigma) + " tau " + std::to_string(s.tau);
       ASSERT_TRUE(q.has_value()) << what << ": " << lz.why();
-      const Dense ref = dense_form(H, b.Y, which, s.sigma, s.tau);
+      const Dense& ref = refs[which];
       const double kappa = 1 + 2 * s.tau * dmax / s.sigma;
       const double scale = frobenius(test::mul(b.Y, b.Y, 'T', 'N')) / (which == QuadratureForm::resolvent ? s.sigma : 1.0);
       const double k = 2 * n / 12 + 20;
@@ -134,6 +149,7 @@ TEST(BlockLanczos, GivesTheDenseResolventAndSmoothedFormsAtEveryShift) {
       MPI_Allreduce(MPI_IN_PLACE, hi.data(), static_cast<int>(hi.v.size()), MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
       EXPECT_EQ(lo.v, hi.v) << what;
     }
+  }
   // The harder shifts needed more steps than the easiest one.
   EXPECT_GT(lz.form(QuadratureForm::smoothed, 1, 1e3)->steps, lz.form(QuadratureForm::smoothed, 1, 1e-3)->steps);
   }
@@ -189,7 +205,7 @@ TEST(BlockLanczos, AFormThatNeedsTheWholeSpaceStillMeetsItsBound) {
   const auto q = lz.form(QuadratureForm::smoothed, sigma, tau);
   ASSERT_TRUE(q.has_value()) << lz.why();
   EXPECT_GE(q->steps, 150 / 4);  // the whole space: n/r steps
-  const Dense ref = dense_form(H, pr.X, QuadratureForm::smoothed, sigma, tau);
+  const Dense ref = dense_forms(H, pr.X, sigma, tau).smoothed;
   const double eps = std::numeric_limits<double>::epsilon(), n = static_cast<double>(H.rows);
   const double kappa = 1 + 2 * tau * dmax / sigma, k = 2 * n / 4 + 20;
   const double tol = 2 * (1e-13 + (3 * n + k) * eps * kappa) * frobenius(test::mul(pr.X, pr.X, 'T', 'N'));
