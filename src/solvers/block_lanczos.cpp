@@ -74,6 +74,26 @@ void sum_replicated(double* x, int64_t count, MPI_Comm comm) {
   MPI_Bcast(x, c, MPI_DOUBLE, 0, comm);
 }
 
+/// The n×r column-major src into the local array of the MATDENSE P (its own stride).
+void copy_to_dense(Mat P, const double* src, int64_t n, int64_t r) {
+  PetscScalar* p = nullptr;
+  PetscInt lda = 0;
+  SSDR_PETSC(MatDenseGetLDA(P, &lda));
+  SSDR_PETSC(MatDenseGetArray(P, &p));
+  for (int64_t j = 0; j < r; ++j) std::copy_n(src + j * n, n, p + j * lda);
+  SSDR_PETSC(MatDenseRestoreArray(P, &p));
+}
+
+/// The local array of the MATDENSE P into the n×r column-major dst.
+void copy_from_dense(Mat P, double* dst, int64_t n, int64_t r) {
+  const PetscScalar* p = nullptr;
+  PetscInt lda = 0;
+  SSDR_PETSC(MatDenseGetLDA(P, &lda));
+  SSDR_PETSC(MatDenseGetArrayRead(P, &p));
+  for (int64_t j = 0; j < r; ++j) std::copy_n(p + j * lda, n, dst + j * n);
+  SSDR_PETSC(MatDenseRestoreArrayRead(P, &p));
+}
+
 /// σI + τA.
 Dense shifted(const Dense& A, double sigma, double tau) {
   Dense D(A.rows, A.cols);
@@ -201,39 +221,20 @@ bool BlockLanczos::step() {
   // W = H Q_j = h∘Q_j − A Q_j: one sparse × dense product (PETSc moves the ghost rows),
   // reading Q_j and writing W in place (MatDensePlaceArray: no copies of the n_local×r blocks).
   std::vector<double> W(static_cast<size_t>(n_ * r_));
-  if (!AP_) {
-    {
-      PetscScalar* p = nullptr;
-      PetscInt lda = 0;
-      SSDR_PETSC(MatDenseGetLDA(P_, &lda));
-      SSDR_PETSC(MatDenseGetArray(P_, &p));
-      for (int64_t j = 0; j < r_; ++j) std::copy_n(Qcur_.data() + j * n_, n_, p + j * lda);
-      SSDR_PETSC(MatDenseRestoreArray(P_, &p));
+  if (!AP_ || !in_place_) {
+    // The first product (which creates AP_), or PETSc's arrays have another stride: copies.
+    copy_to_dense(P_, Qcur_.data(), n_, r_);
+    if (!AP_) {
+      SSDR_PETSC(MatMatMult(A_mat_, P_, MAT_INITIAL_MATRIX, PETSC_DEFAULT, AP_.out()));
+      PetscInt lda_p = 0, lda_ap = 0;
+      SSDR_PETSC(MatDenseGetLDA(P_, &lda_p));
+      SSDR_PETSC(MatDenseGetLDA(AP_, &lda_ap));
+      in_place_ = lda_p == n_ && lda_ap == n_;  // placed arrays have stride n_local
+    } else {
+      Mat apm = AP_.get();
+      SSDR_PETSC(MatMatMult(A_mat_, P_, MAT_REUSE_MATRIX, PETSC_DEFAULT, &apm));
     }
-    SSDR_PETSC(MatMatMult(A_mat_, P_, MAT_INITIAL_MATRIX, PETSC_DEFAULT, AP_.out()));
-    const PetscScalar* ap = nullptr;
-    PetscInt lda = 0;
-    SSDR_PETSC(MatDenseGetLDA(AP_, &lda));
-    SSDR_PETSC(MatDenseGetArrayRead(AP_, &ap));
-    for (int64_t j = 0; j < r_; ++j) std::copy_n(ap + j * lda, n_, W.data() + j * n_);
-    SSDR_PETSC(MatDenseRestoreArrayRead(AP_, &ap));
-    PetscInt lda_p = 0;
-    SSDR_PETSC(MatDenseGetLDA(P_, &lda_p));
-    in_place_ = lda == n_ && lda_p == n_;  // placed arrays have stride n_local
-  } else if (!in_place_) {
-    PetscScalar* p = nullptr;
-    PetscInt lda = 0;
-    SSDR_PETSC(MatDenseGetLDA(P_, &lda));
-    SSDR_PETSC(MatDenseGetArray(P_, &p));
-    for (int64_t j = 0; j < r_; ++j) std::copy_n(Qcur_.data() + j * n_, n_, p + j * lda);
-    SSDR_PETSC(MatDenseRestoreArray(P_, &p));
-    Mat apm = AP_.get();
-    SSDR_PETSC(MatMatMult(A_mat_, P_, MAT_REUSE_MATRIX, PETSC_DEFAULT, &apm));
-    const PetscScalar* ap = nullptr;
-    SSDR_PETSC(MatDenseGetLDA(AP_, &lda));
-    SSDR_PETSC(MatDenseGetArrayRead(AP_, &ap));
-    for (int64_t j = 0; j < r_; ++j) std::copy_n(ap + j * lda, n_, W.data() + j * n_);
-    SSDR_PETSC(MatDenseRestoreArrayRead(AP_, &ap));
+    copy_from_dense(AP_, W.data(), n_, r_);
   } else {
     if (n_ > 0) {
       SSDR_PETSC(MatDensePlaceArray(P_, Qcur_.data()));

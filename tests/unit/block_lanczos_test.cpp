@@ -78,13 +78,7 @@ struct Block {
   graph::Graph g;
 };
 /// TCA's graph (tca-liu2008 eq. (4)): k = 5, heat weights with t the mean squared edge length.
-graph::GraphOptions tca_graph() {
-  graph::GraphOptions g;
-  g.k = 5;
-  g.weight = graph::EdgeWeight::heat;
-  g.sigma_rule = graph::SigmaRule::mean_edge_dist2;
-  return g;
-}
+using methods::tca::tca_graph;
 
 Block digits_block(int64_t r, const graph::GraphOptions& go = tca_graph()) {
   const test::Problem pr = test::load_problem("digits.csv", 5, true);

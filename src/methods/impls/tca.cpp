@@ -481,9 +481,8 @@ class Otca final : public Method {
   }
 };
 
-/// tca-liu2008 eq. (4): symmetrized kNN heat graph, k = 5 (§5.2 "k = 5 for all datasets";
-/// 6 in the face experiments of §5.3), t = σ² = the mean squared edge length (the paper
-/// does not state σ).
+}  // namespace
+
 graph::GraphOptions tca_graph() {
   graph::GraphOptions g;
   g.k = 5;
@@ -492,7 +491,6 @@ graph::GraphOptions tca_graph() {
   return g;
 }
 
-}  // namespace
 }  // namespace ssdr::methods::tca
 
 /// tca-liu2008: TCA and OTCA.

@@ -13,6 +13,7 @@
 
 #include "methods/dense_route.hpp"
 #include "ssdr/core/dense.hpp"
+#include "ssdr/graph/knn.hpp"
 #include "ssdr/solvers/block_lanczos.hpp"
 #include "ssdr/solvers/sparse_solve.hpp"
 
@@ -46,6 +47,11 @@ DistMatrix apply_Dl(const DistMatrix& Y, const std::vector<int>& labels, int cla
 /// \throws ssdr::Error (collectively) when α ≤ 0, layouts differ or a solve diverges.
 Dense smoothness_regularizer(Mat A, const DistMatrix& Y, double alpha,
                              const solvers::SparseSolveOptions& solve, std::vector<int>* iterations);
+
+/// tca-liu2008 eq. (4), the method table's graph for TCA and OTCA: symmetrized kNN heat graph,
+/// k = 5 (§5.2 "k = 5 for all datasets"; 6 in the face experiments of §5.3), t = σ² = the
+/// mean squared edge length (the paper does not state σ). Local.
+graph::GraphOptions tca_graph();
 
 /// The block Lanczos recurrence for smoothness_regularizer_lanczos: H = L = D − A (D the
 /// degrees of A) from Y (n×r, A's row layout), options prefix "tca_". Collective over A's
