@@ -148,6 +148,13 @@ BlockLanczos::BlockLanczos(Mat A, std::vector<double> h, const DistMatrix& Y, Bl
 
 BlockLanczos::~BlockLanczos() = default;
 
+bool BlockLanczos::fits(MPI_Comm comm, int64_t n_local, int64_t r, double memory_mib) {
+  int64_t rows_max = n_local;
+  MPI_Allreduce(MPI_IN_PLACE, &rows_max, 1, MPI_INT64_T, MPI_MAX, comm);
+  const double bytes = 6.0 * 8.0 * static_cast<double>(rows_max) * static_cast<double>(r);
+  return r <= kMaxWidth && bytes <= memory_mib * 1048576.0;
+}
+
 bool BlockLanczos::cholqr(std::vector<double>& W, const Dense* given, Dense& R) {
   // CholeskyQR2: W = Q·(R₂R₁), each pass R = chol(WᵀW)ᵀ and W ← W R⁻¹ (Yamamoto et al.
   // 2015). When the first pass fails (κ(W) beyond about 1/√ε), shifted CholeskyQR3 (Fukaya

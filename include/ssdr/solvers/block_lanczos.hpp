@@ -94,6 +94,12 @@ class BlockLanczos {
   /// \throws ssdr::Error (collectively) when σ ≤ 0, τ < 0 or either is not finite.
   std::optional<QuadratureResult> form(QuadratureForm which, double sigma, double tau);
 
+  /// The widest block a recurrence is started for: its replicated work per step grows as r³.
+  static constexpr int64_t kMaxWidth = 1024;
+  /// Whether a recurrence from a block of width r fits: r ≤ kMaxWidth and its 6 n_local×r
+  /// doubles within memory_mib (MiB) on the rank with the most rows. Collective over comm.
+  static bool fits(MPI_Comm comm, int64_t n_local, int64_t r, double memory_mib);
+
   /// Steps run so far. Local.
   int steps() const { return static_cast<int>(A_.size()); }
   /// Width r of the block. Local.

@@ -718,11 +718,8 @@ class Soge final : public Method {
       std::optional<soge::Operators> lz_op;
       const bool krylov = !dense::dense_route(dense::route_option(so.prefix), data.X.n_global, so.prefix);
       const int64_t width = d + c;
-      if (data.cache != nullptr && krylov && solvers::column_route(so) == solvers::SparseSolveRoute::lockstep &&
-          width <= 1024) {
-        int64_t rows_max = data.X.n_local;
-        MPI_Allreduce(MPI_IN_PLACE, &rows_max, 1, MPI_INT64_T, MPI_MAX, data.X.comm);
-        if (6.0 * 8.0 * static_cast<double>(rows_max) * static_cast<double>(width) <= so.memory_mib * 1048576.0) {
+      if (data.cache != nullptr && krylov && solvers::column_route(so) == solvers::SparseSolveRoute::lockstep) {
+        if (solvers::BlockLanczos::fits(data.X.comm, data.X.n_local, width, so.memory_mib)) {
           char block[64];
           std::snprintf(block, sizeof block, "soge mu %a", mu);
           const QuadratureKey key = quadrature_key(resolved_graph_key(data, go), data.features, block, width);

@@ -205,10 +205,7 @@ std::shared_ptr<solvers::BlockLanczos> smoothness_lanczos(Mat A, const DistMatri
 
 bool lanczos_route(const DistMatrix& Y, const solvers::SparseSolveOptions& solve) {
   if (solvers::column_route(solve) != solvers::SparseSolveRoute::lockstep) return false;
-  int64_t rows_max = Y.n_local;
-  MPI_Allreduce(MPI_IN_PLACE, &rows_max, 1, MPI_INT64_T, MPI_MAX, Y.comm);
-  const double bytes = 6.0 * 8.0 * static_cast<double>(rows_max) * static_cast<double>(Y.cols);
-  return Y.cols <= kLanczosMaxWidth && bytes <= solve.memory_mib * 1048576.0;
+  return solvers::BlockLanczos::fits(Y.comm, Y.n_local, Y.cols, solve.memory_mib);
 }
 
 std::optional<solvers::QuadratureResult> smoothness_regularizer_lanczos(solvers::BlockLanczos& lanczos, double alpha) {

@@ -59,10 +59,9 @@ graph::GraphOptions tca_graph();
 std::shared_ptr<solvers::BlockLanczos> smoothness_lanczos(Mat A, const DistMatrix& Y);
 
 /// Whether the Krylov route of a sweep's fit (one with a cache) computes X S Xᵀ by block
-/// Lanczos (else by CG column by column): no -tca_ksp_* or -tca_pc_* option given (those ask for PETSc's KSP), r ≤ kLanczosMaxWidth
+/// Lanczos (else by CG column by column): no -tca_ksp_* or -tca_pc_* option given (those ask for PETSc's KSP), r ≤ solvers::BlockLanczos::kMaxWidth
 /// (the replicated r×r work per step grows as r³) and the recurrence's 6 n_local×r doubles
 /// within `memory_mib` on the rank with the most rows. Collective over Y.comm.
-constexpr int64_t kLanczosMaxWidth = 1024;
 bool lanczos_route(const DistMatrix& Y, const solvers::SparseSolveOptions& solve);
 
 /// smoothness_regularizer from a block Lanczos recurrence on L from Y (the smoothed form of
