@@ -359,30 +359,46 @@ std::optional<Dense> BlockLanczos::schur_form(QuadratureForm which, double sigma
 }
 
 std::optional<QuadratureResult> BlockLanczos::form(QuadratureForm which, double sigma, double tau) {
+  return forms({which}, sigma, tau).front();
+}
+
+std::vector<std::optional<QuadratureResult>> BlockLanczos::forms(const std::vector<QuadratureForm>& which, double sigma,
+                                                                 double tau) {
   SSDR_REQUIRE(std::isfinite(sigma) && sigma > 0 && std::isfinite(tau) && tau >= 0,
                "block Lanczos: needs sigma > 0 and tau >= 0 (got " + std::to_string(sigma) + ", " +
                    std::to_string(tau) + ")");
-  if (R0_.v.empty()) return std::nullopt;  // rank-deficient start (why_ says so)
+  std::vector<std::optional<QuadratureResult>> out(which.size());
+  if (R0_.v.empty()) return out;  // rank-deficient start (why_ says so)
   // A failure at this shift is reported in why_ but does not stop the recurrence: another
   // shift may still grow it.
-  QuadratureResult out;
   const int before = steps();
+  // Each form's own stopping rule; the forward block LU below is the same for every form at
+  // this (σ, τ), so asking for several at once shares it, and each form is the one a call
+  // of its own would give (the same steps, the same operations in the same order).
   // ‖form_k‖_F is at most U (0 ⪯ τx/(σ+τx) < 1 and 0 < 1/(σ+τx) ≤ 1/σ on H's spectrum, where
-  // T_k's eigenvalues lie): the form is evaluated only at steps whose bound is below rtol·U.
-  const Dense YtY = mul(R0_, R0_, 'T', 'N');
-  const double upper = frobenius(YtY) / (which == QuadratureForm::resolvent ? sigma : 1.0);
-  const double scale = which == QuadratureForm::resolvent ? 1.0 / sigma : 1.0;  // bound = ρ²·scale
+  // T_k's eigenvalues lie): a form is evaluated only at steps whose bound is below rtol·U.
+  struct Rule {
+    double upper = 0, scale = 0;          // U, and bound = ρ²·scale
+    double last_norm = -1, last_bound = 0;  // ‖form_j‖_F and bound_j at the last evaluated j
+  };
+  const double yty = frobenius(mul(R0_, R0_, 'T', 'N'));
+  std::vector<Rule> rules(which.size());
+  for (size_t q = 0; q < which.size(); ++q) {
+    const bool resolvent = which[q] == QuadratureForm::resolvent;
+    rules[q].upper = yty / (resolvent ? sigma : 1.0);
+    rules[q].scale = resolvent ? 1.0 / sigma : 1.0;
+  }
+  size_t pending = which.size();
   // Forward block LU of σI + τT_k (incremental in k): U₁ = σI + τA₁, y₁ = R₀,
   // U_{j+1} = σI + τA_{j+1} − τ²B_jU_j⁻¹B_jᵀ, y_{j+1} = −τB_jU_j⁻¹y_j; X_k = U_k⁻¹y_k and the
   // residual ρ_k = τ‖B_kX_k‖_F = τ·tr(X_kᵀ W_kᵀW_k X_k)^½ (W_k = Q_{k+1}B_k, so the
   // residual is known before, and without, the QR of W_k).
   Dense Lprev, z;  // L_{k−1} (U_{k−1} = L Lᵀ) and z_{k−1} = L_{k−1}⁻¹y_{k−1}
-  double last_norm = -1, last_bound = 0;  // ‖form_j‖_F and bound_j at the last evaluated j
   Progress progress("block Lanczos" + (options_.prefix.empty() ? std::string() : " -" + options_.prefix) + ", step", 0);
-  for (int k = 1;; ++k) {
+  for (int k = 1; pending > 0; ++k) {
     if (k > steps()) {
       step();  // an exhausted space still adds A_k and W_kᵀW_k (its residual may be ~0)
-      if (k > steps()) return std::nullopt;
+      if (k > steps()) return out;  // the forms not yet taken stay std::nullopt
     }
     progress.update(k, 0, std::to_string(r_) + " columns");
     Dense U = shifted(A_[static_cast<size_t>(k - 1)], sigma, tau);
@@ -403,7 +419,7 @@ std::optional<QuadratureResult> BlockLanczos::form(QuadratureForm which, double 
     Dense L = U;
     if (!cholesky(L)) {
       why_ = "sigma I + tau T is not positive definite at step " + std::to_string(k);
-      return std::nullopt;
+      return out;
     }
     z = std::move(y);
     solve_lower(L, z);  // z_k = L_k⁻¹y_k
@@ -413,34 +429,41 @@ std::optional<QuadratureResult> BlockLanczos::form(QuadratureForm which, double 
     double rho2 = 0;
     for (size_t i = 0; i < x.v.size(); ++i) rho2 += x.v[i] * Gx.v[i];
     rho2 = tau * tau * std::max(rho2, 0.0);
-    const double bound = rho2 * scale;
     Lprev = std::move(L);
     // An invariant space (the last step): the form is exact up to rounding.
     const bool exact = exhausted_ && k == steps();
-    // The form is evaluated only where it could meet the rule: ‖form_k‖_F is at most U and
-    // at most ‖form_j‖_F + √r(bound_j + bound_k) for an evaluated j (both within their
-    // 2-norm bound of the limit). Which k are evaluated changes the cost, never the k taken.
-    double cap = upper;
-    if (last_norm >= 0) cap = std::min(cap, last_norm + std::sqrt(static_cast<double>(r_)) * (last_bound + bound));
-    if (!exact && !(bound <= options_.rtol * cap)) continue;
-    std::optional<Dense> F = schur_form(which, sigma, tau, k);
-    if (!F) {
-      why_ = "a Schur complement of sigma I + tau T is not positive definite at step " + std::to_string(k);
-      return std::nullopt;
-    }
-    last_norm = frobenius(*F);
-    last_bound = bound;
-    if (exact || bound <= options_.rtol * last_norm) {
-      out.form = std::move(*F);
-      if (!col_norm_.empty())
-        for (int64_t j = 0; j < r_; ++j)
-          for (int64_t i = 0; i < r_; ++i) out.form(i, j) *= col_norm_[static_cast<size_t>(i)] * col_norm_[static_cast<size_t>(j)];
-      out.steps = k;
-      out.new_steps = steps() - before;
-      out.bound = bound;
-      return out;
+    for (size_t q = 0; q < which.size(); ++q) {
+      if (out[q]) continue;
+      Rule& rule = rules[q];
+      const double bound = rho2 * rule.scale;
+      // The form is evaluated only where it could meet the rule: ‖form_k‖_F is at most U and
+      // at most ‖form_j‖_F + √r(bound_j + bound_k) for an evaluated j (both within their
+      // 2-norm bound of the limit). Which k are evaluated changes the cost, never the k taken.
+      double cap = rule.upper;
+      if (rule.last_norm >= 0)
+        cap = std::min(cap, rule.last_norm + std::sqrt(static_cast<double>(r_)) * (rule.last_bound + bound));
+      if (!exact && !(bound <= options_.rtol * cap)) continue;
+      std::optional<Dense> F = schur_form(which[q], sigma, tau, k);
+      if (!F) {
+        why_ = "a Schur complement of sigma I + tau T is not positive definite at step " + std::to_string(k);
+        return out;
+      }
+      rule.last_norm = frobenius(*F);
+      rule.last_bound = bound;
+      if (exact || bound <= options_.rtol * rule.last_norm) {
+        QuadratureResult& r = out[q].emplace();
+        r.form = std::move(*F);
+        if (!col_norm_.empty())
+          for (int64_t j = 0; j < r_; ++j)
+            for (int64_t i = 0; i < r_; ++i) r.form(i, j) *= col_norm_[static_cast<size_t>(i)] * col_norm_[static_cast<size_t>(j)];
+        r.steps = k;
+        r.new_steps = steps() - before;
+        r.bound = bound;
+        --pending;
+      }
     }
   }
+  return out;
 }
 
 }  // namespace ssdr::solvers

@@ -167,6 +167,35 @@ TEST(BlockLanczos, AFormDoesNotDependOnTheShiftsAskedBefore) {
   EXPECT_EQ(0, std::memcmp(easy->form.data(), alone->form.data(), easy->form.v.size() * sizeof(double)));
 }
 
+TEST(BlockLanczos, BothFormsAtOnceAreTheBitsOfTwoSeparateCalls) {
+  // SOGE asks for both forms at every α: forms() shares their forward block LU, and each must
+  // still be what a call of its own gives (same step, same bits). The two forms stop a step
+  // or two apart, either first (here: the resolvent later at σ = 10⁻³, the smoothed form
+  // later at σ = τ = 1, 88/86 and 25/27 steps), and the shared loop must serve both orders.
+  Block b = digits_block(10);
+  const std::vector<double> h = graph::degrees(b.g.A);
+  bool resolvent_later = false, smoothed_later = false;
+  for (const auto& [sigma, tau] : {std::pair{1e-3, 1.0}, std::pair{1.0, 1.0}, std::pair{0.1, 1.0}, std::pair{1.0, 16.0}}) {
+    BlockLanczos both(b.g.A, h, b.Yd), one(b.g.A, h, b.Yd), other(b.g.A, h, b.Yd);
+    const auto f = both.forms({QuadratureForm::resolvent, QuadratureForm::smoothed}, sigma, tau);
+    const auto r = one.form(QuadratureForm::resolvent, sigma, tau);
+    const auto s = other.form(QuadratureForm::smoothed, sigma, tau);
+    ASSERT_EQ(f.size(), 2u);
+    ASSERT_TRUE(f[0] && f[1] && r && s) << both.why();
+    EXPECT_EQ(f[0]->steps, r->steps);
+    EXPECT_EQ(f[1]->steps, s->steps);
+    EXPECT_EQ(f[0]->bound, r->bound);
+    EXPECT_EQ(f[1]->bound, s->bound);
+    resolvent_later |= r->steps > s->steps;
+    smoothed_later |= s->steps > r->steps;  // the case the shared loop must handle
+    ASSERT_EQ(f[0]->form.v.size(), r->form.v.size());
+    ASSERT_EQ(f[1]->form.v.size(), s->form.v.size());
+    EXPECT_EQ(0, std::memcmp(f[0]->form.data(), r->form.data(), r->form.v.size() * sizeof(double)));
+    EXPECT_EQ(0, std::memcmp(f[1]->form.data(), s->form.data(), s->form.v.size() * sizeof(double)));
+  }
+  EXPECT_TRUE(resolvent_later && smoothed_later) << "the shifts no longer exercise both orders";
+}
+
 TEST(BlockLanczos, ARankDeficientBlockGivesNoFormAndSaysWhy) {
   Block b = digits_block(6);
   for (int64_t i = 0; i < b.Yd.n_local; ++i) b.Yd(i, 5) = 2.0 * b.Yd(i, 1);  // column 5 = 2 × column 1

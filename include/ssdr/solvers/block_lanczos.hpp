@@ -94,6 +94,15 @@ class BlockLanczos {
   /// \throws ssdr::Error (collectively) when σ ≤ 0, τ < 0 or either is not finite.
   std::optional<QuadratureResult> form(QuadratureForm which, double sigma, double tau);
 
+  /// Several forms at one (σ, τ): each element is what form(which[q], σ, τ) gives (the same
+  /// bits, steps and bound; new_steps counts from this call's start), but the forward block
+  /// LU of σI + τT_k, most of a form's O(k r³) replicated work, is done once for all of them
+  /// (SOGE needs both forms at every α). Collective. An element is std::nullopt when the
+  /// recurrence broke down before its rule was met (why() says why); a form taken before
+  /// the breakdown is kept.
+  /// \throws ssdr::Error (collectively) when σ ≤ 0, τ < 0 or either is not finite.
+  std::vector<std::optional<QuadratureResult>> forms(const std::vector<QuadratureForm>& which, double sigma, double tau);
+
   /// The widest block a recurrence is started for: its replicated work per step grows as r³.
   static constexpr int64_t kMaxWidth = 1024;
   /// Whether a recurrence from a block of width r fits: r ≤ kMaxWidth and its 6 n_local×r

@@ -456,10 +456,10 @@ std::optional<Operators> operators_lanczos(solvers::BlockLanczos& lanczos, const
   const int64_t d = Xc.cols, c = classes;
   SSDR_CHECK(lanczos.width() == d + c, "soge: the recurrence's block is not [X_c, UY]");
   const int before = lanczos.steps();
-  const auto fr = lanczos.form(solvers::QuadratureForm::resolvent, alpha, 1.0);
-  if (!fr) return std::nullopt;
-  const auto fs = lanczos.form(solvers::QuadratureForm::smoothed, alpha, 1.0);
-  if (!fs) return std::nullopt;
+  // Both forms at once: they share the forward block LU of αI + T_k.
+  const auto both = lanczos.forms({solvers::QuadratureForm::resolvent, solvers::QuadratureForm::smoothed}, alpha, 1.0);
+  const std::optional<solvers::QuadratureResult>&fr = both[0], &fs = both[1];
+  if (!fr || !fs) return std::nullopt;
   if (steps) *steps = std::max(fr->steps, fs->steps);
   if (new_steps) *new_steps = lanczos.steps() - before;
   // X_cᵀw with w = K₀⁻¹U1 = Σ_k K₀⁻¹(UY)_k. It is also 1ᵀK₀⁻¹HX_c: H1 = U1 and H commutes
