@@ -1,5 +1,6 @@
 #include "ssdr/scatter/scatter.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "ssdr/core/error.hpp"
@@ -15,18 +16,23 @@ ScatterMatrices soft_scatter(const RowsView& X, const DistMatrix& F, int classes
   const int64_t d = X.cols, n = X.n_local;
   const int c = classes;
   ScatterMatrices S;
-  // Class weights ñ_k, B_jj, and the weighted sums Σ_j F_jk x_j (d×c) and Σ_j B_jj x_j.
+  // Rows in chunks (a chunk of rows, row-major, is the column-major d×rows block a GEMM
+  // reads) and the soft labels of the chunk beside them (rows×c row-major: c×rows).
+  const int64_t chunk = 512;
+  std::vector<double> yb(static_cast<size_t>(chunk * d)), fb(static_cast<size_t>(chunk * c));
+  auto load = [&](int64_t j0, int64_t rows) {
+    X.tile(j0, rows, yb.data());
+    for (int64_t r = 0; r < rows; ++r)
+      for (int k = 0; k < c; ++k) fb[static_cast<size_t>(r * c + k)] = F(j0 + r, k);
+  };
+  // Class weights ñ_k and the weighted sums Σ_j F_jk x_j (d×c, one GEMM per chunk).
   std::vector<double> red(static_cast<size_t>(c + d * c), 0.0);  // [ñ_k | Σ F_jk x_j]
-  std::vector<double> xs(static_cast<size_t>(d));  // a float row's doubles (exact)
-  for (int64_t j = 0; j < n; ++j) {
-    X.tile(j, 1, xs.data());
-    const double* x = xs.data();
-    for (int k = 0; k < c; ++k) {
-      const double f = F(j, k);
-      red[static_cast<size_t>(k)] += f;
-      double* acc = red.data() + c + k * d;
-      for (int64_t t = 0; t < d; ++t) acc[t] += f * x[t];
-    }
+  for (int64_t j0 = 0; j0 < n; j0 += chunk) {
+    const int64_t rows = std::min(chunk, n - j0);
+    load(j0, rows);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int k = 0; k < c; ++k) red[static_cast<size_t>(k)] += fb[static_cast<size_t>(r * c + k)];
+    blas::gemm('N', 'T', d, c, rows, 1.0, yb.data(), d, fb.data(), c, 1.0, red.data() + c, d);
   }
   MPI_Allreduce(MPI_IN_PLACE, red.data(), static_cast<int>(red.size()), MPI_DOUBLE, MPI_SUM, X.comm);
   S.class_weights.assign(red.begin(), red.begin() + c);
@@ -46,32 +52,24 @@ ScatterMatrices soft_scatter(const RowsView& X, const DistMatrix& F, int classes
     }
   for (double& m : S.mean) m /= S.n_tilde;
 
-  // Local Yᵀ B Y with y_j = x_j − x̃ (rows scaled by √B_jj, DSYRK in chunks) and
-  // G = Yᵀ F_c. Centering at x̃ avoids the cancellation of the uncentered forms.
+  // Local Yᵀ B Y with y_j = x_j − x̃ (rows scaled by √B_jj, DSYRK per chunk) and
+  // G = Yᵀ F_c (DGEMM per chunk, on the unscaled rows). Centering at x̃ avoids the
+  // cancellation of the uncentered forms.
   S.St = Dense(d, d);
   Dense G(d, c);
-  const int64_t chunk = 512;
-  std::vector<double> yb(static_cast<size_t>(chunk * d)), fb(static_cast<size_t>(chunk * c));
   for (int64_t j0 = 0; j0 < n; j0 += chunk) {
     const int64_t rows = std::min(chunk, n - j0);
+    load(j0, rows);
     for (int64_t r = 0; r < rows; ++r) {
-      X.tile(j0 + r, 1, xs.data());
-      const double* x = xs.data();
+      double* y = yb.data() + r * d;
+      for (int64_t t = 0; t < d; ++t) y[t] -= S.mean[static_cast<size_t>(t)];
+    }
+    blas::gemm('N', 'T', d, c, rows, 1.0, yb.data(), d, fb.data(), c, 1.0, G.data(), d);
+    for (int64_t r = 0; r < rows; ++r) {
       double b = 0;
-      for (int k = 0; k < c; ++k) {
-        b += F(j0 + r, k);
-        fb[static_cast<size_t>(r * c + k)] = F(j0 + r, k);
-      }
+      for (int k = 0; k < c; ++k) b += fb[static_cast<size_t>(r * c + k)];
       const double sb = std::sqrt(std::max(b, 0.0));
       double* y = yb.data() + r * d;
-      for (int64_t t = 0; t < d; ++t) y[t] = x[t] - S.mean[static_cast<size_t>(t)];
-      // G += y fᵀ uses the unscaled y; do it before scaling.
-      for (int k = 0; k < c; ++k) {
-        const double f = fb[static_cast<size_t>(r * c + k)];
-        if (f == 0) continue;
-        double* g = G.col(k);
-        for (int64_t t = 0; t < d; ++t) g[t] += f * y[t];
-      }
       for (int64_t t = 0; t < d; ++t) y[t] *= sb;
     }
     // yb is row-major rows×d = column-major d×rows: St += yb·ybᵀ.
