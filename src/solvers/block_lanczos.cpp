@@ -322,9 +322,9 @@ bool BlockLanczos::step() {
   return true;
 }
 
-std::optional<Dense> BlockLanczos::schur_form(QuadratureForm which, double sigma, double tau, int k) const {
+std::optional<Dense> BlockLanczos::smoothed_form(double sigma, double tau, int k) const {
   // From the bottom: S_k = σI + τA_k, S_j = σI + M_j with M_j = τA_j − τ²B_jᵀS_{j+1}⁻¹B_j;
-  // [(σI + τT_k)⁻¹]₁₁ = S₁⁻¹ and [(σI + τT_k)⁻¹τT_k]₁₁ = S₁⁻¹M₁.
+  // [(σI + τT_k)⁻¹τT_k]₁₁ = S₁⁻¹M₁, without the cancellation of I − σ[(σI + τT_k)⁻¹]₁₁.
   Dense M;
   for (int j = k; j >= 1; --j) {
     Dense Mj(r_, r_);
@@ -343,18 +343,11 @@ std::optional<Dense> BlockLanczos::schur_form(QuadratureForm which, double sigma
   Dense L = M;
   for (int64_t i = 0; i < r_; ++i) L(i, i) += sigma;
   if (!cholesky(L)) return std::nullopt;
-  Dense F;
-  if (which == QuadratureForm::resolvent) {
-    Dense V = R0_;  // L⁻¹R₀: R₀ᵀS₁⁻¹R₀ = VᵀV
-    solve_lower(L, V);
-    F = gram(V);
-  } else {
-    Dense Z = mul(M, R0_);  // S₁⁻¹M₁R₀, then R₀ᵀ·
-    solve_lower(L, Z);
-    solve_lower_transposed(L, Z);
-    F = mul(R0_, Z, 'T', 'N');
-    symmetrize(F);
-  }
+  Dense Z = mul(M, R0_);  // S₁⁻¹M₁R₀, then R₀ᵀ·
+  solve_lower(L, Z);
+  solve_lower_transposed(L, Z);
+  Dense F = mul(R0_, Z, 'T', 'N');
+  symmetrize(F);
   return F;
 }
 
@@ -372,28 +365,35 @@ std::vector<std::optional<QuadratureResult>> BlockLanczos::forms(const std::vect
   // A failure at this shift is reported in why_ but does not stop the recurrence: another
   // shift may still grow it.
   const int before = steps();
-  // Each form's own stopping rule; the forward block LU below is the same for every form at
-  // this (σ, τ), so asking for several at once shares it, and each form is the one a call
-  // of its own would give (the same steps, the same operations in the same order).
-  // ‖form_k‖_F is at most U (0 ⪯ τx/(σ+τx) < 1 and 0 < 1/(σ+τx) ≤ 1/σ on H's spectrum, where
-  // T_k's eigenvalues lie): a form is evaluated only at steps whose bound is below rtol·U.
-  struct Rule {
-    double upper = 0, scale = 0;          // U, and bound = ρ²·scale
-    double last_norm = -1, last_bound = 0;  // ‖form_j‖_F and bound_j at the last evaluated j
-  };
-  const double yty = frobenius(mul(R0_, R0_, 'T', 'N'));
-  std::vector<Rule> rules(which.size());
-  for (size_t q = 0; q < which.size(); ++q) {
-    const bool resolvent = which[q] == QuadratureForm::resolvent;
-    rules[q].upper = yty / (resolvent ? sigma : 1.0);
-    rules[q].scale = resolvent ? 1.0 / sigma : 1.0;
-  }
+  const Dense YtY = mul(R0_, R0_, 'T', 'N');
+  // Forward block LU of σI + τT_k (incremental in k, the same for every form at this (σ, τ),
+  // so several forms at once share it): U₁ = σI + τA₁, y₁ = R₀,
+  // U_{j+1} = σI + τA_{j+1} − τ²B_jU_j⁻¹B_jᵀ, y_{j+1} = −τB_jU_j⁻¹y_j. Then
+  //  - the resolvent form is the running sum R₀ᵀ[(σI + τT_k)⁻¹]₁₁R₀ = Σ_{j≤k} z_jᵀz_j with
+  //    z_j = L_j⁻¹y_j (U_j = L_jL_jᵀ: the block LDLᵀ of σI + τT_k, whose first k blocks do
+  //    not change as k grows), a sum of positive semidefinite terms;
+  //  - X_k = U_k⁻¹y_k gives the residual ρ_k = τ‖B_kX_k‖_F = τ·tr(X_kᵀ W_kᵀW_k X_k)^½
+  //    (W_k = Q_{k+1}B_k, so it is known before, and without, the QR of W_k).
+  // Stopping rules: the resolvent at the first k with ρ_k²/σ ≤ rtol·‖Σ_{j≤k} z_jᵀz_j‖_F. The
+  // smoothed form (smoothed_form, O(k r³) from the bottom of T_k) is evaluated only where
+  // ρ_k² ≤ rtol·‖YᵀY − σ·resolvent_k‖_F, an estimate of its norm (absolute error about
+  // ε‖YᵀY‖), and taken there once ρ_k² ≤ rtol·‖form_k‖_F holds for the evaluated form too.
+  // Every rule reads only the recurrence's first k steps: a form does not depend on the
+  // forms or shifts asked before, nor on the other forms asked with it.
+  Dense Lprev, z;  // L_{k−1} and z_{k−1}
+  Dense resolvent(r_, r_);  // Σ_{j≤k} z_jᵀz_j
   size_t pending = which.size();
-  // Forward block LU of σI + τT_k (incremental in k): U₁ = σI + τA₁, y₁ = R₀,
-  // U_{j+1} = σI + τA_{j+1} − τ²B_jU_j⁻¹B_jᵀ, y_{j+1} = −τB_jU_j⁻¹y_j; X_k = U_k⁻¹y_k and the
-  // residual ρ_k = τ‖B_kX_k‖_F = τ·tr(X_kᵀ W_kᵀW_k X_k)^½ (W_k = Q_{k+1}B_k, so the
-  // residual is known before, and without, the QR of W_k).
-  Dense Lprev, z;  // L_{k−1} (U_{k−1} = L Lᵀ) and z_{k−1} = L_{k−1}⁻¹y_{k−1}
+  auto take = [&](size_t q, Dense F, int k, double bound) {
+    QuadratureResult& r = out[q].emplace();
+    r.form = std::move(F);
+    if (!col_norm_.empty())
+      for (int64_t j = 0; j < r_; ++j)
+        for (int64_t i = 0; i < r_; ++i) r.form(i, j) *= col_norm_[static_cast<size_t>(i)] * col_norm_[static_cast<size_t>(j)];
+    r.steps = k;
+    r.new_steps = steps() - before;
+    r.bound = bound;
+    --pending;
+  };
   Progress progress("block Lanczos" + (options_.prefix.empty() ? std::string() : " -" + options_.prefix) + ", step", 0);
   for (int k = 1; pending > 0; ++k) {
     if (k > steps()) {
@@ -423,44 +423,36 @@ std::vector<std::optional<QuadratureResult>> BlockLanczos::forms(const std::vect
     }
     z = std::move(y);
     solve_lower(L, z);  // z_k = L_k⁻¹y_k
-    Dense x = z;        // X_k = U_k⁻¹y_k = L_k⁻ᵀz_k
+    const Dense zz = gram(z);
+    for (size_t i = 0; i < zz.v.size(); ++i) resolvent.v[i] += zz.v[i];
+    Dense x = z;  // X_k = U_k⁻¹y_k = L_k⁻ᵀz_k
     solve_lower_transposed(L, x);
     const Dense Gx = mul(gram_[static_cast<size_t>(k - 1)], x);
     double rho2 = 0;
     for (size_t i = 0; i < x.v.size(); ++i) rho2 += x.v[i] * Gx.v[i];
     rho2 = tau * tau * std::max(rho2, 0.0);
     Lprev = std::move(L);
-    // An invariant space (the last step): the form is exact up to rounding.
+    // An invariant space (the last step): the forms are exact up to rounding.
     const bool exact = exhausted_ && k == steps();
     for (size_t q = 0; q < which.size(); ++q) {
       if (out[q]) continue;
-      Rule& rule = rules[q];
-      const double bound = rho2 * rule.scale;
-      // The form is evaluated only where it could meet the rule: ‖form_k‖_F is at most U and
-      // at most ‖form_j‖_F + √r(bound_j + bound_k) for an evaluated j (both within their
-      // 2-norm bound of the limit). Which k are evaluated changes the cost, never the k taken.
-      double cap = rule.upper;
-      if (rule.last_norm >= 0)
-        cap = std::min(cap, rule.last_norm + std::sqrt(static_cast<double>(r_)) * (rule.last_bound + bound));
-      if (!exact && !(bound <= options_.rtol * cap)) continue;
-      std::optional<Dense> F = schur_form(which[q], sigma, tau, k);
+      if (which[q] == QuadratureForm::resolvent) {
+        const double bound = rho2 / sigma;
+        if (exact || bound <= options_.rtol * frobenius(resolvent)) take(q, resolvent, k, bound);
+        continue;
+      }
+      const double bound = rho2;
+      if (!exact) {
+        Dense estimate = YtY;  // YᵀY − σ·resolvent_k
+        for (size_t i = 0; i < estimate.v.size(); ++i) estimate.v[i] -= sigma * resolvent.v[i];
+        if (!(bound <= options_.rtol * frobenius(estimate))) continue;
+      }
+      std::optional<Dense> F = smoothed_form(sigma, tau, k);
       if (!F) {
         why_ = "a Schur complement of sigma I + tau T is not positive definite at step " + std::to_string(k);
         return out;
       }
-      rule.last_norm = frobenius(*F);
-      rule.last_bound = bound;
-      if (exact || bound <= options_.rtol * rule.last_norm) {
-        QuadratureResult& r = out[q].emplace();
-        r.form = std::move(*F);
-        if (!col_norm_.empty())
-          for (int64_t j = 0; j < r_; ++j)
-            for (int64_t i = 0; i < r_; ++i) r.form(i, j) *= col_norm_[static_cast<size_t>(i)] * col_norm_[static_cast<size_t>(j)];
-        r.steps = k;
-        r.new_steps = steps() - before;
-        r.bound = bound;
-        --pending;
-      }
+      if (exact || bound <= options_.rtol * frobenius(*F)) take(q, std::move(*F), k, bound);
     }
   }
   return out;
