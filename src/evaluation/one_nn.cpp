@@ -41,7 +41,9 @@ void nearest_rows(const DistMatrix& Y, const double* L, int64_t l, int64_t m, st
     nz[static_cast<size_t>(j)] = s;
   }
   constexpr int64_t kRows = 256;
-  std::vector<double> G(static_cast<size_t>(kRows * l));
+  std::vector<double> G(static_cast<size_t>(kRows * l)), lo(static_cast<size_t>(l)), hi(static_cast<size_t>(l));
+  const double w2 = 2.0 * gm2;
+  constexpr double inf = std::numeric_limits<double>::infinity();
   for (int64_t i0 = 0; i0 < Y.n_local; i0 += kRows) {
     const int64_t b = std::min(kRows, Y.n_local - i0);
     // G (l×b, column-major): G(j, i) = z_jᵀ y_i.
@@ -52,17 +54,26 @@ void nearest_rows(const DistMatrix& Y, const double* L, int64_t l, int64_t m, st
       const double* g = G.data() + i * l;
       double ny = 0;
       for (int64_t t = 0; t < m; ++t) ny += y[t] * y[t];
-      double T = std::numeric_limits<double>::infinity();
+      // d̃_j ∓ δ_j for every j in one branch-free (vectorizable) pass, then T = min_j (d̃_j + δ_j)
+      // in four independent chains (a minimum is exact, so their order does not matter).
       for (int64_t j = 0; j < l; ++j) {
-        const double d = ny + nz[static_cast<size_t>(j)] - 2.0 * g[j];
-        T = std::min(T, d + 2.0 * gm2 * (ny + nz[static_cast<size_t>(j)]) + eta);
+        const double sj = ny + nz[static_cast<size_t>(j)];
+        const double d = sj - 2.0 * g[j];
+        const double w = w2 * sj;
+        lo[static_cast<size_t>(j)] = d - w - eta;
+        hi[static_cast<size_t>(j)] = d + w + eta;
       }
+      double t4[4] = {inf, inf, inf, inf};
+      int64_t j4 = 0;
+      for (; j4 + 4 <= l; j4 += 4)
+        for (int q = 0; q < 4; ++q) t4[q] = std::min(t4[q], hi[static_cast<size_t>(j4 + q)]);
+      for (; j4 < l; ++j4) t4[0] = std::min(t4[0], hi[static_cast<size_t>(j4)]);
+      const double T = std::min(std::min(t4[0], t4[1]), std::min(t4[2], t4[3]));
       const double limit = (1.0 + 3.0 * gm) * T + 3.0 * eta;
       double best = std::numeric_limits<double>::infinity();
       int64_t a = -1;
       for (int64_t j = 0; j < l; ++j) {
-        const double d = ny + nz[static_cast<size_t>(j)] - 2.0 * g[j];
-        if (d - 2.0 * gm2 * (ny + nz[static_cast<size_t>(j)]) - eta > limit) continue;
+        if (lo[static_cast<size_t>(j)] > limit) continue;
         const double* z = L + j * m;
         double s = 0;
         for (int64_t t = 0; t < m; ++t) {
