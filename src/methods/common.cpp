@@ -28,8 +28,10 @@ Normalization scale_generalized_eigenvectors(Dense& W, Normalization n, const st
 
 std::vector<double> largest_generalized_eigenvectors(const Dense& Sb, const Dense& B, int64_t m, Normalization n,
                                                      const std::string& what, const std::string& eigen_prefix,
-                                                     MPI_Comm comm, FitResult& out) {
-  auto e = solvers::sym_eigen(Sb, &B, m, solvers::Which::largest, eigen_prefix, comm);
+                                                     MPI_Comm comm, FitResult& out, const Dense* Sb_factor) {
+  auto e = Sb_factor != nullptr && Sb_factor->cols >= m && Sb_factor->rows == Sb.rows
+               ? solvers::largest_low_rank_eigen(*Sb_factor, B, m, eigen_prefix, comm)
+               : solvers::sym_eigen(Sb, &B, m, solvers::Which::largest, eigen_prefix, comm);
   out.W = std::move(e.vectors);
   out.normalization = scale_generalized_eigenvectors(out.W, n, what, out.info);
   out.info["eigenvalues"] = e.values;

@@ -85,6 +85,11 @@ ScatterMatrices soft_scatter(const RowsView& X, const DistMatrix& F, int classes
     for (int64_t t = 0; t < d; ++t) GD(t, k) /= S.class_weights[static_cast<size_t>(k)];
   S.Sb = Dense(d, d);
   blas::gemm('N', 'T', d, d, c, 1.0, GD.data(), d, G.data(), d, 0.0, S.Sb.data(), d);
+  S.Sb_factor = G;
+  for (int k = 0; k < c; ++k) {
+    const double f = 1.0 / std::sqrt(S.n_tilde * S.class_weights[static_cast<size_t>(k)]);
+    for (int64_t t = 0; t < d; ++t) S.Sb_factor(t, k) *= f;
+  }
   const double inv = 1.0 / S.n_tilde;
   for (double& v : S.St.v) v *= inv;
   for (double& v : S.Sb.v) v *= inv;

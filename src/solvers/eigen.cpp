@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -280,6 +281,41 @@ EigenPairs sym_eigen(const Dense& A, const Dense* B, int64_t nev, Which which,
   EigenPairs e = solve_with_eps(C, nullptr, nev, which, prefix, comm);
   blas::trsm('L', 'L', 'T', 'N', d, nev, 1.0, L.data(), d, e.vectors.data(), d);  // L⁻ᵀY
   for (int64_t k = 0; k < nev; ++k) normalize_and_fix_sign(e.vectors.col(k), d, B);
+  return e;
+}
+
+EigenPairs largest_low_rank_eigen(const Dense& F, const Dense& B, int64_t nev, const std::string& prefix,
+                                  MPI_Comm comm) {
+  const int64_t d = F.rows, r = F.cols;
+  SSDR_CHECK_SHAPE("largest_low_rank_eigen: B vs F", B.rows, B.cols, d, d);
+  SSDR_CHECK(nev >= 1 && nev <= r, "largest_low_rank_eigen: nev = " + std::to_string(nev) + " must lie in [1, " +
+                                       std::to_string(r) + "] (the factor's columns)");
+  auto full = [&] {
+    Dense A(d, d);
+    blas::gemm('N', 'T', d, d, r, 1.0, F.data(), d, F.data(), d, 0.0, A.data(), d);
+    blas::symmetrize('L', d, A.data(), d);
+    return sym_eigen(A, &B, nev, Which::largest, prefix, comm);
+  };
+  if (!choose_dense_eps_type(d, prefix, comm).replicated) return full();
+  Dense L = B;
+  // B is replicated (the same bits everywhere); the allreduce only makes the branch collective.
+  int ok = lapack::potrf(d, L.data(), d) ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm);
+  if (!ok) return full();  // sym_eigen raises its error for a B that is not positive definite
+  Dense C = F;
+  blas::trsm('L', 'L', 'N', 'N', d, r, 1.0, L.data(), d, C.data(), d);  // L⁻¹F
+  std::vector<double> sv(static_cast<size_t>(r));
+  Dense U(d, r), Vt(r, r);
+  lapack::gesvd(d, r, C.data(), d, sv.data(), U.data(), d, Vt.data(), r);
+  const double eps = std::numeric_limits<double>::epsilon();
+  if (!(sv[static_cast<size_t>(nev - 1)] > 1e3 * static_cast<double>(d) * eps * sv[0])) return full();
+  EigenPairs e;
+  e.values.resize(static_cast<size_t>(nev));
+  for (int64_t k = 0; k < nev; ++k) e.values[static_cast<size_t>(k)] = sv[static_cast<size_t>(k)] * sv[static_cast<size_t>(k)];
+  e.vectors = Dense(d, nev);
+  std::copy_n(U.data(), d * nev, e.vectors.data());
+  blas::trsm('L', 'L', 'T', 'N', d, nev, 1.0, L.data(), d, e.vectors.data(), d);  // L⁻ᵀU
+  for (int64_t k = 0; k < nev; ++k) normalize_and_fix_sign(e.vectors.col(k), d, &B);
   return e;
 }
 

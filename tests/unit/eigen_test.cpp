@@ -241,6 +241,90 @@ TEST(SymEigen, OptionsSelectOtherSolversForAGeneralizedProblem) {
   }
 }
 
+namespace {
+
+/// F (d×r) with orthogonal columns of lengths √λ_k: F Fᵀ has the nonzero eigenvalues λ_k.
+Dense low_rank_factor(int64_t d, const std::vector<double>& lambda, unsigned seed) {
+  const int64_t r = static_cast<int64_t>(lambda.size());
+  Dense F = random_symmetric(d, seed);  // full rank; its first r orthonormalized columns
+  lapack::orthonormalize(d, d, F.data(), d);
+  Dense out(d, r);
+  for (int64_t k = 0; k < r; ++k)
+    for (int64_t i = 0; i < d; ++i) out(i, k) = F(i, k) * std::sqrt(lambda[static_cast<size_t>(k)]);
+  return out;
+}
+
+Dense outer(const Dense& F) {
+  const int64_t d = F.rows;
+  Dense A(d, d);
+  blas::gemm('N', 'T', d, d, F.cols, 1.0, F.data(), d, F.data(), d, 0.0, A.data(), d);
+  blas::symmetrize('L', d, A.data(), d);
+  return A;
+}
+
+bool same_bits(const EigenPairs& a, const EigenPairs& b) {
+  return a.values == b.values && a.vectors.v == b.vectors.v;
+}
+
+}  // namespace
+
+TEST(LowRankEigen, GivesTheFullProblemsLargestPairsWithoutItsEigenSolve) {
+  // A = F Fᵀ of rank 5 in d = 40 against B SPD (κ(B) ≈ 5). Both routes solve the same pencil
+  // backward stably, so values differ by O(d ε κ(B) ‖A‖) ≈ 10⁻¹³ and vectors by that over
+  // the relative gap (≥ 0.25 here between the four kept eigenvalues and the rest of the
+  // pencil's spectrum, 0 included): 10⁻¹⁰ and 10⁻⁹ leave three orders of margin.
+  const int64_t d = 40, nev = 4;
+  const Dense F = low_rank_factor(d, {9.0, 6.0, 4.0, 2.5, 1.0}, 71);
+  const Dense B = random_spd(d, 72);
+  lapack::reset_work_counters();
+  const EigenPairs got = solvers::largest_low_rank_eigen(F, B, nev, "x_", MPI_COMM_WORLD);
+  // The route taken: no eigen-solve of order d (sym_eigen's reduction would run dsyevr).
+  EXPECT_EQ(lapack::work_counters().eigen.count({d, nev}), 0u);
+  const EigenPairs ref = sym_eigen(outer(F), &B, nev, Which::largest, "x_", MPI_COMM_WORLD);
+  ASSERT_EQ(got.values.size(), static_cast<size_t>(nev));
+  for (int64_t k = 0; k < nev; ++k)
+    EXPECT_NEAR(got.values[static_cast<size_t>(k)], ref.values[static_cast<size_t>(k)], 1e-10 * ref.values[0]);
+  EXPECT_LT(test::max_diff_up_to_column_sign(got.vectors, ref.vectors), 1e-9);
+  // The same convention: xᵀBx = 1 and the entry of largest magnitude positive, so the
+  // columns agree with sym_eigen's without a sign flip, and the same bits on every rank.
+  Dense BV(d, nev);
+  blas::gemm('N', 'N', d, nev, d, 1.0, B.data(), d, got.vectors.data(), d, 0.0, BV.data(), d);
+  for (int64_t k = 0; k < nev; ++k) {
+    double q = 0;
+    for (int64_t i = 0; i < d; ++i) q += got.vectors(i, k) * BV(i, k);
+    EXPECT_NEAR(q, 1.0, 1e-13);
+    double diff = 0;
+    for (int64_t i = 0; i < d; ++i) diff = std::max(diff, std::fabs(got.vectors(i, k) - ref.vectors(i, k)));
+    EXPECT_LT(diff, 1e-9) << "column " << k << " has the other sign";
+  }
+  EXPECT_EQ(max_diff_from_rank0(got.vectors), 0.0);
+}
+
+TEST(LowRankEigen, HandsRankDeficientOrTunedProblemsToSymEigen) {
+  const int64_t d = 30;
+  const Dense B = random_spd(d, 82);
+  {
+    // Rank 3 asked for 4 pairs: λ₄ = 0 and its vector is not determined by F.
+    const Dense F = low_rank_factor(d, {5.0, 3.0, 2.0, 0.0}, 81);
+    const EigenPairs got = solvers::largest_low_rank_eigen(F, B, 4, "x_", MPI_COMM_WORLD);
+    EXPECT_TRUE(same_bits(got, sym_eigen(outer(F), &B, 4, Which::largest, "x_", MPI_COMM_WORLD)));
+  }
+  {
+    // An eigen-solver asked for on the prefix: it is used.
+    const Dense F = low_rank_factor(d, {5.0, 3.0, 2.0, 1.0}, 83);
+    ScopedOption t("-x_eps_type", "lapack");
+    const EigenPairs got = solvers::largest_low_rank_eigen(F, B, 2, "x_", MPI_COMM_WORLD);
+    EXPECT_TRUE(same_bits(got, sym_eigen(outer(F), &B, 2, Which::largest, "x_", MPI_COMM_WORLD)));
+  }
+  const Dense F = low_rank_factor(d, {5.0, 3.0}, 84);
+  EXPECT_THROW(solvers::largest_low_rank_eigen(F, B, 3, "x_", MPI_COMM_WORLD), Error);  // nev > r
+  EXPECT_THROW(solvers::largest_low_rank_eigen(F, B, 0, "x_", MPI_COMM_WORLD), Error);
+  EXPECT_THROW(solvers::largest_low_rank_eigen(F, random_spd(d + 1, 85), 1, "x_", MPI_COMM_WORLD), Error);
+  Dense notpd = B;
+  notpd(0, 0) = -1.0;
+  EXPECT_THROW(solvers::largest_low_rank_eigen(F, notpd, 1, "x_", MPI_COMM_WORLD), Error);
+}
+
 TEST(SymEigen, RejectsBadShapesAndCounts) {
   const Dense A = random_symmetric(5, 61);
   const Dense R(5, 4);

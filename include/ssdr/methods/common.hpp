@@ -41,11 +41,13 @@ Normalization scale_generalized_eigenvectors(Dense& W, Normalization n, const st
 /// eq. (8)/(14) with B = S_t + rI), by solvers::sym_eigen with B (prefix eigen_prefix),
 /// the columns scaled by `n` (scale_generalized_eigenvectors). Sets out.W (d×m),
 /// out.normalization, out.info["normalization"] and out.info["eigenvalues"], and returns the
-/// m eigenvalues, largest first. Collective over comm. \throws ssdr::Error as
-/// solvers::sym_eigen and scale_generalized_eigenvectors (naming `what`).
+/// m eigenvalues, largest first. With Sb_factor (d×r, S_b = Sb_factor·Sb_factorᵀ, e.g.
+/// ScatterMatrices::Sb_factor) and m ≤ r, solvers::largest_low_rank_eigen solves it as the
+/// rank-r problem it is. Collective over comm. \throws ssdr::Error as solvers::sym_eigen and
+/// scale_generalized_eigenvectors (naming `what`).
 std::vector<double> largest_generalized_eigenvectors(const Dense& Sb, const Dense& B, int64_t m, Normalization n,
                                                      const std::string& what, const std::string& eigen_prefix,
-                                                     MPI_Comm comm, FitResult& out);
+                                                     MPI_Comm comm, FitResult& out, const Dense* Sb_factor = nullptr);
 
 /// The labeled rows of the training data (rows stay on their rank) and their labels.
 struct LabeledPart {

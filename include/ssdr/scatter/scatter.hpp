@@ -15,6 +15,9 @@ struct ScatterMatrices {
   std::vector<double> mean;          ///< d, x̃ (weighted total mean)
   std::vector<double> class_weights; ///< ñ_k = Σ_j F_jk
   double n_tilde = 0;                ///< ñ = Σ_k ñ_k
+  /// d×c factor of S̃b = Sb_factor·Sb_factorᵀ (column k: G_k/√(ñ ñ_k), G = Yᵀ F_c), for the
+  /// rank-c eigen-solve (solvers::largest_low_rank_eigen). Set by soft_scatter.
+  Dense Sb_factor;
 };
 
 /// Computes the soft-label scatter matrices from the sample-distributed X (n×d, columns of

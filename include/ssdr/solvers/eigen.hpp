@@ -34,4 +34,19 @@ struct EigenPairs {
 EigenPairs sym_eigen(const Dense& A, const Dense* B, int64_t nev, Which which,
                      const std::string& prefix, MPI_Comm comm);
 
+/// The nev largest solutions of A x = λ B x for a low-rank A = F Fᵀ given by its factor F
+/// (d×r, nev ≤ r ≤ d; B d×d symmetric positive definite; both replicated), as sym_eigen
+/// returns them (xᵀBx = 1, sign fixed, largest first) for A. LDA's, SDA's and SL-LDA's
+/// between-class scatter has rank at most c, and the eigenvalue problem of rank r is an
+/// r-column one: B = LLᵀ, the thin SVD L⁻¹F = UΣVᵀ (dgesdd), λ_i = σ_i², x_i = L⁻ᵀu_i
+/// (the eigenvectors of L⁻¹AL⁻ᵀ with nonzero eigenvalues, those sym_eigen's reduction
+/// computes; O(d³/3 + d²r) flops instead of O(d³) for the reduction and its tridiagonal
+/// eigen-solve). Taken when sym_eigen would solve replicated with LAPACK (no
+/// -<prefix>eps_type, d ≤ kReplicatedEigenMax) and σ_nev > 10³·d·ε·σ₁; otherwise (an
+/// eigen-solver asked for, or λ_nev at rounding level, where the vectors are not determined
+/// by F) sym_eigen(F Fᵀ, &B, ...) solves it. Collective over comm.
+/// \throws ssdr::Error as sym_eigen (B not positive definite, shapes, nev ∉ [1, r]).
+EigenPairs largest_low_rank_eigen(const Dense& F, const Dense& B, int64_t nev, const std::string& prefix,
+                                  MPI_Comm comm);
+
 }  // namespace ssdr::solvers

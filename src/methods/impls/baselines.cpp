@@ -211,7 +211,7 @@ class Sda final : public Method {
     SSDR_REQUIRE(!shrink || o.beta != o.beta,
                  "sda: --beta and --shrinkage both regularize S_t; give one of them");
     FitResult out;
-    Dense Sb, St;
+    Dense Sb, St, Sb_factor;  // Sb_factor: S_b's rank-c factor (unshrunk scatter only)
     if (shrink) {
       scatter::ShrunkScatter S = shrunk_labeled_scatter(data, o.shrinkage, t, out.info);
       Sb = std::move(S.Sb);
@@ -220,6 +220,7 @@ class Sda final : public Method {
       scatter::ScatterMatrices S = labeled_scatter(data, t);
       Sb = std::move(S.Sb);
       St = std::move(S.St);
+      Sb_factor = std::move(S.Sb_factor);
     }
     const int64_t d = St.rows;
     const double tr_st = trace(St);
@@ -247,7 +248,8 @@ class Sda final : public Method {
     Phase phase("eigensolve", &t);
     const double beta_eff = shrink ? 0.0 : beta * tr_st / static_cast<double>(d);
     for (int64_t i = 0; i < d; ++i) B(i, i) += beta_eff;
-    largest_generalized_eigenvectors(Sb, B, m, o.normalization, "sda", o.eigen_prefix, data.X.comm, out);
+    largest_generalized_eigenvectors(Sb, B, m, o.normalization, "sda", o.eigen_prefix, data.X.comm, out,
+                                     Sb_factor.v.empty() ? nullptr : &Sb_factor);
     out.info["alpha"] = alpha;
     if (!shrink) out.info["beta"] = beta;
     out.info["beta_eff"] = beta_eff;

@@ -120,7 +120,7 @@ class SlLda final : public Method {
     FitResult out;
     const std::vector<double> lambda = largest_generalized_eigenvectors(
         S.Sb, add_identity(S.St, alpha), m, o.own_flag("eigenvalue_scaling", false) ? Normalization::metric : o.normalization, "sl-lda",
-        o.eigen_prefix, data.X.comm, out);
+        o.eigen_prefix, data.X.comm, out, &S.Sb_factor);
     if (o.own_flag("eigenvalue_scaling", false))
       for (int64_t j = 0; j < m; ++j) {
         const double f = std::sqrt(std::max(lambda[static_cast<size_t>(j)], 0.0));

@@ -68,7 +68,7 @@ class Lda final : public Method {
     // S_b a = λ (S_t + r I) a, the m largest (regularized LDA, soda-nie2009 eq. (8)/(14)).
     FitResult out;
     largest_generalized_eigenvectors(S.Sb, add_identity(S.St, r), m, o.normalization, "lda", o.eigen_prefix,
-                                     data.X.comm, out);
+                                     data.X.comm, out, &S.Sb_factor);
     out.info["regularization"] = r;
     return out;
   }
