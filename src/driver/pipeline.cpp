@@ -209,16 +209,32 @@ evaluation::Accuracy evaluate_streamed(const model::Model& m, const FitRows& row
       visit(b);
     }
   };
+  // The labeled rows' embedding (the 1-NN references): only they are embedded here, in tiles
+  // of their own (Projector::tail pads every tile to kTile rows: one GEMM shape whatever the
+  // tile holds); the transductive pass below embeds every transductive row once.
   std::vector<double> mine;
   std::vector<int> mine_labels;
-  transductive_tiles([&](int64_t b) {
-    for (int64_t r = 0; r < b; ++r) {
-      const size_t i = static_cast<size_t>(where[static_cast<size_t>(r)]);
-      if (roles[i] != data::Role::labeled) continue;
-      mine.insert(mine.end(), tile.data() + r * out, tile.data() + (r + 1) * out);
-      mine_labels.push_back(labels[i]);
+  {
+    const int64_t dp = p.preprocessed_dim();
+    std::vector<double> rows_in(static_cast<size_t>(T * dp));
+    int64_t b = 0, t = 0;
+    auto flush = [&] {
+      if (b == 0) return;
+      p.from_preprocessed(rows_in.data(), b, tile.data());
+      mine.insert(mine.end(), tile.data(), tile.data() + b * out);
+      b = 0;
+    };
+    for (int64_t i = 0; i < n_local; ++i) {
+      if (!rows.transductive[static_cast<size_t>(i)]) continue;
+      if (roles[static_cast<size_t>(i)] == data::Role::labeled) {
+        std::copy_n(rows.xt_tile(t, 1, buf), dp, rows_in.data() + b * dp);
+        mine_labels.push_back(labels[static_cast<size_t>(i)]);
+        if (++b == T) flush();
+      }
+      ++t;
     }
-  });
+    flush();
+  }
   L = allgatherv(mine, rows.comm);  // blocks in rank order: global order
   L_labels = allgatherv(mine_labels, rows.comm);
   evaluation::AccuracyCounts counts;
