@@ -372,15 +372,19 @@ std::vector<std::optional<QuadratureResult>> BlockLanczos::forms(const std::vect
   //  - the resolvent form is the running sum R₀ᵀ[(σI + τT_k)⁻¹]₁₁R₀ = Σ_{j≤k} z_jᵀz_j with
   //    z_j = L_j⁻¹y_j (U_j = L_jL_jᵀ: the block LDLᵀ of σI + τT_k, whose first k blocks do
   //    not change as k grows), a sum of positive semidefinite terms;
-  //  - X_k = U_k⁻¹y_k gives the residual ρ_k = τ‖B_kX_k‖_F = τ·tr(X_kᵀ W_kᵀW_k X_k)^½
-  //    (W_k = Q_{k+1}B_k, so it is known before, and without, the QR of W_k).
+  //  - X_k = U_k⁻¹y_k gives the residual ρ_k = τ‖B_kX_k‖_F, and B_kX_k = B_kU_k⁻¹y_k is
+  //    −y_{k+1}/τ: one product serves both (where the recurrence stops at k, without B_k,
+  //    ρ_k = τ·tr(X_kᵀ W_kᵀW_k X_k)^½ from W_k = Q_{k+1}B_k's Gram matrix).
   // Stopping rules: the resolvent at the first k with ρ_k²/σ ≤ rtol·‖Σ_{j≤k} z_jᵀz_j‖_F. The
   // smoothed form (smoothed_form, O(k r³) from the bottom of T_k) is evaluated only where
   // ρ_k² ≤ rtol·‖YᵀY − σ·resolvent_k‖_F, an estimate of its norm (absolute error about
   // ε‖YᵀY‖), and taken there once ρ_k² ≤ rtol·‖form_k‖_F holds for the evaluated form too.
   // Every rule reads only the recurrence's first k steps: a form does not depend on the
   // forms or shifts asked before, nor on the other forms asked with it.
-  Dense Lprev, z;  // L_{k−1} and z_{k−1}
+  Dense z;  // z_k = L_k⁻¹y_k
+  // Carried from step k to k + 1: X = L_k⁻¹B_kᵀ gives B_kU_k⁻¹B_kᵀ = XᵀX (next U's update)
+  // and B_kU_k⁻¹y_k = Xᵀz_k (the next y, and B_kX_k, whose norm is ρ_k/τ).
+  Dense XX, Bx;
   Dense resolvent(r_, r_);  // Σ_{j≤k} z_jᵀz_j
   size_t pending = which.size();
   auto take = [&](size_t q, Dense F, int k, double bound) {
@@ -406,14 +410,8 @@ std::vector<std::optional<QuadratureResult>> BlockLanczos::forms(const std::vect
     if (k == 1) {
       y = R0_;
     } else {
-      const Dense& B = B_[static_cast<size_t>(k - 2)];  // B_{k−1}
-      Dense X(r_, r_);  // L_{k−1}⁻¹B_{k−1}ᵀ
-      for (int64_t j = 0; j < r_; ++j)
-        for (int64_t i = 0; i < r_; ++i) X(i, j) = B(j, i);
-      solve_lower(Lprev, X);
-      const Dense XX = gram(X);  // B U_{k−1}⁻¹ Bᵀ
       for (size_t i = 0; i < U.v.size(); ++i) U.v[i] -= tau * tau * XX.v[i];
-      y = mul(X, z, 'T', 'N');  // B U_{k−1}⁻¹ y_{k−1}
+      y = std::move(Bx);  // y_k = −τB_{k−1}U_{k−1}⁻¹y_{k−1}
       for (double& v : y.v) v *= -tau;
     }
     Dense L = U;
@@ -425,13 +423,25 @@ std::vector<std::optional<QuadratureResult>> BlockLanczos::forms(const std::vect
     solve_lower(L, z);  // z_k = L_k⁻¹y_k
     const Dense zz = gram(z);
     for (size_t i = 0; i < zz.v.size(); ++i) resolvent.v[i] += zz.v[i];
-    Dense x = z;  // X_k = U_k⁻¹y_k = L_k⁻ᵀz_k
-    solve_lower_transposed(L, x);
-    const Dense Gx = mul(gram_[static_cast<size_t>(k - 1)], x);
     double rho2 = 0;
-    for (size_t i = 0; i < x.v.size(); ++i) rho2 += x.v[i] * Gx.v[i];
+    if (static_cast<int>(B_.size()) >= k) {
+      // ρ_k = τ‖B_kX_k‖_F with X_k = L_k⁻ᵀz_k: B_kX_k = Xᵀz_k, which step k + 1 needs anyway.
+      const Dense& B = B_[static_cast<size_t>(k - 1)];
+      Dense X(r_, r_);
+      for (int64_t j = 0; j < r_; ++j)
+        for (int64_t i = 0; i < r_; ++i) X(i, j) = B(j, i);
+      solve_lower(L, X);
+      XX = gram(X);
+      Bx = mul(X, z, 'T', 'N');
+      for (double v : Bx.v) rho2 += v * v;
+    } else {
+      // No B_k (the recurrence stops at step k): ρ_k² = τ²·tr(X_kᵀ W_kᵀW_k X_k).
+      Dense x = z;
+      solve_lower_transposed(L, x);
+      const Dense Gx = mul(gram_[static_cast<size_t>(k - 1)], x);
+      for (size_t i = 0; i < x.v.size(); ++i) rho2 += x.v[i] * Gx.v[i];
+    }
     rho2 = tau * tau * std::max(rho2, 0.0);
-    Lprev = std::move(L);
     // An invariant space (the last step): the forms are exact up to rounding.
     const bool exact = exhausted_ && k == steps();
     for (size_t q = 0; q < which.size(); ++q) {
