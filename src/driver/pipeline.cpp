@@ -180,9 +180,11 @@ DistMatrix embed_all(const model::Model& m, const FitRows& rows, KernelMapEntry*
 /// The streamed evaluation of a fit whose embedding is not kept: the 1-NN accuracy of
 /// one_nn_accuracy(embed_all(m, rows), labels, roles), the same counts, without the n×m
 /// embedding (n_local·m doubles per rank, the largest per-sample cost of a thin data set).
-/// Pass 1 embeds the transductive rows tile by tile (embed_all's tiles, so the same bits)
-/// and keeps the labeled ones; they and their labels are gathered on every rank (l rows,
-/// global order); pass 2 embeds every row again tile by tile and classifies each tile against
+/// Pass 1 embeds the labeled rows, in tiles of their own (a row's embedding does not depend
+/// on the rows beside it in its tile: Projector's one GEMM shape, tested by
+/// Projector.GivesTheSameBitsFromRawAndFromPreprocessedRowsWhateverTheTile, so these are
+/// embed_all's bits); they and their labels are gathered on every rank (l rows, global
+/// order); pass 2 embeds every row tile by tile and classifies each tile against
 /// them (evaluation::nearest_labels: the brute-force scan's answer). L, L_labels receive the
 /// labeled rows' embedding (l×m row-major) and labels. Only for a model whose embedding is
 /// local (Projector::local()). Collective over rows.comm (two MPI_Allgatherv, one MPI_Allreduce).

@@ -30,7 +30,7 @@ std::vector<double> largest_generalized_eigenvectors(const Dense& Sb, const Dens
                                                      const std::string& what, const std::string& eigen_prefix,
                                                      MPI_Comm comm, FitResult& out, const Dense* Sb_factor) {
   auto e = Sb_factor != nullptr && Sb_factor->cols >= m && Sb_factor->rows == Sb.rows
-               ? solvers::largest_low_rank_eigen(*Sb_factor, B, m, eigen_prefix, comm)
+               ? solvers::largest_low_rank_eigen(*Sb_factor, B, m, eigen_prefix, comm, &Sb)
                : solvers::sym_eigen(Sb, &B, m, solvers::Which::largest, eigen_prefix, comm);
   out.W = std::move(e.vectors);
   out.normalization = scale_generalized_eigenvectors(out.W, n, what, out.info);

@@ -387,6 +387,7 @@ std::vector<std::optional<QuadratureResult>> BlockLanczos::forms(const std::vect
   Dense XX, Bx;
   Dense resolvent(r_, r_);  // Σ_{j≤k} z_jᵀz_j
   size_t pending = which.size();
+  std::vector<char> failed(which.size(), 0);  // a form whose Schur complement broke down
   auto take = [&](size_t q, Dense F, int k, double bound) {
     QuadratureResult& r = out[q].emplace();
     r.form = std::move(F);
@@ -445,7 +446,7 @@ std::vector<std::optional<QuadratureResult>> BlockLanczos::forms(const std::vect
     // An invariant space (the last step): the forms are exact up to rounding.
     const bool exact = exhausted_ && k == steps();
     for (size_t q = 0; q < which.size(); ++q) {
-      if (out[q]) continue;
+      if (out[q] || failed[q]) continue;
       if (which[q] == QuadratureForm::resolvent) {
         const double bound = rho2 / sigma;
         if (exact || bound <= options_.rtol * frobenius(resolvent)) take(q, resolvent, k, bound);
@@ -459,8 +460,11 @@ std::vector<std::optional<QuadratureResult>> BlockLanczos::forms(const std::vect
       }
       std::optional<Dense> F = smoothed_form(sigma, tau, k);
       if (!F) {
+        // This form fails; the others asked with it go on, as calls of their own would.
         why_ = "a Schur complement of sigma I + tau T is not positive definite at step " + std::to_string(k);
-        return out;
+        failed[q] = true;
+        --pending;
+        continue;
       }
       if (exact || bound <= options_.rtol * frobenius(*F)) take(q, std::move(*F), k, bound);
     }

@@ -285,30 +285,45 @@ EigenPairs sym_eigen(const Dense& A, const Dense* B, int64_t nev, Which which,
 }
 
 EigenPairs largest_low_rank_eigen(const Dense& F, const Dense& B, int64_t nev, const std::string& prefix,
-                                  MPI_Comm comm) {
+                                  MPI_Comm comm, const Dense* A) {
   const int64_t d = F.rows, r = F.cols;
   SSDR_CHECK_SHAPE("largest_low_rank_eigen: B vs F", B.rows, B.cols, d, d);
   SSDR_CHECK(nev >= 1 && nev <= r, "largest_low_rank_eigen: nev = " + std::to_string(nev) + " must lie in [1, " +
                                        std::to_string(r) + "] (the factor's columns)");
+  if (A != nullptr) SSDR_CHECK_SHAPE("largest_low_rank_eigen: A vs B", A->rows, A->cols, d, d);
   auto full = [&] {
-    Dense A(d, d);
-    blas::gemm('N', 'T', d, d, r, 1.0, F.data(), d, F.data(), d, 0.0, A.data(), d);
-    blas::symmetrize('L', d, A.data(), d);
-    return sym_eigen(A, &B, nev, Which::largest, prefix, comm);
+    if (A != nullptr) return sym_eigen(*A, &B, nev, Which::largest, prefix, comm);
+    Dense FFt(d, d);
+    blas::gemm('N', 'T', d, d, r, 1.0, F.data(), d, F.data(), d, 0.0, FFt.data(), d);
+    blas::symmetrize('L', d, FFt.data(), d);
+    return sym_eigen(FFt, &B, nev, Which::largest, prefix, comm);
   };
   if (!choose_dense_eps_type(d, prefix, comm).replicated) return full();
   Dense L = B;
-  // B is replicated (the same bits everywhere); the allreduce only makes the branch collective.
+  // B is replicated; the allreduce makes the branch collective whatever its bits.
   int ok = lapack::potrf(d, L.data(), d) ? 1 : 0;
   MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm);
   if (!ok) return full();  // sym_eigen raises its error for a B that is not positive definite
   Dense C = F;
   blas::trsm('L', 'L', 'N', 'N', d, r, 1.0, L.data(), d, C.data(), d);  // L⁻¹F
   std::vector<double> sv(static_cast<size_t>(r));
-  Dense U(d, r), Vt(r, r);
-  lapack::gesvd(d, r, C.data(), d, sv.data(), U.data(), d, Vt.data(), r);
-  const double eps = std::numeric_limits<double>::epsilon();
-  if (!(sv[static_cast<size_t>(nev - 1)] > 1e3 * static_cast<double>(d) * eps * sv[0])) return full();
+  const int64_t kr = std::min(d, r);
+  Dense U(d, kr), Vt(kr, r);
+  // λ_nev = σ_nev² must stand above the d × d solve's rounding level (its eigenvalues carry
+  // an absolute error of about d·ε·λ₁; below it the vectors are not determined by F). A
+  // failed SVD takes the d × d solve too. Both decided together: the inputs were summed
+  // with MPI_Allreduce, whose bits may differ between ranks.
+  int take = 1;
+  try {
+    lapack::gesvd(d, r, C.data(), d, sv.data(), U.data(), d, Vt.data(), kr);
+    const double eps = std::numeric_limits<double>::epsilon();
+    const double lambda_nev = sv[static_cast<size_t>(nev - 1)] * sv[static_cast<size_t>(nev - 1)];
+    take = nev <= kr && lambda_nev > 1e3 * static_cast<double>(d) * eps * sv[0] * sv[0] ? 1 : 0;
+  } catch (const Error&) {
+    take = 0;
+  }
+  MPI_Allreduce(MPI_IN_PLACE, &take, 1, MPI_INT, MPI_MIN, comm);
+  if (!take) return full();
   EigenPairs e;
   e.values.resize(static_cast<size_t>(nev));
   for (int64_t k = 0; k < nev; ++k) e.values[static_cast<size_t>(k)] = sv[static_cast<size_t>(k)] * sv[static_cast<size_t>(k)];

@@ -303,11 +303,28 @@ TEST(LowRankEigen, GivesTheFullProblemsLargestPairsWithoutItsEigenSolve) {
 TEST(LowRankEigen, HandsRankDeficientOrTunedProblemsToSymEigen) {
   const int64_t d = 30;
   const Dense B = random_spd(d, 82);
-  {
-    // Rank 3 asked for 4 pairs: λ₄ = 0 and its vector is not determined by F.
-    const Dense F = low_rank_factor(d, {5.0, 3.0, 2.0, 0.0}, 81);
+  // λ₄ = 0 (rank 3) or 10⁻¹⁴λ₁ (below the d × d solve's rounding level, 10³·d·ε·λ₁ ≈
+  // 7·10⁻¹²λ₁ here): its vector is not determined by F, so sym_eigen decides it, as before.
+  for (double tiny : {0.0, 5e-14}) {
+    const Dense F = low_rank_factor(d, {5.0, 3.0, 2.0, tiny}, 81);
     const EigenPairs got = solvers::largest_low_rank_eigen(F, B, 4, "x_", MPI_COMM_WORLD);
-    EXPECT_TRUE(same_bits(got, sym_eigen(outer(F), &B, 4, Which::largest, "x_", MPI_COMM_WORLD)));
+    EXPECT_TRUE(same_bits(got, sym_eigen(outer(F), &B, 4, Which::largest, "x_", MPI_COMM_WORLD))) << tiny;
+  }
+  {
+    // 10⁻⁸λ₁ is well above it: the rank-4 route (no eigen-solve of order d), same pairs.
+    const Dense F = low_rank_factor(d, {5.0, 3.0, 2.0, 5e-8}, 86);
+    lapack::reset_work_counters();
+    const EigenPairs got = solvers::largest_low_rank_eigen(F, B, 4, "x_", MPI_COMM_WORLD);
+    EXPECT_EQ(lapack::work_counters().eigen.count({d, 4}), 0u);
+    const EigenPairs ref = sym_eigen(outer(F), &B, 4, Which::largest, "x_", MPI_COMM_WORLD);
+    EXPECT_NEAR(got.values[3], ref.values[3], 1e-10 * ref.values[0]);
+  }
+  {
+    // The caller's A = F Fᵀ is the one the d × d solve gets.
+    const Dense F = low_rank_factor(d, {5.0, 3.0, 2.0, 0.0}, 87);
+    const Dense A = outer(F);
+    const EigenPairs got = solvers::largest_low_rank_eigen(F, B, 4, "x_", MPI_COMM_WORLD, &A);
+    EXPECT_TRUE(same_bits(got, sym_eigen(A, &B, 4, Which::largest, "x_", MPI_COMM_WORLD)));
   }
   {
     // An eigen-solver asked for on the prefix: it is used.

@@ -42,11 +42,12 @@ EigenPairs sym_eigen(const Dense& A, const Dense* B, int64_t nev, Which which,
 /// (the eigenvectors of L⁻¹AL⁻ᵀ with nonzero eigenvalues, those sym_eigen's reduction
 /// computes; O(d³/3 + d²r) flops instead of O(d³) for the reduction and its tridiagonal
 /// eigen-solve). Taken when sym_eigen would solve replicated with LAPACK (no
-/// -<prefix>eps_type, d ≤ kReplicatedEigenMax) and σ_nev > 10³·d·ε·σ₁; otherwise (an
-/// eigen-solver asked for, or λ_nev at rounding level, where the vectors are not determined
-/// by F) sym_eigen(F Fᵀ, &B, ...) solves it. Collective over comm.
+/// -<prefix>eps_type, d ≤ kReplicatedEigenMax) and λ_nev > 10³·d·ε·λ₁ on every rank;
+/// otherwise (an eigen-solver asked for, or λ_nev near the d × d solve's rounding level,
+/// where the vectors are not determined by F) sym_eigen(A, &B, ...) solves it, with A the
+/// caller's F Fᵀ when given (else formed). Collective over comm.
 /// \throws ssdr::Error as sym_eigen (B not positive definite, shapes, nev ∉ [1, r]).
 EigenPairs largest_low_rank_eigen(const Dense& F, const Dense& B, int64_t nev, const std::string& prefix,
-                                  MPI_Comm comm);
+                                  MPI_Comm comm, const Dense* A = nullptr);
 
 }  // namespace ssdr::solvers
