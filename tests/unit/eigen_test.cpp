@@ -91,6 +91,18 @@ double max_diff_from_rank0(const Dense& X) {
   return global;
 }
 
+/// xᵀBx = 1 for every column of V (B-normalized generalized eigenvectors).
+void expect_b_normalized(const Dense& B, const Dense& V) {
+  const int64_t d = V.rows, nev = V.cols;
+  Dense BV(d, nev);
+  blas::gemm('N', 'N', d, nev, d, 1.0, B.data(), d, V.data(), d, 0.0, BV.data(), d);
+  for (int64_t k = 0; k < nev; ++k) {
+    double q = 0;
+    for (int64_t i = 0; i < d; ++i) q += V(i, k) * BV(i, k);
+    EXPECT_NEAR(q, 1.0, 1e-13) << "column " << k;
+  }
+}
+
 using test::ScopedOption;
 
 }  // namespace
@@ -130,14 +142,7 @@ TEST(SymEigen, MatchesLapackSygvOnAGeneralizedProblem) {
     for (int64_t k = 0; k < nev; ++k)
       EXPECT_NEAR(got.values[static_cast<size_t>(k)], ref.values[static_cast<size_t>(k)], 1e-10);
     EXPECT_LT(test::max_diff_up_to_column_sign(got.vectors, ref.vectors), 1e-9);
-    // B-normalized: xᵀBx = 1.
-    Dense BV(d, nev);
-    blas::gemm('N', 'N', d, nev, d, 1.0, B.data(), d, got.vectors.data(), d, 0.0, BV.data(), d);
-    for (int64_t k = 0; k < nev; ++k) {
-      double q = 0;
-      for (int64_t i = 0; i < d; ++i) q += got.vectors(i, k) * BV(i, k);
-      EXPECT_NEAR(q, 1.0, 1e-13);
-    }
+    expect_b_normalized(B, got.vectors);
     EXPECT_EQ(max_diff_from_rank0(got.vectors), 0.0);
   }
 }
@@ -287,12 +292,8 @@ TEST(LowRankEigen, GivesTheFullProblemsLargestPairsWithoutItsEigenSolve) {
   EXPECT_LT(test::max_diff_up_to_column_sign(got.vectors, ref.vectors), 1e-9);
   // The same convention: xᵀBx = 1 and the entry of largest magnitude positive, so the
   // columns agree with sym_eigen's without a sign flip, and the same bits on every rank.
-  Dense BV(d, nev);
-  blas::gemm('N', 'N', d, nev, d, 1.0, B.data(), d, got.vectors.data(), d, 0.0, BV.data(), d);
+  expect_b_normalized(B, got.vectors);
   for (int64_t k = 0; k < nev; ++k) {
-    double q = 0;
-    for (int64_t i = 0; i < d; ++i) q += got.vectors(i, k) * BV(i, k);
-    EXPECT_NEAR(q, 1.0, 1e-13);
     double diff = 0;
     for (int64_t i = 0; i < d; ++i) diff = std::max(diff, std::fabs(got.vectors(i, k) - ref.vectors(i, k)));
     EXPECT_LT(diff, 1e-9) << "column " << k << " has the other sign";
