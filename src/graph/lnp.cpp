@@ -411,6 +411,17 @@ LnpGraph build_lnp_graph(const DistMatrix& X, const LnpOptions& options) {
     SSDR_PETSC(VecRestoreArray(s, &p));
   }
   SSDR_PETSC(MatDiagonalScale(g.W, s, s));
+  // MatDiagonalScale gives (w_ij s_i) s_j and (w_ji s_j) s_i, which may differ in the last bit:
+  // average once more so W̃ is exactly symmetric, and say so. The propagation takes its block
+  // CG only on an exactly symmetric graph (propagation::propagate); without this SL-LDA's ran
+  // one GMRES solve per column.
+  {
+    Owned<Mat> T;
+    SSDR_PETSC(MatTranspose(g.W, MAT_INITIAL_MATRIX, T.out()));
+    SSDR_PETSC(MatAXPY(g.W, 1.0, T, DIFFERENT_NONZERO_PATTERN));  // the same pattern, as PETSc cannot assume
+    SSDR_PETSC(MatScale(g.W, 0.5));
+  }
+  SSDR_PETSC(MatSetOption(g.W, MAT_SYMMETRIC, PETSC_TRUE));  // as knn.cpp: not ETERNAL
 
   MatInfo info;
   SSDR_PETSC(MatGetInfo(g.W, MAT_GLOBAL_SUM, &info));
