@@ -1,6 +1,7 @@
 // The job of `ssdr experiment`: its YAML file parsed and checked, and the units of work
 // and fit configurations derived from it.
 #include <algorithm>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <yaml-cpp/yaml.h>
 
@@ -440,24 +441,43 @@ Job parse_job(const std::string& path) {
 // Configurations.
 
 /// What determines every result of a job besides the unit's own coordinates: the protocol
-/// (seed, fractions, counts, selection), the preprocessing override, each data set's file
-/// (resolved path, size, modification time, inode) and the ssdr version, as a 64-bit FNV-1a
-/// hash in hex. A resumed run whose output folder holds results under another hash is
-/// refused: changing the seed or the data and re-running into the same folder must not
-/// bring old results back. Local (stat only).
+/// (seed, fractions, counts, selection), the preprocessing override, each data set's files
+/// (resolved path; size and modification time of the file, or of every regular file in the
+/// folder for a folder data set) and the ssdr version, as a 64-bit FNV-1a hash in hex. A
+/// resumed run whose output folder holds results under another hash is refused: changing the
+/// seed or the data and re-running into the same folder must not bring old results back.
+/// Neither inodes nor a folder's own times enter: a checkpoint copied to another machine with
+/// the same data (a package install keeps the files' times, as do `cp -p` and `rsync -a`)
+/// resumes there. Local (stat only).
 std::string job_fingerprint(const Job& job) {
   json j = {{"seed", job.seed}, {"protocol", job.protocol}, {"splits", job.splits},
             {"transductive_fraction", job.transductive_fraction}, {"unlabeled_per_class", job.unlabeled_per_class},
             {"select_by", job.select_by}, {"cv_folds", job.cv_folds}, {"preprocess", job.preprocess},
             {"version", version()}};
+  auto file_json = [](const std::string& path) {
+    struct stat st {};
+    const bool found = ::stat(path.c_str(), &st) == 0;
+    return json{{"size", found ? static_cast<int64_t>(st.st_size) : -1},
+                {"mtime_ns", found ? static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec : -1}};
+  };
   for (const DatasetSpec& d : job.datasets) {
     struct stat st {};
     char real[PATH_MAX];
-    const bool found = ::stat(d.path.c_str(), &st) == 0;
+    json files = json::object();  // name → size, mtime (sorted by name: json objects are ordered maps)
+    if (::stat(d.path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+      if (DIR* dir = ::opendir(d.path.c_str())) {
+        while (const dirent* e = ::readdir(dir)) {
+          const std::string name = e->d_name, path = d.path + "/" + name;
+          struct stat fs {};
+          if (::stat(path.c_str(), &fs) == 0 && S_ISREG(fs.st_mode)) files[name] = file_json(path);
+        }
+        ::closedir(dir);
+      }
+    } else {
+      files[""] = file_json(d.path);
+    }
     j["data"].push_back({{"name", d.name}, {"path", ::realpath(d.path.c_str(), real) ? std::string(real) : d.path},
-                         {"format", static_cast<int>(d.format)}, {"size", found ? static_cast<int64_t>(st.st_size) : -1},
-                         {"mtime_ns", found ? static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec : -1},
-                         {"inode", found ? static_cast<int64_t>(st.st_ino) : -1},
+                         {"format", static_cast<int>(d.format)}, {"files", files},
                          {"labels", d.read.labels}, {"hdf5_data", d.read.hdf5_data}, {"hdf5_labels", d.read.hdf5_labels}});
   }
   uint64_t h = 1469598103934665603ull;
