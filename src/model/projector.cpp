@@ -69,6 +69,12 @@ void Projector::from_raw(const double* x, int64_t b, double* y) {
 void Projector::from_preprocessed(const double* xp, int64_t b, double* y) {
   SSDR_CHECK(b >= 0 && b <= kTile, "Projector: " + std::to_string(b) + " rows, at most " + std::to_string(kTile));
   SSDR_CHECK(local(), "Projector: an exact kernel map's projection is collective (model::project)");
+  if (b == kTile && m_.kernel.empty()) {
+    // A full tile of a linear model is already the GEMM's operand (the same shape, so the
+    // same bits): no copy of the rows, which was a pass over all of X per fit in a sweep.
+    from_features(xp, b, y);
+    return;
+  }
   P_.resize(static_cast<size_t>(kTile * dp_));
   std::copy_n(xp, b * dp_, P_.data());
   tail(b, y);
