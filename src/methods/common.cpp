@@ -293,18 +293,18 @@ ScatterKey soft_scatter_key(const TrainingData& data, const GraphAndLabels& gl) 
   return scatter_key(gl.key, data.features);
 }
 
-scatter::ScatterMatrices soft_scatter(const TrainingData& data, const GraphAndLabels& gl, Timings& t) {
+std::shared_ptr<const scatter::ScatterMatrices> soft_scatter(const TrainingData& data, const GraphAndLabels& gl, Timings& t) {
   return soft_scatter(data, gl.lp.F, soft_scatter_key(data, gl), t);
 }
 
-scatter::ScatterMatrices soft_scatter(const TrainingData& data, const DistMatrix& F, const ScatterKey& key,
-                                      Timings& t) {
+std::shared_ptr<const scatter::ScatterMatrices> soft_scatter(const TrainingData& data, const DistMatrix& F,
+                                                             const ScatterKey& key, Timings& t) {
   if (data.cache) {
     auto it = data.cache->scatters.find(key);
     if (it != data.cache->scatters.end()) return it->second;
   }
   Phase phase("scatter", &t);
-  scatter::ScatterMatrices S = scatter::soft_scatter(data.X, F, data.classes);
+  auto S = std::make_shared<const scatter::ScatterMatrices>(scatter::soft_scatter(data.X, F, data.classes));
   if (data.cache) data.cache->scatters.emplace(key, S);
   return S;
 }

@@ -120,9 +120,9 @@ GraphAndLabels graph_and_propagation(const TrainingData& data, const graph::Grap
 DistMatrix soft_labels(const propagation::PropagationResult& lp, const TrainingData& data);
 
 /// soft_scatter(data.X, lp.F, c) of graph_and_propagation's result, kept in the sweep's
-/// cache under soft_scatter_key (every m, μ of a sweep reuses it). Timed as "scatter".
-/// Collective.
-scatter::ScatterMatrices soft_scatter(const TrainingData& data, const GraphAndLabels& gl, Timings& t);
+/// cache under soft_scatter_key (every m, μ of a sweep reuses it, shared and not copied).
+/// Timed as "scatter". Collective.
+std::shared_ptr<const scatter::ScatterMatrices> soft_scatter(const TrainingData& data, const GraphAndLabels& gl, Timings& t);
 /// scatter_key(gl.key, data.features). Local.
 ScatterKey soft_scatter_key(const TrainingData& data, const GraphAndLabels& gl);
 
@@ -138,9 +138,10 @@ propagation::PropagationResult lnp_propagation(const TrainingData& data, const L
                                                const MethodOptions& o, Timings& t);
 
 /// scatter::soft_scatter(data.X, F, data.classes) kept in the sweep's cache under `key` (the
-/// key of F's propagation and X's features). Timed as "scatter". Collective.
-scatter::ScatterMatrices soft_scatter(const TrainingData& data, const DistMatrix& F, const ScatterKey& key,
-                                      Timings& t);
+/// key of F's propagation and X's features; shared, not copied). Timed as "scatter".
+/// Collective.
+std::shared_ptr<const scatter::ScatterMatrices> soft_scatter(const TrainingData& data, const DistMatrix& F,
+                                                             const ScatterKey& key, Timings& t);
 
 /// Records the graph used as info["graph"] = {k, weight, sigma_rule and sigma, t (heat),
 /// edges, mean_degree, mean_edge_dist2}. Local.

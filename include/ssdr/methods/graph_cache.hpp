@@ -27,8 +27,9 @@ struct GraphCache {
   /// SL-LDA's reconstruction-weight (LNP) graphs.
   std::map<LnpKey, graph::LnpGraph> lnp_graphs;
   std::map<PropagationKey, propagation::PropagationResult> propagations;
-  /// Scatter matrices weighed by a cached propagation's F.
-  std::map<ScatterKey, scatter::ScatterMatrices> scatters;
+  /// Scatter matrices weighed by a cached propagation's F (shared, not copied: at d' = 784
+  /// one set is 15 MB, and a copy per fit was a tenth of SL-LDA's fit in a sweep).
+  std::map<ScatterKey, std::shared_ptr<const scatter::ScatterMatrices>> scatters;
   /// The trace ratio's first iteration (m-independent) per scatter set, μ and prefix.
   std::map<TraceRatioStartKey, solvers::TraceRatioStart> trace_ratio_starts;
   /// Block Lanczos recurrences (TCA's X S Xᵀ at every α): grown by the fits that need more

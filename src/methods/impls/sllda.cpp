@@ -74,7 +74,7 @@ SoftLabels lnp_and_propagation(const MethodInfo& row, const TrainingData& data, 
 }
 
 /// soft_scatter of the SL-LDA soft labels, cached by their propagation's key. Collective.
-scatter::ScatterMatrices sl_scatter(const TrainingData& data, const SoftLabels& s, Timings& t) {
+std::shared_ptr<const scatter::ScatterMatrices> sl_scatter(const TrainingData& data, const SoftLabels& s, Timings& t) {
   return soft_scatter(data, s.lp.F, s.key, t);
 }
 
@@ -114,7 +114,8 @@ class SlLda final : public Method {
                  "--eigenvalue-scaling: expected --normalize metric (V Lambda^(1/2) is the least-squares "
                  "embedding only for V'(St + alpha I)V = I), got --normalize unit");
     SoftLabels s = lnp_and_propagation(row, data, o, t);
-    const scatter::ScatterMatrices S = sl_scatter(data, s, t);
+    const std::shared_ptr<const scatter::ScatterMatrices> shared = sl_scatter(data, s, t);
+    const scatter::ScatterMatrices& S = *shared;
     Phase phase("eigensolve", &t);
     const double alpha = a * trace(S.St) / static_cast<double>(d);
     FitResult out;

@@ -25,7 +25,8 @@ class Soda final : public Method {
     const int64_t m = resolve_dim(o.dim, data.classes, data.X.cols);
     const graph::GraphOptions go = method_graph(row, o);  // soda's or ksoda's row
     auto gl = graph_and_propagation(data, go, o, t);
-    const scatter::ScatterMatrices S = soft_scatter(data, gl, t);
+    const std::shared_ptr<const scatter::ScatterMatrices> shared = soft_scatter(data, gl, t);
+    const scatter::ScatterMatrices& S = *shared;
     FitResult out = solve_trace_ratio(S, m, o.own_number("mu_scale", kMuScale), o, data, t, soft_scatter_key(data, gl));
     graph_info(gl.g, go, out.info);
     out.info["propagation_iterations"] = gl.lp.iterations;
