@@ -1114,13 +1114,51 @@ KnnLists Build::exact_lists(int k) {
   std::vector<std::pair<double, int64_t>> row;
   std::vector<double> dreply, dgot;
   std::vector<double> xs(static_cast<size_t>(d)), ys(static_cast<size_t>(d));  // float rows as doubles
+  // Only the entries that can be among the k best need their exact distance (and, remote, their
+  // row). With u = 2⁻²⁴, a list's float distance d̃ = fl(ñ_a + ñ_b − 2 fl(ã·b̃)) of the float
+  // centered rows ã = fl(x − μ) (squared norms ñ, float dot product in any order) is within
+  // δ = γ_{d+12}·(‖ã‖² + ‖b̃‖²) of the exact e = ‖x − y‖² (γ_d·(‖ã‖² + ‖b̃‖²) for the dot product and
+  // the norms, 5u for the sum's roundings and the norms' rounding to float, 4(u + 2⁻⁵³) for the
+  // centering's). The neighbour's norm is bounded without fetching it: ‖b̃‖² ≤ 2‖ã‖² + 2ẽ and
+  // ẽ ≤ d̃ + δ, so δ ≤ γ(3‖ã‖² + 2d̃)/(1 − 2γ), ‖ã‖² ≤ nrm·(1 + 2u). Then hi = d̃ + δ ≥ e ≥ d̃ − δ =
+  // lo; T = the k-th smallest hi bounds k of the exact distances. The double sums s of
+  // exact_dist2 carry |s − e| ≤ γ'e + η (γ' = γ_d in double, η = 8d·DBL_MIN for underflow), so
+  // an entry with lo > (1 + 3γ')T + 3η has s above those k entries' s, strictly: it is not
+  // among the k best, nor tied with them, and the lists are those of computing every entry.
+  constexpr double uf = 0x1p-24, ud = 0x1p-53;
+  const double gf = static_cast<double>(d + 12) * uf / (1.0 - static_cast<double>(d + 12) * uf);
+  const double gd = static_cast<double>(d) * ud / (1.0 - static_cast<double>(d) * ud);
+  const double eta = 8.0 * static_cast<double>(std::max<int64_t>(d, 1)) * std::numeric_limits<double>::min();
+  std::vector<char> keep(static_cast<size_t>(nl * K), 1);
+  std::vector<double> his(static_cast<size_t>(K));
+  for (int64_t v = 0; v < nl; ++v) {
+    const double na = static_cast<double>(nrm[static_cast<size_t>(v)]) * (1.0 + 2.0 * uf);
+    int valid = 0;
+    for (int q = 0; q < K; ++q) {
+      const size_t e = static_cast<size_t>(v * K + q);
+      if (L.j[e] == kNone) continue;
+      const double dt = std::max(0.0, static_cast<double>(L.d[e]));
+      his[static_cast<size_t>(valid++)] = dt + gf * (3.0 * na + 2.0 * dt) / (1.0 - 2.0 * gf);
+    }
+    if (valid <= k) continue;
+    std::nth_element(his.begin(), his.begin() + (k - 1), his.begin() + valid);
+    const double limit = (1.0 + 3.0 * gd) * his[static_cast<size_t>(k - 1)] + 3.0 * eta;
+    for (int q = 0; q < K; ++q) {
+      const size_t e = static_cast<size_t>(v * K + q);
+      if (L.j[e] == kNone) continue;
+      const double dt = std::max(0.0, static_cast<double>(L.d[e]));
+      const double lo = static_cast<double>(L.d[e]) - gf * (3.0 * na + 2.0 * dt) / (1.0 - 2.0 * gf);
+      if (lo > limit) keep[e] = 0;
+    }
+  }
   for (int64_t ch = 0; ch < final_chunks; ++ch) {
     const int64_t v0 = std::min(nl, ch * final_rows), v1 = std::min(nl, v0 + final_rows);
     std::vector<int64_t> need;
     for (int64_t pos = v0; pos < v1; ++pos)
       for (int q = 0; q < K; ++q) {
-        const int64_t c = L.j[static_cast<size_t>(join_order[static_cast<size_t>(pos)] * K + q)];
-        if (c != kNone && (c < r0 || c >= r0 + nl)) need.push_back(c);
+        const size_t e = static_cast<size_t>(join_order[static_cast<size_t>(pos)] * K + q);
+        const int64_t c = L.j[e];
+        if (c != kNone && keep[e] && (c < r0 || c >= r0 + nl)) need.push_back(c);
       }
     request_rows(need);
     dreply.resize(static_cast<size_t>(static_cast<int64_t>(asked.size()) * d));
@@ -1133,7 +1171,7 @@ KnnLists Build::exact_lists(int k) {
       const double* xv = drow(v, xs.data());
       for (int q = 0; q < K; ++q) {
         const int64_t c = L.j[static_cast<size_t>(v * K + q)];
-        if (c == kNone) continue;
+        if (c == kNone || !keep[static_cast<size_t>(v * K + q)]) continue;
         const double* y;
         if (c >= r0 && c < r0 + nl) y = drow(c - r0, ys.data());
         else y = got.data() + (std::lower_bound(need.begin(), need.end(), c) - need.begin()) * d;
