@@ -76,6 +76,12 @@ std::vector<int64_t> locality_order(const S* xf, int64_t n, int64_t d, int64_t l
 void join_dots_2x4(const float* const* rows, int64_t nn, int64_t nc, int64_t d, float* G);
 void join_dots_4x4(const float* const* rows, int64_t nn, int64_t nc, int64_t d, float* G);
 bool join_dots_has_4x4();
+/// δ with |d̃ − ‖x − y‖²| ≤ δ for NN-descent's float distance d̃ = max(0, fl(ñ_a + ñ_b −
+/// 2 fl(ã·b̃))) of d-dimensional rows centered in float (ã = fl(x − μ), ñ = fl(‖ã‖²) summed in
+/// double, the dot product in any order), given only the row's own stored norm ñ_a and d̃ (the
+/// other row's norm is bounded through d̃). The analysis is beside the definition
+/// (nndescent.cpp, Build::exact_lists). Local.
+double float_distance_bound(float own_norm, float dist, int64_t d);
 
 /// How many other ranks' float rows the last nndescent_search on this rank read in place (its
 /// shared-memory window; 0: none, every remote row fetched). For tests. Local.

@@ -179,6 +179,22 @@ bool join_dots_has_4x4() {
   return wide;
 }
 
+// With u = 2⁻²⁴ and ẽ = ‖ã − b̃‖²: the dot product errs by at most γ_d·Σ|ã_t b̃_t| ≤
+// γ_d(‖ã‖² + ‖b̃‖²)/2, doubled in 2·ã·b̃; the norms' rounding to float and the two roundings of
+// the sum add at most 4u(‖ã‖² + ‖b̃‖²); the centering's rounding (u + 2⁻⁵³ per entry) moves
+// ‖ã − b̃‖ by at most u'(‖a‖ + ‖b‖), so |ẽ − e| ≤ 4.1u'(‖ã‖² + ‖b̃‖²); the max(0, ·) only
+// brings d̃ closer to e ≥ 0. Together γ_{d+12}(‖ã‖² + ‖b̃‖²) = γ·s. The other row's norm:
+// ‖b̃‖ ≤ ‖ã‖ + √ẽ gives ‖b̃‖² ≤ 2‖ã‖² + 2ẽ, and ẽ ≤ d̃ + γs, so s ≤ 3‖ã‖² + 2d̃ + 2γs and
+// δ = γs ≤ γ(3‖ã‖² + 2d̃)/(1 − 2γ), with ‖ã‖² ≤ ñ_a(1 + 2u) (ñ_a: ‖ã‖² rounded to float).
+// Underflow (products below 2⁻¹²⁶) adds at most 2⁻¹⁴⁹ per operation: (4d + 8)·2⁻¹⁴⁹.
+double float_distance_bound(float own_norm, float dist, int64_t d) {
+  constexpr double uf = 0x1p-24;
+  const double g = static_cast<double>(d + 12) * uf / (1.0 - static_cast<double>(d + 12) * uf);
+  const double na = static_cast<double>(own_norm) * (1.0 + 2.0 * uf);
+  const double dt = std::max(0.0, static_cast<double>(dist));
+  return g * (3.0 * na + 2.0 * dt) / (1.0 - 2.0 * g) + static_cast<double>(4 * d + 8) * 0x1p-149;
+}
+
 }  // namespace detail
 
 namespace {
@@ -1115,40 +1131,30 @@ KnnLists Build::exact_lists(int k) {
   std::vector<double> dreply, dgot;
   std::vector<double> xs(static_cast<size_t>(d)), ys(static_cast<size_t>(d));  // float rows as doubles
   // Only the entries that can be among the k best need their exact distance (and, remote, their
-  // row). With u = 2⁻²⁴, a list's float distance d̃ = fl(ñ_a + ñ_b − 2 fl(ã·b̃)) of the float
-  // centered rows ã = fl(x − μ) (squared norms ñ, float dot product in any order) is within
-  // δ = γ_{d+12}·(‖ã‖² + ‖b̃‖²) of the exact e = ‖x − y‖² (γ_d·(‖ã‖² + ‖b̃‖²) for the dot product and
-  // the norms, 5u for the sum's roundings and the norms' rounding to float, 4(u + 2⁻⁵³) for the
-  // centering's). The neighbour's norm is bounded without fetching it: ‖b̃‖² ≤ 2‖ã‖² + 2ẽ and
-  // ẽ ≤ d̃ + δ, so δ ≤ γ(3‖ã‖² + 2d̃)/(1 − 2γ), ‖ã‖² ≤ nrm·(1 + 2u). Then hi = d̃ + δ ≥ e ≥ d̃ − δ =
-  // lo; T = the k-th smallest hi bounds k of the exact distances. The double sums s of
-  // exact_dist2 carry |s − e| ≤ γ'e + η (γ' = γ_d in double, η = 8d·DBL_MIN for underflow), so
-  // an entry with lo > (1 + 3γ')T + 3η has s above those k entries' s, strictly: it is not
-  // among the k best, nor tied with them, and the lists are those of computing every entry.
-  constexpr double uf = 0x1p-24, ud = 0x1p-53;
-  const double gf = static_cast<double>(d + 12) * uf / (1.0 - static_cast<double>(d + 12) * uf);
+  // row): with δ = detail::float_distance_bound (the list's float distance d̃ is within δ of
+  // the exact e), hi = d̃ + δ ≥ e ≥ d̃ − δ = lo and T = the k-th smallest hi bounds k of the
+  // exact distances. The double sums s of exact_dist2 carry |s − e| ≤ γ'e + η (γ' = γ_d in
+  // double, η = 8d·DBL_MIN for underflow), so an entry with lo > (1 + 3γ')T + 3η has s above
+  // those k entries' s, strictly: it is not among the k best, nor tied with them, and the
+  // lists are those of computing every entry.
+  constexpr double ud = 0x1p-53;
   const double gd = static_cast<double>(d) * ud / (1.0 - static_cast<double>(d) * ud);
   const double eta = 8.0 * static_cast<double>(std::max<int64_t>(d, 1)) * std::numeric_limits<double>::min();
   std::vector<char> keep(static_cast<size_t>(nl * K), 1);
-  std::vector<double> his(static_cast<size_t>(K));
+  std::vector<double> his(static_cast<size_t>(K)), deltas(static_cast<size_t>(K));
   for (int64_t v = 0; v < nl; ++v) {
-    const double na = static_cast<double>(nrm[static_cast<size_t>(v)]) * (1.0 + 2.0 * uf);
     int valid = 0;
     for (int q = 0; q < K; ++q) {
       const size_t e = static_cast<size_t>(v * K + q);
-      if (L.j[e] == kNone) continue;
-      const double dt = std::max(0.0, static_cast<double>(L.d[e]));
-      his[static_cast<size_t>(valid++)] = dt + gf * (3.0 * na + 2.0 * dt) / (1.0 - 2.0 * gf);
+      deltas[static_cast<size_t>(q)] = detail::float_distance_bound(nrm[static_cast<size_t>(v)], L.d[e], d);
+      if (L.j[e] != kNone) his[static_cast<size_t>(valid++)] = static_cast<double>(L.d[e]) + deltas[static_cast<size_t>(q)];
     }
     if (valid <= k) continue;
     std::nth_element(his.begin(), his.begin() + (k - 1), his.begin() + valid);
     const double limit = (1.0 + 3.0 * gd) * his[static_cast<size_t>(k - 1)] + 3.0 * eta;
     for (int q = 0; q < K; ++q) {
       const size_t e = static_cast<size_t>(v * K + q);
-      if (L.j[e] == kNone) continue;
-      const double dt = std::max(0.0, static_cast<double>(L.d[e]));
-      const double lo = static_cast<double>(L.d[e]) - gf * (3.0 * na + 2.0 * dt) / (1.0 - 2.0 * gf);
-      if (lo > limit) keep[e] = 0;
+      if (L.j[e] != kNone && static_cast<double>(L.d[e]) - deltas[static_cast<size_t>(q)] > limit) keep[e] = 0;
     }
   }
   for (int64_t ch = 0; ch < final_chunks; ++ch) {
