@@ -508,7 +508,13 @@ int run_experiment(const ExperimentOptions& options, MPI_Comm world) {
                    std::to_string(wsize) + ")");
   Job job = parse_job(options.job_file);
   if (!options.output.empty()) job.output = options.output;
-  job.fingerprint = job_fingerprint(job);
+  // Rank 0's fingerprint for every rank: ranks on other nodes may stat other copies of the
+  // data (or see a file appear mid-scan); mixed keys would split the checkpoint.
+  {
+    int wrank = 0;
+    MPI_Comm_rank(world, &wrank);
+    job.fingerprint = bcast_string(wrank == 0 ? job_fingerprint(job) : std::string(), 0, world);
+  }
   const std::vector<Unit> units = make_units(job);
   // What the summary covers: exactly these configurations (a folder may also hold results of
   // configurations an edited job no longer has; they stay in the checkpoint, unreported).

@@ -448,7 +448,8 @@ Job parse_job(const std::string& path) {
 /// seed or the data and re-running into the same folder must not bring old results back.
 /// Neither inodes nor a folder's own times enter: a checkpoint copied to another machine with
 /// the same data (a package install keeps the files' times, as do `cp -p` and `rsync -a`)
-/// resumes there. Local (stat only).
+/// resumes there. A separate labels file (`labels:`) counts too. Local (stat only);
+/// run_experiment takes rank 0's for every rank.
 std::string job_fingerprint(const Job& job) {
   json j = {{"seed", job.seed}, {"protocol", job.protocol}, {"splits", job.splits},
             {"transductive_fraction", job.transductive_fraction}, {"unlabeled_per_class", job.unlabeled_per_class},
@@ -476,6 +477,7 @@ std::string job_fingerprint(const Job& job) {
     } else {
       files[""] = file_json(d.path);
     }
+    if (!d.read.labels.empty()) files["labels:" + d.read.labels] = file_json(d.read.labels);
     j["data"].push_back({{"name", d.name}, {"path", ::realpath(d.path.c_str(), real) ? std::string(real) : d.path},
                          {"format", static_cast<int>(d.format)}, {"files", files},
                          {"labels", d.read.labels}, {"hdf5_data", d.read.hdf5_data}, {"hdf5_labels", d.read.hdf5_labels}});

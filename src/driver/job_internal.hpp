@@ -82,7 +82,8 @@ struct Unit {
   int block = 0;                 ///< (dataset, p, split): the unit of work of a group
 };
 
-/// The job's 64-bit fingerprint in hex (see job.cpp). Local (stat only).
+/// The job's 64-bit fingerprint in hex (see job.cpp). Local (stat only): run_experiment
+/// broadcasts rank 0's.
 std::string job_fingerprint(const Job& job);
 /// The key of one configuration in the results files: fingerprint, data set, p, split,
 /// method, grid point, dim (and cv_grid).

@@ -1133,12 +1133,14 @@ KnnLists Build::exact_lists(int k) {
   // Only the entries that can be among the k best need their exact distance (and, remote, their
   // row): with δ = detail::float_distance_bound (the list's float distance d̃ is within δ of
   // the exact e), hi = d̃ + δ ≥ e ≥ d̃ − δ = lo and T = the k-th smallest hi bounds k of the
-  // exact distances. The double sums s of exact_dist2 carry |s − e| ≤ γ'e + η (γ' = γ_d in
-  // double, η = 8d·DBL_MIN for underflow), so an entry with lo > (1 + 3γ')T + 3η has s above
-  // those k entries' s, strictly: it is not among the k best, nor tied with them, and the
-  // lists are those of computing every entry.
+  // exact distances. The double sums s of exact_dist2 carry |s − e| ≤ γ'e + η with γ' =
+  // γ_{d+6} in double (each term: the difference, its square, its addition; the 8 lanes' fixed
+  // sum: 3 more) and η = 8d·DBL_MIN for underflow. An entry with lo > (1 + 4γ')T + 4η (4, not
+  // 3: the rounding of hi, lo and this limit in double) has s above those k entries' s,
+  // strictly: it is not among the k best, nor tied with them, and the lists are those of
+  // computing every entry.
   constexpr double ud = 0x1p-53;
-  const double gd = static_cast<double>(d) * ud / (1.0 - static_cast<double>(d) * ud);
+  const double gd = static_cast<double>(d + 6) * ud / (1.0 - static_cast<double>(d + 6) * ud);
   const double eta = 8.0 * static_cast<double>(std::max<int64_t>(d, 1)) * std::numeric_limits<double>::min();
   std::vector<char> keep(static_cast<size_t>(nl * K), 1);
   std::vector<double> his(static_cast<size_t>(K)), deltas(static_cast<size_t>(K));
@@ -1151,7 +1153,7 @@ KnnLists Build::exact_lists(int k) {
     }
     if (valid <= k) continue;
     std::nth_element(his.begin(), his.begin() + (k - 1), his.begin() + valid);
-    const double limit = (1.0 + 3.0 * gd) * his[static_cast<size_t>(k - 1)] + 3.0 * eta;
+    const double limit = (1.0 + 4.0 * gd) * his[static_cast<size_t>(k - 1)] + 4.0 * eta;
     for (int q = 0; q < K; ++q) {
       const size_t e = static_cast<size_t>(v * K + q);
       if (L.j[e] != kNone && static_cast<double>(L.d[e]) - deltas[static_cast<size_t>(q)] > limit) keep[e] = 0;

@@ -319,10 +319,11 @@ TEST(NNDescent, FloatDistancesLieWithinTheBoundThatSparesTheirExactDistance) {
   // rows centered in float by a μ of the data, squared norms summed in double and rounded to
   // float, dot products by the join's kernels, d̃ = max(0, fl(ñ_a + ñ_b − 2G)) — against the
   // exact squared distance of the double rows (a long double sum: its error, ≤ d·2⁻⁶⁴
-  // relative, is far below the bound's γ_{d+12} in float). Rows far from the origin (an
-  // offset of 300 against a spread of 1: the centering's rounding matters), near duplicates
-  // (10⁻⁴ apart: the sum cancels) and exact duplicates. The bound must also be tight enough to
-  // skip anything: below 2·10⁻⁴ of the pair's norms at d = 784.
+  // relative, is far below the bound's γ_{d+12} in float). Rows at 300 ± 1, centered by their
+  // mean or by a μ 50 off it (the centered values then carry rounding errors of 50·2⁻²⁴, the
+  // distances of order d·2: the centering's rounding matters), near duplicates (10⁻⁴ apart:
+  // the sum cancels) and exact duplicates. The bound must also be tight enough to skip
+  // anything: below 2·10⁻⁴ of the pair's norms at d = 784.
   std::mt19937_64 rng(20261129);
   std::normal_distribution<double> g;
   int64_t checked = 0;
@@ -336,48 +337,50 @@ TEST(NNDescent, FloatDistancesLieWithinTheBoundThatSparesTheirExactDistance) {
         else if (i >= 16) x = X[static_cast<size_t>((i - 16) * d + t)];                     // duplicates
         else x = 300.0 + g(rng);
       }
-    std::vector<double> mu(static_cast<size_t>(d), 0.0);
-    for (int64_t i = 0; i < 8; ++i)
-      for (int64_t t = 0; t < d; ++t) mu[static_cast<size_t>(t)] += X[static_cast<size_t>(i * d + t)] / 8.0;
-    std::vector<float> F(static_cast<size_t>(n * d));
-    std::vector<float> nrm(static_cast<size_t>(n));
-    std::vector<const float*> rows(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) {
-      detail::center_to_float(X.data() + i * d, mu.data(), d, F.data() + i * d);
-      double s = 0;
-      for (int64_t t = 0; t < d; ++t) s += static_cast<double>(F[static_cast<size_t>(i * d + t)]) * F[static_cast<size_t>(i * d + t)];
-      nrm[static_cast<size_t>(i)] = static_cast<float>(s);
-      rows[static_cast<size_t>(i)] = F.data() + i * d;
-    }
-    std::vector<std::vector<float>> Gs;
-    Gs.emplace_back(static_cast<size_t>(n * n));
-    detail::join_dots_2x4(rows.data(), n, n, d, Gs.back().data());
-    if (detail::join_dots_has_4x4()) {
+    for (const double offset : {0.0, 50.0}) {
+      std::vector<double> mu(static_cast<size_t>(d), offset);
+      for (int64_t i = 0; i < 8; ++i)
+        for (int64_t t = 0; t < d; ++t) mu[static_cast<size_t>(t)] += X[static_cast<size_t>(i * d + t)] / 8.0;
+      std::vector<float> F(static_cast<size_t>(n * d));
+      std::vector<float> nrm(static_cast<size_t>(n));
+      std::vector<const float*> rows(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) {
+        detail::center_to_float(X.data() + i * d, mu.data(), d, F.data() + i * d);
+        double s = 0;
+        for (int64_t t = 0; t < d; ++t) s += static_cast<double>(F[static_cast<size_t>(i * d + t)]) * F[static_cast<size_t>(i * d + t)];
+        nrm[static_cast<size_t>(i)] = static_cast<float>(s);
+        rows[static_cast<size_t>(i)] = F.data() + i * d;
+      }
+      std::vector<std::vector<float>> Gs;
       Gs.emplace_back(static_cast<size_t>(n * n));
-      detail::join_dots_4x4(rows.data(), n, n, d, Gs.back().data());
+      detail::join_dots_2x4(rows.data(), n, n, d, Gs.back().data());
+      if (detail::join_dots_has_4x4()) {
+        Gs.emplace_back(static_cast<size_t>(n * n));
+        detail::join_dots_4x4(rows.data(), n, n, d, Gs.back().data());
+      }
+      double worst = 0, loosest = 0;
+      for (const auto& G : Gs)
+        for (int64_t a = 0; a < n; ++a)
+          for (int64_t b = a + 1; b < n; ++b) {
+            const float dt = std::max(0.0f, nrm[static_cast<size_t>(a)] + nrm[static_cast<size_t>(b)] -
+                                                2.0f * G[static_cast<size_t>(a * n + b)]);
+            long double e = 0;
+            for (int64_t t = 0; t < d; ++t) {
+              const long double diff = static_cast<long double>(X[static_cast<size_t>(a * d + t)]) - X[static_cast<size_t>(b * d + t)];
+              e += diff * diff;
+            }
+            // The bound from either end of the pair (each row's own norm).
+            for (const int64_t own : {a, b}) {
+              const double delta = detail::float_distance_bound(nrm[static_cast<size_t>(own)], dt, d);
+              const double err = std::fabs(static_cast<double>(static_cast<long double>(dt) - e));
+              worst = std::max(worst, err / delta);
+              loosest = std::max(loosest, delta / (static_cast<double>(nrm[static_cast<size_t>(a)]) + nrm[static_cast<size_t>(b)] + 1e-300));
+              ++checked;
+            }
+          }
+      EXPECT_LE(worst, 1.0) << "d = " << d << ", offset " << offset << ": a float distance outside its bound";
+      if (d == 784) EXPECT_LT(loosest, 2e-4) << "the bound spares nothing at d = 784";
     }
-    double worst = 0, loosest = 0;
-    for (const auto& G : Gs)
-      for (int64_t a = 0; a < n; ++a)
-        for (int64_t b = a + 1; b < n; ++b) {
-          const float dt = std::max(0.0f, nrm[static_cast<size_t>(a)] + nrm[static_cast<size_t>(b)] -
-                                              2.0f * G[static_cast<size_t>(a * n + b)]);
-          long double e = 0;
-          for (int64_t t = 0; t < d; ++t) {
-            const long double diff = static_cast<long double>(X[static_cast<size_t>(a * d + t)]) - X[static_cast<size_t>(b * d + t)];
-            e += diff * diff;
-          }
-          // The bound from either end of the pair (each row's own norm).
-          for (const int64_t own : {a, b}) {
-            const double delta = detail::float_distance_bound(nrm[static_cast<size_t>(own)], dt, d);
-            const double err = std::fabs(static_cast<double>(static_cast<long double>(dt) - e));
-            worst = std::max(worst, err / delta);
-            loosest = std::max(loosest, delta / (static_cast<double>(nrm[static_cast<size_t>(a)]) + nrm[static_cast<size_t>(b)] + 1e-300));
-            ++checked;
-          }
-        }
-    EXPECT_LE(worst, 1.0) << "d = " << d << ": a float distance outside its bound";
-    if (d == 784) EXPECT_LT(loosest, 2e-4) << "the bound spares nothing at d = 784";
   }
   EXPECT_GT(checked, 1000);
 }

@@ -115,7 +115,8 @@ struct DenseEpsChoice {
   std::string type;                  ///< requested, with scalapack replaced by lapack when !scalapack_ok
   bool given = false;                ///< -<prefix>eps_type is set in the options database
   /// No type was asked for and n ≤ kReplicatedEigenMax: the replicated matrix is solved by
-  /// LAPACK (dsyevr) on every rank, the same bits on any rank count (solvers::sym_eigen).
+  /// LAPACK (dsyevr, or dsyevd beyond d/4 pairs) on every rank, the same bits on any rank
+  /// count (solvers::sym_eigen).
   bool replicated = false;
 };
 

@@ -20,7 +20,8 @@ struct EigenPairs {
 /// Solves A x = λ x (B == nullptr, EPS_HEP) or A x = λ B x (B SPD, EPS_GHEP) for `nev`
 /// eigenpairs at the `which` end (nev == d: all of them). A and B are replicated symmetric
 /// d×d (identical on every rank of comm). By default (no -<prefix>eps_type given, d ≤
-/// kReplicatedEigenMax = 4096) every rank solves it with LAPACK (dsyevr for the nev pairs; a
+/// kReplicatedEigenMax = 4096) every rank solves it with LAPACK (dsyevr for the nev pairs, or
+/// dsyevd's whole decomposition when nev > d/4; a
 /// GHEP first reduced by B = LLᵀ to L⁻¹AL⁻ᵀ): no communication, the same bits on any rank
 /// count. Otherwise the problem goes to SLEPc on `comm` with options prefix `prefix` (e.g.
 /// "tr_" → -tr_eps_type krylovschur; SLEPc's default there is `scalapack`, dense, all
