@@ -29,6 +29,7 @@ static_assert(std::is_same<PetscScalar, double>::value,
 #define SSDR_BLASLAPACK(lower, UPPER) PETSC_PASTE2(lower, PETSC_BLASLAPACK_SUFFIX_)
 #endif
 #define SSDR_sgemm SSDR_BLASLAPACK(sgemm, SGEMM)
+#define SSDR_ssyrk SSDR_BLASLAPACK(ssyrk, SSYRK)
 #define SSDR_dsyevd SSDR_BLASLAPACK(dsyevd, DSYEVD)
 #define SSDR_dsygvd SSDR_BLASLAPACK(dsygvd, DSYGVD)
 #define SSDR_dsyevr SSDR_BLASLAPACK(dsyevr, DSYEVR)
@@ -36,6 +37,8 @@ static_assert(std::is_same<PetscScalar, double>::value,
 #define SSDR_dposv SSDR_BLASLAPACK(dposv, DPOSV)
 
 extern "C" {
+void SSDR_ssyrk(const char*, const char*, const PetscBLASInt*, const PetscBLASInt*, const float*, const float*,
+                const PetscBLASInt*, const float*, float*, const PetscBLASInt*);
 void SSDR_sgemm(const char*, const char*, const PetscBLASInt*, const PetscBLASInt*, const PetscBLASInt*,
                 const float*, const float*, const PetscBLASInt*, const float*, const PetscBLASInt*, const float*,
                 float*, const PetscBLASInt*);
@@ -125,6 +128,15 @@ void syrk(char uplo, char trans, int64_t n, int64_t k, double alpha, const doubl
   const PetscBLASInt N = blas_int(n, r, "n"), K = blas_int(k, r, "k"), LDA = blas_ld(lda, r, "lda"),
                      LDC = blas_ld(ldc, r, "ldc");
   BLASsyrk_(&uplo, &trans, &N, &K, &alpha, a, &LDA, &beta, c, &LDC);
+}
+
+void syrk(char uplo, char trans, int64_t n, int64_t k, float alpha, const float* a,
+          int64_t lda, float beta, float* c, int64_t ldc) {
+  if (n == 0) return;
+  const char* r = "ssyrk";
+  const PetscBLASInt N = blas_int(n, r, "n"), K = blas_int(k, r, "k"), LDA = blas_ld(lda, r, "lda"),
+                     LDC = blas_ld(ldc, r, "ldc");
+  SSDR_ssyrk(&uplo, &trans, &N, &K, &alpha, a, &LDA, &beta, c, &LDC);
 }
 
 void trsm(char side, char uplo, char transa, char diag, int64_t m, int64_t n, double alpha,

@@ -18,6 +18,7 @@
 #include "ssdr/data/preprocess.hpp"
 #include "ssdr/data/split.hpp"
 #include "ssdr/evaluation/one_nn.hpp"
+#include "data/preprocess_internal.hpp"
 #include "support.hpp"
 
 using namespace ssdr;
@@ -384,10 +385,16 @@ TEST(Preprocess, GivesBitwiseTheSameRowsOnAnyRankCountAndLayout) {
   // keeps rows with (i + r) % 3 != 0 of its block, so blocks differ in size). The kNN
   // graph built on the result breaks ties by exact distances, so the rows must agree bit
   // for bit, not to a tolerance.
-  Dense X;
+  Dense digits;
   std::vector<int> labels;
-  test::load_csv_replicated("digits.csv", X, labels);
+  test::load_csv_replicated("digits.csv", digits, labels);
   const int r = test::rank();
+  // The covariance route has two ways: the exact integer sums for digits' own values, and
+  // the ordered tree of DSYRKs for digits/7 (not integers).
+  for (const bool integer : {true, false}) {
+  Dense X = digits;
+  if (!integer)
+    for (double& v : X.v) v /= 7;
   for (int case_ = 0; case_ < 5; ++case_) {
     // Cases 0-3: every scaling by the covariance route; case 4: the Gram route (G = ZZᵀ/n
     // from fixed-shape GEMM tiles), which must be as layout-independent.
@@ -424,9 +431,82 @@ TEST(Preprocess, GivesBitwiseTheSameRowsOnAnyRankCountAndLayout) {
     EXPECT_EQ(dist.second.mean, ps.mean) << data::to_string(sc);
     EXPECT_EQ(dist.second.scale, ps.scale) << data::to_string(sc);
     EXPECT_EQ(dist.second.basis.v, ps.basis.v) << data::to_string(sc);
+    EXPECT_EQ(ps.route, case_ == 4 ? "gram" : integer ? "covariance-exact" : "covariance") << data::to_string(sc);
     ASSERT_EQ(Yd.rows, Ys.rows);
     EXPECT_EQ(Yd.v, Ys.v) << data::to_string(sc) << ": preprocessed rows differ in their bits";
   }
+  }
+}
+
+TEST(Preprocess, IntegerRowsCovarianceIsWithinFourRoundingsOfTheExactOneOnAnyRankCount) {
+  // 1 000 rows (three full chunks of 256 and a partial one on one rank) × 9 integer columns:
+  // uniform on [0, 255], on [−255, 0], near 255 with a small spread (mean² / variance ≈ 10⁵:
+  // an uncentered double formula would lose five digits there), all 255 (a constant column,
+  // variance exactly 0), and their mixtures; scaled per column. The exact covariance is
+  // computed here with 128-bit integers, then in long double: its own error is ≤ 4·2⁻⁶⁴
+  // relative, while the route's C_ij carries at most four roundings of double (the
+  // numerator's conversion, the division by n², the two scale factors): |C − exact| ≤
+  // ((1 + u)⁴ − 1)|exact| < 4.0001u|exact|. So |C − ref| ≤ (4.0001u + 5·2⁻⁶⁴)|ref|, and zero
+  // where the exact value is zero.
+  const int64_t n = 1000, d = 9;
+  Dense X(n, d);
+  std::mt19937_64 rng(11);
+  std::uniform_int_distribution<int> full(0, 255), near(250, 255), coin(0, 9);
+  for (int64_t i = 0; i < n; ++i) {
+    X(i, 0) = full(rng);
+    X(i, 1) = -full(rng);
+    X(i, 2) = near(rng);
+    X(i, 3) = 255;
+    X(i, 4) = coin(rng) == 0 ? 0 : 255;
+    X(i, 5) = std::floor((X(i, 0) + X(i, 2)) / 2);  // correlated with columns 0 and 2
+    X(i, 6) = i % 256;
+    X(i, 7) = -X(i, 6);
+    X(i, 8) = coin(rng);
+  }
+  std::vector<double> scale(static_cast<size_t>(d));
+  for (int64_t j = 0; j < d; ++j) scale[static_cast<size_t>(j)] = 1.0 / (static_cast<double>(j) + 1.5);
+  // Fit rows: all but i % 5 == 3.
+  auto fit_of = [&](const DistMatrix& Xd) {
+    std::vector<char> fit(static_cast<size_t>(Xd.n_local));
+    for (int64_t i = 0; i < Xd.n_local; ++i) fit[static_cast<size_t>(i)] = (Xd.row_start + i) % 5 != 3;
+    return fit;
+  };
+  const DistMatrix Xw = ref::distribute(X, MPI_COMM_WORLD), Xs = ref::distribute(X, MPI_COMM_SELF);
+  const Dense C = data::detail::integer_covariance(Xw, fit_of(Xw), scale);
+  const Dense Cs = data::detail::integer_covariance(Xs, fit_of(Xs), scale);
+  EXPECT_EQ(C.v, Cs.v) << "the covariance differs in its bits between all ranks and one";
+
+  __extension__ typedef __int128 int128;
+  int128 count = 0;
+  std::vector<int128> sum(static_cast<size_t>(d), 0), gram(static_cast<size_t>(d * d), 0);
+  for (int64_t i = 0; i < n; ++i) {
+    if (i % 5 == 3) continue;
+    ++count;
+    for (int64_t a = 0; a < d; ++a) {
+      sum[static_cast<size_t>(a)] += static_cast<int128>(X(i, a));
+      for (int64_t b = 0; b < d; ++b) gram[static_cast<size_t>(a + b * d)] += static_cast<int128>(X(i, a) * X(i, b));
+    }
+  }
+  const double u = 0x1p-53;
+  for (int64_t b = 0; b < d; ++b)
+    for (int64_t a = 0; a < d; ++a) {
+      const int128 num = count * gram[static_cast<size_t>(a + b * d)] - sum[static_cast<size_t>(a)] * sum[static_cast<size_t>(b)];
+      const long double ref = static_cast<long double>(num) / (static_cast<long double>(count) * static_cast<long double>(count)) *
+                              static_cast<long double>(scale[static_cast<size_t>(a)]) * static_cast<long double>(scale[static_cast<size_t>(b)]);
+      const long double err = std::abs(static_cast<long double>(C(a, b)) - ref);
+      EXPECT_LE(err, (4.0001L * u + 5.0L * 0x1p-64L) * std::abs(ref)) << "C(" << a << ", " << b << ")";
+    }
+  EXPECT_EQ(C(3, 3), 0.0);  // the constant column
+  EXPECT_GT(C(2, 2), 0.0);
+
+  // A value that is not a small integer is refused on every rank (the route's own check).
+  Dense Y = X;
+  Y(n - 1, 0) = 256;
+  const DistMatrix Yw = ref::distribute(Y, MPI_COMM_WORLD);
+  EXPECT_THROW(data::detail::integer_covariance(Yw, std::vector<char>(static_cast<size_t>(Yw.n_local), 1), scale), Error);
+  Y(n - 1, 0) = 0.5;
+  const DistMatrix Yh = ref::distribute(Y, MPI_COMM_WORLD);
+  EXPECT_THROW(data::detail::integer_covariance(Yh, std::vector<char>(static_cast<size_t>(Yh.n_local), 1), scale), Error);
 }
 
 TEST(Preprocess, ApplyingToTheKeptRowsGivesBitwiseTheRowsOfApplyAfterSelectRows) {

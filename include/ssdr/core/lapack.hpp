@@ -25,6 +25,11 @@ void gemm(char transa, char transb, int64_t m, int64_t n, int64_t k, float alpha
 /// C = alpha·op(A)·op(A)ᵀ + beta·C, upper or lower triangle (dsyrk); trans='N': A is n×k.
 void syrk(char uplo, char trans, int64_t n, int64_t k, double alpha, const double* a,
           int64_t lda, double beta, double* c, int64_t ldc);
+/// The same in single precision (ssyrk): the PCA covariance's exact Gram of integer rows,
+/// whose every product and sum float holds exactly (data/preprocess.cpp). Not counted in
+/// work_counters (a benchmark's bound prices double-precision work).
+void syrk(char uplo, char trans, int64_t n, int64_t k, float alpha, const float* a,
+          int64_t lda, float beta, float* c, int64_t ldc);
 /// Triangular solve with multiple right-hand sides (dtrsm): B ← alpha·op(A)⁻¹B (side 'L')
 /// or B ← alpha·B·op(A)⁻¹ (side 'R'); B is m×n.
 void trsm(char side, char uplo, char transa, char diag, int64_t m, int64_t n, double alpha,
