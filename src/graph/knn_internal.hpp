@@ -86,6 +86,13 @@ double float_distance_bound(float own_norm, float dist, int64_t d);
 /// How many other ranks' float rows the last nndescent_search on this rank read in place (its
 /// shared-memory window; 0: none, every remote row fetched). For tests. Local.
 int nndescent_last_shared_ranks();
+/// How the last nndescent_search on this rank held its own rows for the joins: 0 converted
+/// as gathered (through the row cache), 1 a float copy, 2 the float rows in place. For
+/// tests. Local.
+int nndescent_last_rows();
+/// Whether the last nndescent_search centered its rows (false: μ = 0, the sample mean was
+/// negligible). For tests. Local.
+bool nndescent_last_centered();
 
 /// Filter slack coefficient c of the exact search: |approx − exact| ≤ c·(‖x−μ‖² + ‖y−μ‖²)
 /// (plus an absolute underflow term), for the GEMM in `Real` over d features.

@@ -26,8 +26,9 @@
 //      there at its end), or after max_iterations.
 // The same seed gives the same lists on any rank count and fetch budget B_f: every random
 // choice is a function of (seed, round, global row), the float rows are centered by a μ
-// summed in global order, a pair's float distance does not depend on where it is computed,
-// and the lists after a round do not depend on the order (above).
+// summed in global order (or not at all when that μ is negligible, Build::center_rows), a
+// pair's float distance does not depend on where it is computed, and the lists after a
+// round do not depend on the order (above).
 // The first round has N_v = K random rows (distinct, ≠ v) and v itself joins them (the
 // distances of the initial entries). Build distances are single-precision GEMM values on the
 // centered rows (the search only needs their order); at the end every entry's distance is
@@ -70,6 +71,7 @@ using detail::exact_dist2;
 using detail::k_message;
 
 constexpr int kBuildMin = 12;      ///< list length during the build (K = max(k, 12): recall 0.98 at k = 8 on Fashion-MNIST; 10 gave 0.97 and more rounds)
+constexpr double kInPlaceMeanFraction = 0.01;  ///< float rows with ‖μ‖² at most this fraction of their spread are not centered (Build::center_rows)
 constexpr int64_t kChunk = 4096;   ///< rows per local-join chunk (proposal exchange) at most (1024 cost 20 % of the time at 70k rows)
 constexpr int64_t kReverseChunk = 65536;  ///< source rows per reverse-candidate exchange (bounds its buffers)
 constexpr float kInfF = std::numeric_limits<float>::infinity();
@@ -169,9 +171,13 @@ __attribute__((target("avx512f,avx512vl,fma"))) void join_dots_4x4(const float* 
 
 namespace {
 int g_last_shared_ranks = 0;  ///< set by each Build (share_rows), read by tests
+int g_last_rows = 0;          ///< set by each Build (center_rows), read by tests: 0 converted, 1 copied, 2 in place
+bool g_last_centered = true;  ///< set by each Build (center_rows), read by tests
 }  // namespace
 
 int nndescent_last_shared_ranks() { return g_last_shared_ranks; }
+int nndescent_last_rows() { return g_last_rows; }
+bool nndescent_last_centered() { return g_last_centered; }
 
 bool join_dots_has_4x4() {
   static const bool wide = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
@@ -585,7 +591,7 @@ class Build {
 
   std::vector<double> mu;  ///< the column means: the build's rows are centered
   std::vector<float> xf;   ///< the rank's centered float rows (nl×d) when not in the shared window
-  const float* xs = nullptr;  ///< the rank's centered float rows (in xf or the window), or null (more than B_f)
+  const float* xs = nullptr;  ///< the rank's centered float rows (in xf, the window, or X itself when μ = 0), or null (more than B_f)
   std::vector<float> nrm;  ///< each local row's float squared norm
   // Rows read in place (share_rows): the ranks of this node (or group) in one MPI-3
   // shared-memory window, each rank's segment [norms, k-th distances, float rows]; per rank
@@ -655,6 +661,31 @@ void Build::center_rows() {
   for (int64_t i = 0; i < S; ++i)  // ranks hold ascending ranges: rank order is global order
     for (int64_t t = 0; t < d; ++t) mu[static_cast<size_t>(t)] += sample[static_cast<size_t>(i * d + t)];
   for (double& m : mu) m /= static_cast<double>(S);
+  // Rows whose sample mean is small against their spread (PCA scores: centered by
+  // construction; a 1 024-row sample mean of centered rows has ‖μ‖² ≈ spread/1 024) are not
+  // centered: μ = 0. Float rows (--precision single) are then the build's rows as they are:
+  // a rank whose float copy would exceed B_f reads them in place instead of converting each
+  // row it gathers (a quarter of a 3·10⁵-row build's time was that conversion). Not
+  // centering raises the float distances' rounding by the factor (‖μ‖² + spread)/spread ≤
+  // 1.01. Decided from the gathered sample alone, whatever the storage: the same μ on every
+  // rank, for any budget, rank count and precision (the lists depend on μ, and float rows
+  // give the lists of their double copy).
+  bool in_place = false, centered = true;
+  if (S > 0) {
+    double m2 = 0, spread = 0;
+    for (int64_t t = 0; t < d; ++t) m2 += mu[static_cast<size_t>(t)] * mu[static_cast<size_t>(t)];
+    for (int64_t i = 0; i < S; ++i)
+      for (int64_t t = 0; t < d; ++t) {
+        const double e = sample[static_cast<size_t>(i * d + t)] - mu[static_cast<size_t>(t)];
+        spread += e * e;
+      }
+    spread /= static_cast<double>(S);
+    if (m2 <= kInPlaceMeanFraction * spread) {
+      std::fill(mu.begin(), mu.end(), 0.0);
+      centered = false;
+      in_place = X.single();
+    }
+  }
   // A float copy of the block only when it costs at most B_f (half the block again
   // otherwise: at 10⁶ rows it would break the memory target); without it a row is converted
   // when it is gathered for a join (unless the cache of converted rows below holds it) or
@@ -670,7 +701,11 @@ void Build::center_rows() {
     }
     for (int64_t i = 0; i < nl; ++i) center(i, dst + i * d);
     xs = dst;
+  } else if (in_place && nl > 0) {
+    xs = X.floats()->row(0);  // center() with μ = 0 gives these bits: no copy
   }
+  detail::g_last_rows = keep ? 1 : xs ? 2 : 0;
+  detail::g_last_centered = centered;
   auto norm2 = [this](const float* y) {
     double s = 0;
     for (int64_t t = 0; t < d; ++t) s += static_cast<double>(y[t]) * y[t];

@@ -187,6 +187,41 @@ TEST(NNDescent, GivesTheListsOfOneRankWhenSomeRanksHoldNoRowsOrNoFloatCopy) {
   if (size > 1) EXPECT_EQ(detail::nndescent_last_shared_ranks(), rank == sharer ? 0 : 1);
 }
 
+TEST(NNDescent, ReadsCenteredFloatRowsInPlaceAndGivesTheListsOfTheirDoubleCopyOnOneRank) {
+  // PCA scores (--precision single) are centered: their sample mean is negligible, so the
+  // build does not center them (μ = 0) and, without room for a float copy (B_f = 1 MiB <
+  // 2 300 × 784 × 4 / P bytes for P ≤ 4), reads the float rows in place instead of
+  // converting each row it gathers. The lists must be those of the rows' double copy built
+  // on one rank with a float copy (also μ = 0), bit for bit. Shifted by 40 per feature the
+  // same rows are centered (‖μ‖² far above 1 % of the spread) and converted as gathered.
+  if (!std::ifstream(kFashionTest).good()) GTEST_SKIP() << kFashionTest << " not installed";  // digits' copy fits 1 MiB
+  const Dense base = allgather(fashion_subset(2000));
+  const int64_t twice = 300;
+  Dense all(base.rows + twice, base.cols);
+  std::vector<double> mean(static_cast<size_t>(base.cols), 0.0);
+  for (int64_t i = 0; i < base.rows; ++i)
+    for (int64_t t = 0; t < base.cols; ++t) mean[static_cast<size_t>(t)] += base(i, t) / static_cast<double>(base.rows);
+  for (int64_t i = 0; i < all.rows; ++i)
+    for (int64_t t = 0; t < all.cols; ++t)
+      all(i, t) = static_cast<float>((base(i < base.rows ? i : i - base.rows, t) - mean[static_cast<size_t>(t)]) / 3.0);
+  for (const double shift : {0.0, 40.0}) {
+    Dense X = all;
+    for (double& v : X.v) v = static_cast<float>(v + shift);  // exact in float: the float copy holds these values
+    NNDescentOptions o;
+    o.seed = 7;
+    const KnnLists one = nndescent_search(distribute(X, MPI_COMM_SELF), 8, o);
+    EXPECT_EQ(detail::nndescent_last_rows(), 1);  // the float copy fits the default budget
+    EXPECT_EQ(detail::nndescent_last_centered(), shift != 0.0);
+    o.fetch_budget_bytes = double(1 << 20);
+    const DistMatrixF X32 = to_single(distribute(X));
+    const auto [index, dist2] = gathered(nndescent_search(RowsView(X32), 8, o), MPI_COMM_WORLD);
+    EXPECT_EQ(detail::nndescent_last_rows(), shift == 0.0 ? 2 : 0) << "shift " << shift;
+    EXPECT_EQ(detail::nndescent_last_centered(), shift != 0.0) << "shift " << shift;
+    EXPECT_EQ(index, one.index) << "shift " << shift;
+    EXPECT_EQ(dist2, one.dist2) << "shift " << shift;
+  }
+}
+
 TEST(NNDescent, TakesItsMemoryFromTheGraphOptionsAndGivesTheSameGraphForAnyValue) {
   // --nndescent-memory reaches nndescent_search as B_f (below 1 MiB it is refused there), and
   // the lists are the same for 1 MiB (no float copy, fetch blocks) and 1 GiB.
