@@ -392,56 +392,56 @@ TEST(Preprocess, GivesBitwiseTheSameRowsOnAnyRankCountAndLayout) {
   // The covariance route has two ways: the exact integer sums for digits' own values, and
   // the ordered tree of DSYRKs for digits/7 (not integers).
   for (const bool integer : {true, false}) {
-  Dense X = digits;
-  if (!integer)
-    for (double& v : X.v) v /= 7;
-  for (int case_ = 0; case_ < 5; ++case_) {
-    // Cases 0-3: every scaling by the covariance route; case 4: the Gram route (G = ZZᵀ/n
-    // from fixed-shape GEMM tiles), which must be as layout-independent.
-    const data::Scaling sc = case_ == 4 ? data::Scaling::none : static_cast<data::Scaling>(case_);
-    data::PreprocessOptions po;
-    po.scaling = sc;
-    po.route = case_ == 4 ? data::PcaRoute::gram : data::PcaRoute::covariance;
-    auto run = [&](MPI_Comm comm, bool uneven) {
-      DistMatrix Xd = ref::distribute(X, comm);
-      std::vector<char> keep(static_cast<size_t>(Xd.n_local), 1);
-      if (uneven)
-        for (int64_t i = 0; i < Xd.n_local; ++i) keep[static_cast<size_t>(i)] = (i + r) % 3 != 0;
-      DistMatrix Y = select_rows(Xd, keep);
-      std::vector<char> fit(static_cast<size_t>(Y.n_local));
-      // Fit rows: every other row of Y in global order.
-      for (int64_t i = 0; i < Y.n_local; ++i) fit[static_cast<size_t>(i)] = (Y.row_start + i) % 2 == 0;
-      const data::Preprocessor p = data::fit_preprocessor(Y, fit, po);
-      return std::make_pair(allgather(data::apply(p, Y)), p);
-    };
-    // The same rows on one rank: rank 0's selection replayed serially is not the uneven
-    // one, so compare the uneven all-rank run with a serial run on the same selected rows.
-    const auto dist = run(MPI_COMM_WORLD, true);
-    const Dense& Yd = dist.first;
-    // Serial: the selected rows (gathered, in global order) on MPI_COMM_SELF.
-    DistMatrix Xall = ref::distribute(X, MPI_COMM_WORLD);
-    std::vector<char> keep(static_cast<size_t>(Xall.n_local));
-    for (int64_t i = 0; i < Xall.n_local; ++i) keep[static_cast<size_t>(i)] = (i + r) % 3 != 0;
-    const Dense sel = allgather(select_rows(Xall, keep));
-    DistMatrix S = ref::distribute(sel, MPI_COMM_SELF);
-    std::vector<char> fit(static_cast<size_t>(S.n_local));
-    for (int64_t i = 0; i < S.n_local; ++i) fit[static_cast<size_t>(i)] = i % 2 == 0;
-    const data::Preprocessor ps = data::fit_preprocessor(S, fit, po);
-    const Dense Ys = allgather(data::apply(ps, S));
-    EXPECT_EQ(dist.second.mean, ps.mean) << data::to_string(sc);
-    EXPECT_EQ(dist.second.scale, ps.scale) << data::to_string(sc);
-    EXPECT_EQ(dist.second.basis.v, ps.basis.v) << data::to_string(sc);
-    EXPECT_EQ(ps.route, case_ == 4 ? "gram" : integer ? "covariance-exact" : "covariance") << data::to_string(sc);
-    ASSERT_EQ(Yd.rows, Ys.rows);
-    EXPECT_EQ(Yd.v, Ys.v) << data::to_string(sc) << ": preprocessed rows differ in their bits";
-  }
+    Dense X = digits;
+    if (!integer)
+      for (double& v : X.v) v /= 7;
+    for (int case_ = 0; case_ < 5; ++case_) {
+      // Cases 0-3: every scaling by the covariance route; case 4: the Gram route (G = ZZᵀ/n
+      // from fixed-shape GEMM tiles), which must be as layout-independent.
+      const data::Scaling sc = case_ == 4 ? data::Scaling::none : static_cast<data::Scaling>(case_);
+      data::PreprocessOptions po;
+      po.scaling = sc;
+      po.route = case_ == 4 ? data::PcaRoute::gram : data::PcaRoute::covariance;
+      auto run = [&](MPI_Comm comm, bool uneven) {
+        DistMatrix Xd = ref::distribute(X, comm);
+        std::vector<char> keep(static_cast<size_t>(Xd.n_local), 1);
+        if (uneven)
+          for (int64_t i = 0; i < Xd.n_local; ++i) keep[static_cast<size_t>(i)] = (i + r) % 3 != 0;
+        DistMatrix Y = select_rows(Xd, keep);
+        std::vector<char> fit(static_cast<size_t>(Y.n_local));
+        // Fit rows: every other row of Y in global order.
+        for (int64_t i = 0; i < Y.n_local; ++i) fit[static_cast<size_t>(i)] = (Y.row_start + i) % 2 == 0;
+        const data::Preprocessor p = data::fit_preprocessor(Y, fit, po);
+        return std::make_pair(allgather(data::apply(p, Y)), p);
+      };
+      // The same rows on one rank: rank 0's selection replayed serially is not the uneven
+      // one, so compare the uneven all-rank run with a serial run on the same selected rows.
+      const auto dist = run(MPI_COMM_WORLD, true);
+      const Dense& Yd = dist.first;
+      // Serial: the selected rows (gathered, in global order) on MPI_COMM_SELF.
+      DistMatrix Xall = ref::distribute(X, MPI_COMM_WORLD);
+      std::vector<char> keep(static_cast<size_t>(Xall.n_local));
+      for (int64_t i = 0; i < Xall.n_local; ++i) keep[static_cast<size_t>(i)] = (i + r) % 3 != 0;
+      const Dense sel = allgather(select_rows(Xall, keep));
+      DistMatrix S = ref::distribute(sel, MPI_COMM_SELF);
+      std::vector<char> fit(static_cast<size_t>(S.n_local));
+      for (int64_t i = 0; i < S.n_local; ++i) fit[static_cast<size_t>(i)] = i % 2 == 0;
+      const data::Preprocessor ps = data::fit_preprocessor(S, fit, po);
+      const Dense Ys = allgather(data::apply(ps, S));
+      EXPECT_EQ(dist.second.mean, ps.mean) << data::to_string(sc);
+      EXPECT_EQ(dist.second.scale, ps.scale) << data::to_string(sc);
+      EXPECT_EQ(dist.second.basis.v, ps.basis.v) << data::to_string(sc);
+      EXPECT_EQ(ps.route, case_ == 4 ? "gram" : integer ? "covariance-exact" : "covariance") << data::to_string(sc);
+      ASSERT_EQ(Yd.rows, Ys.rows);
+      EXPECT_EQ(Yd.v, Ys.v) << data::to_string(sc) << ": preprocessed rows differ in their bits";
+    }
   }
 }
 
 TEST(Preprocess, IntegerRowsCovarianceIsWithinFourRoundingsOfTheExactOneOnAnyRankCount) {
   // 1 000 rows (three full chunks of 256 and a partial one on one rank) × 9 integer columns:
-  // uniform on [0, 255], on [−255, 0], near 255 with a small spread (mean² / variance ≈ 10⁵:
-  // an uncentered double formula would lose five digits there), all 255 (a constant column,
+  // uniform on [0, 255], on [−255, 0], near 255 with a small spread (mean² / variance ≈ 2·10⁴:
+  // an uncentered double formula would lose four digits there), all 255 (a constant column,
   // variance exactly 0), and their mixtures; scaled per column. The exact covariance is
   // computed here with 128-bit integers, then in long double: its own error is ≤ 4·2⁻⁶⁴
   // relative, while the route's C_ij carries at most four roundings of double (the
