@@ -76,6 +76,9 @@ namespace {
 /// integer_covariance: the largest magnitude of a row value, and the rows per exact chunk.
 constexpr double kIntegerCovarianceMax = 255;
 constexpr int64_t kIntegerChunk = 256;
+/// Fit rows at which the exact route's double sums (≤ 255²·n) would pass 2⁵³: the covariance
+/// takes the double route from there on.
+constexpr int64_t kIntegerCovarianceRowsMax = (int64_t{1} << 53) / (255 * 255);
 
 /// Local indices of the fit rows.
 /// The rows a preprocessing reads: a DistMatrix's doubles, or typed rows (uint8, float32)
@@ -160,12 +163,13 @@ bool small_integer_rows(const Rows& X, const std::vector<int64_t>& rows) {
 /// every product (≤ 255² = 65 025) and partial sum (≤ 256·65 025 < 2²⁴) is an integer that
 /// float holds exactly, so the chunk's Gram is exact whatever order or FMA the kernel uses;
 /// the chunks' Grams G = Σ x xᵀ and the column sums s = Σ x are added in double, exact for
-/// integers below 2⁵³ (n_fit < 1.3·10¹¹), then over the ranks (exact in any order). Then
+/// integers below 2⁵³ (the caller keeps n_fit below kIntegerCovarianceRowsMax, 1.4·10¹¹),
+/// then over the ranks (exact in any order). Then
 ///   C_ij = (n·G_ij − s_i·s_j) / n² · scale_i·scale_j
 /// with the numerator an exact 128-bit integer: C_ij carries at most 4 roundings (the
-/// numerator's conversion, the division by n², exact for n_fit < 9.4·10⁷, and the two scale
-/// factors), |δC_ij| ≤ 4u|C_ij| (u = 2⁻⁵³), where the double route's DSYRKs of centered rows
-/// carry γ_256-size errors per chunk and the tree's sums. Exact sums do not depend on the
+/// numerator's conversion, the division by n², exact for n_fit < 9.4·10⁷, one more rounding
+/// above, and the two scale factors), |δC_ij| ≤ 4u|C_ij| (u = 2⁻⁵³), where the double
+/// route's DSYRKs of centered rows carry γ_256-size errors per chunk and the tree's sums. Exact sums do not depend on the
 /// order, so C has the same bits on any rank count and layout without ordered_row_sum's
 /// tree, and single precision runs the SSYRK at about twice the DSYRK's rate: the whole
 /// preprocessing of 1.05 M Fashion-MNIST rows (F = 1, 2 ranks, PCA to 95 %) took 8.6 s
@@ -322,11 +326,12 @@ Preprocessor fit_preprocessor_rows(const Rows& X, const std::vector<char>& fit, 
 
 Dense detail::integer_covariance(const DistMatrix& X, const std::vector<char>& fit, const std::vector<double>& scale) {
   SSDR_CHECK(static_cast<int64_t>(fit.size()) == X.n_local, "integer_covariance: mask length");
+  SSDR_CHECK(scale.empty() || static_cast<int64_t>(scale.size()) == X.cols, "integer_covariance: scale length");
   const Rows rows_of(X);
   const std::vector<int64_t> rows = fit_rows(fit);
   int64_t count = static_cast<int64_t>(rows.size());
   MPI_Allreduce(MPI_IN_PLACE, &count, 1, MPI_INT64_T, MPI_SUM, X.comm);
-  SSDR_REQUIRE(count > 0, "integer_covariance: no fit row");
+  SSDR_REQUIRE(count > 0 && count < kIntegerCovarianceRowsMax, "integer_covariance: no fit row, or too many for exact sums");
   SSDR_REQUIRE(small_integer_rows(rows_of, rows), "integer_covariance: a fit value is not an integer of magnitude <= 255");
   Preprocessor p;
   p.scale = scale;
@@ -425,7 +430,7 @@ Preprocessor fit_preprocessor_rows(const Rows& X, const std::vector<char>& fit, 
   // of fit rows, chunks added in ordered_row_sum's fixed tree (bitwise the same C on any
   // rank count).
   Dense C(d, d);
-  if (d > 0 && small_integer_rows(X, rows)) {
+  if (d > 0 && count < kIntegerCovarianceRowsMax && small_integer_rows(X, rows)) {
     C = integer_covariance(X, rows, p, count);
     p.route = "covariance-exact";
   } else if (d > 0) {

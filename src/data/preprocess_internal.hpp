@@ -20,9 +20,12 @@ int64_t components_to_keep(const std::vector<double>& w, const PreprocessOptions
 /// The covariance Σ (z − m)(z − m)ᵀ / n_fit (d×d, replicated) of the fit rows of X (fit:
 /// one flag per local row) scaled by `scale` (z_j = x_j·scale_j; empty: 1), by the exact
 /// integer route the covariance PCA takes when every fit value is an integer of magnitude
-/// ≤ 255 (see integer_covariance in preprocess.cpp: |error| ≤ 4u per entry, the same bits on
-/// any rank count). Collective over X.comm. \throws ssdr::Error (collectively) when a fit
-/// value is not such an integer, or no row is a fit row.
+/// ≤ 255 (see integer_covariance in preprocess.cpp: |error| ≤ 4u per entry below 9.4·10⁷
+/// fit rows, where n² is exact, five roundings above; the same bits on any rank count below
+/// kIntegerCovarianceRowsMax rows, where the double sums are exact). Collective over X.comm.
+/// \throws ssdr::Error (collectively) when a fit value is not such an integer, no row is a
+/// fit row, or there are kIntegerCovarianceRowsMax of them or more; (locally) when fit or a
+/// non-empty scale has the wrong length.
 Dense integer_covariance(const DistMatrix& X, const std::vector<char>& fit, const std::vector<double>& scale);
 
 }  // namespace ssdr::data::detail

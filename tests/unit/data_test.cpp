@@ -499,6 +499,8 @@ TEST(Preprocess, IntegerRowsCovarianceIsWithinFourRoundingsOfTheExactOneOnAnyRan
   EXPECT_EQ(C(3, 3), 0.0);  // the constant column
   EXPECT_GT(C(2, 2), 0.0);
 
+  // A scale of the wrong length is refused (on every rank: every rank passes it).
+  EXPECT_THROW(data::detail::integer_covariance(Xw, fit_of(Xw), std::vector<double>{1.0}), Error);
   // A value that is not a small integer is refused on every rank (the route's own check).
   Dense Y = X;
   Y(n - 1, 0) = 256;

@@ -57,7 +57,8 @@ struct Preprocessor {
   std::vector<double> mean;          ///< d, mean of the scaled fit samples
   Dense basis;                       ///< d×d' orthonormal PCA basis (eigenvalues descending)
   std::vector<double> eigenvalues;   ///< d' kept covariance eigenvalues (of Σ(x−m)(x−m)ᵀ/n_fit)
-  /// How the basis was computed ("covariance", "gram", "sparse-svd"; empty: no PCA) and the
+  /// How the basis was computed ("covariance", "covariance-exact" for integer rows of
+  /// magnitude ≤ 255, "gram", "sparse-svd"; empty: no PCA) and the
   /// total variance tr(C) = Σ‖x−m‖²/n_fit of the scaled fit samples (the energy rule's
   /// denominator), for the report.
   std::string route;
